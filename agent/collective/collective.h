@@ -1,0 +1,23 @@
+/* collective: connect the ranks (bootstrap.h), pick an engine (nccl when
+ * GPUs are present, host otherwise, --engine to force), run the sweep and
+ * fill run->coll. Failures of the fabric itself are recorded in run->coll
+ * (err, reason) for the verdict; only bad input returns an error. */
+#ifndef PF_COLLECTIVE_H
+#define PF_COLLECTIVE_H
+
+#include "../pf.h"
+#include "engine.h"
+
+pf_err pf_collective(struct pf_run *run, char *err);
+
+/* The nccl-tests-style sweep over an opened engine (sweep.c). */
+pf_err pf_sweep(struct pf_run *run, struct pf_engine *e, struct pf_boot *b,
+                int64_t deadline, char *err);
+
+/* busbw factor for all_reduce: 2(n-1)/n. */
+static inline double pf_busbw_factor(int nranks)
+{
+    return nranks > 1 ? 2.0 * (nranks - 1) / nranks : 1.0;
+}
+
+#endif

@@ -1,0 +1,62 @@
+/* An all_reduce engine: the small interface the engine-agnostic sweep
+ * (sweep.c) drives, the way nccl-tests keeps one harness and a tiny file per
+ * collective. Buffers hold float32; every global rank contributes
+ * pf_pattern(rank, i) and the expected result is pf_expected(nranks, i). */
+#ifndef PF_ENGINE_H
+#define PF_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../pf.h"
+#include "bootstrap.h"
+
+struct pf_engine;
+
+struct pf_engine_ops {
+    const char *name;                 /* "host" | "nccl" */
+    /* Set up for all_reduces of up to max_count elements per rank. */
+    pf_err (*open)(struct pf_engine *e, struct pf_run *run,
+                   struct pf_boot *boot, uint64_t max_count, int64_t deadline,
+                   char *err);
+    /* Fill the send buffer (the recv buffer when in_place) with the
+     * pattern, and poison the recv buffer otherwise. */
+    pf_err (*fill)(struct pf_engine *e, uint64_t count, bool in_place,
+                   char *err);
+    /* Run iters all_reduces back to back; *seconds is the elapsed time as
+     * this engine measures it (CUDA events / monotonic clock). */
+    pf_err (*run)(struct pf_engine *e, uint64_t count, bool in_place,
+                  int iters, double *seconds, int64_t deadline, char *err);
+    /* Compare the result with pf_expected; *wrong = differing elements
+     * summed over this process's ranks. */
+    pf_err (*check)(struct pf_engine *e, uint64_t count, bool in_place,
+                    long *wrong, char *err);
+    void (*close)(struct pf_engine *e);
+};
+
+struct pf_engine {
+    const struct pf_engine_ops *ops;
+    int nranks;                       /* global ranks in the all_reduce */
+    int local_ranks;                  /* ranks this process drives */
+    void *impl;
+};
+
+extern const struct pf_engine_ops pf_engine_host;
+extern const struct pf_engine_ops pf_engine_nccl;
+
+/* Position-dependent, rank-distinct values whose float32 sum over up to
+ * PF_MAX_RANKS x 16 ranks is exact (small integers). */
+static inline float pf_pattern(int rank, uint64_t i)
+{
+    return (float)((int)((i * 7u + (uint64_t)rank * 13u) % 31u) - 15);
+}
+
+static inline float pf_expected(int nranks, uint64_t i)
+{
+    long s = 0;
+    for (int r = 0; r < nranks; r++)
+        s += (long)((i * 7u + (uint64_t)r * 13u) % 31u) - 15;
+    return (float)s;
+}
+
+#endif

@@ -1,0 +1,35 @@
+/* config: flags > EFA_PREFLIGHT_* env > YAML file (--config) > defaults.
+ *
+ * Every option has one name used three ways: YAML key `fabric_provider`,
+ * env EFA_PREFLIGHT_FABRIC_PROVIDER, flag --fabric-provider. Unknown keys,
+ * wrong types and out-of-range values are errors naming file:line and key
+ * (PF_ERR_CONFIG / PF_ERR_USAGE, exit 2). */
+#ifndef PF_CONFIG_H
+#define PF_CONFIG_H
+
+#include <stdio.h>
+
+#include "../pf.h"
+
+void pf_config_defaults(struct pf_config *cfg);
+
+/* Parse argv (argv[0] is the command name, e.g. "node"), env and the YAML
+ * file named by --config / EFA_PREFLIGHT_CONFIG. Sets *want_help when
+ * --help was given. */
+pf_err pf_config_load(struct pf_config *cfg, enum pf_command cmd, int argc,
+                      char **argv, char **envp, bool *want_help, char *err);
+
+/* Load only a YAML file on top of cfg (used by pf_config_load and tests). */
+pf_err pf_config_load_yaml(struct pf_config *cfg, const char *path,
+                           char *err);
+/* Same, from memory; name is used in messages. */
+pf_err pf_config_load_yaml_buf(struct pf_config *cfg, const char *name,
+                               const char *buf, size_t len, char *err);
+
+/* Usage text for one command (all its options, env names, defaults). */
+void pf_config_usage(enum pf_command cmd, FILE *out);
+
+/* Parse "64M", "1G", "8" into bytes. */
+pf_err pf_parse_size(const char *s, uint64_t *out, char *err);
+
+#endif

@@ -1,0 +1,203 @@
+/* efa-preflight: prove a node's EFA fabric works and is fast, then say so.
+ *
+ *   efa-preflight node      node checks only (no network)
+ *   efa-preflight run       node checks + collective with peers
+ *   efa-preflight local     N ranks on this machine (the embedded default)
+ *   efa-preflight catalog   print the effective instance catalog
+ *   efa-preflight version
+ *
+ * Exit codes: 0 pass, 1 validation failed, 2 usage/config error,
+ * 3 infrastructure error. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pf.h"
+#include "collective/collective.h"
+#include "config/catalog.h"
+#include "config/config.h"
+#include "discover/discover.h"
+#include "probe/probe.h"
+#include "publish/publish.h"
+#include "util/clock.h"
+#include "util/log.h"
+#include "verdict/verdict.h"
+
+extern char **environ;
+
+static const struct {
+    const char *name;
+    enum pf_command cmd;
+    const char *help;
+} commands[] = {
+    { "node", PF_CMD_NODE, "check this node's EFA setup against its instance type" },
+    { "run", PF_CMD_RUN, "node checks, then an all_reduce with peers (static, mpi, k8s)" },
+    { "local", PF_CMD_LOCAL, "node checks, then an all_reduce across N local ranks" },
+    { "catalog", PF_CMD_CATALOG, "print the effective instance-type catalog" },
+    { "version", PF_CMD_VERSION, "print the version" },
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: efa-preflight <command> [options]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].help);
+    fprintf(out, "\n'efa-preflight <command> --help' lists a command's options.\n"
+                 "exit codes: 0 pass, 1 validation failed, 2 usage/config error, "
+                 "3 infrastructure error\n");
+}
+
+static enum pf_log_level log_level_from(const char *s)
+{
+    if (!strcmp(s, "error")) return PF_LOG_ERROR;
+    if (!strcmp(s, "info")) return PF_LOG_INFO;
+    if (!strcmp(s, "debug")) return PF_LOG_DEBUG;
+    return PF_LOG_WARN;
+}
+
+/* The pipeline after config: probe -> [discover -> collective] -> verdict
+ * -> publish. Returns the exit code. */
+static int run_stages(struct pf_run *run, bool collective)
+{
+    char err[PF_ERRLEN] = "";
+    pf_err rc;
+
+    rc = pf_probe(run, err);
+    if (rc != PF_OK) {
+        fprintf(stderr, "efa-preflight: %s\n", err);
+        return rc == PF_ERR_USAGE || rc == PF_ERR_CONFIG ? PF_EXIT_USAGE
+                                                         : PF_EXIT_INFRA;
+    }
+    if (collective) {
+        rc = pf_discover(run, err);
+        if (rc == PF_OK)
+            rc = pf_collective(run, err);
+        if (rc == PF_ERR_USAGE || rc == PF_ERR_CONFIG) {
+            fprintf(stderr, "efa-preflight: %s\n", err);
+            return PF_EXIT_USAGE;
+        }
+        if (rc != PF_OK && run->coll.err == PF_OK) {
+            /* Discovery failed before the collective could record it. */
+            run->coll.err = rc;
+            snprintf(run->coll.errmsg, sizeof(run->coll.errmsg), "%s", err);
+        }
+    }
+    /* Node checks run after discovery: in k8s mode the instance type may
+     * come from the Node's label. A node that fails them still joins the
+     * collective, so its peers see a result rather than a timeout. */
+    pf_verdict_node(run);
+    if (collective)
+        pf_verdict_fabric(run);
+    pf_verdict_finish(run);
+
+    rc = pf_publish(run, err);
+    if (rc != PF_OK) {
+        fprintf(stderr, "efa-preflight: publish: %s\n", err);
+        if (rc == PF_ERR_USAGE || rc == PF_ERR_CONFIG)
+            return PF_EXIT_USAGE;
+        return run->verdict.exit_code == PF_EXIT_PASS ? PF_EXIT_INFRA
+                                                      : run->verdict.exit_code;
+    }
+    return run->verdict.exit_code;
+}
+
+int main(int argc, char **argv)
+{
+    char err[PF_ERRLEN] = "";
+    struct pf_run *run;
+    enum pf_command cmd = PF_CMD_VERSION;
+    bool found = false, want_help = false;
+    int code;
+    pf_err rc;
+
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+        !strcmp(argv[1], "help")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? PF_EXIT_USAGE : PF_EXIT_PASS;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("efa-preflight %s\n", PF_VERSION);
+        return PF_EXIT_PASS;
+    }
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+        if (!strcmp(argv[1], commands[i].name)) {
+            cmd = commands[i].cmd;
+            found = true;
+        }
+    }
+    if (!found) {
+        fprintf(stderr, "efa-preflight: unknown command '%s'\n", argv[1]);
+        usage(stderr);
+        return PF_EXIT_USAGE;
+    }
+
+    run = calloc(1, sizeof(*run));
+    if (!run) {
+        fprintf(stderr, "efa-preflight: out of memory\n");
+        return PF_EXIT_INFRA;
+    }
+    pf_rfc3339(run->started_at, 0);
+    rc = pf_config_load(&run->cfg, cmd, argc - 1, argv + 1, environ,
+                        &want_help, err);
+    if (rc != PF_OK) {
+        fprintf(stderr, "efa-preflight: %s\n", err);
+        fprintf(stderr, "try 'efa-preflight %s --help'\n", argv[1]);
+        free(run);
+        return PF_EXIT_USAGE;
+    }
+    if (want_help) {
+        pf_config_usage(cmd, stdout);
+        free(run);
+        return PF_EXIT_PASS;
+    }
+    pf_log_set_level(log_level_from(run->cfg.log_level));
+
+    if (cmd == PF_CMD_VERSION) {
+        printf("efa-preflight %s (report schema %s)\n", PF_VERSION,
+               PF_REPORT_SCHEMA);
+        free(run);
+        return PF_EXIT_PASS;
+    }
+
+    rc = pf_catalog_load(&run->catalog, run->cfg.catalog_file, err);
+    if (rc != PF_OK) {
+        fprintf(stderr, "efa-preflight: %s\n", err);
+        free(run);
+        return PF_EXIT_USAGE;
+    }
+
+    switch (cmd) {
+    case PF_CMD_CATALOG:
+        pf_catalog_print(&run->catalog, stdout);
+        code = PF_EXIT_PASS;
+        break;
+    case PF_CMD_NODE:
+        code = run_stages(run, false);
+        break;
+    case PF_CMD_RUN:
+        code = run_stages(run, true);
+        break;
+    case PF_CMD_LOCAL: {
+        bool is_child = false;
+        rc = pf_local_spawn(run, &is_child, &code, err);
+        if (rc != PF_OK) {
+            fprintf(stderr, "efa-preflight: %s\n", err);
+            code = rc == PF_ERR_USAGE ? PF_EXIT_USAGE : PF_EXIT_INFRA;
+        } else if (is_child) {
+            code = run_stages(run, true);
+        }
+        break;
+    }
+    default:
+        code = PF_EXIT_USAGE;
+        break;
+    }
+
+    if (run->cfg.on_failure[0] && !strcmp(run->cfg.on_failure, "continue") &&
+        code == PF_EXIT_FAIL)
+        code = PF_EXIT_PASS;
+    pf_peers_free(&run->peers);
+    pf_catalog_free(&run->catalog);
+    free(run);
+    return code;
+}

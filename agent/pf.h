@@ -1,0 +1,273 @@
+/* The data model: one struct pf_run that flows through the five stages.
+ *
+ *   config -> probe -> discover -> collective -> verdict -> publish
+ *
+ * Each stage fills its own part and only reads the parts before it.
+ * Fixed-size arrays keep ownership simple: nothing here needs freeing except
+ * the catalog and the peer table, which have their own free functions. */
+#ifndef PF_H
+#define PF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/err.h"
+
+#define PF_VERSION "0.1.0"
+#define PF_REPORT_SCHEMA "efa-preflight.io/report/v1"
+
+#define PF_PATH_MAX 1024
+#define PF_NAME_MAX 256
+
+/* ---------------------------------------------------------------- config */
+
+enum pf_command { PF_CMD_NODE, PF_CMD_RUN, PF_CMD_LOCAL, PF_CMD_CATALOG,
+                  PF_CMD_VERSION };
+
+struct pf_config {
+    enum pf_command command;
+
+    /* where config and catalog came from */
+    char config_file[PF_PATH_MAX];
+    char catalog_file[PF_PATH_MAX];
+
+    /* probe */
+    char instance_type[PF_NAME_MAX];  /* "" = detect */
+    char sysfs_root[PF_PATH_MAX];     /* "" = / */
+    char dev_root[PF_PATH_MAX];       /* "" = / */
+    bool no_imds;
+    char imds_endpoint[PF_NAME_MAX];  /* default http://169.254.169.254 */
+    int expect_efa;                   /* -1 = from catalog */
+    int expect_gpus;                  /* -1 = from catalog */
+    int min_memlock_mib;              /* -1 = unlimited required */
+
+    /* output */
+    bool json;                        /* JSON report on stdout */
+    char report_file[PF_PATH_MAX];
+    char log_level[16];               /* error|warn|info|debug */
+    char on_failure[16];              /* fail|continue */
+
+    /* collective */
+    char bootstrap[16];               /* local|static|mpi|k8s */
+    int ranks;                        /* local: rank processes to start */
+    char peers[4096];                 /* static: host:port,... rank order */
+    int rank;                         /* static: own rank, -1 = unset */
+    int world_size;                   /* 0 = derive */
+    int port;                         /* rendezvous TCP port */
+    char bind_addr[PF_NAME_MAX];      /* own address for rendezvous/fabric */
+    int timeout_s;                    /* bounds the whole run */
+    char secret_file[PF_PATH_MAX];
+    char run_id[PF_NAME_MAX];         /* "" = derive */
+    char engine[16];                  /* auto|nccl|host */
+    char fabric_provider[32];         /* efa by default */
+    uint64_t min_bytes, max_bytes;    /* -b / -e */
+    int step_factor;                  /* -f */
+    int iters, warmup;                /* -n / -w */
+    bool check;                       /* verify data */
+    double min_busbw_gbps;            /* 0 = catalog floor */
+    int debug_corrupt_rank;           /* -1 = off */
+    int debug_slow_rank;              /* -1 = off */
+    int debug_slow_ms;
+
+    /* kubernetes */
+    char api_server[PF_NAME_MAX];     /* "" = in-cluster */
+    char token_file[PF_PATH_MAX];
+    char ca_file[PF_PATH_MAX];
+    char pod_name[PF_NAME_MAX];
+    char namespace_[PF_NAME_MAX];
+    char node_name[PF_NAME_MAX];
+    char pod_ip[64];
+    char peer_selector[1024];
+    char mode[16];                    /* initcontainer|daemonset */
+    int group_size;
+    char label_prefix[PF_NAME_MAX];
+    bool taint_on_failure;
+    int valid_hours;                  /* valid-until = validated-at + this */
+    bool publish;                     /* write to the Node (k8s mode) */
+};
+
+/* --------------------------------------------------------------- catalog */
+
+#define PF_MAX_FLOORS 8
+
+struct pf_floor {
+    int nodes;                        /* floor applies from this node count */
+    double busbw_gbps;                /* all_reduce busbw floor, GB/s */
+};
+
+struct pf_instance {
+    char name[64];                    /* "p5.48xlarge" or "hpc7a.*" */
+    int efa_count;
+    int accel_count;
+    char accel_model[32];
+    char accel_kind[16];              /* gpu|trainium|none */
+    int network_gbps;                 /* 0 = unknown */
+    bool verified;                    /* false where FACTS.md says unverified */
+    bool gdr_required;
+    bool recount_efa;                 /* p5en: EFA may come up late */
+    bool ignore_non_efa;              /* p6-b200: extra ibp* devices */
+    bool no_nccl;                     /* trn: host engine only */
+    int nfloors;
+    struct pf_floor floors[PF_MAX_FLOORS];
+    char notes[256];
+};
+
+struct pf_catalog {
+    int n;
+    struct pf_instance *items;
+};
+
+/* ----------------------------------------------------------------- probe */
+
+#define PF_MAX_EFA 64
+#define PF_MAX_GPUS 16
+
+struct pf_efa_dev {
+    char name[64];                    /* rdmap16s27 */
+    unsigned vendor, device;          /* PCI ids */
+    char pci_addr[32];                /* 0000:10:1b.0 */
+    char port_state[32];              /* "4: ACTIVE" */
+    bool port_active;
+};
+
+struct pf_gpu {
+    char model[96];
+    char pci_bus_id[32];
+    uint64_t mem_bytes;
+};
+
+struct pf_node {
+    char hostname[PF_NAME_MAX];
+    char instance_type[64];           /* ml. prefix stripped */
+    char instance_source[16];         /* flag|dmi|label|imds|none */
+
+    int efa_count;                    /* EFA devices by PCI id */
+    int non_efa_ib_count;             /* other /sys/class/infiniband entries */
+    int efa_ports_active;
+    struct pf_efa_dev efa[PF_MAX_EFA];
+    int uverbs_present, uverbs_openable;
+    char uverbs_error[256];
+
+    bool efa_module_loaded;
+    char efa_module_version[64];
+
+    bool libfabric_loaded;
+    char libfabric_path[PF_PATH_MAX];
+    char libfabric_version[32];       /* "1.22.0" */
+    int fi_efa_domains;               /* fi_getinfo(efa, FI_EP_RDM) count */
+    char libfabric_error[256];
+
+    uint64_t memlock_soft, memlock_hard; /* bytes; UINT64_MAX = unlimited */
+    long hugepages_total, hugepages_free, hugepage_kb;
+    bool gdr_supported;               /* EFA device can do RDMA read */
+
+    bool cuda_loaded;
+    char cuda_error[256];
+    int cuda_runtime_version, cuda_driver_version;
+    int gpu_count;
+    struct pf_gpu gpus[PF_MAX_GPUS];
+
+    bool nccl_loaded;
+    int nccl_version;                 /* X*10000+Y*100+Z */
+    char nccl_error[256];
+};
+
+/* -------------------------------------------------------------- discover */
+
+struct pf_peer {
+    int rank;
+    char host[PF_NAME_MAX];           /* address the rendezvous reaches */
+    int port;
+    char pod[PF_NAME_MAX];            /* k8s only */
+    char node[PF_NAME_MAX];           /* k8s / hello facts */
+};
+
+struct pf_peers {
+    char bootstrap[16];
+    char run_id[PF_NAME_MAX];
+    int world;                        /* number of ranks (processes) */
+    int rank;                         /* own rank */
+    struct pf_peer *list;             /* world entries, rank order */
+};
+
+/* ------------------------------------------------------------ collective */
+
+#define PF_MAX_ROWS 48
+#define PF_MAX_RANKS 256
+
+struct pf_row {
+    uint64_t bytes;
+    uint64_t count;                   /* float32 elements */
+    double oop_us, oop_algbw, oop_busbw;
+    long oop_wrong;
+    double ip_us, ip_algbw, ip_busbw;
+    long ip_wrong;
+};
+
+struct pf_coll {
+    bool ran;
+    char engine[16];                  /* nccl|host */
+    char provider[32];                /* libfabric provider used */
+    bool provider_is_fallback;        /* tcp/shm where efa was expected */
+    char transport[128];              /* NCCL: "NET/Libfabric/GDRDMA" etc. */
+    char nccl_network[32];            /* "Using network X" */
+    bool net_plugin_loaded;
+    bool net_gdr;                     /* channels over NET used GDRDMA */
+    bool inter_node_socket;           /* channels over NET/Socket */
+    int nranks;                       /* global ranks (processes x GPUs) */
+    int nnodes;
+    int nrows;
+    struct pf_row rows[PF_MAX_ROWS];
+    double avg_busbw;                 /* mean over rows, nccl-tests footer */
+    double peak_busbw;                /* best busbw of the largest size */
+    long wrong_total;
+    double rank_seconds[PF_MAX_RANKS];/* per-rank time of the largest size */
+    int slow_rank;                    /* straggler, -1 = none found */
+    pf_err err;                       /* PF_OK unless the collective failed */
+    char reason[48];                  /* PeerTimeout, PeerLost, ... */
+    char errmsg[PF_ERRLEN];
+    double wall_s;
+};
+
+/* --------------------------------------------------------------- verdict */
+
+enum pf_status { PF_PASS = 0, PF_WARN, PF_FAIL, PF_SKIP };
+
+#define PF_MAX_CHECKS 48
+
+struct pf_check {
+    char name[48];                    /* efa_devices, memlock, ... */
+    enum pf_status status;
+    char reason[48];                  /* CamelCase, e.g. EFADeviceCountMismatch */
+    char message[384];                /* what was seen vs expected */
+    char remedy[256];                 /* one-line fix */
+    char condition[24];               /* EFADevicesReady | EFAFabricReady */
+};
+
+struct pf_verdict {
+    int n;
+    struct pf_check checks[PF_MAX_CHECKS];
+    enum pf_status overall;
+    int exit_code;                    /* 0 pass, 1 failed, 3 infrastructure */
+};
+
+/* ------------------------------------------------------------------- run */
+
+struct pf_run {
+    struct pf_config cfg;
+    struct pf_catalog catalog;
+    const struct pf_instance *instance; /* NULL = unknown type */
+    struct pf_node node;
+    struct pf_peers peers;
+    struct pf_coll coll;
+    struct pf_verdict verdict;
+    char started_at[32];              /* RFC 3339 */
+};
+
+/* Exit codes (DESIGN.md). */
+enum { PF_EXIT_PASS = 0, PF_EXIT_FAIL = 1, PF_EXIT_USAGE = 2, PF_EXIT_INFRA = 3 };
+
+const char *pf_status_name(enum pf_status s);
+
+#endif

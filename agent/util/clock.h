@@ -1,0 +1,16 @@
+/* Monotonic time and deadlines. A deadline is an absolute CLOCK_MONOTONIC
+ * time in milliseconds; 0 never appears as a real deadline. */
+#ifndef PF_CLOCK_H
+#define PF_CLOCK_H
+
+#include <stdint.h>
+
+int64_t pf_now_ms(void);          /* CLOCK_MONOTONIC, ms */
+double pf_now_s(void);            /* CLOCK_MONOTONIC, seconds, ns resolution */
+int64_t pf_deadline_in(int64_t ms);
+int64_t pf_ms_left(int64_t deadline_ms); /* <= 0 when passed */
+/* Wall-clock time as RFC 3339 UTC ("2026-11-22T01:02:03Z"), offset by secs. */
+void pf_rfc3339(char out[32], int64_t offset_s);
+void pf_sleep_ms(int64_t ms);
+
+#endif

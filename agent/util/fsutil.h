@@ -1,0 +1,23 @@
+/* Small file helpers used by probes and config. */
+#ifndef PF_FSUTIL_H
+#define PF_FSUTIL_H
+
+#include <stddef.h>
+#include "err.h"
+
+/* Read a whole file (at most max bytes) into a NUL-terminated malloc'd
+ * buffer. *len_out may be NULL. */
+pf_err pf_read_file(const char *path, size_t max, char **out, size_t *len_out,
+                    char *err);
+/* Read the first line of a small file (sysfs attribute), trailing
+ * whitespace stripped. Returns PF_ERR_NOTFOUND if the file is absent. */
+pf_err pf_read_line(const char *path, char *buf, size_t len, char *err);
+/* Write a file atomically (temp file + rename), so a report is never half
+ * written. */
+pf_err pf_write_file_atomic(const char *path, const char *data, size_t len,
+                            char *err);
+/* snprintf into buf; returns PF_ERR_USAGE if it did not fit. */
+pf_err pf_path_join(char *buf, size_t len, const char *root, const char *path,
+                    char *err);
+
+#endif

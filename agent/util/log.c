@@ -1,0 +1,38 @@
+#include "log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <time.h>
+
+static enum pf_log_level log_level = PF_LOG_WARN;
+static char log_tag[64];
+
+void pf_log_set_level(enum pf_log_level lvl) { log_level = lvl; }
+enum pf_log_level pf_log_get_level(void) { return log_level; }
+
+void pf_log_set_tag(const char *tag)
+{
+    snprintf(log_tag, sizeof(log_tag), "%s", tag ? tag : "");
+}
+
+void pf_log(enum pf_log_level lvl, const char *fmt, ...)
+{
+    static const char *names[] = { "error", "warn", "info", "debug" };
+    char line[2048];
+    struct timespec ts;
+    struct tm tm;
+    va_list ap;
+
+    if (lvl > log_level)
+        return;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    /* One fprintf per line so lines from several ranks do not interleave. */
+    fprintf(stderr, "%02d:%02d:%02d.%03ld efa-preflight%s%s%s %s: %s\n",
+            tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000,
+            log_tag[0] ? " [" : "", log_tag, log_tag[0] ? "]" : "",
+            names[lvl], line);
+}

@@ -1,0 +1,30 @@
+/* verdict: turn facts into checks (pass/warn/fail, CamelCase reason, one-line
+ * remedy) and an exit code. Thresholds come from the catalog entry and the
+ * node count, overridable by config. */
+#ifndef PF_VERDICT_H
+#define PF_VERDICT_H
+
+#include "../pf.h"
+
+/* Node checks (EFADevicesReady): node_checks.c */
+void pf_verdict_node(struct pf_run *run);
+/* Collective checks (EFAFabricReady): fabric_checks.c */
+void pf_verdict_fabric(struct pf_run *run);
+/* NCCL transport checks (SocketFallback, NetPluginMissing, GDRDisabled):
+ * transport_checks.c, called by pf_verdict_fabric. */
+void pf_verdict_transport(struct pf_run *run);
+/* Overall status and exit code: verdict.c */
+void pf_verdict_finish(struct pf_run *run);
+
+/* Append a check; returns it for further editing (NULL when full). */
+struct pf_check *pf_verdict_add(struct pf_verdict *v, const char *name,
+                                const char *condition, enum pf_status st,
+                                const char *reason, const char *remedy,
+                                const char *fmt, ...)
+    __attribute__((format(printf, 7, 8)));
+
+/* Worst status of the checks feeding a condition (PF_SKIP when none). */
+enum pf_status pf_verdict_condition(const struct pf_verdict *v,
+                                    const char *condition);
+
+#endif

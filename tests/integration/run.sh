@@ -1,0 +1,32 @@
+#!/bin/bash
+# Run every tests/integration/test_*.sh with a deadline; summarize.
+# A test prints what it checks; exit 0 = pass, 77 = skipped (with reason).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+export BUILD=${BUILD:-build}
+export PF_BIN=${PF_BIN:-$(cd "$here/../.." && pwd)/$BUILD/efa-preflight}
+export PF_ROOT=$(cd "$here/../.." && pwd)
+limit=${PF_TEST_TIMEOUT:-300}
+only=${1:-}
+pass=0; fail=0; skip=0; failed=""
+mkdir -p "$PF_ROOT/$BUILD/test-logs"
+for t in "$here"/test_*.sh; do
+    name=$(basename "$t" .sh)
+    [ -n "$only" ] && [[ "$name" != *"$only"* ]] && continue
+    log="$PF_ROOT/$BUILD/test-logs/$name.log"
+    start=$(date +%s)
+    timeout -k 5 "$limit" bash "$t" >"$log" 2>&1
+    rc=$?
+    secs=$(( $(date +%s) - start ))
+    if [ $rc -eq 0 ]; then
+        pass=$((pass + 1)); echo "PASS $name (${secs}s)"
+    elif [ $rc -eq 77 ]; then
+        skip=$((skip + 1)); echo "SKIP $name: $(tail -n 1 "$log")"
+    else
+        fail=$((fail + 1)); failed="$failed $name"
+        echo "FAIL $name (rc=$rc, ${secs}s); last lines of $log:"
+        tail -n 25 "$log" | sed 's/^/    /'
+    fi
+done
+echo "integration: $pass passed, $fail failed, $skip skipped"
+[ $fail -eq 0 ] || { echo "failed:$failed"; exit 1; }
