@@ -41,6 +41,7 @@ struct pf_config {
     int expect_efa;                   /* -1 = from catalog */
     int expect_gpus;                  /* -1 = from catalog */
     int min_memlock_mib;              /* -1 = unlimited required */
+    char libfabric_path[PF_PATH_MAX]; /* "" = EFA installer paths, then ld */
 
     /* output */
     bool json;                        /* JSON report on stdout */
@@ -129,6 +130,7 @@ struct pf_efa_dev {
     char pci_addr[32];                /* 0000:10:1b.0 */
     char port_state[32];              /* "4: ACTIVE" */
     bool port_active;
+    char uverbs[16];                  /* uverbs3, "" = not mapped in sysfs */
 };
 
 struct pf_gpu {
@@ -141,10 +143,13 @@ struct pf_node {
     char hostname[PF_NAME_MAX];
     char instance_type[64];           /* ml. prefix stripped */
     char instance_source[16];         /* flag|dmi|label|imds|none */
+    char instance_note[256];          /* why detection failed, if it did */
 
     int efa_count;                    /* EFA devices by PCI id */
     int non_efa_ib_count;             /* other /sys/class/infiniband entries */
     int efa_ports_active;
+    int efa_pci_count;                /* EFA PCI functions, driver or not */
+    int efa_recounts;                 /* re-counts done (recount_efa) */
     struct pf_efa_dev efa[PF_MAX_EFA];
     int uverbs_present, uverbs_openable;
     char uverbs_error[256];

@@ -1,7 +1,776 @@
+/* config: defaults < YAML file < EFA_PREFLIGHT_* env < flags.
+ *
+ * One table lists every option once; the flag, env and YAML names are
+ * derived from its key, so the three can never drift apart. */
 #include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-/* Placeholder being replaced by the real loader in this same change. */
-void pf_config_defaults(struct pf_config *cfg) { memset(cfg, 0, sizeof(*cfg)); }
-pf_err pf_config_load(struct pf_config *cfg, enum pf_command cmd, int argc, char **argv, char **envp, bool *want_help, char *err)
-{ (void)argc; (void)argv; (void)envp; (void)err; pf_config_defaults(cfg); cfg->command = cmd; *want_help = false; return PF_OK; }
-void pf_config_usage(enum pf_command cmd, FILE *out) { (void)cmd; (void)out; }
+#include <strings.h>
+#include <yaml.h>
+
+#include "../util/fsutil.h"
+
+enum opt_type { OPT_STR, OPT_INT, OPT_DOUBLE, OPT_BOOL, OPT_SIZE, OPT_ENUM };
+
+/* Which commands show an option in --help and accept it as a flag. YAML and
+ * env accept every option, so one file can serve every command. */
+#define C_NODE (1u << PF_CMD_NODE)
+#define C_RUN (1u << PF_CMD_RUN)
+#define C_LOCAL (1u << PF_CMD_LOCAL)
+#define C_CATALOG (1u << PF_CMD_CATALOG)
+#define C_VERSION (1u << PF_CMD_VERSION)
+#define C_CHECKS (C_NODE | C_RUN | C_LOCAL)
+#define C_COLL (C_RUN | C_LOCAL)
+#define C_ALL (C_CHECKS | C_CATALOG | C_VERSION)
+
+struct opt_spec {
+    const char *key;      /* YAML key; flag = key with '-', env = upper */
+    char shortopt;
+    enum opt_type type;
+    size_t off, size;
+    double min, max;      /* INT, DOUBLE, SIZE */
+    const char *choices;  /* ENUM: "a|b|c" */
+    unsigned cmds;
+    const char *help;
+};
+
+#define F(field) offsetof(struct pf_config, field), sizeof(((struct pf_config *)0)->field)
+
+static const struct opt_spec options[] = {
+    /* files */
+    { "config", 0, OPT_STR, F(config_file), 0, 0, NULL, C_ALL,
+      "YAML file with any of these options (keys as in this list, '_' for '-')" },
+    { "catalog", 0, OPT_STR, F(catalog_file), 0, 0, NULL, C_CHECKS | C_CATALOG,
+      "instance catalog YAML that overrides and extends the embedded one" },
+    /* probe */
+    { "instance_type", 0, OPT_STR, F(instance_type), 0, 0, NULL, C_CHECKS,
+      "instance type (default: DMI product_name, then IMDSv2); 'ml.' stripped" },
+    { "sysfs_root", 0, OPT_STR, F(sysfs_root), 0, 0, NULL, C_CHECKS,
+      "read /sys and /proc under this root (tests, fixtures)" },
+    { "dev_root", 0, OPT_STR, F(dev_root), 0, 0, NULL, C_CHECKS,
+      "read /dev under this root" },
+    { "no_imds", 0, OPT_BOOL, F(no_imds), 0, 0, NULL, C_CHECKS,
+      "never ask the EC2 instance metadata service" },
+    { "imds_endpoint", 0, OPT_STR, F(imds_endpoint), 0, 0, NULL, C_CHECKS,
+      "IMDSv2 base URL" },
+    { "expect_efa", 0, OPT_INT, F(expect_efa), -1, 256, NULL, C_CHECKS,
+      "EFA devices this node must have (-1: from the catalog)" },
+    { "expect_gpus", 0, OPT_INT, F(expect_gpus), -1, 64, NULL, C_CHECKS,
+      "GPUs this node must have (-1: from the catalog)" },
+    { "min_memlock_mib", 0, OPT_INT, F(min_memlock_mib), -1, 1 << 30, NULL, C_CHECKS,
+      "locked-memory limit required, MiB (-1: unlimited)" },
+    { "efa_recount_ms", 0, OPT_INT, F(efa_recount_ms), 0, 600000, NULL, C_CHECKS,
+      "how long to re-count EFA devices on types that bring them up late" },
+    /* output */
+    { "json", 0, OPT_BOOL, F(json), 0, 0, NULL, C_CHECKS,
+      "print the JSON report on stdout instead of the table" },
+    { "report", 0, OPT_STR, F(report_file), 0, 0, NULL, C_CHECKS,
+      "also write the JSON report to this file" },
+    { "log_level", 0, OPT_ENUM, F(log_level), 0, 0, "error|warn|info|debug", C_ALL,
+      "stderr log level (-v: info, -vv: debug)" },
+    { "on_failure", 0, OPT_ENUM, F(on_failure), 0, 0, "fail|continue", C_CHECKS,
+      "'continue' exits 0 when validation fails (observe-only)" },
+    /* collective */
+    { "bootstrap", 0, OPT_ENUM, F(bootstrap), 0, 0, "auto|local|static|mpi|k8s", C_RUN,
+      "how peers are found (auto: k8s in a pod, mpi under mpirun, else static)" },
+    { "ranks", 0, OPT_INT, F(ranks), 1, 64, NULL, C_LOCAL,
+      "local: rank processes to start on this machine" },
+    { "peers", 0, OPT_STR, F(peers), 0, 0, NULL, C_RUN,
+      "static: host:port of every rank, comma-separated, rank order" },
+    { "rank", 0, OPT_INT, F(rank), -1, PF_MAX_RANKS - 1, NULL, C_RUN,
+      "static: this process's rank" },
+    { "world_size", 0, OPT_INT, F(world_size), 0, PF_MAX_RANKS, NULL, C_RUN,
+      "number of ranks (0: from the bootstrap)" },
+    { "port", 0, OPT_INT, F(port), 0, 65535, NULL, C_COLL,
+      "rendezvous TCP port on rank 0 (local: 0 picks a free one)" },
+    { "bind_addr", 0, OPT_STR, F(bind_addr), 0, 0, NULL, C_COLL,
+      "address to listen on and advertise (default: any / the pod IP)" },
+    { "timeout", 0, OPT_INT, F(timeout_s), 1, 86400, NULL, C_COLL,
+      "seconds that bound the whole run, peers included" },
+    { "secret_file", 0, OPT_STR, F(secret_file), 0, 0, NULL, C_COLL,
+      "shared secret: ranks sign their HELLO with HMAC-SHA256" },
+    { "run_id", 0, OPT_STR, F(run_id), 0, 0, NULL, C_COLL,
+      "run identifier every rank must agree on (default: derived)" },
+    { "engine", 0, OPT_ENUM, F(engine), 0, 0, "auto|nccl|host", C_COLL,
+      "all_reduce engine (auto: nccl when GPUs are present)" },
+    { "fabric_provider", 0, OPT_STR, F(fabric_provider), 0, 0, NULL, C_CHECKS,
+      "libfabric provider for the host engine (tcp/shm only for testing)" },
+    { "min_bytes", 'b', OPT_SIZE, F(min_bytes), 4, 64.0 * (1ull << 30), NULL, C_COLL,
+      "smallest message size (K, M, G suffixes)" },
+    { "max_bytes", 'e', OPT_SIZE, F(max_bytes), 4, 64.0 * (1ull << 30), NULL, C_COLL,
+      "largest message size" },
+    { "step_factor", 'f', OPT_INT, F(step_factor), 2, 1024, NULL, C_COLL,
+      "multiply the size by this between rows" },
+    { "iters", 'n', OPT_INT, F(iters), 1, 100000, NULL, C_COLL,
+      "timed iterations per size" },
+    { "warmup", 'w', OPT_INT, F(warmup), 0, 100000, NULL, C_COLL,
+      "warm-up iterations per size" },
+    { "check", 0, OPT_BOOL, F(check), 0, 0, NULL, C_COLL,
+      "verify every element of the result" },
+    { "min_busbw_gbps", 0, OPT_DOUBLE, F(min_busbw_gbps), 0, 1e6, NULL, C_COLL,
+      "bus bandwidth floor, GB/s (0: the catalog's floor)" },
+    { "debug_corrupt_rank", 0, OPT_INT, F(debug_corrupt_rank), -1, PF_MAX_RANKS, NULL, C_COLL,
+      "testing: this rank flips data" },
+    { "debug_slow_rank", 0, OPT_INT, F(debug_slow_rank), -1, PF_MAX_RANKS, NULL, C_COLL,
+      "testing: this rank is slowed down" },
+    { "debug_slow_ms", 0, OPT_INT, F(debug_slow_ms), 0, 60000, NULL, C_COLL,
+      "testing: delay per step of the slow rank, ms" },
+    /* kubernetes */
+    { "api_server", 0, OPT_STR, F(api_server), 0, 0, NULL, C_RUN,
+      "API server URL (default: in-cluster)" },
+    { "token_file", 0, OPT_STR, F(token_file), 0, 0, NULL, C_RUN,
+      "bearer token file (default: the service account's)" },
+    { "ca_file", 0, OPT_STR, F(ca_file), 0, 0, NULL, C_RUN,
+      "CA bundle for the API server (default: the service account's)" },
+    { "pod_name", 0, OPT_STR, F(pod_name), 0, 0, NULL, C_RUN,
+      "own pod (default: $POD_NAME)" },
+    { "namespace", 0, OPT_STR, F(namespace_), 0, 0, NULL, C_RUN,
+      "own namespace (default: $POD_NAMESPACE)" },
+    { "node_name", 0, OPT_STR, F(node_name), 0, 0, NULL, C_RUN,
+      "own node (default: $NODE_NAME)" },
+    { "pod_ip", 0, OPT_STR, F(pod_ip), 0, 0, NULL, C_RUN,
+      "own pod IP (default: $POD_IP)" },
+    { "peer_selector", 0, OPT_STR, F(peer_selector), 0, 0, NULL, C_RUN,
+      "label selector of the peer pods (default: from own labels)" },
+    { "mode", 0, OPT_ENUM, F(mode), 0, 0, "initcontainer|daemonset", C_RUN,
+      "k8s: gate a job (initcontainer) or validate pending nodes (daemonset)" },
+    { "group_size", 0, OPT_INT, F(group_size), 1, PF_MAX_RANKS, NULL, C_RUN,
+      "daemonset: nodes validated together" },
+    { "label_prefix", 0, OPT_STR, F(label_prefix), 0, 0, NULL, C_RUN,
+      "prefix of the labels written on the Node" },
+    { "taint_on_failure", 0, OPT_BOOL, F(taint_on_failure), 0, 0, NULL, C_RUN,
+      "add efa-preflight.io/unhealthy:NoSchedule on failure (removed on pass)" },
+    { "valid_hours", 0, OPT_INT, F(valid_hours), 1, 24 * 365, NULL, C_RUN,
+      "valid-until = validated-at + this many hours" },
+    { "publish", 0, OPT_BOOL, F(publish), 0, 0, NULL, C_RUN,
+      "k8s: write labels, conditions, event and taint on the Node" },
+};
+
+#define NOPTS (sizeof(options) / sizeof(options[0]))
+
+void pf_config_defaults(struct pf_config *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    snprintf(cfg->imds_endpoint, sizeof(cfg->imds_endpoint), "http://169.254.169.254");
+    cfg->expect_efa = -1;
+    cfg->expect_gpus = -1;
+    cfg->min_memlock_mib = -1;
+    cfg->efa_recount_ms = 3000;
+    snprintf(cfg->log_level, sizeof(cfg->log_level), "warn");
+    snprintf(cfg->on_failure, sizeof(cfg->on_failure), "fail");
+    snprintf(cfg->bootstrap, sizeof(cfg->bootstrap), "auto");
+    cfg->ranks = 2;
+    cfg->rank = -1;
+    cfg->port = 29600;
+    cfg->timeout_s = 300;
+    snprintf(cfg->engine, sizeof(cfg->engine), "auto");
+    snprintf(cfg->fabric_provider, sizeof(cfg->fabric_provider), "efa");
+    cfg->min_bytes = 8;
+    cfg->max_bytes = 64ull << 20;
+    cfg->step_factor = 2;
+    cfg->iters = 20;
+    cfg->warmup = 5;
+    cfg->check = true;
+    cfg->debug_corrupt_rank = -1;
+    cfg->debug_slow_rank = -1;
+    snprintf(cfg->mode, sizeof(cfg->mode), "initcontainer");
+    cfg->group_size = 2;
+    snprintf(cfg->label_prefix, sizeof(cfg->label_prefix), "efa-preflight.io/");
+    cfg->valid_hours = 24;
+    cfg->publish = true;
+}
+
+static const struct opt_spec *find_key(const char *key)
+{
+    for (size_t i = 0; i < NOPTS; i++)
+        if (!strcmp(options[i].key, key))
+            return &options[i];
+    return NULL;
+}
+
+static void flag_name(const struct opt_spec *o, char *out, size_t len)
+{
+    size_t i;
+    for (i = 0; o->key[i] && i + 1 < len; i++)
+        out[i] = o->key[i] == '_' ? '-' : o->key[i];
+    out[i] = '\0';
+}
+
+static void env_name(const struct opt_spec *o, char *out, size_t len)
+{
+    size_t n = (size_t)snprintf(out, len, "EFA_PREFLIGHT_");
+    for (size_t i = 0; o->key[i] && n + 1 < len; i++)
+        out[n++] = (char)toupper((unsigned char)o->key[i]);
+    out[n] = '\0';
+}
+
+pf_err pf_parse_size(const char *s, uint64_t *out, char *err)
+{
+    char *end;
+    double v;
+    uint64_t mult = 1;
+
+    errno = 0;
+    if (!s || !*s || *s == '-')
+        return pf_fail(err, PF_ERR_USAGE, "'%s' is not a size", s ? s : "");
+    v = strtod(s, &end);
+    if (errno || end == s || !isfinite(v) || v < 0)
+        return pf_fail(err, PF_ERR_USAGE, "'%s' is not a size", s);
+    if (*end) {
+        char u = (char)toupper((unsigned char)*end++);
+        if (u == 'K') mult = 1ull << 10;
+        else if (u == 'M') mult = 1ull << 20;
+        else if (u == 'G') mult = 1ull << 30;
+        else if (u == 'B' && !*end) mult = 1;
+        else
+            return pf_fail(err, PF_ERR_USAGE, "'%s': unknown size unit", s);
+        if (u != 'B') {
+            if (!strcasecmp(end, "ib") || !strcasecmp(end, "b"))
+                end += strlen(end);
+        }
+        if (*end)
+            return pf_fail(err, PF_ERR_USAGE, "'%s': unknown size unit", s);
+    }
+    v *= (double)mult;
+    if (v > 1e15 || v != floor(v))
+        return pf_fail(err, PF_ERR_USAGE, "'%s' is not a whole number of bytes", s);
+    *out = (uint64_t)v;
+    return PF_OK;
+}
+
+static bool parse_bool(const char *s, bool *out)
+{
+    static const char *yes[] = { "true", "yes", "on", "1", NULL };
+    static const char *no[] = { "false", "no", "off", "0", NULL };
+    for (int i = 0; yes[i]; i++)
+        if (!strcasecmp(s, yes[i]))
+            return (*out = true);
+    for (int i = 0; no[i]; i++)
+        if (!strcasecmp(s, no[i])) {
+            *out = false;
+            return true;
+        }
+    return false;
+}
+
+static bool in_choices(const char *choices, const char *v)
+{
+    size_t n = strlen(v);
+    const char *p = choices;
+    while (*p) {
+        const char *bar = strchr(p, '|');
+        size_t len = bar ? (size_t)(bar - p) : strlen(p);
+        if (len == n && !strncmp(p, v, n))
+            return true;
+        if (!bar)
+            break;
+        p = bar + 1;
+    }
+    return false;
+}
+
+/* Set one option from text. where names the source ("flag --port",
+ * "EFA_PREFLIGHT_PORT", "cfg.yaml:3: key 'port'") for the message. */
+static pf_err set_option(struct pf_config *cfg, const struct opt_spec *o,
+                         const char *val, const char *where, char *err)
+{
+    char *field = (char *)cfg + o->off;
+    char *end;
+
+    switch (o->type) {
+    case OPT_STR:
+        if (strlen(val) >= o->size)
+            return pf_fail(err, PF_ERR_USAGE, "%s: value longer than %zu characters",
+                           where, o->size - 1);
+        memcpy(field, val, strlen(val) + 1);
+        return PF_OK;
+    case OPT_ENUM:
+        if (!in_choices(o->choices, val))
+            return pf_fail(err, PF_ERR_USAGE, "%s: '%s' is not one of %s", where,
+                           val, o->choices);
+        snprintf(field, o->size, "%s", val);
+        return PF_OK;
+    case OPT_BOOL: {
+        bool b;
+        if (!parse_bool(val, &b))
+            return pf_fail(err, PF_ERR_USAGE, "%s: '%s' is not a boolean (true/false)",
+                           where, val);
+        *(bool *)field = b;
+        return PF_OK;
+    }
+    case OPT_INT: {
+        long v;
+        errno = 0;
+        v = strtol(val, &end, 10);
+        if (errno || end == val || *end)
+            return pf_fail(err, PF_ERR_USAGE, "%s: '%s' is not an integer", where, val);
+        if (v < (long)o->min || v > (long)o->max)
+            return pf_fail(err, PF_ERR_USAGE, "%s: %ld is out of range %ld..%ld",
+                           where, v, (long)o->min, (long)o->max);
+        *(int *)field = (int)v;
+        return PF_OK;
+    }
+    case OPT_DOUBLE: {
+        double v;
+        errno = 0;
+        v = strtod(val, &end);
+        if (errno || end == val || *end || !isfinite(v))
+            return pf_fail(err, PF_ERR_USAGE, "%s: '%s' is not a number", where, val);
+        if (v < o->min || v > o->max)
+            return pf_fail(err, PF_ERR_USAGE, "%s: %g is out of range %g..%g", where,
+                           v, o->min, o->max);
+        *(double *)field = v;
+        return PF_OK;
+    }
+    case OPT_SIZE: {
+        uint64_t v;
+        char sub[PF_ERRLEN];
+        if (pf_parse_size(val, &v, sub) != PF_OK)
+            return pf_fail(err, PF_ERR_USAGE, "%s: %s", where, sub);
+        if ((double)v < o->min || (double)v > o->max)
+            return pf_fail(err, PF_ERR_USAGE, "%s: %s is out of range 4..64G", where, val);
+        *(uint64_t *)field = v;
+        return PF_OK;
+    }
+    }
+    return pf_fail(err, PF_ERR_USAGE, "%s: bad option type", where);
+}
+
+/* ------------------------------------------------------------------ YAML */
+
+static const char *node_kind(const yaml_node_t *n)
+{
+    switch (n->type) {
+    case YAML_MAPPING_NODE: return "a mapping";
+    case YAML_SEQUENCE_NODE: return "a list";
+    default: return "a scalar";
+    }
+}
+
+/* A YAML list of scalars (peers) is joined with commas. */
+static pf_err join_sequence(yaml_document_t *doc, yaml_node_t *seq, char *out,
+                            size_t len, const char *where, char *err)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (yaml_node_item_t *it = seq->data.sequence.items.start;
+         it < seq->data.sequence.items.top; it++) {
+        yaml_node_t *item = yaml_document_get_node(doc, *it);
+        const char *s;
+        size_t n;
+        if (!item || item->type != YAML_SCALAR_NODE)
+            return pf_fail(err, PF_ERR_CONFIG, "%s: list items must be scalars", where);
+        s = (const char *)item->data.scalar.value;
+        n = strlen(s);
+        if (used + n + 2 > len)
+            return pf_fail(err, PF_ERR_CONFIG, "%s: list too long", where);
+        if (used)
+            out[used++] = ',';
+        memcpy(out + used, s, n + 1);
+        used += n;
+    }
+    return PF_OK;
+}
+
+pf_err pf_config_load_yaml_buf(struct pf_config *cfg, const char *name,
+                               const char *buf, size_t len, char *err)
+{
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    yaml_node_t *root;
+    pf_err rc = PF_OK;
+    unsigned char seen[NOPTS];
+
+    memset(seen, 0, sizeof(seen));
+    if (!yaml_parser_initialize(&parser))
+        return pf_fail(err, PF_ERR_NOMEM, "%s: YAML parser init failed", name);
+    yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
+    if (!yaml_parser_load(&parser, &doc)) {
+        rc = pf_fail(err, PF_ERR_CONFIG, "%s:%zu:%zu: invalid YAML: %s", name,
+                     parser.problem_mark.line + 1, parser.problem_mark.column + 1,
+                     parser.problem ? parser.problem : "parse error");
+        yaml_parser_delete(&parser);
+        return rc;
+    }
+    root = yaml_document_get_root_node(&doc);
+    if (!root) /* empty file: nothing to set */
+        goto out;
+    if (root->type != YAML_MAPPING_NODE) {
+        rc = pf_fail(err, PF_ERR_CONFIG, "%s:%zu: top level must be a mapping of "
+                     "option: value, not %s", name, root->start_mark.line + 1,
+                     node_kind(root));
+        goto out;
+    }
+    for (yaml_node_pair_t *p = root->data.mapping.pairs.start;
+         p < root->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = yaml_document_get_node(&doc, p->key);
+        yaml_node_t *v = yaml_document_get_node(&doc, p->value);
+        const struct opt_spec *o;
+        char where[PF_NAME_MAX + 96];
+        const char *key;
+        size_t line;
+
+        if (!k || !v || k->type != YAML_SCALAR_NODE) {
+            rc = pf_fail(err, PF_ERR_CONFIG, "%s:%zu: keys must be scalars", name,
+                         k ? k->start_mark.line + 1 : 0);
+            goto out;
+        }
+        key = (const char *)k->data.scalar.value;
+        line = k->start_mark.line + 1;
+        o = find_key(key);
+        if (!o || !strcmp(key, "config")) {
+            rc = pf_fail(err, PF_ERR_CONFIG, "%s:%zu: unknown key '%s'", name, line, key);
+            goto out;
+        }
+        if (seen[o - options]++) {
+            rc = pf_fail(err, PF_ERR_CONFIG, "%s:%zu: key '%s' given twice", name,
+                         line, key);
+            goto out;
+        }
+        snprintf(where, sizeof(where), "%s:%zu: key '%s'", name,
+                 v->start_mark.line + 1, key);
+        if (v->type == YAML_SEQUENCE_NODE && !strcmp(key, "peers")) {
+            char joined[sizeof(cfg->peers)];
+            rc = join_sequence(&doc, v, joined, sizeof(joined), where, err);
+            if (rc == PF_OK)
+                rc = set_option(cfg, o, joined, where, err);
+        } else if (v->type != YAML_SCALAR_NODE) {
+            rc = pf_fail(err, PF_ERR_CONFIG, "%s: expected a value, got %s", where,
+                         node_kind(v));
+        } else {
+            const char *val = (const char *)v->data.scalar.value;
+            if (!*val && o->type != OPT_STR)
+                rc = pf_fail(err, PF_ERR_CONFIG, "%s: empty value", where);
+            else
+                rc = set_option(cfg, o, val, where, err);
+        }
+        if (rc != PF_OK) {
+            rc = PF_ERR_CONFIG;
+            goto out;
+        }
+    }
+out:
+    yaml_document_delete(&doc);
+    yaml_parser_delete(&parser);
+    return rc;
+}
+
+pf_err pf_config_load_yaml(struct pf_config *cfg, const char *path, char *err)
+{
+    char *buf;
+    size_t len;
+    pf_err rc = pf_read_file(path, 1 << 20, &buf, &len, err);
+    if (rc != PF_OK) {
+        pf_err_prefix(err, "config file");
+        return PF_ERR_CONFIG;
+    }
+    rc = pf_config_load_yaml_buf(cfg, path, buf, len, err);
+    free(buf);
+    return rc;
+}
+
+/* ------------------------------------------------------------ env, flags */
+
+static pf_err load_env(struct pf_config *cfg, char **envp, char *err)
+{
+    char name[128], where[160];
+    for (size_t i = 0; i < NOPTS; i++) {
+        const char *val;
+        env_name(&options[i], name, sizeof(name));
+        val = NULL;
+        for (char **e = envp; e && *e; e++) {
+            size_t n = strlen(name);
+            if (!strncmp(*e, name, n) && (*e)[n] == '=')
+                val = *e + n + 1;
+        }
+        if (!val || !strcmp(options[i].key, "config"))
+            continue;
+        snprintf(where, sizeof(where), "%s", name);
+        if (set_option(cfg, &options[i], val, where, err) != PF_OK)
+            return PF_ERR_USAGE;
+    }
+    return PF_OK;
+}
+
+static const char *env_get(char **envp, const char *name)
+{
+    size_t n = strlen(name);
+    for (char **e = envp; e && *e; e++)
+        if (!strncmp(*e, name, n) && (*e)[n] == '=')
+            return *e + n + 1;
+    return NULL;
+}
+
+/* Checks that need several options at once. */
+static pf_err validate(struct pf_config *cfg, char *err)
+{
+    const char *lp = cfg->label_prefix;
+    size_t n = strlen(lp);
+
+    if (cfg->min_bytes > cfg->max_bytes)
+        return pf_fail(err, PF_ERR_USAGE, "min_bytes (%llu) is larger than "
+                       "max_bytes (%llu)", (unsigned long long)cfg->min_bytes,
+                       (unsigned long long)cfg->max_bytes);
+    if (!cfg->fabric_provider[0])
+        return pf_fail(err, PF_ERR_USAGE, "fabric_provider: empty");
+    for (const char *p = cfg->fabric_provider; *p; p++)
+        if (!isalnum((unsigned char)*p) && *p != '_' && *p != ';' && *p != '-')
+            return pf_fail(err, PF_ERR_USAGE, "fabric_provider: '%s' is not a "
+                           "provider name", cfg->fabric_provider);
+    /* The label prefix must make valid label keys: DNS subdomain + '/'. */
+    if (n < 2 || lp[n - 1] != '/' || n - 1 > 253)
+        return pf_fail(err, PF_ERR_USAGE, "label_prefix: '%s' must be a DNS "
+                       "subdomain followed by '/'", lp);
+    for (size_t i = 0; i + 1 < n; i++) {
+        char c = lp[i];
+        bool edge = i == 0 || i + 2 == n;
+        if (!(islower((unsigned char)c) || isdigit((unsigned char)c) ||
+              (!edge && (c == '-' || c == '.'))))
+            return pf_fail(err, PF_ERR_USAGE, "label_prefix: '%s' must be a "
+                           "lowercase DNS subdomain followed by '/'", lp);
+    }
+    if (!strcmp(lp, "kubernetes.io/") || !strcmp(lp, "k8s.io/") ||
+        (n > 15 && !strcmp(lp + n - 15, ".kubernetes.io/")) ||
+        (n > 8 && !strcmp(lp + n - 8, ".k8s.io/")))
+        return pf_fail(err, PF_ERR_USAGE, "label_prefix: '%s' is reserved for "
+                       "Kubernetes", lp);
+    if (cfg->debug_slow_rank >= 0 && cfg->debug_slow_ms == 0)
+        cfg->debug_slow_ms = 50;
+    return PF_OK;
+}
+
+/* `auto` bootstrap: a pod talks to the API server, mpirun sets OMPI_*,
+ * anything else must say --peers. */
+static void resolve_bootstrap(struct pf_config *cfg, char **envp)
+{
+    if (cfg->command == PF_CMD_LOCAL) {
+        snprintf(cfg->bootstrap, sizeof(cfg->bootstrap), "local");
+        return;
+    }
+    if (strcmp(cfg->bootstrap, "auto"))
+        return;
+    if (cfg->peers[0])
+        snprintf(cfg->bootstrap, sizeof(cfg->bootstrap), "static");
+    else if (env_get(envp, "OMPI_COMM_WORLD_SIZE") || env_get(envp, "PMIX_RANK"))
+        snprintf(cfg->bootstrap, sizeof(cfg->bootstrap), "mpi");
+    else if (env_get(envp, "KUBERNETES_SERVICE_HOST") || cfg->api_server[0])
+        snprintf(cfg->bootstrap, sizeof(cfg->bootstrap), "k8s");
+    else
+        snprintf(cfg->bootstrap, sizeof(cfg->bootstrap), "static");
+}
+
+struct flag_val {
+    const struct opt_spec *o;
+    const char *val;
+    char name[64];
+};
+
+pf_err pf_config_load(struct pf_config *cfg, enum pf_command cmd, int argc,
+                      char **argv, char **envp, bool *want_help, char *err)
+{
+    /* getopt_long needs names that outlive the loop: one per option, plus
+     * "no-<flag>" for booleans. */
+    static const int extra = 3; /* help, verbose, terminator */
+    struct option *longopts = NULL;
+    char (*names)[64] = NULL;
+    struct flag_val *vals = NULL;
+    char shortopts[64] = "+hv";
+    size_t nlong = 0, nvals = 0;
+    int verbose = 0;
+    const char *config_path;
+    pf_err rc = PF_OK;
+
+    pf_config_defaults(cfg);
+    cfg->command = cmd;
+    *want_help = false;
+
+    longopts = calloc(2 * NOPTS + extra, sizeof(*longopts));
+    names = calloc(2 * NOPTS, sizeof(*names));
+    vals = calloc((size_t)argc + 1, sizeof(*vals));
+    if (!longopts || !names || !vals) {
+        rc = pf_fail(err, PF_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < NOPTS; i++) {
+        const struct opt_spec *o = &options[i];
+        if (!(o->cmds & (1u << cmd)))
+            continue;
+        flag_name(o, names[nlong], sizeof(names[0]));
+        longopts[nlong] = (struct option){ names[nlong],
+            o->type == OPT_BOOL ? optional_argument : required_argument, NULL,
+            (int)(256 + i) };
+        nlong++;
+        if (o->type == OPT_BOOL) {
+            char plain[64];
+            flag_name(o, plain, sizeof(plain));
+            snprintf(names[nlong], sizeof(names[0]), "no-%s", plain);
+            longopts[nlong] = (struct option){ names[nlong], no_argument, NULL,
+                                               (int)(1024 + i) };
+            nlong++;
+        }
+        if (o->shortopt) {
+            size_t l = strlen(shortopts);
+            shortopts[l] = o->shortopt;
+            shortopts[l + 1] = ':';
+            shortopts[l + 2] = '\0';
+        }
+    }
+    longopts[nlong++] = (struct option){ "help", no_argument, NULL, 'h' };
+    longopts[nlong++] = (struct option){ "verbose", no_argument, NULL, 'v' };
+
+    optind = 1;
+    opterr = 0;
+    for (;;) {
+        int c = getopt_long(argc, argv, shortopts, longopts, NULL);
+        const struct opt_spec *o = NULL;
+        const char *val = optarg;
+
+        if (c == -1)
+            break;
+        if (c == 'h') {
+            *want_help = true;
+            continue;
+        }
+        if (c == 'v') {
+            verbose++;
+            continue;
+        }
+        if (c == '?' || c == ':') {
+            const char *bad = argv[optind - 1];
+            if (optopt && optopt < 256)
+                rc = pf_fail(err, PF_ERR_USAGE, "option -%c %s", optopt,
+                             c == ':' ? "needs a value" : "is unknown");
+            else if (optopt >= 256)
+                rc = pf_fail(err, PF_ERR_USAGE, "option '%s' needs a value", bad);
+            else
+                rc = pf_fail(err, PF_ERR_USAGE, "unknown option '%s' for '%s'",
+                             bad, argv[0]);
+            goto out;
+        }
+        if (c >= 1024) {
+            o = &options[c - 1024];
+            val = "false";
+        } else if (c >= 256) {
+            o = &options[c - 256];
+            if (o->type == OPT_BOOL && !val)
+                val = "true";
+        } else {
+            for (size_t i = 0; i < NOPTS; i++)
+                if (options[i].shortopt == c)
+                    o = &options[i];
+        }
+        if (!o) {
+            rc = pf_fail(err, PF_ERR_USAGE, "unknown option '%s'", argv[optind - 1]);
+            goto out;
+        }
+        vals[nvals].o = o;
+        vals[nvals].val = val;
+        flag_name(o, vals[nvals].name, sizeof(vals[nvals].name));
+        nvals++;
+    }
+    if (optind < argc) {
+        rc = pf_fail(err, PF_ERR_USAGE, "unexpected argument '%s'", argv[optind]);
+        goto out;
+    }
+    if (*want_help)
+        goto out;
+
+    /* The file first, then env, then flags: later sources win. */
+    config_path = env_get(envp, "EFA_PREFLIGHT_CONFIG");
+    for (size_t i = 0; i < nvals; i++)
+        if (!strcmp(vals[i].o->key, "config"))
+            config_path = vals[i].val;
+    if (config_path && *config_path) {
+        snprintf(cfg->config_file, sizeof(cfg->config_file), "%s", config_path);
+        rc = pf_config_load_yaml(cfg, config_path, err);
+        if (rc != PF_OK)
+            goto out;
+    }
+    rc = load_env(cfg, envp, err);
+    if (rc != PF_OK)
+        goto out;
+    for (size_t i = 0; i < nvals; i++) {
+        char where[96];
+        snprintf(where, sizeof(where), "--%s", vals[i].name);
+        rc = set_option(cfg, vals[i].o, vals[i].val, where, err);
+        if (rc != PF_OK)
+            goto out;
+    }
+    if (verbose)
+        snprintf(cfg->log_level, sizeof(cfg->log_level), "%s",
+                 verbose > 1 ? "debug" : "info");
+    resolve_bootstrap(cfg, envp);
+    rc = validate(cfg, err);
+out:
+    free(longopts);
+    free(names);
+    free(vals);
+    return rc;
+}
+
+static void print_default(const struct opt_spec *o, FILE *out)
+{
+    struct pf_config d;
+    const char *field;
+
+    pf_config_defaults(&d);
+    field = (const char *)&d + o->off;
+    switch (o->type) {
+    case OPT_STR:
+    case OPT_ENUM:
+        if (*field)
+            fprintf(out, " [%s]", field);
+        break;
+    case OPT_INT:
+        fprintf(out, " [%d]", *(const int *)field);
+        break;
+    case OPT_DOUBLE:
+        fprintf(out, " [%g]", *(const double *)field);
+        break;
+    case OPT_BOOL:
+        fprintf(out, " [%s]", *(const bool *)field ? "true" : "false");
+        break;
+    case OPT_SIZE:
+        fprintf(out, " [%llu]", (unsigned long long)*(const uint64_t *)field);
+        break;
+    }
+}
+
+void pf_config_usage(enum pf_command cmd, FILE *out)
+{
+    static const char *names[] = { "node", "run", "local", "catalog", "version" };
+    static const char *types[] = { "TEXT", "N", "X", "", "SIZE", "" };
+
+    fprintf(out, "usage: efa-preflight %s [options]\n\noptions "
+            "(flag / env EFA_PREFLIGHT_<KEY> / YAML key; [default]):\n",
+            names[cmd]);
+    for (size_t i = 0; i < NOPTS; i++) {
+        const struct opt_spec *o = &options[i];
+        char flag[64], env[96], lhs[96];
+        if (!(o->cmds & (1u << cmd)))
+            continue;
+        flag_name(o, flag, sizeof(flag));
+        env_name(o, env, sizeof(env));
+        if (o->shortopt)
+            snprintf(lhs, sizeof(lhs), "-%c, --%s %s", o->shortopt, flag, types[o->type]);
+        else if (o->type == OPT_ENUM)
+            snprintf(lhs, sizeof(lhs), "    --%s %s", flag, o->choices);
+        else if (o->type == OPT_BOOL)
+            snprintf(lhs, sizeof(lhs), "    --[no-]%s", flag);
+        else
+            snprintf(lhs, sizeof(lhs), "    --%s %s", flag, types[o->type]);
+        fprintf(out, "  %-36s %s", lhs, o->help);
+        print_default(o, out);
+        fprintf(out, "\n  %-36s env %s, key %s\n", "", env, o->key);
+    }
+    fprintf(out, "  %-36s %s\n", "-v, --verbose", "more log output (twice: debug)");
+    fprintf(out, "  %-36s %s\n", "-h, --help", "this help");
+}
