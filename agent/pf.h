@@ -41,6 +41,7 @@ struct pf_config {
     int expect_efa;                   /* -1 = from catalog */
     int expect_gpus;                  /* -1 = from catalog */
     int min_memlock_mib;              /* -1 = unlimited required */
+    int efa_recount_ms;               /* recount_efa types: re-count budget */
     char libfabric_path[PF_PATH_MAX]; /* "" = EFA installer paths, then ld */
 
     /* output */

@@ -1,6 +1,430 @@
+/* The instance-type catalog: the embedded agent/catalog.yaml, then an
+ * optional override file whose entries change fields of the embedded entry
+ * of the same name (or add new types). Strict: unknown fields are errors
+ * naming file:line, so a typo never silently drops a threshold. */
 #include "catalog.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
-/* Placeholder being replaced by the real catalog in this same change. */
-pf_err pf_catalog_load(struct pf_catalog *cat, const char *p, char *err) { (void)p; (void)err; cat->n = 0; cat->items = NULL; return PF_OK; }
-void pf_catalog_free(struct pf_catalog *cat) { free(cat->items); cat->items = NULL; }
-void pf_catalog_print(const struct pf_catalog *cat, FILE *out) { (void)cat; (void)out; }
+#include <string.h>
+#include <yaml.h>
+
+#include "../util/fsutil.h"
+
+#define CATALOG_MAX 1024
+
+void pf_catalog_free(struct pf_catalog *cat)
+{
+    free(cat->items);
+    cat->items = NULL;
+    cat->n = 0;
+}
+
+static struct pf_instance *find_exact(struct pf_catalog *cat, const char *name)
+{
+    for (int i = 0; i < cat->n; i++)
+        if (!strcmp(cat->items[i].name, name))
+            return &cat->items[i];
+    return NULL;
+}
+
+static const char *strip_ml(const char *type)
+{
+    return strncmp(type, "ml.", 3) ? type : type + 3;
+}
+
+const struct pf_instance *pf_catalog_find(const struct pf_catalog *cat,
+                                          const char *type)
+{
+    if (!type || !*type)
+        return NULL;
+    type = strip_ml(type);
+    for (int i = 0; i < cat->n; i++)
+        if (!strcmp(cat->items[i].name, type))
+            return &cat->items[i];
+    /* "hpc7a.*" matches every size of the family. */
+    for (int i = 0; i < cat->n; i++) {
+        const char *n = cat->items[i].name;
+        size_t len = strlen(n);
+        if (len > 2 && !strcmp(n + len - 2, ".*") && !strncmp(type, n, len - 1))
+            return &cat->items[i];
+    }
+    return NULL;
+}
+
+double pf_instance_floor(const struct pf_instance *it, int nodes)
+{
+    double floor_gbps = 0;
+    int best = 0;
+    if (!it)
+        return 0;
+    for (int i = 0; i < it->nfloors; i++) {
+        if (it->floors[i].nodes <= nodes && it->floors[i].nodes > best) {
+            best = it->floors[i].nodes;
+            floor_gbps = it->floors[i].busbw_gbps;
+        }
+    }
+    return floor_gbps;
+}
+
+/* ------------------------------------------------------------- parsing */
+
+struct ctx {
+    yaml_document_t *doc;
+    const char *name;
+    char *err;
+};
+
+static pf_err at(struct ctx *c, yaml_node_t *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static pf_err at(struct ctx *c, yaml_node_t *n, const char *fmt, ...)
+{
+    char what[PF_ERRLEN];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    return pf_fail(c->err, PF_ERR_CONFIG, "%s:%zu: %s", c->name,
+                   n ? n->start_mark.line + 1 : 0, what);
+}
+
+static const char *scalar(yaml_node_t *n)
+{
+    return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value
+                                            : NULL;
+}
+
+static pf_err get_int(struct ctx *c, yaml_node_t *v, const char *inst,
+                      const char *key, int lo, int hi, int *out)
+{
+    const char *s = scalar(v);
+    char *end;
+    long x;
+    if (!s)
+        return at(c, v, "%s: '%s' must be an integer", inst, key);
+    errno = 0;
+    x = strtol(s, &end, 10);
+    if (errno || end == s || *end || x < lo || x > hi)
+        return at(c, v, "%s: '%s' must be an integer in range", inst, key);
+    *out = (int)x;
+    return PF_OK;
+}
+
+static pf_err get_bool(struct ctx *c, yaml_node_t *v, const char *inst,
+                       const char *key, bool *out)
+{
+    const char *s = scalar(v);
+    if (s && (!strcmp(s, "true") || !strcmp(s, "yes")))
+        *out = true;
+    else if (s && (!strcmp(s, "false") || !strcmp(s, "no")))
+        *out = false;
+    else
+        return at(c, v, "%s: '%s' must be true or false", inst, key);
+    return PF_OK;
+}
+
+static pf_err get_str(struct ctx *c, yaml_node_t *v, const char *inst,
+                      const char *key, char *out, size_t len)
+{
+    const char *s = scalar(v);
+    if (!s)
+        return at(c, v, "%s: '%s' must be text", inst, key);
+    if (strlen(s) >= len)
+        return at(c, v, "%s: '%s' is too long", inst, key);
+    memcpy(out, s, strlen(s) + 1);
+    return PF_OK;
+}
+
+static pf_err get_floors(struct ctx *c, yaml_node_t *v, struct pf_instance *it)
+{
+    if (!v || v->type != YAML_MAPPING_NODE)
+        return at(c, v, "%s: 'floors' must be a mapping of node count: GB/s",
+                  it->name);
+    it->nfloors = 0;
+    for (yaml_node_pair_t *p = v->data.mapping.pairs.start;
+         p < v->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
+        yaml_node_t *x = yaml_document_get_node(c->doc, p->value);
+        const char *s = scalar(x);
+        char *end;
+        double gbps;
+        int nodes;
+        if (get_int(c, k, it->name, "floors key (node count)", 1, 100000,
+                    &nodes) != PF_OK)
+            return PF_ERR_CONFIG;
+        if (!s)
+            return at(c, x, "%s: floor for %s nodes must be a number", it->name,
+                      scalar(k));
+        errno = 0;
+        gbps = strtod(s, &end);
+        if (errno || end == s || *end || !isfinite(gbps) || gbps < 0 || gbps > 1e6)
+            return at(c, x, "%s: floor '%s' is not a bandwidth in GB/s", it->name, s);
+        if (it->nfloors >= PF_MAX_FLOORS)
+            return at(c, x, "%s: more than %d floors", it->name, PF_MAX_FLOORS);
+        it->floors[it->nfloors].nodes = nodes;
+        it->floors[it->nfloors].busbw_gbps = gbps;
+        it->nfloors++;
+    }
+    return PF_OK;
+}
+
+static pf_err get_quirks(struct ctx *c, yaml_node_t *v, struct pf_instance *it)
+{
+    if (!v || v->type != YAML_SEQUENCE_NODE)
+        return at(c, v, "%s: 'quirks' must be a list", it->name);
+    it->recount_efa = it->ignore_non_efa = it->no_nccl = false;
+    for (yaml_node_item_t *i = v->data.sequence.items.start;
+         i < v->data.sequence.items.top; i++) {
+        yaml_node_t *q = yaml_document_get_node(c->doc, *i);
+        const char *s = scalar(q);
+        if (s && !strcmp(s, "recount_efa"))
+            it->recount_efa = true;
+        else if (s && !strcmp(s, "ignore_non_efa"))
+            it->ignore_non_efa = true;
+        else if (s && !strcmp(s, "no_nccl"))
+            it->no_nccl = true;
+        else
+            return at(c, q, "%s: unknown quirk '%s' (recount_efa, "
+                      "ignore_non_efa, no_nccl)", it->name, s ? s : "?");
+    }
+    return PF_OK;
+}
+
+static pf_err parse_instance(struct ctx *c, yaml_node_t *map,
+                             struct pf_instance *it)
+{
+    if (map->type != YAML_MAPPING_NODE)
+        return at(c, map, "%s: entry must be a mapping of fields", it->name);
+    for (yaml_node_pair_t *p = map->data.mapping.pairs.start;
+         p < map->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
+        yaml_node_t *v = yaml_document_get_node(c->doc, p->value);
+        const char *key = scalar(k);
+        pf_err rc;
+
+        if (!key)
+            return at(c, k, "%s: field names must be scalars", it->name);
+        if (!strcmp(key, "efa"))
+            rc = get_int(c, v, it->name, key, 0, PF_MAX_EFA, &it->efa_count);
+        else if (!strcmp(key, "accelerators"))
+            rc = get_int(c, v, it->name, key, 0, 64, &it->accel_count);
+        else if (!strcmp(key, "accelerator_model"))
+            rc = get_str(c, v, it->name, key, it->accel_model, sizeof(it->accel_model));
+        else if (!strcmp(key, "accelerator_kind")) {
+            rc = get_str(c, v, it->name, key, it->accel_kind, sizeof(it->accel_kind));
+            if (rc == PF_OK && strcmp(it->accel_kind, "gpu") &&
+                strcmp(it->accel_kind, "trainium") && strcmp(it->accel_kind, "none"))
+                rc = at(c, v, "%s: accelerator_kind '%s' is not gpu, trainium "
+                        "or none", it->name, it->accel_kind);
+        } else if (!strcmp(key, "network_gbps"))
+            rc = get_int(c, v, it->name, key, 0, 1000000, &it->network_gbps);
+        else if (!strcmp(key, "gdr_required"))
+            rc = get_bool(c, v, it->name, key, &it->gdr_required);
+        else if (!strcmp(key, "verified"))
+            rc = get_bool(c, v, it->name, key, &it->verified);
+        else if (!strcmp(key, "quirks"))
+            rc = get_quirks(c, v, it);
+        else if (!strcmp(key, "floors"))
+            rc = get_floors(c, v, it);
+        else if (!strcmp(key, "notes"))
+            rc = get_str(c, v, it->name, key, it->notes, sizeof(it->notes));
+        else
+            rc = at(c, k, "%s: unknown field '%s'", it->name, key);
+        if (rc != PF_OK)
+            return PF_ERR_CONFIG;
+    }
+    return PF_OK;
+}
+
+static bool valid_type_name(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n >= 64)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char ch = s[i];
+        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+                  ch == '.' || ch == '-' || (ch == '*' && i == n - 1);
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+static pf_err parse_instances(struct ctx *c, yaml_node_t *map,
+                              struct pf_catalog *cat)
+{
+    if (!map || map->type != YAML_MAPPING_NODE)
+        return at(c, map, "'instances' must be a mapping of instance type: fields");
+    for (yaml_node_pair_t *p = map->data.mapping.pairs.start;
+         p < map->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
+        yaml_node_t *v = yaml_document_get_node(c->doc, p->value);
+        const char *name = scalar(k);
+        struct pf_instance *existing, entry;
+
+        if (!name || !valid_type_name(strip_ml(name)))
+            return at(c, k, "'%s' is not an instance type name",
+                      name ? name : "?");
+        name = strip_ml(name);
+        /* An override starts from the entry it overrides, so a file may
+         * change one field; it is parsed into a copy so a bad file leaves
+         * the catalog whole. */
+        existing = find_exact(cat, name);
+        if (existing) {
+            entry = *existing;
+        } else {
+            memset(&entry, 0, sizeof(entry));
+            snprintf(entry.name, sizeof(entry.name), "%s", name);
+            snprintf(entry.accel_kind, sizeof(entry.accel_kind), "none");
+            entry.verified = true;
+        }
+        if (parse_instance(c, v, &entry) != PF_OK)
+            return PF_ERR_CONFIG;
+        if (existing) {
+            *existing = entry;
+        } else {
+            struct pf_instance *grown;
+            if (cat->n >= CATALOG_MAX)
+                return at(c, k, "more than %d instance types", CATALOG_MAX);
+            grown = realloc(cat->items, (size_t)(cat->n + 1) * sizeof(*grown));
+            if (!grown)
+                return pf_fail(c->err, PF_ERR_NOMEM, "out of memory");
+            cat->items = grown;
+            cat->items[cat->n++] = entry;
+        }
+    }
+    return PF_OK;
+}
+
+pf_err pf_catalog_parse(struct pf_catalog *cat, const char *name,
+                        const char *buf, size_t len, char *err)
+{
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    yaml_node_t *root;
+    struct ctx c = { &doc, name, err };
+    bool have_instances = false;
+    pf_err rc = PF_OK;
+
+    if (!yaml_parser_initialize(&parser))
+        return pf_fail(err, PF_ERR_NOMEM, "%s: YAML parser init failed", name);
+    yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
+    if (!yaml_parser_load(&parser, &doc)) {
+        rc = pf_fail(err, PF_ERR_CONFIG, "%s:%zu:%zu: invalid YAML: %s", name,
+                     parser.problem_mark.line + 1, parser.problem_mark.column + 1,
+                     parser.problem ? parser.problem : "parse error");
+        yaml_parser_delete(&parser);
+        return rc;
+    }
+    root = yaml_document_get_root_node(&doc);
+    if (!root || root->type != YAML_MAPPING_NODE) {
+        rc = pf_fail(err, PF_ERR_CONFIG, "%s:1: a catalog is a mapping with "
+                     "'version: 1' and 'instances'", name);
+        goto out;
+    }
+    for (yaml_node_pair_t *p = root->data.mapping.pairs.start;
+         p < root->data.mapping.pairs.top && rc == PF_OK; p++) {
+        yaml_node_t *k = yaml_document_get_node(&doc, p->key);
+        yaml_node_t *v = yaml_document_get_node(&doc, p->value);
+        const char *key = scalar(k);
+        if (key && !strcmp(key, "version")) {
+            const char *ver = scalar(v);
+            if (!ver || strcmp(ver, "1"))
+                rc = at(&c, v, "unsupported catalog version '%s' (expected 1)",
+                        ver ? ver : "?");
+        } else if (key && !strcmp(key, "instances")) {
+            have_instances = true;
+            rc = parse_instances(&c, v, cat);
+        } else {
+            rc = at(&c, k, "unknown key '%s'", key ? key : "?");
+        }
+    }
+    if (rc == PF_OK && !have_instances)
+        rc = pf_fail(err, PF_ERR_CONFIG, "%s: no 'instances' mapping", name);
+out:
+    yaml_document_delete(&doc);
+    yaml_parser_delete(&parser);
+    return rc;
+}
+
+pf_err pf_catalog_load(struct pf_catalog *cat, const char *override_path,
+                       char *err)
+{
+    char *buf;
+    size_t len;
+    pf_err rc;
+
+    cat->n = 0;
+    cat->items = NULL;
+    rc = pf_catalog_parse(cat, "catalog.yaml (embedded)", pf_catalog_yaml,
+                          strlen(pf_catalog_yaml), err);
+    if (rc != PF_OK || !override_path || !*override_path)
+        return rc;
+    rc = pf_read_file(override_path, 4 << 20, &buf, &len, err);
+    if (rc != PF_OK) {
+        pf_err_prefix(err, "catalog file");
+        pf_catalog_free(cat);
+        return PF_ERR_CONFIG;
+    }
+    rc = pf_catalog_parse(cat, override_path, buf, len, err);
+    free(buf);
+    if (rc != PF_OK)
+        pf_catalog_free(cat);
+    return rc;
+}
+
+/* YAML double-quoted scalar, so notes with ':' or '#' stay one value. */
+static void print_quoted(FILE *out, const char *s)
+{
+    fputc('"', out);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fputc('\\', out);
+        fputc(*s, out);
+    }
+    fputc('"', out);
+}
+
+void pf_catalog_print(const struct pf_catalog *cat, FILE *out)
+{
+    fprintf(out, "version: 1\ninstances:\n");
+    for (int i = 0; i < cat->n; i++) {
+        const struct pf_instance *it = &cat->items[i];
+        fprintf(out, "  %s:\n", it->name);
+        fprintf(out, "    efa: %d\n", it->efa_count);
+        fprintf(out, "    accelerators: %d\n", it->accel_count);
+        if (it->accel_model[0]) {
+            fprintf(out, "    accelerator_model: ");
+            print_quoted(out, it->accel_model);
+            fputc('\n', out);
+        }
+        fprintf(out, "    accelerator_kind: %s\n", it->accel_kind);
+        fprintf(out, "    network_gbps: %d\n", it->network_gbps);
+        fprintf(out, "    gdr_required: %s\n", it->gdr_required ? "true" : "false");
+        fprintf(out, "    verified: %s\n", it->verified ? "true" : "false");
+        if (it->recount_efa || it->ignore_non_efa || it->no_nccl)
+            fprintf(out, "    quirks: [%s%s%s]\n",
+                    it->recount_efa ? "recount_efa" : "",
+                    it->ignore_non_efa ? (it->recount_efa ? ", ignore_non_efa"
+                                                          : "ignore_non_efa") : "",
+                    it->no_nccl ? (it->recount_efa || it->ignore_non_efa
+                                   ? ", no_nccl" : "no_nccl") : "");
+        if (it->nfloors) {
+            fprintf(out, "    floors: {");
+            for (int f = 0; f < it->nfloors; f++)
+                fprintf(out, "%s%d: %g", f ? ", " : "", it->floors[f].nodes,
+                        it->floors[f].busbw_gbps);
+            fprintf(out, "}\n");
+        }
+        if (it->notes[0]) {
+            fprintf(out, "    notes: ");
+            print_quoted(out, it->notes);
+            fputc('\n', out);
+        }
+    }
+}
