@@ -1,0 +1,38 @@
+#!/bin/bash
+# The CLI's contract for bad input: a message naming what and where, exit 2,
+# nothing else done. And the catalog command with an override file.
+set -u
+fail() { echo "FAIL: $*"; exit 1; }
+t=$(mktemp -d); trap 'rm -rf "$t"' EXIT
+
+expect() { # expect CODE "message substring" -- args...
+    local code=$1 msg=$2; shift 3
+    out=$("$PF_BIN" "$@" 2>&1); rc=$?
+    [ "$rc" -eq "$code" ] || fail "efa-preflight $*: exit $rc, want $code; output: $out"
+    [[ "$out" == *"$msg"* ]] || fail "efa-preflight $*: output lacks '$msg': $out"
+    echo "ok: $* -> $code ($msg)"
+}
+
+printf 'port: 1\nfabric_provder: tcp\n' >"$t/typo.yaml"
+printf 'timeout: soon\n' >"$t/type.yaml"
+printf 'port: [1\n' >"$t/bad.yaml"
+printf 'version: 1\ninstances:\n  p5.48xlarge:\n    efa: 30\n  x9.large:\n    efa: 3\n' >"$t/cat.yaml"
+printf 'version: 1\ninstances:\n  p5.48xlarge:\n    gpus: 8\n' >"$t/badcat.yaml"
+
+expect 2 "unknown command 'nod'" -- nod
+expect 2 "usage: efa-preflight" --
+expect 2 "unknown option '--bogus' for 'node'" -- node --bogus
+expect 2 "typo.yaml:2: unknown key 'fabric_provder'" -- run --config "$t/typo.yaml"
+expect 2 "type.yaml:1: key 'timeout': 'soon' is not an integer" -- run --config "$t/type.yaml"
+expect 2 "bad.yaml:2:1: invalid YAML" -- node --config "$t/bad.yaml"
+expect 2 "config file: $t/none.yaml" -- node --config "$t/none.yaml"
+EFA_PREFLIGHT_ITERS=0 expect 2 "EFA_PREFLIGHT_ITERS: 0 is out of range 1..100000" -- local
+expect 2 "badcat.yaml:4: p5.48xlarge: unknown field 'gpus'" -- catalog --catalog "$t/badcat.yaml"
+expect 0 "--fabric-provider" -- run --help
+expect 0 "efa-preflight 0." -- version
+
+out=$("$PF_BIN" catalog --catalog "$t/cat.yaml") || fail "catalog with override failed"
+grep -A1 '^  p5.48xlarge:' <<<"$out" | grep -q 'efa: 30' || fail "override not applied"
+grep -q '^  x9.large:' <<<"$out" || fail "added type missing"
+grep -q '^  p4d.24xlarge:' <<<"$out" || fail "embedded types lost"
+echo "ok: catalog override applied, added type listed"

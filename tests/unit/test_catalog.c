@@ -1,0 +1,133 @@
+/* Catalog: the embedded file, lookups, floors and overrides. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "config/catalog.h"
+
+static struct pf_catalog cat;
+
+static void load_embedded(void)
+{
+    char err[PF_ERRLEN];
+    cr_assert_eq(pf_catalog_load(&cat, NULL, err), PF_OK, "%s", err);
+}
+
+static void unload(void) { pf_catalog_free(&cat); }
+
+TestSuite(catalog, .init = load_embedded, .fini = unload);
+
+Test(catalog, embedded_has_every_facts_type)
+{
+    static const struct { const char *type; int efa, accel; } want[] = {
+        { "p3dn.24xlarge", 1, 8 }, { "p4d.24xlarge", 4, 8 },
+        { "p4de.24xlarge", 4, 8 }, { "p5.48xlarge", 32, 8 },
+        { "p5e.48xlarge", 32, 8 }, { "p5en.48xlarge", 16, 8 },
+        { "p6-b200.48xlarge", 8, 8 }, { "p6-b300.48xlarge", 16, 8 },
+        { "g5.48xlarge", 1, 8 }, { "g6e.48xlarge", 4, 8 },
+        { "g6e.24xlarge", 2, 4 }, { "trn1.32xlarge", 8, 16 },
+        { "trn1n.32xlarge", 16, 16 }, { "trn2.48xlarge", 16, 16 },
+        { "hpc7a.96xlarge", 2, 0 }, { "c5n.18xlarge", 1, 0 },
+        { "hpc6a.48xlarge", 1, 0 },
+    };
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        const struct pf_instance *it = pf_catalog_find(&cat, want[i].type);
+        cr_assert_not_null(it, "%s missing", want[i].type);
+        cr_assert_eq(it->efa_count, want[i].efa, "%s", want[i].type);
+        cr_assert_eq(it->accel_count, want[i].accel, "%s", want[i].type);
+    }
+}
+
+Test(catalog, quirks_and_unverified_markers)
+{
+    cr_assert(pf_catalog_find(&cat, "p5en.48xlarge")->recount_efa);
+    cr_assert(pf_catalog_find(&cat, "p6-b200.48xlarge")->ignore_non_efa);
+    cr_assert(pf_catalog_find(&cat, "trn1.32xlarge")->no_nccl);
+    cr_assert_not(pf_catalog_find(&cat, "p6-b300.48xlarge")->verified);
+    cr_assert_not(pf_catalog_find(&cat, "hpc7a.12xlarge")->verified);
+    cr_assert_not(pf_catalog_find(&cat, "g6e.24xlarge")->verified);
+    cr_assert(pf_catalog_find(&cat, "p5.48xlarge")->verified);
+    cr_assert(pf_catalog_find(&cat, "p4d.24xlarge")->gdr_required);
+    cr_assert_not(pf_catalog_find(&cat, "g5.48xlarge")->gdr_required);
+}
+
+Test(catalog, hyperpod_prefix_and_unknown)
+{
+    cr_assert_eq(pf_catalog_find(&cat, "ml.p5.48xlarge"),
+                 pf_catalog_find(&cat, "p5.48xlarge"));
+    cr_assert_null(pf_catalog_find(&cat, "m5.large"));
+    cr_assert_null(pf_catalog_find(&cat, "hpc7"));
+    cr_assert_null(pf_catalog_find(&cat, ""));
+}
+
+Test(catalog, floors_by_node_count)
+{
+    const struct pf_instance *p5 = pf_catalog_find(&cat, "p5.48xlarge");
+    cr_assert_float_eq(pf_instance_floor(p5, 1), 400, 1e-9);
+    cr_assert_float_eq(pf_instance_floor(p5, 2), 300, 1e-9);
+    cr_assert_float_eq(pf_instance_floor(p5, 128), 300, 1e-9);
+    cr_assert_float_eq(pf_instance_floor(pf_catalog_find(&cat, "p6-b200.48xlarge"), 1),
+                       0, 1e-9);
+    cr_assert_float_eq(pf_instance_floor(NULL, 2), 0, 1e-9);
+}
+
+Test(catalog, override_changes_one_field_and_adds_types)
+{
+    char err[PF_ERRLEN];
+    const char *o = "version: 1\ninstances:\n"
+                    "  p5.48xlarge:\n    floors: {2: 320}\n"
+                    "  ml.p9.48xlarge:\n    efa: 64\n    accelerators: 8\n";
+    cr_assert_eq(pf_catalog_parse(&cat, "o.yaml", o, strlen(o), err), PF_OK, "%s", err);
+    const struct pf_instance *p5 = pf_catalog_find(&cat, "p5.48xlarge");
+    cr_assert_eq(p5->efa_count, 32);          /* kept */
+    cr_assert_float_eq(pf_instance_floor(p5, 2), 320, 1e-9);
+    cr_assert_eq(p5->nfloors, 1);             /* floors replaced as a whole */
+    cr_assert_eq(pf_catalog_find(&cat, "p9.48xlarge")->efa_count, 64);
+}
+
+Test(catalog, bad_override_names_line_and_keeps_entry)
+{
+    char err[PF_ERRLEN];
+    const char *o = "version: 1\ninstances:\n  p5.48xlarge:\n    efa: 30\n    efaa: 2\n";
+    cr_assert_eq(pf_catalog_parse(&cat, "o.yaml", o, strlen(o), err), PF_ERR_CONFIG);
+    cr_assert_str_eq(err, "o.yaml:5: p5.48xlarge: unknown field 'efaa'");
+    cr_assert_eq(pf_catalog_find(&cat, "p5.48xlarge")->efa_count, 32);
+}
+
+Test(catalog, parse_errors)
+{
+    struct { const char *text, *want; } cases[] = {
+        { "version: 2\ninstances: {}\n", "x:1: unsupported catalog version '2' (expected 1)" },
+        { "version: 1\n", "x: no 'instances' mapping" },
+        { "version: 1\ninstances:\n  P5!: {efa: 1}\n", "x:3: 'P5!' is not an instance type name" },
+        { "version: 1\ninstances:\n  a.b:\n    quirks: [fast]\n", "x:4: a.b: unknown quirk 'fast' (recount_efa, ignore_non_efa, no_nccl)" },
+        { "version: 1\ninstances:\n  a.b:\n    floors: {two: 1}\n", "x:4: a.b: 'floors key (node count)' must be an integer in range" },
+        { "version: 1\ninstances:\n  a.b:\n    efa: -3\n", "x:4: a.b: 'efa' must be an integer in range" },
+        { "[1, 2]\n", "x:1: a catalog is a mapping with 'version: 1' and 'instances'" },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct pf_catalog c2 = { 0, NULL };
+        char err[PF_ERRLEN];
+        cr_assert_eq(pf_catalog_parse(&c2, "x", cases[i].text, strlen(cases[i].text), err),
+                     PF_ERR_CONFIG, "case %zu", i);
+        cr_assert_str_eq(err, cases[i].want, "case %zu", i);
+        pf_catalog_free(&c2);
+    }
+}
+
+Test(catalog, print_round_trips)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    struct pf_catalog again = { 0, NULL };
+    char err[PF_ERRLEN];
+    pf_catalog_print(&cat, f);
+    fclose(f);
+    cr_assert_eq(pf_catalog_parse(&again, "printed", buf, len, err), PF_OK, "%s", err);
+    cr_assert_eq(again.n, cat.n);
+    for (int i = 0; i < cat.n; i++)
+        cr_assert_eq(memcmp(&again.items[i], &cat.items[i], sizeof(cat.items[i])), 0,
+                     "%s differs", cat.items[i].name);
+    pf_catalog_free(&again);
+    free(buf);
+}

@@ -1,0 +1,172 @@
+/* Config: precedence, types, ranges and the file:line messages. */
+#include <criterion/criterion.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config/config.h"
+
+static pf_err load(struct pf_config *cfg, enum pf_command cmd, char **argv,
+                   int argc, char **envp, char *err)
+{
+    bool help;
+    return pf_config_load(cfg, cmd, argc, argv, envp, &help, err);
+}
+
+static pf_err yaml(struct pf_config *cfg, const char *text, char *err)
+{
+    pf_config_defaults(cfg);
+    return pf_config_load_yaml_buf(cfg, "t.yaml", text, strlen(text), err);
+}
+
+Test(config, defaults_are_documented_values)
+{
+    struct pf_config c;
+    pf_config_defaults(&c);
+    cr_assert_eq(c.port, 29600);
+    cr_assert_str_eq(c.fabric_provider, "efa");
+    cr_assert_eq(c.min_bytes, 8);
+    cr_assert_eq(c.max_bytes, 64u << 20);
+    cr_assert_eq(c.rank, -1);
+    cr_assert_eq(c.expect_efa, -1);
+    cr_assert_str_eq(c.label_prefix, "efa-preflight.io/");
+    cr_assert(c.check);
+}
+
+Test(config, yaml_sets_every_type)
+{
+    struct pf_config c;
+    char err[PF_ERRLEN];
+    cr_assert_eq(yaml(&c, "port: 1234\nmin_busbw_gbps: 12.5\njson: true\n"
+                          "max_bytes: 1G\nengine: host\nfabric_provider: tcp\n"
+                          "peers: [a:1, b:2]\n", err), PF_OK, "%s", err);
+    cr_assert_eq(c.port, 1234);
+    cr_assert_float_eq(c.min_busbw_gbps, 12.5, 1e-9);
+    cr_assert(c.json);
+    cr_assert_eq(c.max_bytes, 1ull << 30);
+    cr_assert_str_eq(c.engine, "host");
+    cr_assert_str_eq(c.peers, "a:1,b:2");
+}
+
+Test(config, unknown_key_names_file_line_and_key)
+{
+    struct pf_config c;
+    char err[PF_ERRLEN];
+    cr_assert_eq(yaml(&c, "port: 1\nfabric_provder: tcp\n", err), PF_ERR_CONFIG);
+    cr_assert_str_eq(err, "t.yaml:2: unknown key 'fabric_provder'");
+}
+
+Test(config, wrong_type_names_file_line_and_key)
+{
+    struct pf_config c;
+    char err[PF_ERRLEN];
+    cr_assert_eq(yaml(&c, "\n\nport: eighty\n", err), PF_ERR_CONFIG);
+    cr_assert_str_eq(err, "t.yaml:3: key 'port': 'eighty' is not an integer");
+    cr_assert_eq(yaml(&c, "json: [1]\n", err), PF_ERR_CONFIG);
+    cr_assert_str_eq(err, "t.yaml:1: key 'json': expected a value, got a list");
+}
+
+Test(config, out_of_range_is_an_error)
+{
+    struct pf_config c;
+    char err[PF_ERRLEN];
+    cr_assert_eq(yaml(&c, "timeout: 0\n", err), PF_ERR_CONFIG);
+    cr_assert_str_eq(err, "t.yaml:1: key 'timeout': 0 is out of range 1..86400");
+    cr_assert_eq(yaml(&c, "engine: gpu\n", err), PF_ERR_CONFIG);
+    cr_assert_str_eq(err, "t.yaml:1: key 'engine': 'gpu' is not one of auto|nccl|host");
+}
+
+Test(config, bad_yaml_gives_position)
+{
+    struct pf_config c;
+    char err[PF_ERRLEN];
+    cr_assert_eq(yaml(&c, "port: 1\n  bad: [\n", err), PF_ERR_CONFIG);
+    cr_assert(strstr(err, "t.yaml:2:") == err, "%s", err);
+    cr_assert(strstr(err, "invalid YAML"), "%s", err);
+    cr_assert_eq(yaml(&c, "- a\n- b\n", err), PF_ERR_CONFIG);
+    cr_assert(strstr(err, "top level must be a mapping"), "%s", err);
+    cr_assert_eq(yaml(&c, "port: 1\nport: 2\n", err), PF_ERR_CONFIG);
+    cr_assert_str_eq(err, "t.yaml:2: key 'port' given twice");
+}
+
+Test(config, flags_beat_env_beat_file)
+{
+    struct pf_config c;
+    char err[PF_ERRLEN], path[] = "/tmp/pf-config-test-XXXXXX";
+    int fd = mkstemp(path);
+    const char text[] = "port: 1111\ntimeout: 11\niters: 3\n";
+    char cfgarg[64];
+    cr_assert(fd >= 0);
+    cr_assert_eq(write(fd, text, sizeof(text) - 1), (ssize_t)sizeof(text) - 1);
+    close(fd);
+    snprintf(cfgarg, sizeof(cfgarg), "--config=%s", path);
+    char *argv[] = { "run", cfgarg, "--port", "3333", NULL };
+    char *envp[] = { "EFA_PREFLIGHT_PORT=2222", "EFA_PREFLIGHT_TIMEOUT=22", NULL };
+    cr_assert_eq(load(&c, PF_CMD_RUN, argv, 4, envp, err), PF_OK, "%s", err);
+    unlink(path);
+    cr_assert_eq(c.port, 3333);     /* flag */
+    cr_assert_eq(c.timeout_s, 22);  /* env over file */
+    cr_assert_eq(c.iters, 3);       /* file over default */
+}
+
+Test(config, short_flags_and_sizes)
+{
+    struct pf_config c;
+    char err[PF_ERRLEN];
+    char *argv[] = { "local", "-b", "1K", "-e", "4MiB", "-f", "4", "-n", "7",
+                     "-w", "1", NULL };
+    cr_assert_eq(load(&c, PF_CMD_LOCAL, argv, 11, NULL, err), PF_OK, "%s", err);
+    cr_assert_eq(c.min_bytes, 1024);
+    cr_assert_eq(c.max_bytes, 4u << 20);
+    cr_assert_eq(c.step_factor, 4);
+    cr_assert_eq(c.iters, 7);
+    cr_assert_eq(c.warmup, 1);
+    cr_assert_str_eq(c.bootstrap, "local");
+}
+
+Test(config, flag_errors)
+{
+    struct pf_config c;
+    char err[PF_ERRLEN];
+    char *a1[] = { "node", "--ranks", "3", NULL };
+    char *a2[] = { "run", "--no-check", "--check=maybe", NULL };
+    char *a3[] = { "run", "-b", "2M", "-e", "1M", NULL };
+    char *a4[] = { "run", "--label-prefix", "Bad_Prefix/", NULL };
+    cr_assert_eq(load(&c, PF_CMD_NODE, a1, 3, NULL, err), PF_ERR_USAGE);
+    cr_assert_str_eq(err, "unknown option '--ranks' for 'node'");
+    cr_assert_eq(load(&c, PF_CMD_RUN, a2, 3, NULL, err), PF_ERR_USAGE);
+    cr_assert_str_eq(err, "--check: 'maybe' is not a boolean (true/false)");
+    cr_assert_eq(load(&c, PF_CMD_RUN, a3, 5, NULL, err), PF_ERR_USAGE);
+    cr_assert(strstr(err, "min_bytes (2097152) is larger than max_bytes"), "%s", err);
+    cr_assert_eq(load(&c, PF_CMD_RUN, a4, 3, NULL, err), PF_ERR_USAGE);
+    cr_assert(strstr(err, "label_prefix"), "%s", err);
+}
+
+Test(config, bootstrap_auto_resolves_from_environment)
+{
+    struct pf_config c;
+    char err[PF_ERRLEN];
+    char *argv[] = { "run", NULL };
+    char *k8s[] = { "KUBERNETES_SERVICE_HOST=10.0.0.1", NULL };
+    char *mpi[] = { "OMPI_COMM_WORLD_SIZE=4", NULL };
+    cr_assert_eq(load(&c, PF_CMD_RUN, argv, 1, k8s, err), PF_OK);
+    cr_assert_str_eq(c.bootstrap, "k8s");
+    cr_assert_eq(load(&c, PF_CMD_RUN, argv, 1, mpi, err), PF_OK);
+    cr_assert_str_eq(c.bootstrap, "mpi");
+    cr_assert_eq(load(&c, PF_CMD_RUN, argv, 1, NULL, err), PF_OK);
+    cr_assert_str_eq(c.bootstrap, "static");
+}
+
+Test(config, parse_size_units)
+{
+    uint64_t v;
+    char err[PF_ERRLEN];
+    cr_assert_eq(pf_parse_size("8", &v, err), PF_OK);
+    cr_assert_eq(v, 8);
+    cr_assert_eq(pf_parse_size("64M", &v, err), PF_OK);
+    cr_assert_eq(v, 64u << 20);
+    cr_assert_eq(pf_parse_size("1.5K", &v, err), PF_OK);
+    cr_assert_eq(v, 1536);
+    cr_assert_eq(pf_parse_size("-1", &v, err), PF_ERR_USAGE);
+    cr_assert_eq(pf_parse_size("3X", &v, err), PF_ERR_USAGE);
+    cr_assert_eq(pf_parse_size("0.3", &v, err), PF_ERR_USAGE);
+}
