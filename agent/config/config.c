@@ -69,6 +69,8 @@ static const struct opt_spec options[] = {
       "locked-memory limit required, MiB (-1: unlimited)" },
     { "efa_recount_ms", 0, OPT_INT, F(efa_recount_ms), 0, 600000, NULL, C_CHECKS,
       "how long to re-count EFA devices on types that bring them up late" },
+    { "libfabric_path", 0, OPT_STR, F(libfabric_path), 0, 0, NULL, C_CHECKS,
+      "libfabric to dlopen (default: /opt/amazon/efa/lib{64,}, then the system's)" },
     /* output */
     { "json", 0, OPT_BOOL, F(json), 0, 0, NULL, C_CHECKS,
       "print the JSON report on stdout instead of the table" },
