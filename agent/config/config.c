@@ -610,7 +610,8 @@ pf_err pf_config_load(struct pf_config *cfg, enum pf_command cmd, int argc,
             o->type == OPT_BOOL ? optional_argument : required_argument, NULL,
             (int)(256 + i) };
         nlong++;
-        if (o->type == OPT_BOOL) {
+        /* A boolean gets a "no-" twin, unless its name already says no. */
+        if (o->type == OPT_BOOL && strncmp(o->key, "no_", 3)) {
             char plain[64];
             flag_name(o, plain, sizeof(plain));
             snprintf(names[nlong], sizeof(names[0]), "no-%s", plain);
@@ -765,6 +766,8 @@ void pf_config_usage(enum pf_command cmd, FILE *out)
             snprintf(lhs, sizeof(lhs), "-%c, --%s %s", o->shortopt, flag, types[o->type]);
         else if (o->type == OPT_ENUM)
             snprintf(lhs, sizeof(lhs), "    --%s %s", flag, o->choices);
+        else if (o->type == OPT_BOOL && !strncmp(o->key, "no_", 3))
+            snprintf(lhs, sizeof(lhs), "    --%s", flag);
         else if (o->type == OPT_BOOL)
             snprintf(lhs, sizeof(lhs), "    --[no-]%s", flag);
         else
