@@ -92,6 +92,7 @@ pf_err pf_cudart_load(struct pf_cudart *c, char *err)
     NEED(cudaEventCreateWithFlags);
     NEED(cudaEventDestroy);
     NEED(cudaEventRecord);
+    NEED(cudaEventQuery);
     NEED(cudaEventElapsedTime);
 #undef NEED
     /* CUDA 12 exports the current struct layout as _v2 and keeps the old

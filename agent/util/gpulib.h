@@ -96,6 +96,7 @@ struct pf_cudart {
     pf_cuda_error_t (*cudaEventDestroy)(pf_cuda_event_t event);
     pf_cuda_error_t (*cudaEventRecord)(pf_cuda_event_t event,
                                        pf_cuda_stream_t stream);
+    pf_cuda_error_t (*cudaEventQuery)(pf_cuda_event_t event);
     pf_cuda_error_t (*cudaEventElapsedTime)(float *ms, pf_cuda_event_t start,
                                             pf_cuda_event_t end);
 };

@@ -64,6 +64,7 @@ CUDA_FN(cudaStreamQuery);
 CUDA_FN(cudaEventCreateWithFlags);
 CUDA_FN(cudaEventDestroy);
 CUDA_FN(cudaEventRecord);
+CUDA_FN(cudaEventQuery);
 CUDA_FN(cudaEventElapsedTime);
 
 NCCL_FN(ncclGetVersion);
