@@ -9,4 +9,34 @@
 
 pf_err pf_probe(struct pf_run *run, char *err);
 
+/* Pieces, one per file, each filling its part of the node; pf_probe calls
+ * them in this order. Exposed for the unit tests. */
+
+/* instance.c: type from cfg.instance_type, DMI product_name, then IMDSv2
+ * (only when DMI says Amazon or cannot be read, and cfg.no_imds is off). */
+void pf_probe_instance(const struct pf_config *cfg, struct pf_node *node);
+/* "ml.p5.48xlarge\n" -> "p5.48xlarge"; false when s does not look like an
+ * EC2 instance type (family.size, lowercase letters, digits, '-'). */
+bool pf_instance_type_normalize(const char *s, char *out, size_t len);
+
+/* imds.c: IMDSv2 token PUT then GET instance-type, 1 s in all. */
+pf_err pf_imds_instance_type(const char *base_url, char *out, size_t len,
+                             char *err);
+
+/* efa.c: EFA devices by PCI id, ports, uverbs files, module, GDR. */
+void pf_probe_efa(const struct pf_config *cfg, struct pf_node *node);
+/* Only the device scan (used again by the p5en re-count). */
+void pf_probe_efa_devices(const struct pf_config *cfg, struct pf_node *node);
+/* PCI vendor/device pair is an EFA function. */
+bool pf_is_efa_pci(unsigned vendor, unsigned device);
+
+/* limits.c: RLIMIT_MEMLOCK and huge pages from <sysfs_root>/proc/meminfo. */
+void pf_probe_limits(const struct pf_config *cfg, struct pf_node *node);
+
+/* fabric.c: libfabric by dlopen; fi_getinfo(efa, FI_EP_RDM) domains. */
+void pf_probe_fabric(const struct pf_config *cfg, struct pf_node *node);
+
+/* gpu.c: CUDA runtime and NCCL by dlopen (util/gpulib.h). */
+void pf_probe_gpu(struct pf_node *node);
+
 #endif

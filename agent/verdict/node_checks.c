@@ -1,4 +1,473 @@
+/* Node checks, condition EFADevicesReady: the node's facts against what
+ * its instance type must have.
+ *
+ * Expected counts come from the catalog entry, overridden by
+ * cfg.expect_efa / cfg.expect_gpus (-1 = catalog). Semantics where the
+ * type does not settle it:
+ *   - type known but absent from the catalog, or no type at all, with EFA
+ *     devices present: UnknownInstanceType (warn), and the devices found
+ *     are checked as they are (no expected count);
+ *   - no catalog entry (or none found) and no EFA device: NotAnEFAInstance
+ *     (fail), and the other EFA checks are skipped as not applicable;
+ *   - cfg.fabric_provider other than efa (tcp/shm asked for explicitly):
+ *     every EFA check is skipped, "provider tcp requested: EFA not
+ *     required", so a plain machine can run the rest.
+ * Order matters: the first failing check is the run's headline reason,
+ * so causes (module) come before symptoms (device count). */
 #include "verdict.h"
 
-/* Placeholder until the node checks land (issue: Agent foundation). */
-void pf_verdict_node(struct pf_run *run) { (void)run; }
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define COND "EFADevicesReady"
+#define MIB (1024ull * 1024ull)
+
+/* Libfabric that aws-ofi-nccl needs for EFA. */
+#define LIBFABRIC_MIN_MAJOR 1
+#define LIBFABRIC_MIN_MINOR 22
+
+struct ctx {
+    struct pf_run *run;
+    const struct pf_node *node;
+    const struct pf_instance *it;
+    struct pf_verdict *v;
+    int expect_efa;            /* -1 = no expectation */
+    bool efa_required;         /* provider is efa */
+    bool not_efa;              /* NotAnEFAInstance was raised */
+    char skip_msg[96];         /* why EFA checks are skipped */
+    const char *skip_reason;
+};
+
+static const char *type_label(const struct pf_node *n)
+{
+    return n->instance_type[0] ? n->instance_type : "(unknown type)";
+}
+
+static int stored_efa(const struct pf_node *n)
+{
+    return n->efa_count < PF_MAX_EFA ? n->efa_count : PF_MAX_EFA;
+}
+
+static bool is_gpu_type(const struct pf_instance *it)
+{
+    return it && !strcmp(it->accel_kind, "gpu");
+}
+
+/* Add a skipped EFA check when EFA checks do not apply; true if added. */
+static bool skipped(struct ctx *c, const char *name)
+{
+    if (c->efa_required && !c->not_efa && c->expect_efa != 0)
+        return false;
+    pf_verdict_add(c->v, name, COND, PF_SKIP, c->skip_reason, "", "%s",
+                   c->skip_msg);
+    return true;
+}
+
+static void check_instance(struct ctx *c)
+{
+    const struct pf_node *n = c->node;
+
+    if (c->it) {
+        pf_verdict_add(c->v, "instance_type", COND, PF_PASS,
+                       "InstanceTypeKnown", "",
+                       "%s (from %s): %d EFA, %d x %s%s", c->it->name,
+                       n->instance_source, c->it->efa_count,
+                       c->it->accel_count,
+                       c->it->accel_model[0] ? c->it->accel_model : "CPU",
+                       c->it->verified ? "" : " (catalog entry unverified)");
+        return;
+    }
+    if (!c->efa_required) {
+        pf_verdict_add(c->v, "instance_type", COND, PF_SKIP, "EFANotRequired",
+                       "", "%s; %s", c->skip_msg,
+                       n->instance_type[0] ? n->instance_type
+                                           : "instance type unknown");
+        return;
+    }
+    if (n->efa_count > 0 || c->expect_efa > 0) {
+        pf_verdict_add(c->v, "instance_type", COND, PF_WARN,
+                       "UnknownInstanceType",
+                       "pass --instance-type, or add the type to the catalog "
+                       "(--catalog FILE)",
+                       "%s%s%s is not in the catalog; checking the %d EFA "
+                       "devices found%s",
+                       n->instance_type[0] ? "'" : "",
+                       type_label(n), n->instance_type[0] ? "'" : "",
+                       n->efa_count,
+                       c->expect_efa > 0 ? " against expect_efa" : "");
+        return;
+    }
+    c->not_efa = true;
+    c->skip_reason = "NotApplicable";
+    snprintf(c->skip_msg, sizeof(c->skip_msg), "not an EFA node: nothing to "
+             "check");
+    if (n->instance_type[0])
+        pf_verdict_add(c->v, "instance_type", COND, PF_FAIL, "NotAnEFAInstance",
+                       "run on an EFA-capable instance type, or pass "
+                       "--fabric-provider tcp to test without EFA",
+                       "'%s' (from %s) has no catalog entry and no EFA device "
+                       "was found",
+                       n->instance_type, n->instance_source);
+    else
+        pf_verdict_add(c->v, "instance_type", COND, PF_FAIL, "NotAnEFAInstance",
+                       "run on an EFA-capable instance, pass --instance-type, "
+                       "or pass --fabric-provider tcp to test without EFA",
+                       "instance type unknown (%s) and no EFA device under "
+                       "/sys/class/infiniband: this is not an EFA node",
+                       n->instance_note[0] ? n->instance_note
+                                           : "no flag, DMI or IMDS answer");
+}
+
+static void check_module(struct ctx *c)
+{
+    const struct pf_node *n = c->node;
+
+    if (skipped(c, "efa_module"))
+        return;
+    if (n->efa_module_loaded) {
+        pf_verdict_add(c->v, "efa_module", COND, PF_PASS, "EFAModuleLoaded", "",
+                       "efa kernel module loaded%s%s",
+                       n->efa_module_version[0] ? ", version " : "",
+                       n->efa_module_version);
+        return;
+    }
+    pf_verdict_add(c->v, "efa_module", COND, PF_FAIL, "EFAModuleNotLoaded",
+                   "load the driver on the host: modprobe efa (installed by "
+                   "the EFA installer / EKS GPU AMI)",
+                   "efa kernel module not loaded (/sys/module/efa absent); "
+                   "%d EFA PCI functions present", n->efa_pci_count);
+}
+
+static void check_devices(struct ctx *c)
+{
+    const struct pf_node *n = c->node;
+    char extra[160] = "";
+
+    if (skipped(c, "efa_devices"))
+        return;
+    if (n->non_efa_ib_count > 0)
+        snprintf(extra, sizeof(extra), "; %d non-EFA RDMA device%s ignored",
+                 n->non_efa_ib_count, n->non_efa_ib_count == 1 ? "" : "s");
+    if (n->efa_recounts > 0)
+        snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra),
+                 "; re-counted %d times over %d ms", n->efa_recounts,
+                 c->run->cfg.efa_recount_ms);
+
+    if (c->expect_efa < 0) {
+        pf_verdict_add(c->v, "efa_devices", COND, PF_PASS,
+                       "EFADeviceCountMatches", "",
+                       "%d EFA devices (no expected count for %s)%s",
+                       n->efa_count, type_label(n), extra);
+    } else if (n->efa_count < c->expect_efa) {
+        pf_verdict_add(c->v, "efa_devices", COND, PF_FAIL,
+                       "EFADeviceCountMismatch",
+                       "check that every EFA interface was attached at launch "
+                       "and the efa driver is healthy (dmesg | grep efa); "
+                       "replace the node if devices are missing",
+                       "found %d of %d EFA devices (PCI 1d0f:efa0-efa3) "
+                       "expected for %s%s",
+                       n->efa_count, c->expect_efa, type_label(n), extra);
+    } else if (n->efa_count > c->expect_efa) {
+        pf_verdict_add(c->v, "efa_devices", COND, PF_WARN,
+                       "EFADeviceCountMismatch",
+                       "fix the catalog entry (--catalog FILE) or set "
+                       "--expect-efa",
+                       "found %d EFA devices, more than the %d expected for "
+                       "%s%s",
+                       n->efa_count, c->expect_efa, type_label(n), extra);
+    } else {
+        pf_verdict_add(c->v, "efa_devices", COND, PF_PASS,
+                       "EFADeviceCountMatches", "",
+                       "%d of %d EFA devices%s", n->efa_count, c->expect_efa,
+                       extra);
+    }
+}
+
+/* No device to look at: the count check has said what matters. */
+static bool no_devices(struct ctx *c, const char *name)
+{
+    if (c->node->efa_count > 0)
+        return false;
+    pf_verdict_add(c->v, name, COND, PF_SKIP, "NotApplicable", "",
+                   "no EFA device found");
+    return true;
+}
+
+static void check_ports(struct ctx *c)
+{
+    const struct pf_node *n = c->node;
+    char down[256] = "";
+    int ndown = 0;
+
+    if (skipped(c, "efa_ports") || no_devices(c, "efa_ports"))
+        return;
+    for (int i = 0; i < stored_efa(n); i++) {
+        if (n->efa[i].port_active)
+            continue;
+        if (ndown++ < 4)
+            snprintf(down + strlen(down), sizeof(down) - strlen(down),
+                     "%s%s (%s)", ndown > 1 ? ", " : "", n->efa[i].name,
+                     n->efa[i].port_state);
+    }
+    if (ndown == 0) {
+        pf_verdict_add(c->v, "efa_ports", COND, PF_PASS, "EFAPortsActive", "",
+                       "%d of %d EFA ports ACTIVE", n->efa_ports_active,
+                       stored_efa(n));
+        return;
+    }
+    pf_verdict_add(c->v, "efa_ports", COND, PF_FAIL, "EFAPortDown",
+                   "check the network interface attachment and the efa "
+                   "driver log (dmesg | grep efa); replace the node if it "
+                   "stays down",
+                   "%d of %d EFA ports not ACTIVE: %s%s", ndown, stored_efa(n),
+                   down, ndown > 4 ? ", ..." : "");
+}
+
+static void check_files(struct ctx *c)
+{
+    const struct pf_node *n = c->node;
+    const char *remedy = "give the container /dev/infiniband: request "
+                         "vpc.amazonaws.com/efa resources (EFA device plugin) "
+                         "or run privileged";
+
+    if (skipped(c, "efa_device_files") || no_devices(c, "efa_device_files"))
+        return;
+    if (n->uverbs_present < n->efa_count) {
+        pf_verdict_add(c->v, "efa_device_files", COND, PF_FAIL,
+                       "EFADeviceFilesMissing", remedy,
+                       "%d /dev/infiniband/uverbs* files for %d EFA devices%s%s",
+                       n->uverbs_present, n->efa_count,
+                       n->uverbs_error[0] ? ": " : "", n->uverbs_error);
+    } else if (n->uverbs_openable < n->uverbs_present) {
+        pf_verdict_add(c->v, "efa_device_files", COND, PF_FAIL,
+                       "EFADeviceFilesMissing", remedy,
+                       "%d of %d uverbs files cannot be opened: %s",
+                       n->uverbs_present - n->uverbs_openable,
+                       n->uverbs_present, n->uverbs_error);
+    } else {
+        pf_verdict_add(c->v, "efa_device_files", COND, PF_PASS,
+                       "EFADeviceFilesPresent", "",
+                       "%d uverbs files present and openable",
+                       n->uverbs_openable);
+    }
+}
+
+static void check_provider(struct ctx *c)
+{
+    const struct pf_node *n = c->node;
+    const char *remedy = "install the EFA software (aws-efa-installer) so "
+                         "libfabric with the efa provider is in "
+                         "/opt/amazon/efa, or point --libfabric-path at it";
+
+    if (skipped(c, "efa_provider"))
+        return;
+    if (!n->libfabric_loaded) {
+        pf_verdict_add(c->v, "efa_provider", COND, PF_FAIL,
+                       "EFAProviderUnavailable", remedy, "%s",
+                       n->libfabric_error);
+    } else if (n->fi_efa_domains == 0) {
+        pf_verdict_add(c->v, "efa_provider", COND, PF_FAIL,
+                       "EFAProviderUnavailable", remedy,
+                       "libfabric %s (%s): no efa RDM domain: %s",
+                       n->libfabric_version, n->libfabric_path,
+                       n->libfabric_error);
+    } else if (n->fi_efa_domains < n->efa_count) {
+        pf_verdict_add(c->v, "efa_provider", COND, PF_WARN,
+                       "EFAProviderUnavailable",
+                       "check FI_EFA_* / FI_PROVIDER settings and the uverbs "
+                       "files of the missing devices",
+                       "libfabric %s sees %d efa RDM domains for %d EFA "
+                       "devices", n->libfabric_version, n->fi_efa_domains,
+                       n->efa_count);
+    } else {
+        pf_verdict_add(c->v, "efa_provider", COND, PF_PASS,
+                       "EFAProviderAvailable", "",
+                       "libfabric %s (%s): %d efa RDM domains",
+                       n->libfabric_version, n->libfabric_path,
+                       n->fi_efa_domains);
+    }
+}
+
+static void check_libfabric_version(struct ctx *c)
+{
+    const struct pf_node *n = c->node;
+    int major = 0, minor = 0;
+
+    if (skipped(c, "libfabric_version"))
+        return;
+    if (!is_gpu_type(c->it) || c->it->no_nccl || !n->libfabric_loaded) {
+        pf_verdict_add(c->v, "libfabric_version", COND, PF_SKIP,
+                       "NotApplicable", "", "%s",
+                       n->libfabric_loaded ? "not a GPU instance type: "
+                                             "aws-ofi-nccl not used"
+                                           : "libfabric not loaded");
+        return;
+    }
+    if (sscanf(n->libfabric_version, "%d.%d", &major, &minor) != 2 ||
+        major < LIBFABRIC_MIN_MAJOR ||
+        (major == LIBFABRIC_MIN_MAJOR && minor < LIBFABRIC_MIN_MINOR)) {
+        pf_verdict_add(c->v, "libfabric_version", COND, PF_WARN,
+                       "LibfabricTooOld",
+                       "use the EFA installer's libfabric (>= 1.22) in the "
+                       "image",
+                       "libfabric %s (%s): aws-ofi-nccl needs >= %d.%d for EFA",
+                       n->libfabric_version, n->libfabric_path,
+                       LIBFABRIC_MIN_MAJOR, LIBFABRIC_MIN_MINOR);
+        return;
+    }
+    pf_verdict_add(c->v, "libfabric_version", COND, PF_PASS,
+                   "LibfabricVersionOK", "", "libfabric %s >= %d.%d",
+                   n->libfabric_version, LIBFABRIC_MIN_MAJOR,
+                   LIBFABRIC_MIN_MINOR);
+}
+
+static void fmt_limit(uint64_t v, char *buf, size_t len)
+{
+    if (v == UINT64_MAX)
+        snprintf(buf, len, "unlimited");
+    else if (v >= MIB)
+        snprintf(buf, len, "%llu MiB", (unsigned long long)(v / MIB));
+    else
+        snprintf(buf, len, "%llu KiB", (unsigned long long)(v / 1024));
+}
+
+static void check_memlock(struct ctx *c)
+{
+    const struct pf_node *n = c->node;
+    int min = c->run->cfg.min_memlock_mib;
+    char have[32], want[32];
+    bool ok;
+
+    if (skipped(c, "memlock"))
+        return;
+    fmt_limit(n->memlock_soft, have, sizeof(have));
+    if (min < 0) {
+        ok = n->memlock_soft == UINT64_MAX;
+        snprintf(want, sizeof(want), "unlimited");
+    } else {
+        ok = n->memlock_soft >= (uint64_t)min * MIB;
+        snprintf(want, sizeof(want), "%d MiB", min);
+    }
+    if (ok)
+        pf_verdict_add(c->v, "memlock", COND, PF_PASS, "MemlockSufficient", "",
+                       "RLIMIT_MEMLOCK %s (need %s)", have, want);
+    else
+        pf_verdict_add(c->v, "memlock", COND, PF_FAIL, "MemlockTooLow",
+                       "raise the locked-memory limit: ulimit -l unlimited, "
+                       "or the container runtime's memlock ulimit",
+                       "RLIMIT_MEMLOCK soft limit is %s; EFA needs %s", have,
+                       want);
+}
+
+static void check_hugepages(struct ctx *c)
+{
+    const struct pf_node *n = c->node;
+    const char *remedy = "reserve huge pages (sysctl vm.nr_hugepages) or set "
+                         "FI_EFA_USE_HUGE_PAGE=0";
+
+    if (skipped(c, "hugepages"))
+        return;
+    if (n->hugepages_total < 0)
+        pf_verdict_add(c->v, "hugepages", COND, PF_WARN, "HugePagesUnavailable",
+                       remedy, "/proc/meminfo has no HugePages_Total");
+    else if (n->hugepages_free <= 0)
+        pf_verdict_add(c->v, "hugepages", COND, PF_WARN, "HugePagesUnavailable",
+                       remedy,
+                       "%ld free of %ld huge pages: libfabric's EFA provider "
+                       "falls back to regular pages",
+                       n->hugepages_free < 0 ? 0 : n->hugepages_free,
+                       n->hugepages_total);
+    else
+        pf_verdict_add(c->v, "hugepages", COND, PF_PASS, "HugePagesAvailable",
+                       "", "%ld free of %ld huge pages of %ld kB",
+                       n->hugepages_free, n->hugepages_total, n->hugepage_kb);
+}
+
+static void check_gdr(struct ctx *c)
+{
+    const struct pf_node *n = c->node;
+
+    if (skipped(c, "gdr") || no_devices(c, "gdr"))
+        return;
+    if (!c->it || !c->it->gdr_required)
+        pf_verdict_add(c->v, "gdr", COND, PF_SKIP, "NotApplicable", "",
+                       "GPUDirect RDMA not required for %s (RDMA read %s)",
+                       type_label(n), n->gdr_supported ? "supported" : "absent");
+    else if (n->gdr_supported)
+        pf_verdict_add(c->v, "gdr", COND, PF_PASS, "GDRSupported", "",
+                       "EFA device 0x%04x supports RDMA read", n->efa[0].device);
+    else
+        pf_verdict_add(c->v, "gdr", COND, PF_WARN, "GDRUnsupported",
+                       "check the EFA driver version (GPUDirect RDMA needs "
+                       "RDMA read)",
+                       "%s requires GPUDirect RDMA but EFA device 0x%04x shows "
+                       "no RDMA read", type_label(n), n->efa[0].device);
+}
+
+static void check_gpus(struct ctx *c)
+{
+    const struct pf_node *n = c->node;
+    int expect = c->run->cfg.expect_gpus >= 0 ? c->run->cfg.expect_gpus
+                 : is_gpu_type(c->it)         ? c->it->accel_count
+                                              : -1;
+    char why[300] = "";
+
+    if (expect < 0) {
+        pf_verdict_add(c->v, "gpu_count", COND, PF_SKIP, "NotApplicable", "",
+                       "no GPU count expected for %s; %d GPUs found",
+                       type_label(n), n->gpu_count);
+        return;
+    }
+    if (!n->cuda_loaded || n->cuda_error[0])
+        snprintf(why, sizeof(why), " (%s)", n->cuda_error);
+    if (n->gpu_count == expect)
+        pf_verdict_add(c->v, "gpu_count", COND, PF_PASS, "GPUCountMatches", "",
+                       "%d of %d GPUs%s%s", n->gpu_count, expect,
+                       n->gpu_count > 0 ? ": " : "",
+                       n->gpu_count > 0 ? n->gpus[0].model : "");
+    else
+        pf_verdict_add(c->v, "gpu_count", COND,
+                       n->gpu_count < expect ? PF_FAIL : PF_WARN,
+                       "GPUCountMismatch",
+                       "request all the node's GPUs (nvidia.com/gpu) and check "
+                       "the NVIDIA driver (nvidia-smi)",
+                       "found %d of %d GPUs expected for %s%s", n->gpu_count,
+                       expect, type_label(n), why);
+}
+
+void pf_verdict_node(struct pf_run *run)
+{
+    const char *prov = run->cfg.fabric_provider;
+    struct ctx c;
+
+    memset(&c, 0, sizeof(c));
+    c.run = run;
+    c.node = &run->node;
+    c.it = run->instance;
+    c.v = &run->verdict;
+    c.expect_efa = run->cfg.expect_efa >= 0 ? run->cfg.expect_efa
+                   : c.it                  ? c.it->efa_count
+                                           : -1;
+    c.efa_required = !prov[0] || !strncmp(prov, "efa", 3);
+    if (!c.efa_required) {
+        c.skip_reason = "EFANotRequired";
+        snprintf(c.skip_msg, sizeof(c.skip_msg),
+                 "provider %s requested: EFA not required", prov);
+    } else if (c.expect_efa == 0) {
+        c.skip_reason = "NotApplicable";
+        snprintf(c.skip_msg, sizeof(c.skip_msg), "no EFA device expected");
+    }
+
+    check_instance(&c);
+    check_module(&c);
+    check_devices(&c);
+    check_ports(&c);
+    check_files(&c);
+    check_provider(&c);
+    check_libfabric_version(&c);
+    check_memlock(&c);
+    check_hugepages(&c);
+    check_gdr(&c);
+    check_gpus(&c);
+}

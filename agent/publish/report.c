@@ -1,0 +1,298 @@
+/* The JSON report, schema PF_REPORT_SCHEMA, documented field by field in
+ * docs/report-schema.md. Only facts and verdicts go in: no config values
+ * beyond the few that explain the verdict, never a token or secret. */
+#include "publish.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../verdict/verdict.h"
+
+static const char *command_name(enum pf_command c)
+{
+    switch (c) {
+    case PF_CMD_NODE: return "node";
+    case PF_CMD_RUN: return "run";
+    case PF_CMD_LOCAL: return "local";
+    case PF_CMD_CATALOG: return "catalog";
+    case PF_CMD_VERSION: return "version";
+    }
+    return "?";
+}
+
+/* "" becomes null so consumers test one thing. */
+static void add_str(cJSON *o, const char *key, const char *s)
+{
+    if (s && s[0])
+        cJSON_AddStringToObject(o, key, s);
+    else
+        cJSON_AddNullToObject(o, key);
+}
+
+/* Byte limits: a number, or null for unlimited. */
+static void add_limit(cJSON *o, const char *key, uint64_t v)
+{
+    if (v == UINT64_MAX)
+        cJSON_AddNullToObject(o, key);
+    else
+        cJSON_AddNumberToObject(o, key, (double)v);
+}
+
+static cJSON *efa_json(const struct pf_node *n)
+{
+    cJSON *efa = cJSON_CreateObject(), *devs;
+    int stored = n->efa_count < PF_MAX_EFA ? n->efa_count : PF_MAX_EFA;
+
+    cJSON_AddNumberToObject(efa, "count", n->efa_count);
+    cJSON_AddNumberToObject(efa, "non_efa_rdma_devices", n->non_efa_ib_count);
+    cJSON_AddNumberToObject(efa, "pci_functions", n->efa_pci_count);
+    cJSON_AddNumberToObject(efa, "ports_active", n->efa_ports_active);
+    cJSON_AddNumberToObject(efa, "recounts", n->efa_recounts);
+    devs = cJSON_AddArrayToObject(efa, "devices");
+    for (int i = 0; i < stored; i++) {
+        const struct pf_efa_dev *d = &n->efa[i];
+        cJSON *o = cJSON_CreateObject();
+        char id[16];
+
+        cJSON_AddStringToObject(o, "name", d->name);
+        snprintf(id, sizeof(id), "0x%04x", d->vendor);
+        cJSON_AddStringToObject(o, "pci_vendor", id);
+        snprintf(id, sizeof(id), "0x%04x", d->device);
+        cJSON_AddStringToObject(o, "pci_device", id);
+        add_str(o, "pci_address", d->pci_addr);
+        add_str(o, "port_state", d->port_state);
+        cJSON_AddBoolToObject(o, "port_active", d->port_active);
+        add_str(o, "uverbs", d->uverbs);
+        cJSON_AddItemToArray(devs, o);
+    }
+    cJSON_AddNumberToObject(efa, "uverbs_present", n->uverbs_present);
+    cJSON_AddNumberToObject(efa, "uverbs_openable", n->uverbs_openable);
+    add_str(efa, "uverbs_error", n->uverbs_error);
+    cJSON_AddBoolToObject(efa, "module_loaded", n->efa_module_loaded);
+    add_str(efa, "module_version", n->efa_module_version);
+    cJSON_AddBoolToObject(efa, "gdr_supported", n->gdr_supported);
+    return efa;
+}
+
+static cJSON *node_json(const struct pf_node *n)
+{
+    cJSON *node = cJSON_CreateObject(), *o, *arr;
+
+    add_str(node, "hostname", n->hostname);
+    add_str(node, "instance_type", n->instance_type);
+    add_str(node, "instance_source", n->instance_source);
+    add_str(node, "instance_note", n->instance_note);
+    cJSON_AddItemToObject(node, "efa", efa_json(n));
+
+    o = cJSON_AddObjectToObject(node, "libfabric");
+    cJSON_AddBoolToObject(o, "loaded", n->libfabric_loaded);
+    add_str(o, "path", n->libfabric_path);
+    add_str(o, "version", n->libfabric_version);
+    cJSON_AddNumberToObject(o, "efa_domains", n->fi_efa_domains);
+    add_str(o, "error", n->libfabric_error);
+
+    o = cJSON_AddObjectToObject(node, "memlock");
+    add_limit(o, "soft_bytes", n->memlock_soft);
+    add_limit(o, "hard_bytes", n->memlock_hard);
+    cJSON_AddBoolToObject(o, "soft_unlimited", n->memlock_soft == UINT64_MAX);
+
+    o = cJSON_AddObjectToObject(node, "hugepages");
+    cJSON_AddNumberToObject(o, "total", (double)n->hugepages_total);
+    cJSON_AddNumberToObject(o, "free", (double)n->hugepages_free);
+    cJSON_AddNumberToObject(o, "size_kb", (double)n->hugepage_kb);
+
+    o = cJSON_AddObjectToObject(node, "cuda");
+    cJSON_AddBoolToObject(o, "loaded", n->cuda_loaded);
+    add_str(o, "error", n->cuda_error);
+    cJSON_AddNumberToObject(o, "runtime_version", n->cuda_runtime_version);
+    cJSON_AddNumberToObject(o, "driver_version", n->cuda_driver_version);
+
+    o = cJSON_AddObjectToObject(node, "gpus");
+    cJSON_AddNumberToObject(o, "count", n->gpu_count);
+    arr = cJSON_AddArrayToObject(o, "devices");
+    for (int i = 0; i < n->gpu_count && i < PF_MAX_GPUS; i++) {
+        cJSON *g = cJSON_CreateObject();
+        add_str(g, "model", n->gpus[i].model);
+        add_str(g, "pci_bus_id", n->gpus[i].pci_bus_id);
+        cJSON_AddNumberToObject(g, "memory_bytes", (double)n->gpus[i].mem_bytes);
+        cJSON_AddItemToArray(arr, g);
+    }
+
+    o = cJSON_AddObjectToObject(node, "nccl");
+    cJSON_AddBoolToObject(o, "loaded", n->nccl_loaded);
+    cJSON_AddNumberToObject(o, "version", n->nccl_version);
+    add_str(o, "error", n->nccl_error);
+    return node;
+}
+
+static cJSON *instance_json(const struct pf_instance *it)
+{
+    cJSON *o, *floors;
+
+    if (!it)
+        return cJSON_CreateNull();
+    o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", it->name);
+    cJSON_AddNumberToObject(o, "efa_count", it->efa_count);
+    cJSON_AddNumberToObject(o, "accelerator_count", it->accel_count);
+    add_str(o, "accelerator_model", it->accel_model);
+    add_str(o, "accelerator_kind", it->accel_kind);
+    cJSON_AddNumberToObject(o, "network_gbps", it->network_gbps);
+    cJSON_AddBoolToObject(o, "verified", it->verified);
+    cJSON_AddBoolToObject(o, "gdr_required", it->gdr_required);
+    cJSON_AddBoolToObject(o, "recount_efa", it->recount_efa);
+    cJSON_AddBoolToObject(o, "ignore_non_efa", it->ignore_non_efa);
+    cJSON_AddBoolToObject(o, "no_nccl", it->no_nccl);
+    floors = cJSON_AddArrayToObject(o, "floors");
+    for (int i = 0; i < it->nfloors && i < PF_MAX_FLOORS; i++) {
+        cJSON *f = cJSON_CreateObject();
+        cJSON_AddNumberToObject(f, "nodes", it->floors[i].nodes);
+        cJSON_AddNumberToObject(f, "busbw_gbps", it->floors[i].busbw_gbps);
+        cJSON_AddItemToArray(floors, f);
+    }
+    add_str(o, "notes", it->notes);
+    return o;
+}
+
+static cJSON *checks_json(const struct pf_verdict *v)
+{
+    cJSON *arr = cJSON_CreateArray();
+
+    for (int i = 0; i < v->n; i++) {
+        const struct pf_check *c = &v->checks[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", c->name);
+        cJSON_AddStringToObject(o, "condition", c->condition);
+        cJSON_AddStringToObject(o, "status", pf_status_name(c->status));
+        cJSON_AddStringToObject(o, "reason", c->reason);
+        cJSON_AddStringToObject(o, "message", c->message);
+        add_str(o, "remedy", c->remedy);
+        cJSON_AddItemToArray(arr, o);
+    }
+    return arr;
+}
+
+static cJSON *side_json(double us, double algbw, double busbw, long wrong)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "time_us", us);
+    cJSON_AddNumberToObject(o, "algbw_gbps", algbw);
+    cJSON_AddNumberToObject(o, "busbw_gbps", busbw);
+    cJSON_AddNumberToObject(o, "wrong", (double)wrong);
+    return o;
+}
+
+static cJSON *collective_json(const struct pf_coll *c)
+{
+    cJSON *o, *rows;
+
+    if (!c->ran && c->err == PF_OK)
+        return cJSON_CreateNull();
+    o = cJSON_CreateObject();
+    cJSON_AddBoolToObject(o, "ran", c->ran);
+    add_str(o, "engine", c->engine);
+    add_str(o, "provider", c->provider);
+    cJSON_AddBoolToObject(o, "provider_is_fallback", c->provider_is_fallback);
+    add_str(o, "transport", c->transport);
+    add_str(o, "nccl_network", c->nccl_network);
+    cJSON_AddBoolToObject(o, "net_plugin_loaded", c->net_plugin_loaded);
+    cJSON_AddBoolToObject(o, "net_gdr", c->net_gdr);
+    cJSON_AddBoolToObject(o, "inter_node_socket", c->inter_node_socket);
+    cJSON_AddNumberToObject(o, "nranks", c->nranks);
+    cJSON_AddNumberToObject(o, "nnodes", c->nnodes);
+    rows = cJSON_AddArrayToObject(o, "rows");
+    for (int i = 0; i < c->nrows && i < PF_MAX_ROWS; i++) {
+        const struct pf_row *r = &c->rows[i];
+        cJSON *row = cJSON_CreateObject();
+        cJSON_AddNumberToObject(row, "bytes", (double)r->bytes);
+        cJSON_AddNumberToObject(row, "count", (double)r->count);
+        cJSON_AddStringToObject(row, "type", "float");
+        cJSON_AddStringToObject(row, "redop", "sum");
+        cJSON_AddNumberToObject(row, "root", -1);
+        cJSON_AddItemToObject(row, "out_of_place",
+                              side_json(r->oop_us, r->oop_algbw, r->oop_busbw,
+                                        r->oop_wrong));
+        cJSON_AddItemToObject(row, "in_place",
+                              side_json(r->ip_us, r->ip_algbw, r->ip_busbw,
+                                        r->ip_wrong));
+        cJSON_AddItemToArray(rows, row);
+    }
+    cJSON_AddNumberToObject(o, "avg_busbw_gbps", c->avg_busbw);
+    cJSON_AddNumberToObject(o, "peak_busbw_gbps", c->peak_busbw);
+    cJSON_AddNumberToObject(o, "wrong_total", (double)c->wrong_total);
+    if (c->slow_rank >= 0 && c->nranks > 0)
+        cJSON_AddNumberToObject(o, "slow_rank", c->slow_rank);
+    else
+        cJSON_AddNullToObject(o, "slow_rank");
+    cJSON_AddNumberToObject(o, "wall_s", c->wall_s);
+    if (c->err != PF_OK) {
+        cJSON *e = cJSON_AddObjectToObject(o, "error");
+        cJSON_AddStringToObject(e, "code", pf_err_name(c->err));
+        add_str(e, "reason", c->reason);
+        add_str(e, "message", c->errmsg);
+    } else {
+        cJSON_AddNullToObject(o, "error");
+    }
+    return o;
+}
+
+/* First failing reason, else first warning, else null. */
+static const char *headline(const struct pf_verdict *v)
+{
+    for (int i = 0; i < v->n; i++)
+        if (v->checks[i].status == PF_FAIL)
+            return v->checks[i].reason;
+    for (int i = 0; i < v->n; i++)
+        if (v->checks[i].status == PF_WARN)
+            return v->checks[i].reason;
+    return NULL;
+}
+
+static cJSON *verdict_json(const struct pf_verdict *v)
+{
+    static const char *const conds[] = { "EFADevicesReady", "EFAFabricReady" };
+    cJSON *o = cJSON_CreateObject(), *c;
+
+    cJSON_AddStringToObject(o, "status", pf_status_name(v->overall));
+    cJSON_AddNumberToObject(o, "exit_code", v->exit_code);
+    add_str(o, "reason", headline(v));
+    c = cJSON_AddObjectToObject(o, "conditions");
+    for (size_t i = 0; i < sizeof(conds) / sizeof(conds[0]); i++) {
+        enum pf_status st = pf_verdict_condition(v, conds[i]);
+        if (st == PF_SKIP)
+            cJSON_AddNullToObject(c, conds[i]);
+        else
+            cJSON_AddStringToObject(c, conds[i], pf_status_name(st));
+    }
+    return o;
+}
+
+char *pf_report_json(const struct pf_run *run)
+{
+    const char *prov = run->cfg.fabric_provider;
+    bool efa = !prov[0] || !strncmp(prov, "efa", 3);
+    cJSON *root = cJSON_CreateObject(), *o;
+    char *text;
+
+    if (!root)
+        return NULL;
+    cJSON_AddStringToObject(root, "schema", PF_REPORT_SCHEMA);
+    o = cJSON_AddObjectToObject(root, "tool");
+    cJSON_AddStringToObject(o, "name", "efa-preflight");
+    cJSON_AddStringToObject(o, "version", PF_VERSION);
+    add_str(root, "started_at", run->started_at);
+    cJSON_AddStringToObject(root, "command", command_name(run->cfg.command));
+    o = cJSON_AddObjectToObject(root, "fabric_provider");
+    cJSON_AddStringToObject(o, "requested", prov[0] ? prov : "efa");
+    cJSON_AddBoolToObject(o, "efa_required", efa);
+    cJSON_AddBoolToObject(o, "fallback", !efa);
+    cJSON_AddItemToObject(root, "node", node_json(&run->node));
+    cJSON_AddItemToObject(root, "instance", instance_json(run->instance));
+    cJSON_AddItemToObject(root, "checks", checks_json(&run->verdict));
+    cJSON_AddItemToObject(root, "collective", collective_json(&run->coll));
+    cJSON_AddItemToObject(root, "verdict", verdict_json(&run->verdict));
+    text = cJSON_Print(root);
+    cJSON_Delete(root);
+    return text;
+}

@@ -1,0 +1,124 @@
+/* The human output: one line per check (remedy under each non-pass), the
+ * nccl-tests style all_reduce table when a collective ran, and a summary.
+ * The all_reduce table lives only here, so every engine prints the same
+ * columns as nccl-tests:
+ *   size count type redop root | time algbw busbw #wrong (out-of-place,
+ *   then in-place), then "# Out of bounds values" and "# Avg bus bandwidth". */
+#include "publish.h"
+
+#include <string.h>
+
+static const char *status_tag(enum pf_status s)
+{
+    switch (s) {
+    case PF_PASS: return "PASS";
+    case PF_WARN: return "WARN";
+    case PF_FAIL: return "FAIL";
+    case PF_SKIP: return "SKIP";
+    }
+    return "?";
+}
+
+static const char *command_name(enum pf_command c)
+{
+    switch (c) {
+    case PF_CMD_NODE: return "node";
+    case PF_CMD_RUN: return "run";
+    case PF_CMD_LOCAL: return "local";
+    case PF_CMD_CATALOG: return "catalog";
+    case PF_CMD_VERSION: return "version";
+    }
+    return "?";
+}
+
+static void print_header(const struct pf_run *run, FILE *out)
+{
+    const struct pf_node *n = &run->node;
+
+    fprintf(out, "efa-preflight %s %s on %s: %s (%s), %d EFA, %d GPU, "
+            "libfabric %s\n",
+            PF_VERSION, command_name(run->cfg.command),
+            n->hostname[0] ? n->hostname : "?",
+            n->instance_type[0] ? n->instance_type : "unknown type",
+            n->instance_source[0] ? n->instance_source : "none",
+            n->efa_count, n->gpu_count,
+            n->libfabric_loaded ? n->libfabric_version : "not loaded");
+}
+
+static void print_checks(const struct pf_verdict *v, FILE *out)
+{
+    fprintf(out, "\n%-6s %-18s %-24s %s\n", "STATUS", "CHECK", "REASON",
+            "MESSAGE");
+    for (int i = 0; i < v->n; i++) {
+        const struct pf_check *c = &v->checks[i];
+        fprintf(out, "%-6s %-18s %-24s %s\n", status_tag(c->status), c->name,
+                c->reason, c->message);
+        if ((c->status == PF_WARN || c->status == PF_FAIL) && c->remedy[0])
+            fprintf(out, "%-6s %-18s remedy: %s\n", "", "", c->remedy);
+    }
+}
+
+static void print_coll(const struct pf_coll *c, FILE *out)
+{
+    fprintf(out, "\n# all_reduce: engine %s, provider %s%s, %d ranks on %d "
+            "node%s%s%s\n",
+            c->engine[0] ? c->engine : "?", c->provider[0] ? c->provider : "?",
+            c->provider_is_fallback ? " (fallback: EFA not used)" : "",
+            c->nranks, c->nnodes, c->nnodes == 1 ? "" : "s",
+            c->transport[0] ? ", transport " : "", c->transport);
+    fprintf(out, "#%53s %-31s %-31s\n", "", "    out-of-place", "    in-place");
+    fprintf(out, "#%11s %13s %9s %6s %6s %9s %7s %7s %6s %9s %7s %7s %6s\n",
+            "size", "count", "type", "redop", "root", "time", "algbw", "busbw",
+            "#wrong", "time", "algbw", "busbw", "#wrong");
+    fprintf(out, "#%11s %13s %9s %6s %6s %9s %7s %7s %6s %9s %7s %7s %6s\n",
+            "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "",
+            "(us)", "(GB/s)", "(GB/s)", "");
+    for (int i = 0; i < c->nrows && i < PF_MAX_ROWS; i++) {
+        const struct pf_row *r = &c->rows[i];
+        fprintf(out, " %11llu %13llu %9s %6s %6d %9.2f %7.2f %7.2f %6ld "
+                "%9.2f %7.2f %7.2f %6ld\n",
+                (unsigned long long)r->bytes, (unsigned long long)r->count,
+                "float", "sum", -1, r->oop_us, r->oop_algbw, r->oop_busbw,
+                r->oop_wrong, r->ip_us, r->ip_algbw, r->ip_busbw, r->ip_wrong);
+    }
+    fprintf(out, "# Out of bounds values : %ld %s\n", c->wrong_total,
+            c->wrong_total == 0 ? "OK" : "FAILED");
+    fprintf(out, "# Avg bus bandwidth : %g\n", c->avg_busbw);
+    if (c->err != PF_OK)
+        fprintf(out, "# collective failed: %s: %s\n",
+                c->reason[0] ? c->reason : pf_err_name(c->err), c->errmsg);
+}
+
+static void print_summary(const struct pf_run *run, FILE *out)
+{
+    const struct pf_verdict *v = &run->verdict;
+    int count[4] = { 0, 0, 0, 0 };
+    const char *headline = "";
+
+    for (int i = 0; i < v->n; i++) {
+        count[v->checks[i].status]++;
+        if (!headline[0] && v->checks[i].status == PF_FAIL)
+            headline = v->checks[i].reason;
+    }
+    for (int i = 0; i < v->n && !headline[0]; i++)
+        if (v->checks[i].status == PF_WARN)
+            headline = v->checks[i].reason;
+    fprintf(out, "\nsummary: %s%s%s - %d passed, %d warnings, %d failed, %d "
+            "skipped (exit %d)\n",
+            status_tag(v->overall), headline[0] ? " " : "", headline,
+            count[PF_PASS], count[PF_WARN], count[PF_FAIL], count[PF_SKIP],
+            v->exit_code);
+    if (run->cfg.fabric_provider[0] &&
+        strncmp(run->cfg.fabric_provider, "efa", 3))
+        fprintf(out, "note: provider %s is a fallback: EFA was not tested\n",
+                run->cfg.fabric_provider);
+}
+
+void pf_publish_table(const struct pf_run *run, FILE *out)
+{
+    print_header(run, out);
+    print_checks(&run->verdict, out);
+    if (run->coll.ran || run->coll.err != PF_OK)
+        print_coll(&run->coll, out);
+    print_summary(run, out);
+}
