@@ -1,0 +1,766 @@
+/* The NCCL engine: the job's own libnccl.so.2 driving every local GPU from
+ * one process (pf_engine_nccl, engine.h).
+ *
+ * Global ranks: each process drives all the GPUs it sees (the CUDA runtime
+ * applies CUDA_VISIBLE_DEVICES); the per-process counts are gathered through
+ * the bootstrap, and process p's GPUs take the ranks after those of
+ * processes 0..p-1. Rank 0's unique id travels by pf_boot_bcast.
+ *
+ * Nothing may hang the agent: communicators are created nonblocking
+ * (config.blocking = 0) and polled with ncclCommGetAsyncError; every wait on
+ * the GPU polls cudaStreamQuery / cudaEventQuery, the communicators' async
+ * errors and pf_boot_poll, and calls ncclCommAbort on the deadline, on an
+ * async error or on a lost peer. At most LAUNCH_WINDOW all_reduces are in
+ * flight per stream, so a dead peer cannot block us inside a launch.
+ *
+ * Data: the pattern is periodic with period 31 (engine.h), so a host chunk
+ * of CHUNK_ELEMS (a multiple of 31) is uploaded once and doubled on the
+ * device with copies; results come back through pinned staging buffers in
+ * chunks, two per GPU so a copy overlaps the comparison of the previous
+ * chunk, and are compared with memcmp against one expected chunk - only a
+ * mismatching chunk is compared element by element. Host memory stays
+ * bounded whatever the message size. */
+#include "engine.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../util/clock.h"
+#include "../util/gpulib.h"
+#include "../util/log.h"
+#include "nccl_log.h"
+
+#define CHUNK_ELEMS (31u * 65536u)    /* 7.75 MiB of float32 */
+#define CHUNK_BYTES ((size_t)CHUNK_ELEMS * sizeof(float))
+#define LAUNCH_WINDOW 256             /* all_reduces in flight per stream */
+#define WINDOW_MARKS 2                /* events marking launch batches */
+#define POLL_PEER_MS 10               /* how often waits ask the bootstrap */
+
+struct nccl_rank {
+    int dev;                          /* CUDA device index (visible ones) */
+    int rank;                         /* global rank */
+    pf_nccl_comm_t comm;
+    pf_cuda_stream_t stream;
+    pf_cuda_event_t start, stop;
+    pf_cuda_event_t marks[WINDOW_MARKS];
+    float *send, *recv;               /* device, max_count each */
+    float *stage[2];                  /* pinned host, CHUNK_ELEMS each */
+};
+
+struct nccl_engine {
+    struct pf_cudart cuda;
+    struct pf_nccl nccl;
+    struct pf_nccl_log log;
+    bool log_armed;
+    struct pf_run *run;
+    struct pf_boot *boot;
+    int64_t deadline;                 /* bounds fill/check waits */
+    int nlocal, nranks, nprocs;
+    uint64_t max_count;
+    bool comms_live;                  /* comms created, not yet destroyed */
+    bool aborted;
+    float *expect;                    /* host, CHUNK_ELEMS of pf_expected */
+    struct nccl_rank r[PF_MAX_GPUS];
+};
+
+/* ------------------------------------------------------------- helpers */
+
+static pf_err cuda_fail(struct nccl_engine *g, char *err, const char *call,
+                        int dev, pf_cuda_error_t e)
+{
+    return pf_fail(err, PF_ERR_ENGINE, "%s on GPU %d: %s (CUDA error %d)",
+                   call, dev, pf_cuda_strerror(&g->cuda, e), e);
+}
+
+static pf_err nccl_fail(struct nccl_engine *g, char *err, const char *call,
+                        const struct nccl_rank *r, pf_nccl_result_t res)
+{
+    const char *last = (g->nccl.ncclGetLastError && r && r->comm)
+                           ? g->nccl.ncclGetLastError(r->comm) : NULL;
+    return pf_fail(err, PF_ERR_ENGINE, "%s (rank %d, GPU %d): %s%s%s", call,
+                   r ? r->rank : -1, r ? r->dev : -1,
+                   pf_nccl_strerror(&g->nccl, res), last && *last ? ": " : "",
+                   last ? last : "");
+}
+
+/* Abort every communicator: NCCL stops its kernels and proxy threads, so
+ * the streams drain and nothing waits on a dead peer any more. */
+static void abort_comms(struct nccl_engine *g, const char *why)
+{
+    if (!g->comms_live)
+        return;
+    pf_warn("aborting NCCL communicators: %s", why);
+    for (int i = 0; i < g->nlocal; i++) {
+        if (g->r[i].comm) {
+            g->cuda.cudaSetDevice(g->r[i].dev);
+            g->nccl.ncclCommAbort(g->r[i].comm);
+            g->r[i].comm = NULL;
+        }
+    }
+    g->comms_live = false;
+    g->aborted = true;
+}
+
+static void nap_us(long us)
+{
+    struct timespec ts = { 0, us * 1000L };
+    nanosleep(&ts, NULL);
+}
+
+/* One round of the checks every wait makes: communicator errors, the
+ * peers, the deadline. PF_OK = keep waiting. On failure the communicators
+ * are aborted and err names the cause; `what` says what we waited for. */
+static pf_err wait_checks(struct nccl_engine *g, const char *what,
+                          int64_t deadline, bool ask_peers, char *err)
+{
+    char why[PF_ERRLEN];
+
+    if (g->comms_live) {
+        for (int i = 0; i < g->nlocal; i++) {
+            pf_nccl_result_t st = PF_NCCL_SUCCESS;
+            pf_nccl_result_t res =
+                g->nccl.ncclCommGetAsyncError(g->r[i].comm, &st);
+            if (res == PF_NCCL_SUCCESS &&
+                (st == PF_NCCL_SUCCESS || st == PF_NCCL_IN_PROGRESS))
+                continue;
+            nccl_fail(g, why, what, &g->r[i],
+                      res != PF_NCCL_SUCCESS ? res : st);
+            abort_comms(g, why);
+            return pf_fail(err, PF_ERR_ENGINE, "%s", why);
+        }
+    }
+    if (ask_peers && g->boot) {
+        pf_err rc = pf_boot_poll(g->boot, why);
+        if (rc != PF_OK) {
+            pf_err_prefix(why, "%s", what);
+            abort_comms(g, why);
+            return pf_fail(err, rc == PF_ERR_LOST ? PF_ERR_LOST : rc, "%s",
+                           why);
+        }
+    }
+    if (pf_ms_left(deadline) <= 0) {
+        snprintf(why, sizeof(why), "%s: deadline passed (ranks %d-%d of %d)",
+                 what, g->r[0].rank, g->r[g->nlocal - 1].rank, g->nranks);
+        abort_comms(g, why);
+        return pf_fail(err, PF_ERR_TIMEOUT, "%s", why);
+    }
+    return PF_OK;
+}
+
+/* Wait until every communicator left ncclInProgress (nonblocking init,
+ * or a group that NCCL finishes in the background). */
+static pf_err wait_comms_ready(struct nccl_engine *g, const char *what,
+                               int64_t deadline, char *err)
+{
+    int64_t last_peer = 0;
+
+    for (long spins = 0;; spins++) {
+        bool busy = false;
+        for (int i = 0; i < g->nlocal; i++) {
+            pf_nccl_result_t st = PF_NCCL_SUCCESS;
+            pf_nccl_result_t res =
+                g->nccl.ncclCommGetAsyncError(g->r[i].comm, &st);
+            if (res != PF_NCCL_SUCCESS || (st != PF_NCCL_SUCCESS &&
+                                           st != PF_NCCL_IN_PROGRESS)) {
+                char why[PF_ERRLEN];
+                nccl_fail(g, why, what, &g->r[i],
+                          res != PF_NCCL_SUCCESS ? res : st);
+                abort_comms(g, why);
+                return pf_fail(err, PF_ERR_ENGINE, "%s", why);
+            }
+            busy |= st == PF_NCCL_IN_PROGRESS;
+        }
+        if (!busy)
+            return PF_OK;
+        bool ask = pf_now_ms() - last_peer >= POLL_PEER_MS;
+        if (ask)
+            last_peer = pf_now_ms();
+        pf_err rc = wait_checks(g, what, deadline, ask, err);
+        if (rc != PF_OK)
+            return rc;
+        nap_us(spins < 1000 ? 20 : 1000);
+    }
+}
+
+/* Which event of a rank (EV_MARK + m for the launch-window marks), or
+ * EV_STREAM for the stream itself. */
+enum { EV_STREAM = -3, EV_START = -2, EV_STOP = -1, EV_MARK = 0 };
+
+static pf_cuda_event_t event_of(struct nccl_rank *r, int which)
+{
+    return which == EV_START ? r->start
+         : which == EV_STOP  ? r->stop
+                             : r->marks[which - EV_MARK];
+}
+
+/* Wait until ranks lo..hi-1 reached `which`. Spins briefly, then naps:
+ * short ops return at once and long ones do not burn a core. */
+static pf_err wait_gpu(struct nccl_engine *g, int lo, int hi, int which,
+                       const char *what, int64_t deadline, char *err)
+{
+    int64_t last_peer = pf_now_ms();
+    bool done[PF_MAX_GPUS] = { false };
+
+    for (long spins = 0;; spins++) {
+        int left = 0;
+        for (int i = lo; i < hi; i++) {
+            if (done[i])
+                continue;
+            pf_cuda_error_t e =
+                which == EV_STREAM
+                    ? g->cuda.cudaStreamQuery(g->r[i].stream)
+                    : g->cuda.cudaEventQuery(event_of(&g->r[i], which));
+            if (e == PF_CUDA_SUCCESS) {
+                done[i] = true;
+            } else if (e == PF_CUDA_ERROR_NOT_READY) {
+                left++;
+            } else {
+                char why[PF_ERRLEN];
+                cuda_fail(g, why, which == EV_STREAM ? "cudaStreamQuery"
+                                                     : "cudaEventQuery",
+                          g->r[i].dev, e);
+                pf_err_prefix(why, "%s", what);
+                abort_comms(g, why);
+                return pf_fail(err, PF_ERR_ENGINE, "%s", why);
+            }
+        }
+        if (left == 0)
+            return PF_OK;
+        bool ask = pf_now_ms() - last_peer >= POLL_PEER_MS;
+        if (ask)
+            last_peer = pf_now_ms();
+        if (ask || spins % 64 == 0) {
+            pf_err rc = wait_checks(g, what, deadline, ask, err);
+            if (rc != PF_OK)
+                return rc;
+        }
+        if (spins > 2000)
+            nap_us(spins > 20000 ? 200 : 20);
+    }
+}
+
+static pf_err record_all(struct nccl_engine *g, int which, char *err)
+{
+    for (int i = 0; i < g->nlocal; i++) {
+        pf_cuda_error_t e = g->cuda.cudaEventRecord(event_of(&g->r[i], which),
+                                                    g->r[i].stream);
+        if (e != PF_CUDA_SUCCESS)
+            return cuda_fail(g, err, "cudaEventRecord", g->r[i].dev, e);
+    }
+    return PF_OK;
+}
+
+/* ---------------------------------------------------------------- open */
+
+static void teardown(struct nccl_engine *g);
+
+static pf_err load_libs(struct nccl_engine *g, char *err)
+{
+    int version = 0;
+    pf_err rc;
+
+    rc = pf_cudart_load(&g->cuda, err);
+    if (rc != PF_OK)
+        return rc;
+    rc = pf_nccl_load(&g->nccl, err);
+    if (rc != PF_OK)
+        return rc;
+    rc = pf_nccl_version(&g->nccl, &version, err);
+    if (rc != PF_OK)
+        return rc;
+    if (version < PF_NCCL_MIN_VERSION) {
+        char have[32], need[32];
+        pf_nccl_version_str(version, have, sizeof(have));
+        pf_nccl_version_str(PF_NCCL_MIN_VERSION, need, sizeof(need));
+        return pf_fail(err, PF_ERR_UNSUPPORTED,
+                       "NCCL %s (%s) is too old: the engine needs NCCL >= %s "
+                       "(nonblocking communicator init)",
+                       have, g->nccl.path, need);
+    }
+    pf_info("NCCL %d.%d.%d from %s, CUDA runtime from %s", version / 10000,
+            (version / 100) % 100, version % 100, g->nccl.path, g->cuda.path);
+    return PF_OK;
+}
+
+/* Learn the global layout: how many GPUs each process drives. */
+static pf_err gather_layout(struct nccl_engine *g, struct pf_boot *boot,
+                            int64_t deadline, char *err)
+{
+    int32_t mine = g->nlocal;
+    int32_t *all;
+    int base = 0, total = 0;
+    pf_err rc;
+
+    g->nprocs = boot->world;
+    all = calloc((size_t)boot->world, sizeof(*all));
+    if (!all)
+        return pf_fail(err, PF_ERR_NOMEM, "GPU count table for %d ranks",
+                       boot->world);
+    rc = pf_boot_allgather(boot, &mine, sizeof(mine), all, deadline, err);
+    if (rc != PF_OK) {
+        free(all);
+        pf_err_prefix(err, "gathering GPU counts");
+        return rc;
+    }
+    for (int p = 0; p < boot->world; p++) {
+        if (all[p] <= 0 || all[p] > PF_MAX_GPUS) {
+            rc = pf_fail(err, PF_ERR_ENGINE,
+                         "rank %d reports %d GPUs: every process of the NCCL "
+                         "engine needs 1..%d", p, (int)all[p], PF_MAX_GPUS);
+            free(all);
+            return rc;
+        }
+        if (p < boot->rank)
+            base += all[p];
+        total += all[p];
+    }
+    free(all);
+    if (total > PF_MAX_RANKS)
+        return pf_fail(err, PF_ERR_ENGINE, "%d global ranks exceed %d", total,
+                       PF_MAX_RANKS);
+    g->nranks = total;
+    for (int i = 0; i < g->nlocal; i++) {
+        g->r[i].dev = i;
+        g->r[i].rank = base + i;
+    }
+    return PF_OK;
+}
+
+static pf_err alloc_rank(struct nccl_engine *g, struct nccl_rank *r,
+                         char *err)
+{
+    size_t bytes = (size_t)g->max_count * sizeof(float);
+    pf_cuda_error_t e;
+
+#define CUDA_TRY(call, name)                                 \
+    do {                                                     \
+        e = (call);                                          \
+        if (e != PF_CUDA_SUCCESS)                            \
+            return cuda_fail(g, err, name, r->dev, e);       \
+    } while (0)
+    CUDA_TRY(g->cuda.cudaSetDevice(r->dev), "cudaSetDevice");
+    CUDA_TRY(g->cuda.cudaStreamCreateWithFlags(&r->stream,
+                                               PF_CUDA_STREAM_NON_BLOCKING),
+             "cudaStreamCreateWithFlags");
+    CUDA_TRY(g->cuda.cudaEventCreateWithFlags(&r->start,
+                                              PF_CUDA_EVENT_DEFAULT),
+             "cudaEventCreate");
+    CUDA_TRY(g->cuda.cudaEventCreateWithFlags(&r->stop,
+                                              PF_CUDA_EVENT_DEFAULT),
+             "cudaEventCreate");
+    for (int m = 0; m < WINDOW_MARKS; m++)
+        CUDA_TRY(g->cuda.cudaEventCreateWithFlags(&r->marks[m],
+                                                  PF_CUDA_EVENT_DEFAULT),
+                 "cudaEventCreate");
+    CUDA_TRY(g->cuda.cudaMalloc((void **)&r->send, bytes), "cudaMalloc(send)");
+    CUDA_TRY(g->cuda.cudaMalloc((void **)&r->recv, bytes), "cudaMalloc(recv)");
+    for (int s = 0; s < 2; s++)
+        CUDA_TRY(g->cuda.cudaMallocHost((void **)&r->stage[s], CHUNK_BYTES),
+                 "cudaMallocHost(staging)");
+#undef CUDA_TRY
+    return PF_OK;
+}
+
+static pf_err init_comms(struct nccl_engine *g, int64_t deadline, char *err)
+{
+    pf_nccl_unique_id id;
+    pf_nccl_config_t cfg;
+    pf_nccl_result_t res;
+    pf_err rc;
+
+    memset(&id, 0, sizeof(id));
+    if (g->boot->rank == 0) {
+        res = g->nccl.ncclGetUniqueId(&id);
+        if (res != PF_NCCL_SUCCESS)
+            return nccl_fail(g, err, "ncclGetUniqueId", NULL, res);
+    }
+    rc = pf_boot_bcast(g->boot, &id, sizeof(id), 0, deadline, err);
+    if (rc != PF_OK) {
+        pf_err_prefix(err, "sending the NCCL unique id");
+        return rc;
+    }
+
+    pf_nccl_config_init(&cfg);
+    cfg.blocking = 0;
+    res = g->nccl.ncclGroupStart();
+    if (res != PF_NCCL_SUCCESS)
+        return nccl_fail(g, err, "ncclGroupStart", NULL, res);
+    for (int i = 0; i < g->nlocal; i++) {
+        struct nccl_rank *r = &g->r[i];
+        g->cuda.cudaSetDevice(r->dev);
+        res = g->nccl.ncclCommInitRankConfig(&r->comm, g->nranks, id, r->rank,
+                                             &cfg);
+        if (res != PF_NCCL_SUCCESS && res != PF_NCCL_IN_PROGRESS) {
+            g->nccl.ncclGroupEnd();
+            g->comms_live = true;
+            nccl_fail(g, err, "ncclCommInitRankConfig", r, res);
+            abort_comms(g, err);
+            return PF_ERR_ENGINE;
+        }
+    }
+    res = g->nccl.ncclGroupEnd();
+    g->comms_live = true;
+    if (res != PF_NCCL_SUCCESS && res != PF_NCCL_IN_PROGRESS) {
+        nccl_fail(g, err, "ncclGroupEnd (communicator init)", &g->r[0], res);
+        abort_comms(g, err);
+        return PF_ERR_ENGINE;
+    }
+    return wait_comms_ready(g, "NCCL communicator init", deadline, err);
+}
+
+static pf_err nccl_open(struct pf_engine *e, struct pf_run *run,
+                        struct pf_boot *boot, uint64_t max_count,
+                        int64_t deadline, char *err)
+{
+    struct nccl_engine *g = calloc(1, sizeof(*g));
+    int count = 0;
+    pf_err rc;
+
+    if (!g)
+        return pf_fail(err, PF_ERR_NOMEM, "NCCL engine state");
+    e->impl = g;
+    g->run = run;
+    g->boot = boot;
+    g->deadline = deadline;
+    g->max_count = max_count > 0 ? max_count : 1;
+
+    rc = load_libs(g, err);
+    if (rc == PF_OK)
+        rc = pf_cuda_device_count(&g->cuda, &count, err);
+    if (rc == PF_OK && count <= 0)
+        rc = pf_fail(err, PF_ERR_NOTFOUND,
+                     "no CUDA device visible (CUDA_VISIBLE_DEVICES=%s)",
+                     getenv("CUDA_VISIBLE_DEVICES")
+                         ? getenv("CUDA_VISIBLE_DEVICES") : "unset");
+    if (rc == PF_OK) {
+        g->nlocal = count > PF_MAX_GPUS ? PF_MAX_GPUS : count;
+        rc = gather_layout(g, boot, deadline, err);
+    }
+    if (rc == PF_OK) {
+        g->expect = malloc(CHUNK_BYTES);
+        if (!g->expect)
+            rc = pf_fail(err, PF_ERR_NOMEM, "expected-values chunk");
+    }
+    for (int i = 0; rc == PF_OK && i < g->nlocal; i++)
+        rc = alloc_rank(g, &g->r[i], err);
+    if (rc == PF_OK) {
+        rc = pf_nccl_log_arm(&g->log, err);
+        g->log_armed = rc == PF_OK;
+    }
+    if (rc == PF_OK)
+        rc = init_comms(g, deadline, err);
+    if (rc != PF_OK) {
+        teardown(g);
+        e->impl = NULL;
+        return rc;
+    }
+
+    /* The expected sum has the pattern's period: compute it once. */
+    float period[31];
+    for (uint64_t i = 0; i < 31; i++)
+        period[i] = pf_expected(g->nranks, i);
+    for (uint64_t i = 0; i < CHUNK_ELEMS; i++)
+        g->expect[i] = period[i % 31];
+
+    e->nranks = g->nranks;
+    e->local_ranks = g->nlocal;
+    pf_info("NCCL engine: %d ranks over %d processes, ranks %d-%d here",
+            g->nranks, g->nprocs, g->r[0].rank, g->r[g->nlocal - 1].rank);
+    return PF_OK;
+}
+
+/* ---------------------------------------------------------- fill/check */
+
+/* Pattern of rank r into dst (count elements) on r's stream: one chunk up,
+ * then doubling device copies, which keep the period because every copied
+ * prefix is a whole number of chunks. */
+static pf_err upload_pattern(struct nccl_engine *g, struct nccl_rank *r,
+                             float *dst, uint64_t count, char *err)
+{
+    uint64_t first = count < CHUNK_ELEMS ? count : CHUNK_ELEMS;
+    pf_cuda_error_t e;
+
+    for (uint64_t i = 0; i < first; i++)
+        r->stage[0][i] = pf_pattern(r->rank, i);
+    e = g->cuda.cudaMemcpyAsync(dst, r->stage[0], first * sizeof(float),
+                                PF_CUDA_MEMCPY_HOST_TO_DEVICE, r->stream);
+    if (e != PF_CUDA_SUCCESS)
+        return cuda_fail(g, err, "cudaMemcpyAsync(pattern up)", r->dev, e);
+    for (uint64_t done = first; done < count;) {
+        uint64_t n = done < count - done ? done : count - done;
+        e = g->cuda.cudaMemcpyAsync(dst + done, dst, n * sizeof(float),
+                                    PF_CUDA_MEMCPY_DEVICE_TO_DEVICE,
+                                    r->stream);
+        if (e != PF_CUDA_SUCCESS)
+            return cuda_fail(g, err, "cudaMemcpyAsync(pattern copy)", r->dev,
+                             e);
+        done += n;
+    }
+    return PF_OK;
+}
+
+static pf_err nccl_fill(struct pf_engine *e, uint64_t count, bool in_place,
+                        char *err)
+{
+    struct nccl_engine *g = e->impl;
+    pf_err rc;
+
+    if (count > g->max_count)
+        return pf_fail(err, PF_ERR_USAGE, "fill of %llu elements exceeds %llu",
+                       (unsigned long long)count,
+                       (unsigned long long)g->max_count);
+    for (int i = 0; i < g->nlocal; i++) {
+        struct nccl_rank *r = &g->r[i];
+        g->cuda.cudaSetDevice(r->dev);
+        rc = upload_pattern(g, r, in_place ? r->recv : r->send, count, err);
+        if (rc != PF_OK)
+            return rc;
+        if (!in_place) {
+            /* all-ones bytes are NaN: never equal to an expected sum */
+            pf_cuda_error_t ce = g->cuda.cudaMemsetAsync(
+                r->recv, 0xff, count * sizeof(float), r->stream);
+            if (ce != PF_CUDA_SUCCESS)
+                return cuda_fail(g, err, "cudaMemsetAsync(poison)", r->dev,
+                                 ce);
+        }
+    }
+    /* staging chunks are reused by the next fill or check */
+    return wait_gpu(g, 0, g->nlocal, EV_STREAM, "filling buffers",
+                    g->deadline, err);
+}
+
+static long count_wrong(const float *got, const float *want, uint64_t n)
+{
+    long wrong = 0;
+
+    if (memcmp(got, want, n * sizeof(float)) == 0)
+        return 0;
+    for (uint64_t i = 0; i < n; i++)
+        wrong += got[i] != want[i];   /* NaN counts as wrong */
+    return wrong;
+}
+
+static pf_err check_rank(struct nccl_engine *g, int idx, uint64_t count,
+                         long *wrong, char *err)
+{
+    struct nccl_rank *r = &g->r[idx];
+    uint64_t nchunks = (count + CHUNK_ELEMS - 1) / CHUNK_ELEMS;
+    pf_cuda_stream_t s = r->stream;
+    pf_err rc;
+
+    g->cuda.cudaSetDevice(r->dev);
+    for (uint64_t c = 0; c <= nchunks; c++) {
+        /* copy chunk c while comparing chunk c-1 */
+        if (c < nchunks) {
+            uint64_t off = c * CHUNK_ELEMS;
+            uint64_t n = count - off < CHUNK_ELEMS ? count - off : CHUNK_ELEMS;
+            pf_cuda_error_t e = g->cuda.cudaMemcpyAsync(
+                r->stage[c % 2], r->recv + off, n * sizeof(float),
+                PF_CUDA_MEMCPY_DEVICE_TO_HOST, s);
+            if (e != PF_CUDA_SUCCESS)
+                return cuda_fail(g, err, "cudaMemcpyAsync(result down)",
+                                 r->dev, e);
+        }
+        if (c > 0) {
+            uint64_t off = (c - 1) * CHUNK_ELEMS;
+            uint64_t n = count - off < CHUNK_ELEMS ? count - off : CHUNK_ELEMS;
+            *wrong += count_wrong(r->stage[(c - 1) % 2], g->expect, n);
+        }
+        if (c < nchunks) {
+            rc = wait_gpu(g, idx, idx + 1, EV_STREAM, "checking results",
+                          g->deadline, err);
+            if (rc != PF_OK)
+                return rc;
+        }
+    }
+    return PF_OK;
+}
+
+static pf_err nccl_check(struct pf_engine *e, uint64_t count, bool in_place,
+                         long *wrong, char *err)
+{
+    struct nccl_engine *g = e->impl;
+    pf_err rc;
+
+    (void)in_place;                   /* the result is in recv either way */
+    *wrong = 0;
+    for (int i = 0; i < g->nlocal; i++) {
+        long w = 0;
+        rc = check_rank(g, i, count, &w, err);
+        if (rc != PF_OK)
+            return rc;
+        if (w > 0)
+            pf_warn("rank %d (GPU %d): %ld of %llu elements wrong",
+                    g->r[i].rank, g->r[i].dev, w, (unsigned long long)count);
+        *wrong += w;
+    }
+    return PF_OK;
+}
+
+/* ----------------------------------------------------------------- run */
+
+static pf_err launch_one(struct nccl_engine *g, uint64_t count, bool in_place,
+                         int64_t deadline, char *err)
+{
+    pf_nccl_result_t res = g->nccl.ncclGroupStart();
+
+    if (res != PF_NCCL_SUCCESS)
+        return nccl_fail(g, err, "ncclGroupStart", NULL, res);
+    for (int i = 0; i < g->nlocal; i++) {
+        struct nccl_rank *r = &g->r[i];
+        res = g->nccl.ncclAllReduce(in_place ? r->recv : r->send, r->recv,
+                                    count, PF_NCCL_FLOAT32, PF_NCCL_SUM,
+                                    r->comm, r->stream);
+        if (res != PF_NCCL_SUCCESS && res != PF_NCCL_IN_PROGRESS) {
+            g->nccl.ncclGroupEnd();
+            nccl_fail(g, err, "ncclAllReduce", r, res);
+            abort_comms(g, err);
+            return PF_ERR_ENGINE;
+        }
+    }
+    res = g->nccl.ncclGroupEnd();
+    if (res == PF_NCCL_IN_PROGRESS)
+        return wait_comms_ready(g, "all_reduce launch", deadline, err);
+    if (res != PF_NCCL_SUCCESS) {
+        nccl_fail(g, err, "ncclGroupEnd (all_reduce)", &g->r[0], res);
+        abort_comms(g, err);
+        return PF_ERR_ENGINE;
+    }
+    return PF_OK;
+}
+
+static pf_err nccl_run(struct pf_engine *e, uint64_t count, bool in_place,
+                       int iters, double *seconds, int64_t deadline,
+                       char *err)
+{
+    struct nccl_engine *g = e->impl;
+    char what[96];
+    pf_err rc;
+
+    *seconds = 0;
+    if (!g->comms_live)
+        return pf_fail(err, PF_ERR_ENGINE,
+                       "NCCL communicators were aborted earlier");
+    if (count > g->max_count)
+        return pf_fail(err, PF_ERR_USAGE,
+                       "all_reduce of %llu elements exceeds %llu",
+                       (unsigned long long)count,
+                       (unsigned long long)g->max_count);
+    snprintf(what, sizeof(what), "all_reduce of %llu bytes",
+             (unsigned long long)(count * sizeof(float)));
+    rc = record_all(g, EV_START, err);
+    for (int it = 0; rc == PF_OK && it < iters; it++) {
+        /* Batch b starts with a mark; before it, batch b-2 must be done:
+         * at most 2 * LAUNCH_WINDOW ops queued, and the GPU never idle. */
+        if (it % LAUNCH_WINDOW == 0) {
+            int b = it / LAUNCH_WINDOW;
+            int slot = EV_MARK + b % WINDOW_MARKS;
+            if (b >= WINDOW_MARKS)
+                rc = wait_gpu(g, 0, g->nlocal, slot, what, deadline, err);
+            if (rc == PF_OK)
+                rc = record_all(g, slot, err);
+            if (rc != PF_OK)
+                break;
+        }
+        rc = launch_one(g, count, in_place, deadline, err);
+    }
+    if (rc == PF_OK)
+        rc = record_all(g, EV_STOP, err);
+    if (rc == PF_OK)
+        rc = wait_gpu(g, 0, g->nlocal, EV_STOP, what, deadline, err);
+    if (rc != PF_OK)
+        return rc;
+    /* a last look: an error NCCL noticed as the kernels finished */
+    rc = wait_checks(g, what, deadline, false, err);
+    if (rc != PF_OK)
+        return rc;
+
+    double worst = 0;
+    for (int i = 0; i < g->nlocal; i++) {
+        float ms = 0;
+        pf_cuda_error_t ce =
+            g->cuda.cudaEventElapsedTime(&ms, g->r[i].start, g->r[i].stop);
+        if (ce != PF_CUDA_SUCCESS)
+            return cuda_fail(g, err, "cudaEventElapsedTime", g->r[i].dev, ce);
+        if (ms / 1e3 > worst)
+            worst = ms / 1e3;
+    }
+    *seconds = worst;
+    return PF_OK;
+}
+
+/* --------------------------------------------------------------- close */
+
+/* Free what was set up, read NCCL's log into run->coll, and restore the
+ * environment. The libraries stay loaded (see probe/gpu.c: unloading an
+ * initialised CUDA runtime leaves exit handlers on unmapped code). */
+static void teardown(struct nccl_engine *g)
+{
+    if (g->comms_live) {
+        for (int i = 0; i < g->nlocal; i++) {
+            if (g->r[i].comm) {
+                g->cuda.cudaSetDevice(g->r[i].dev);
+                g->nccl.ncclCommDestroy(g->r[i].comm);
+                g->r[i].comm = NULL;
+            }
+        }
+        g->comms_live = false;
+    }
+    for (int i = 0; g->cuda.dl && i < g->nlocal; i++) {
+        struct nccl_rank *r = &g->r[i];
+        g->cuda.cudaSetDevice(r->dev);
+        if (r->send)
+            g->cuda.cudaFree(r->send);
+        if (r->recv)
+            g->cuda.cudaFree(r->recv);
+        for (int s = 0; s < 2; s++)
+            if (r->stage[s])
+                g->cuda.cudaFreeHost(r->stage[s]);
+        for (int m = 0; m < WINDOW_MARKS; m++)
+            if (r->marks[m])
+                g->cuda.cudaEventDestroy(r->marks[m]);
+        if (r->start)
+            g->cuda.cudaEventDestroy(r->start);
+        if (r->stop)
+            g->cuda.cudaEventDestroy(r->stop);
+        if (r->stream)
+            g->cuda.cudaStreamDestroy(r->stream);
+    }
+    if (g->log_armed) {
+        struct pf_nccl_facts f;
+        char err[PF_ERRLEN];
+        if (pf_nccl_log_read(&g->log, &f, err) == PF_OK) {
+            if (g->run)
+                pf_nccl_facts_apply(&f, &g->run->coll);
+            pf_info("NCCL %s: network %s, plugin %s, transports %s",
+                    f.version[0] ? f.version : "?",
+                    f.network[0] ? f.network : "?",
+                    f.plugin_loaded ? "loaded" : "not loaded",
+                    f.transports[0] ? f.transports : "none seen");
+        } else {
+            pf_warn("NCCL log unreadable, transport unknown: %s", err);
+        }
+        pf_nccl_log_disarm(&g->log);
+        g->log_armed = false;
+    }
+    free(g->expect);
+    free(g);
+}
+
+static void nccl_close(struct pf_engine *e)
+{
+    if (e->impl)
+        teardown(e->impl);
+    e->impl = NULL;
+}
+
+const struct pf_engine_ops pf_engine_nccl = {
+    .name = "nccl",
+    .open = nccl_open,
+    .fill = nccl_fill,
+    .run = nccl_run,
+    .check = nccl_check,
+    .close = nccl_close,
+};
