@@ -1,8 +1,387 @@
+/* The k8s bootstrap: find this pod, its peers and its rank through the API
+ * server. Own pod -> selector -> world size (config or the owner Job) ->
+ * list (paged) -> watch (bookmarks) until world pods have a podIP, bounded
+ * by cfg.timeout_s; 410 on a continue token or a watch means list again. */
 #include "discover.h"
+#include "k8s.h"
 
-/* Placeholder until the Kubernetes bootstrap lands (issue: Kubernetes). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../util/clock.h"
+#include "../util/log.h"
+
+#define WATCH_SECONDS 30
+#define MAX_RELISTS 1000
+
+struct wait_ctx {
+    struct pf_k8s_podset set;
+    char rv[64];
+    bool gone;                        /* 410: our resourceVersion expired */
+    bool done;
+    int world, parallelism, port;
+    const char *own, *prefix;
+    struct pf_peers *peers;
+    char missing[PF_ERRLEN];
+    char err[PF_ERRLEN];
+    pf_err rc;
+};
+
+static const char *owner_job(const cJSON *pod)
+{
+    const cJSON *refs = pf_json_at(pod, "metadata.ownerReferences");
+    const cJSON *r;
+
+    cJSON_ArrayForEach(r, refs) {
+        const char *kind = pf_json_str(r, "kind");
+        if (kind && !strcmp(kind, "Job"))
+            return pf_json_str(r, "name");
+    }
+    return NULL;
+}
+
+static const char *label(const cJSON *obj, const char *key)
+{
+    const cJSON *labels = pf_json_at(obj, "metadata.labels");
+    const cJSON *v = labels ? cJSON_GetObjectItemCaseSensitive(labels, key)
+                            : NULL;
+    return cJSON_IsString(v) && v->valuestring[0] ? v->valuestring : NULL;
+}
+
+static int json_int(const cJSON *obj, const char *path)
+{
+    const cJSON *v = pf_json_at(obj, path);
+    return cJSON_IsNumber(v) && v->valuedouble >= 1 ? v->valueint : 0;
+}
+
+/* World size, JobSet parallelism (pods per Job, 0 when not a JobSet) and
+ * the pod-name prefix used to name pods that were never created. */
+static pf_err resolve_world(struct pf_kube *k, const struct pf_config *cfg,
+                            const char *ns, const cJSON *own, int *world,
+                            int *parallelism, char *prefix, size_t plen,
+                            char *err)
+{
+    const char *pod = pf_json_str(own, "metadata.name");
+    const char *jobset = label(own, PF_K8S_JOBSET_NAME);
+    const char *rjob = label(own, PF_K8S_JOBSET_RJOB);
+    const char *reps = label(own, PF_K8S_JOBSET_REPLICAS);
+    const char *job = owner_job(own);
+    int replicas = reps ? atoi(reps) : 0;
+    int per_job = 0;
+    pf_err rc;
+
+    if (!job)
+        job = label(own, "batch.kubernetes.io/job-name");
+    prefix[0] = '\0';
+    if (jobset && rjob)
+        snprintf(prefix, plen, "%s-%s-", jobset, rjob);
+    else if (job)
+        snprintf(prefix, plen, "%s-", job);
+
+    *world = cfg->world_size;
+    if (jobset && replicas > 0 && *world > 0 && *world % replicas == 0)
+        per_job = *world / replicas;
+    if ((*world <= 0 || (jobset && per_job == 0)) && job) {
+        char path[PF_PATH_MAX];
+        cJSON *j = NULL;
+        if (!pf_kube_name_ok(job))
+            return pf_fail(err, PF_ERR_API, "owner Job name '%s' is not a "
+                           "valid name", job);
+        snprintf(path, sizeof(path), "/apis/batch/v1/namespaces/%s/jobs/%s",
+                 ns, job);
+        rc = pf_kube_get(k, path, &j, err);
+        if (rc != PF_OK) {
+            pf_err_prefix(err, "reading the owner Job for the world size "
+                          "(or set --world-size)");
+            return rc;
+        }
+        per_job = json_int(j, "spec.completions");
+        if (!per_job)
+            per_job = json_int(j, "spec.parallelism");
+        cJSON_Delete(j);
+        if (*world <= 0)
+            *world = jobset ? per_job * (replicas > 0 ? replicas : 1)
+                            : per_job;
+    }
+    if (*world <= 0)
+        return pf_fail(err, PF_ERR_USAGE,
+                       "cannot derive the world size: pod %s has no owner "
+                       "Job with completions or parallelism; set "
+                       "--world-size", pod ? pod : "?");
+    if (*world > PF_MAX_RANKS)
+        return pf_fail(err, PF_ERR_USAGE, "world size %d is above the "
+                       "maximum of %d", *world, PF_MAX_RANKS);
+    *parallelism = jobset ? per_job : 0;
+    return PF_OK;
+}
+
+static void note_rv(struct wait_ctx *w, const cJSON *obj)
+{
+    const char *rv = pf_json_str(obj, "metadata.resourceVersion");
+    if (rv)
+        snprintf(w->rv, sizeof(w->rv), "%s", rv);
+}
+
+static void check_done(struct wait_ctx *w)
+{
+    bool fatal = false;
+
+    w->done = pf_k8s_assign(&w->set, w->world, w->parallelism, w->own,
+                            w->prefix, w->port, w->peers, w->missing,
+                            sizeof(w->missing), &fatal);
+    if (fatal) {
+        w->rc = pf_fail(w->err, PF_ERR_USAGE, "%s", w->missing);
+        w->done = true;
+    }
+}
+
+static bool on_event(void *ctx, const cJSON *ev)
+{
+    struct wait_ctx *w = ctx;
+    const char *type = pf_json_str(ev, "type");
+    const cJSON *obj = pf_json_at(ev, "object");
+    struct pf_k8s_pod p;
+
+    if (!type || !obj)
+        return true;
+    if (!strcmp(type, "ERROR")) {
+        const cJSON *code = pf_json_at(obj, "code");
+        if (cJSON_IsNumber(code) && code->valueint == 410)
+            w->gone = true;
+        else
+            pf_warn("pod watch: ERROR event: %s",
+                    pf_json_str(obj, "message") ? pf_json_str(obj, "message")
+                                                : "(no message)");
+        return false;
+    }
+    note_rv(w, obj);
+    if (!strcmp(type, "BOOKMARK"))
+        return true;
+    pf_k8s_pod_parse(obj, &p);
+    if (!p.name[0])
+        return true;
+    if (!strcmp(type, "DELETED")) {
+        pf_k8s_podset_remove(&w->set, p.name);
+    } else {
+        w->rc = pf_k8s_podset_put(&w->set, &p, w->err);
+        if (w->rc != PF_OK)
+            return false;
+    }
+    check_done(w);
+    return !w->done;
+}
+
+/* List every page into w->set. A 410 on a continue token means the
+ * snapshot expired: start over (bounded). */
+static pf_err list_pods(struct pf_kube *k, const char *base,
+                        struct wait_ctx *w, char *err)
+{
+    for (int restart = 0; restart < 10; restart++) {
+        char cont[2048] = "", path[PF_PATH_MAX * 4];
+        bool expired = false;
+
+        w->set.n = 0;
+        for (int page = 0; page < 10000; page++) {
+            struct pf_kube_resp r;
+            const cJSON *item;
+            const char *next;
+            pf_err rc;
+
+            snprintf(path, sizeof(path), "%s&limit=500%s%s", base,
+                     cont[0] ? "&continue=" : "", cont);
+            rc = pf_kube_do(k, "GET", path, NULL, NULL, &r, err);
+            if (rc != PF_OK)
+                return rc;
+            if (r.status == 410) {
+                pf_kube_resp_free(&r);
+                pf_info("pod list: continue token expired, listing again");
+                expired = true;
+                break;
+            }
+            if (r.status != 200 || !r.json) {
+                rc = pf_kube_status_err(&r, "GET", base, err);
+                pf_kube_resp_free(&r);
+                if (rc == PF_ERR_FORBIDDEN)
+                    pf_err_prefix(err, "listing peer pods needs get/list/"
+                                  "watch on pods in this namespace");
+                return rc;
+            }
+            cJSON_ArrayForEach(item, pf_json_at(r.json, "items")) {
+                struct pf_k8s_pod p;
+                pf_k8s_pod_parse(item, &p);
+                rc = pf_k8s_podset_put(&w->set, &p, err);
+                if (rc != PF_OK) {
+                    pf_kube_resp_free(&r);
+                    return rc;
+                }
+            }
+            note_rv(w, r.json);
+            next = pf_json_str(r.json, "metadata.continue");
+            if (!next || !*next) {
+                pf_kube_resp_free(&r);
+                return PF_OK;
+            }
+            rc = pf_kube_query_escape(next, cont, sizeof(cont), err);
+            pf_kube_resp_free(&r);
+            if (rc != PF_OK)
+                return rc;
+        }
+        if (!expired)
+            return pf_fail(err, PF_ERR_API, "pod list did not end after "
+                           "10000 pages");
+    }
+    return pf_fail(err, PF_ERR_API, "pod list: continue token expired 10 "
+                   "times in a row");
+}
+
+static pf_err wait_for_peers(struct pf_kube *k, const char *ns,
+                             const char *selector, struct wait_ctx *w,
+                             int64_t deadline, char *err)
+{
+    char sel[2048], base[PF_PATH_MAX * 3], path[PF_PATH_MAX * 4];
+    pf_err rc = pf_kube_query_escape(selector, sel, sizeof(sel), err);
+
+    if (rc != PF_OK)
+        return rc;
+    snprintf(base, sizeof(base), "/api/v1/namespaces/%s/pods?labelSelector=%s",
+             ns, sel);
+    for (int relist = 0; relist < MAX_RELISTS; relist++) {
+        rc = list_pods(k, base, w, err);
+        if (rc != PF_OK)
+            return rc;
+        check_done(w);
+        if (w->done)
+            return w->rc == PF_OK ? PF_OK : pf_fail(err, w->rc, "%s", w->err);
+        w->gone = false;
+        while (!w->gone) {
+            int64_t left = pf_ms_left(deadline);
+            long status = 0;
+            int secs;
+
+            if (left <= 0)
+                return PF_ERR_TIMEOUT;
+            secs = left / 1000 < WATCH_SECONDS ? (int)(left / 1000) + 1
+                                               : WATCH_SECONDS;
+            snprintf(path, sizeof(path), "%s&watch=1&resourceVersion=%s"
+                     "&allowWatchBookmarks=true&timeoutSeconds=%d", base,
+                     w->rv, secs);
+            rc = pf_kube_watch(k, path, secs, on_event, w, &status, err);
+            if (w->done)
+                return w->rc == PF_OK ? PF_OK
+                                      : pf_fail(err, w->rc, "%s", w->err);
+            if (w->rc != PF_OK)
+                return pf_fail(err, w->rc, "%s", w->err);
+            if (rc != PF_OK || (status != 200 && status != 410)) {
+                if (status == 401 || status == 403)
+                    return pf_fail(err, PF_ERR_FORBIDDEN, "watching pods in "
+                                   "%s: HTTP %ld (needs watch on pods)", ns,
+                                   status);
+                pf_debug("pod watch ended (%s, HTTP %ld); listing again",
+                         rc != PF_OK ? err : "status", status);
+                pf_sleep_ms(left < 1000 ? left : 1000);
+                break;
+            }
+            if (status == 410)
+                w->gone = true;
+        }
+    }
+    return pf_fail(err, PF_ERR_API, "pod watch restarted %d times",
+                   MAX_RELISTS);
+}
+
+/* Own pod, or a usage error naming what identity is missing. */
+static pf_err read_own_pod(struct pf_kube *k, const struct pf_kube_identity *id,
+                           cJSON **own, char *err)
+{
+    char path[PF_PATH_MAX];
+    pf_err rc;
+
+    if (!id->pod[0] || !id->ns[0])
+        return pf_fail(err, PF_ERR_USAGE, "k8s bootstrap needs the own pod "
+                       "and namespace: set POD_NAME and POD_NAMESPACE (downward "
+                       "API) or --pod-name and --namespace");
+    if (!pf_kube_name_ok(id->pod) || !pf_kube_name_ok(id->ns))
+        return pf_fail(err, PF_ERR_USAGE, "pod '%s' / namespace '%s' is not "
+                       "a valid Kubernetes name", id->pod, id->ns);
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", id->ns,
+             id->pod);
+    rc = pf_kube_get(k, path, own, err);
+    if (rc != PF_OK)
+        pf_err_prefix(err, "reading own pod");
+    return rc;
+}
+
 pf_err pf_discover_k8s(struct pf_run *run, char *err)
 {
-    (void)run;
-    return pf_fail(err, PF_ERR_UNSUPPORTED, "k8s bootstrap is not built yet");
+    const struct pf_config *cfg = &run->cfg;
+    struct pf_kube_identity id;
+    struct pf_kube_opts o;
+    struct pf_kube *k = NULL;
+    struct wait_ctx w;
+    cJSON *own = NULL;
+    char selector[1024], prefix[PF_NAME_MAX * 2];
+    int64_t deadline = pf_deadline_in((int64_t)cfg->timeout_s * 1000);
+    int64_t t0 = pf_now_ms();
+    pf_err rc;
+
+    memset(&w, 0, sizeof(w));
+    pf_kube_identity(cfg, &id);
+    rc = pf_kube_opts_init(&o, cfg, err);
+    if (rc == PF_OK)
+        rc = pf_kube_open(&o, &k, err);
+    if (rc == PF_OK)
+        rc = read_own_pod(k, &id, &own, err);
+    if (rc != PF_OK)
+        goto out;
+    snprintf(run->peers.bootstrap, sizeof(run->peers.bootstrap), "k8s");
+    if (!strcmp(cfg->mode, "daemonset")) {
+        rc = pf_discover_daemonset(run, k, &id, own, err);
+        goto out;
+    }
+
+    rc = pf_k8s_selector(own, cfg->peer_selector, selector, sizeof(selector),
+                         err);
+    if (rc == PF_OK)
+        rc = resolve_world(k, cfg, id.ns, own, &w.world, &w.parallelism,
+                           prefix, sizeof(prefix), err);
+    if (rc != PF_OK)
+        goto out;
+    w.own = id.pod;
+    w.prefix = prefix;
+    w.port = cfg->port;
+    w.peers = &run->peers;
+    pf_info("k8s: pod %s/%s, selector '%s', world %d", id.ns, id.pod,
+            selector, w.world);
+
+    rc = wait_for_peers(k, id.ns, selector, &w, deadline, err);
+    if (rc == PF_ERR_TIMEOUT) {
+        int have = 0;
+        for (int i = 0; i < w.set.n; i++)
+            have += pf_k8s_pod_counts(&w.set.items[i]);
+        rc = pf_fail(err, PF_ERR_TIMEOUT,
+                     "PeerTimeout: %d of %d peer pods had a podIP after "
+                     "%.1f s (selector %s); missing: %s", have, w.world,
+                     (double)(pf_now_ms() - t0) / 1000.0, selector,
+                     w.missing[0] ? w.missing : "(unknown)");
+        goto out;
+    }
+    if (rc != PF_OK)
+        goto out;
+    if (cfg->run_id[0])
+        snprintf(run->peers.run_id, sizeof(run->peers.run_id), "%s",
+                 cfg->run_id);
+    else
+        snprintf(run->peers.run_id, sizeof(run->peers.run_id),
+                 "k8s-%016" PRIx64,
+                 pf_k8s_hash(selector, pf_k8s_hash(id.ns, 0)));
+    pf_info("k8s: rank %d of %d, rank 0 is %s (%s)", run->peers.rank,
+            run->peers.world, run->peers.list[0].pod,
+            run->peers.list[0].host);
+out:
+    pf_k8s_podset_free(&w.set);
+    cJSON_Delete(own);
+    pf_kube_close(k);
+    return rc;
 }

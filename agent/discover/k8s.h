@@ -1,0 +1,78 @@
+/* The k8s bootstrap's pieces: pod parsing, selector and world size, rank
+ * assignment (k8s_pods.c), the list + watch wait (k8s.c) and the DaemonSet
+ * pre-flight grouping (daemonset.c). Exposed for the unit tests. */
+#ifndef PF_DISCOVER_K8S_H
+#define PF_DISCOVER_K8S_H
+
+#include <stdbool.h>
+
+#include <cjson/cJSON.h>
+
+#include "../pf.h"
+#include "../util/kubeapi.h"
+
+#define PF_K8S_COMPLETION_INDEX "batch.kubernetes.io/job-completion-index"
+#define PF_K8S_JOBSET_NAME "jobset.sigs.k8s.io/jobset-name"
+#define PF_K8S_JOBSET_RJOB "jobset.sigs.k8s.io/replicatedjob-name"
+#define PF_K8S_JOBSET_REPLICAS "jobset.sigs.k8s.io/replicatedjob-replicas"
+#define PF_K8S_JOBSET_INDEX "jobset.sigs.k8s.io/job-index"
+
+/* What discovery needs of one pod. */
+struct pf_k8s_pod {
+    char name[PF_NAME_MAX];
+    char node[PF_NAME_MAX];
+    char ip[64];
+    char phase[16];
+    bool deleting;                    /* metadata.deletionTimestamp set */
+    int job_index;                    /* JobSet job-index, -1 = none */
+    int completion_index;             /* Indexed Job index, -1 = none */
+};
+
+struct pf_k8s_podset {
+    int n, cap;
+    struct pf_k8s_pod *items;
+};
+
+void pf_k8s_pod_parse(const cJSON *pod, struct pf_k8s_pod *out);
+/* A pod counts as a peer when it has a podIP, is not being deleted and has
+ * not finished. Pending counts: initContainers run while Pending. */
+bool pf_k8s_pod_counts(const struct pf_k8s_pod *p);
+/* Rank hint: job_index x parallelism + completion_index, or the completion
+ * index alone; -1 when the pod carries no index. */
+int pf_k8s_pod_rank(const struct pf_k8s_pod *p, int parallelism);
+
+pf_err pf_k8s_podset_put(struct pf_k8s_podset *s, const struct pf_k8s_pod *p,
+                         char *err);
+void pf_k8s_podset_remove(struct pf_k8s_podset *s, const char *name);
+void pf_k8s_podset_free(struct pf_k8s_podset *s);
+
+/* --peer-selector if set, else the first of the DESIGN.md labels the own
+ * pod carries (JobSet: jobset-name plus replicatedjob-name when present).
+ * PF_ERR_USAGE when none is found. */
+pf_err pf_k8s_selector(const cJSON *own_pod, const char *cfg_selector,
+                       char *out, size_t len, char *err);
+
+/* Pick world ranks from the set. Returns true when complete and fills
+ * peers->list (world entries, calloc'd) and peers->rank (own pod's rank).
+ * Otherwise describes what is missing in missing[] (pod names where known)
+ * and returns false. A fatal inconsistency (own pod absent from a complete
+ * set) is reported through *fatal. */
+bool pf_k8s_assign(const struct pf_k8s_podset *s, int world, int parallelism,
+                   const char *own_pod, const char *name_prefix, int port,
+                   struct pf_peers *peers, char *missing, size_t mlen,
+                   bool *fatal);
+
+/* The whole run's group in DaemonSet mode (daemonset.c). */
+pf_err pf_discover_daemonset(struct pf_run *run, struct pf_kube *k,
+                             const struct pf_kube_identity *id,
+                             const cJSON *own_pod, char *err);
+
+/* Split n sorted members into groups of size g (a lone leftover joins the
+ * last group, so group size 2 with 3 nodes gives one group of 3). Writes
+ * the group of member i into *first and *count. */
+void pf_k8s_group_of(int n, int g, int i, int *first, int *count);
+
+/* FNV-1a, for run ids every member derives alike. */
+uint64_t pf_k8s_hash(const char *s, uint64_t h);
+
+#endif

@@ -1,0 +1,369 @@
+/* Pure pieces of the k8s bootstrap: parse pods, derive the selector, assign
+ * ranks. No I/O here, so the unit tests cover every branch. */
+#include "k8s.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* DESIGN.md's order: the most specific grouping label wins. */
+static const char *const group_labels[] = {
+    PF_K8S_JOBSET_NAME,
+    "batch.kubernetes.io/job-name",
+    "training.kubeflow.org/job-name",
+    "app.kubernetes.io/instance",
+};
+
+static int parse_index(const cJSON *pod, const char *key)
+{
+    const char *v = NULL;
+    const cJSON *labels = pf_json_at(pod, "metadata.labels");
+    const cJSON *annos = pf_json_at(pod, "metadata.annotations");
+    const cJSON *item;
+    char *end;
+    long n;
+
+    /* The key holds dots, so look it up directly rather than by path. */
+    item = labels ? cJSON_GetObjectItemCaseSensitive(labels, key) : NULL;
+    if (!cJSON_IsString(item) && annos)
+        item = cJSON_GetObjectItemCaseSensitive(annos, key);
+    if (cJSON_IsString(item))
+        v = item->valuestring;
+    if (!v || !*v)
+        return -1;
+    n = strtol(v, &end, 10);
+    if (*end || n < 0 || n >= 1000000)
+        return -1;
+    return (int)n;
+}
+
+void pf_k8s_pod_parse(const cJSON *pod, struct pf_k8s_pod *out)
+{
+    const char *s;
+
+    memset(out, 0, sizeof(*out));
+    s = pf_json_str(pod, "metadata.name");
+    snprintf(out->name, sizeof(out->name), "%s", s ? s : "");
+    s = pf_json_str(pod, "spec.nodeName");
+    snprintf(out->node, sizeof(out->node), "%s", s ? s : "");
+    s = pf_json_str(pod, "status.podIP");
+    snprintf(out->ip, sizeof(out->ip), "%s", s ? s : "");
+    s = pf_json_str(pod, "status.phase");
+    snprintf(out->phase, sizeof(out->phase), "%s", s ? s : "Pending");
+    out->deleting = pf_json_at(pod, "metadata.deletionTimestamp") != NULL &&
+                    !cJSON_IsNull(pf_json_at(pod, "metadata.deletionTimestamp"));
+    out->job_index = parse_index(pod, PF_K8S_JOBSET_INDEX);
+    out->completion_index = parse_index(pod, PF_K8S_COMPLETION_INDEX);
+}
+
+bool pf_k8s_pod_counts(const struct pf_k8s_pod *p)
+{
+    return p->ip[0] && !p->deleting && strcmp(p->phase, "Failed") != 0 &&
+           strcmp(p->phase, "Succeeded") != 0;
+}
+
+int pf_k8s_pod_rank(const struct pf_k8s_pod *p, int parallelism)
+{
+    if (p->completion_index < 0)
+        return -1;
+    if (parallelism > 0 && p->job_index >= 0)
+        return p->job_index * parallelism + p->completion_index;
+    return p->completion_index;
+}
+
+pf_err pf_k8s_podset_put(struct pf_k8s_podset *s, const struct pf_k8s_pod *p,
+                         char *err)
+{
+    for (int i = 0; i < s->n; i++) {
+        if (!strcmp(s->items[i].name, p->name)) {
+            s->items[i] = *p;
+            return PF_OK;
+        }
+    }
+    if (s->n == s->cap) {
+        int cap = s->cap ? s->cap * 2 : 16;
+        struct pf_k8s_pod *items;
+        if (cap > 100000)
+            return pf_fail(err, PF_ERR_API, "selector matches more than "
+                           "100000 pods");
+        items = realloc(s->items, (size_t)cap * sizeof(*items));
+        if (!items)
+            return pf_fail(err, PF_ERR_NOMEM, "out of memory");
+        s->items = items;
+        s->cap = cap;
+    }
+    s->items[s->n++] = *p;
+    return PF_OK;
+}
+
+void pf_k8s_podset_remove(struct pf_k8s_podset *s, const char *name)
+{
+    for (int i = 0; i < s->n; i++) {
+        if (!strcmp(s->items[i].name, name)) {
+            s->items[i] = s->items[--s->n];
+            return;
+        }
+    }
+}
+
+void pf_k8s_podset_free(struct pf_k8s_podset *s)
+{
+    free(s->items);
+    memset(s, 0, sizeof(*s));
+}
+
+static const char *label_of(const cJSON *pod, const char *key)
+{
+    const cJSON *labels = pf_json_at(pod, "metadata.labels");
+    const cJSON *v = labels ? cJSON_GetObjectItemCaseSensitive(labels, key)
+                            : NULL;
+    return cJSON_IsString(v) && v->valuestring[0] ? v->valuestring : NULL;
+}
+
+pf_err pf_k8s_selector(const cJSON *own_pod, const char *cfg_selector,
+                       char *out, size_t len, char *err)
+{
+    const char *name = pf_json_str(own_pod, "metadata.name");
+    int n = -1;
+
+    if (cfg_selector && *cfg_selector) {
+        n = snprintf(out, len, "%s", cfg_selector);
+    } else {
+        for (size_t i = 0; i < sizeof(group_labels) / sizeof(group_labels[0]);
+             i++) {
+            const char *v = label_of(own_pod, group_labels[i]);
+            const char *rjob;
+            if (!v)
+                continue;
+            rjob = i == 0 ? label_of(own_pod, PF_K8S_JOBSET_RJOB) : NULL;
+            /* A JobSet may run several replicated jobs (driver, workers):
+             * the peers are this replicated job's pods. */
+            if (rjob)
+                n = snprintf(out, len, "%s=%s,%s=%s", group_labels[i], v,
+                             PF_K8S_JOBSET_RJOB, rjob);
+            else
+                n = snprintf(out, len, "%s=%s", group_labels[i], v);
+            break;
+        }
+        if (n < 0)
+            return pf_fail(err, PF_ERR_USAGE,
+                           "cannot derive the peer selector: pod %s has none "
+                           "of the labels %s, %s, %s, %s; set --peer-selector",
+                           name ? name : "?", group_labels[0], group_labels[1],
+                           group_labels[2], group_labels[3]);
+    }
+    if (n < 0 || (size_t)n >= len)
+        return pf_fail(err, PF_ERR_USAGE, "peer selector is too long");
+    return PF_OK;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    const struct pf_k8s_pod *const *x = a, *const *y = b;
+    return strcmp((*x)->name, (*y)->name);
+}
+
+/* Add one entry to a bounded, comma-separated list of what is missing. */
+static void append(char *buf, size_t len, int *shown, int *more,
+                   const char *text)
+{
+    size_t used = strlen(buf);
+
+    if (*shown >= 8) {
+        (*more)++;
+        return;
+    }
+    if (used < len)
+        snprintf(buf + used, len - used, "%s%s", used ? ", " : "", text);
+    (*shown)++;
+}
+
+static void describe_pending(const struct pf_k8s_pod *p, char *buf, size_t len,
+                             int *shown, int *more)
+{
+    char text[PF_NAME_MAX + 64];
+
+    snprintf(text, sizeof(text), "%s (%s, %s)", p->name, p->phase,
+             p->deleting ? "being deleted"
+             : !p->ip[0] ? "no podIP" : "finished");
+    append(buf, len, shown, more, text);
+}
+
+static void finish_missing(char *buf, size_t len, int more)
+{
+    size_t used = strlen(buf);
+    if (more > 0 && used < len)
+        snprintf(buf + used, len - used, " and %d more", more);
+}
+
+static bool assign_indexed(const struct pf_k8s_podset *s, int world,
+                           int parallelism, const char *prefix,
+                           const struct pf_k8s_pod **slot, char *missing,
+                           size_t mlen)
+{
+    char text[PF_NAME_MAX + 64];
+    int shown = 0, more = 0;
+    bool complete = true;
+
+    for (int r = 0; r < world; r++)
+        slot[r] = NULL;
+    for (int i = 0; i < s->n; i++) {
+        const struct pf_k8s_pod *p = &s->items[i];
+        int r = pf_k8s_pod_rank(p, parallelism);
+        if (r < 0 || r >= world || !pf_k8s_pod_counts(p))
+            continue;
+        /* Two live pods with one index: take the same one on every rank. */
+        if (!slot[r] || strcmp(p->name, slot[r]->name) < 0)
+            slot[r] = p;
+    }
+    for (int r = 0; r < world; r++) {
+        const struct pf_k8s_pod *seen = NULL;
+        if (slot[r])
+            continue;
+        complete = false;
+        for (int i = 0; i < s->n && !seen; i++)
+            if (pf_k8s_pod_rank(&s->items[i], parallelism) == r)
+                seen = &s->items[i];
+        if (seen) {
+            describe_pending(seen, missing, mlen, &shown, &more);
+            continue;
+        }
+        /* Never created: name it by the pattern the controller uses. */
+        if (prefix && *prefix && parallelism > 0)
+            snprintf(text, sizeof(text), "%s%d-%d-* (rank %d, not created)",
+                     prefix, r / parallelism, r % parallelism, r);
+        else if (prefix && *prefix)
+            snprintf(text, sizeof(text), "%s%d-* (rank %d, not created)",
+                     prefix, r, r);
+        else
+            snprintf(text, sizeof(text), "rank %d (not created)", r);
+        append(missing, mlen, &shown, &more, text);
+    }
+    finish_missing(missing, mlen, more);
+    return complete;
+}
+
+static bool assign_by_name(const struct pf_k8s_podset *s, int world,
+                           const struct pf_k8s_pod **slot, char *missing,
+                           size_t mlen)
+{
+    const struct pf_k8s_pod **live = calloc((size_t)s->n + 1, sizeof(*live));
+    int nlive = 0, shown = 0, more = 0;
+    bool complete;
+
+    if (!live) {
+        snprintf(missing, mlen, "out of memory");
+        return false;
+    }
+    for (int i = 0; i < s->n; i++)
+        if (pf_k8s_pod_counts(&s->items[i]))
+            live[nlive++] = &s->items[i];
+    qsort(live, (size_t)nlive, sizeof(*live), by_name);
+    complete = nlive == world;
+    if (complete) {
+        for (int r = 0; r < world; r++)
+            slot[r] = live[r];
+    } else if (nlive > world) {
+        snprintf(missing, mlen, "%d pods with a podIP match the selector but "
+                 "the world size is %d (set --world-size or a narrower "
+                 "--peer-selector)", nlive, world);
+    } else {
+        for (int i = 0; i < s->n; i++)
+            if (!pf_k8s_pod_counts(&s->items[i]))
+                describe_pending(&s->items[i], missing, mlen, &shown, &more);
+        finish_missing(missing, mlen, more);
+        if (world - nlive > shown + more) {
+            size_t used = strlen(missing);
+            snprintf(missing + used, mlen - used, "%s%d pod(s) not created",
+                     used ? ", " : "", world - nlive - shown - more);
+        }
+    }
+    free(live);
+    return complete;
+}
+
+bool pf_k8s_assign(const struct pf_k8s_podset *s, int world, int parallelism,
+                   const char *own_pod, const char *name_prefix, int port,
+                   struct pf_peers *peers, char *missing, size_t mlen,
+                   bool *fatal)
+{
+    const struct pf_k8s_pod **slot;
+    bool indexed = false, complete;
+
+    *fatal = false;
+    missing[0] = '\0';
+    if (world < 1)
+        return false;
+    slot = calloc((size_t)world, sizeof(*slot));
+    if (!slot) {
+        *fatal = true;
+        snprintf(missing, mlen, "out of memory");
+        return false;
+    }
+    for (int i = 0; i < s->n; i++)
+        if (s->items[i].completion_index >= 0)
+            indexed = true;
+    complete = indexed ? assign_indexed(s, world, parallelism, name_prefix,
+                                        slot, missing, mlen)
+                       : assign_by_name(s, world, slot, missing, mlen);
+    if (complete) {
+        peers->list = calloc((size_t)world, sizeof(*peers->list));
+        if (!peers->list) {
+            *fatal = true;
+            snprintf(missing, mlen, "out of memory");
+            free(slot);
+            return false;
+        }
+        peers->world = world;
+        peers->rank = -1;
+        for (int r = 0; r < world; r++) {
+            struct pf_peer *pe = &peers->list[r];
+            pe->rank = r;
+            pe->port = port;
+            snprintf(pe->host, sizeof(pe->host), "%s", slot[r]->ip);
+            snprintf(pe->pod, sizeof(pe->pod), "%s", slot[r]->name);
+            snprintf(pe->node, sizeof(pe->node), "%s", slot[r]->node);
+            if (!strcmp(slot[r]->name, own_pod))
+                peers->rank = r;
+        }
+        if (peers->rank < 0) {
+            *fatal = true;
+            snprintf(missing, mlen, "own pod %s is not among the %d peers "
+                     "the selector found", own_pod, world);
+            free(peers->list);
+            peers->list = NULL;
+            complete = false;
+        }
+    }
+    free(slot);
+    return complete;
+}
+
+void pf_k8s_group_of(int n, int g, int i, int *first, int *count)
+{
+    int groups, gi;
+
+    if (g < 1)
+        g = 1;
+    groups = n / g;
+    /* A remainder of one would leave a node alone: it joins the last
+     * group. A larger remainder forms its own smaller group. */
+    if (groups == 0 || n % g > 1)
+        groups++;
+    gi = i / g;
+    if (gi >= groups)
+        gi = groups - 1;
+    *first = gi * g;
+    *count = gi == groups - 1 ? n - *first : g;
+}
+
+uint64_t pf_k8s_hash(const char *s, uint64_t h)
+{
+    if (!h)
+        h = 1469598103934665603ull;
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ull;
+    }
+    return h;
+}
