@@ -11,7 +11,7 @@ PKGS    := libcurl libcjson yaml-0.1
 CFLAGS  ?= -O2 -g
 SANFLAGS ?=
 PF_CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow \
-             -Wvla -Wformat=2 -Wno-format-truncation -MMD -MP -Iagent $(SANFLAGS)
+             -Wvla -Wformat=2 -Wno-unknown-warning-option -Wno-format-truncation -MMD -MP -Iagent $(SANFLAGS)
 PF_LIBS := -lcurl -lcjson -lyaml -ldl -lpthread -lm
 
 # agent/mpishim/ is built separately with mpicc (mk/mpi.mk), never linked in.

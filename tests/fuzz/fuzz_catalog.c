@@ -1,0 +1,42 @@
+/* libFuzzer target: catalog YAML on top of the embedded catalog. A rejected
+ * override must leave the catalog as it was; lookups must stay safe. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config/catalog.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct pf_catalog cat = { 0, NULL };
+    char err[PF_ERRLEN];
+    char *text = malloc(size + 1);
+    int before;
+
+    if (!text)
+        return 0;
+    memcpy(text, data, size);
+    text[size] = '\0';
+    /* Parse the embedded catalog once; each input starts from a copy. */
+    static struct pf_catalog base;
+    if (!base.items && pf_catalog_load(&base, NULL, err) != PF_OK)
+        __builtin_trap();
+    cat.items = malloc((size_t)base.n * sizeof(*cat.items));
+    if (!cat.items)
+        __builtin_trap();
+    memcpy(cat.items, base.items, (size_t)base.n * sizeof(*cat.items));
+    cat.n = base.n;
+    before = cat.n;
+    if (pf_catalog_parse(&cat, "fuzz.yaml", text, size, err) == PF_OK) {
+        for (int i = 0; i < cat.n; i++) {
+            const struct pf_instance *it = pf_catalog_find(&cat, cat.items[i].name);
+            if (!it || pf_instance_floor(it, 2) < 0)
+                __builtin_trap();
+        }
+    } else if (cat.n < before) {
+        __builtin_trap();
+    }
+    pf_catalog_free(&cat);
+    free(text);
+    return 0;
+}
