@@ -59,7 +59,7 @@ test: deps $(BIN) $(BUILD)/unit_tests test-helpers
 test-helpers: $(BIN)
 
 run: deps $(BIN)
-	$(BIN) local --fabric-provider tcp
+	$(BIN) local --fabric-provider tcp --no-imds
 
 asan:
 	$(MAKE) BUILD=build/asan SANFLAGS='-fsanitize=address,undefined -fno-omit-frame-pointer' \
