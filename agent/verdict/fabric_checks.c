@@ -1,4 +1,151 @@
+/* Collective checks, condition EFAFabricReady: did the ranks meet, was
+ * every element right, and is the bus bandwidth above the floor.
+ *
+ * The floor is cfg.min_busbw_gbps when set, else the catalog's floor for
+ * this instance type and node count, but only where it measures the same
+ * thing: the provider is efa (tcp/shm numbers say nothing about EFA, so no
+ * catalog floor applies to them) and the engine is the one the floors were
+ * set for (NCCL for GPU types, host for the others). Order matters: the
+ * first failing check is the run's headline reason. */
 #include "verdict.h"
 
-/* Placeholder until the collective checks land (issue: Ring all_reduce). */
-void pf_verdict_fabric(struct pf_run *run) { (void)run; }
+#include <stdio.h>
+#include <string.h>
+
+#include "../config/catalog.h"
+
+#define COND "EFAFabricReady"
+
+static const char *remedy_for(const char *reason)
+{
+    if (!strcmp(reason, "PeerTimeout"))
+        return "check that every rank started and reaches rank 0's "
+               "rendezvous port, and that the security group allows all "
+               "traffic to and from itself";
+    if (!strcmp(reason, "PeerLost"))
+        return "a rank exited or its node failed mid-run: read that rank's "
+               "log, then re-run";
+    if (!strcmp(reason, "PeerRejected"))
+        return "give every rank the same --secret-file, run id and world "
+               "size";
+    if (!strcmp(reason, "FabricUnavailable"))
+        return "install libfabric with the provider asked for (the EFA "
+               "installer for efa), or pick one with --fabric-provider";
+    return "read the message and the rank logs; re-run with --log-level "
+           "debug";
+}
+
+static void human_bytes(char *out, size_t len, uint64_t b)
+{
+    if (b >= (1ull << 30) && b % (1ull << 30) == 0)
+        snprintf(out, len, "%llu GiB", (unsigned long long)(b >> 30));
+    else if (b >= (1ull << 20) && b % (1ull << 20) == 0)
+        snprintf(out, len, "%llu MiB", (unsigned long long)(b >> 20));
+    else if (b >= 1024 && b % 1024 == 0)
+        snprintf(out, len, "%llu KiB", (unsigned long long)(b >> 10));
+    else
+        snprintf(out, len, "%llu B", (unsigned long long)b);
+}
+
+/* The floor and a few words on where it came from ("" source = none). */
+static double floor_for(const struct pf_run *run, char *src, size_t len)
+{
+    const struct pf_coll *c = &run->coll;
+    const struct pf_instance *it = run->instance;
+    bool gpu_type, nccl;
+
+    if (run->cfg.min_busbw_gbps > 0) {
+        snprintf(src, len, "--min-busbw");
+        return run->cfg.min_busbw_gbps;
+    }
+    if (c->provider_is_fallback) {
+        snprintf(src, len, "no floor: provider %s is not EFA, so no catalog "
+                 "floor applies", c->provider);
+        return 0;
+    }
+    if (!it) {
+        snprintf(src, len, "no floor: instance type not in the catalog");
+        return 0;
+    }
+    gpu_type = !strcmp(it->accel_kind, "gpu");
+    nccl = !strcmp(c->engine, "nccl");
+    if (gpu_type != nccl) {
+        snprintf(src, len, "no floor: the catalog's floors for %s measure "
+                 "the %s engine", it->name, gpu_type ? "nccl" : "host");
+        return 0;
+    }
+    if (pf_instance_floor(it, c->nnodes) <= 0) {
+        snprintf(src, len, "no floor: none in the catalog for %s at %d "
+                 "node(s)", it->name, c->nnodes);
+        return 0;
+    }
+    snprintf(src, len, "catalog floor for %s at %d node(s)", it->name,
+             c->nnodes);
+    return pf_instance_floor(it, c->nnodes);
+}
+
+static void bandwidth_check(struct pf_run *run)
+{
+    const struct pf_coll *c = &run->coll;
+    const struct pf_row *last = &c->rows[c->nrows - 1];
+    char src[192], size[32], floor_txt[240];
+    double floor = floor_for(run, src, sizeof(src));
+
+    human_bytes(size, sizeof(size), last->bytes);
+    if (floor > 0 && c->peak_busbw < floor) {
+        pf_verdict_add(&run->verdict, "busbw", COND, PF_FAIL,
+                       "BandwidthBelowThreshold",
+                       "run `efa-preflight node` on each host (EFA count, "
+                       "GDR, NCCL plugin) and compare with the catalog; "
+                       "replace the slow node",
+                       "busbw %.2f GB/s at %s is below the floor %.2f GB/s "
+                       "(%s): %d ranks on %d node(s), %s engine over %s",
+                       c->peak_busbw, size, floor, src, c->nranks, c->nnodes,
+                       c->engine, c->provider[0] ? c->provider : "-");
+        return;
+    }
+    if (floor > 0)
+        snprintf(floor_txt, sizeof(floor_txt), "floor %.2f GB/s (%s)", floor,
+                 src);
+    else
+        snprintf(floor_txt, sizeof(floor_txt), "%s", src);
+    pf_verdict_add(&run->verdict, "busbw", COND, PF_PASS, "", "",
+                   "busbw %.2f GB/s at %s, avg %.2f GB/s over %d sizes, "
+                   "0 wrong: %d ranks on %d node(s), %s engine over %s; %s",
+                   c->peak_busbw, size, c->avg_busbw, c->nrows, c->nranks,
+                   c->nnodes, c->engine, c->provider[0] ? c->provider : "-",
+                   floor_txt);
+}
+
+void pf_verdict_fabric(struct pf_run *run)
+{
+    const struct pf_coll *c = &run->coll;
+    struct pf_verdict *v = &run->verdict;
+
+    if (c->err != PF_OK) {
+        const char *reason = c->reason[0] ? c->reason : "CollectiveFailed";
+        pf_verdict_add(v, "collective", COND, PF_FAIL, reason,
+                       remedy_for(reason), "%s",
+                       c->errmsg[0] ? c->errmsg : pf_err_name(c->err));
+    } else if (c->ran && c->nrows > 0) {
+        if (c->wrong_total > 0)
+            pf_verdict_add(v, "data", COND, PF_FAIL, "DataCorruption",
+                           "a rank's memory, NIC or driver corrupts data: run "
+                           "`efa-preflight node` on every host, check dmesg "
+                           "for EFA errors and drain the node at fault",
+                           "%ld wrong elements summed over %d ranks and %d "
+                           "sizes (out-of-place and in-place)",
+                           c->wrong_total, c->nranks, c->nrows);
+        if (c->provider_is_fallback)
+            pf_verdict_add(v, "fabric_provider", COND, PF_WARN,
+                           "ProviderFallback",
+                           "drop --fabric-provider (default efa) to test "
+                           "the EFA fabric itself",
+                           "provider %s in use because it was asked for: "
+                           "EFA itself was not tested",
+                           c->provider);
+        if (c->wrong_total == 0)
+            bandwidth_check(run);
+    }
+    pf_verdict_transport(run);
+}

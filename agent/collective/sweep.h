@@ -1,0 +1,27 @@
+/* The arithmetic of the nccl-tests-style sweep (sweep.c), apart from the
+ * engine so it can be tested without a fabric. */
+#ifndef PF_SWEEP_H
+#define PF_SWEEP_H
+
+#include <stdint.h>
+
+#include "../pf.h"
+
+/* Sizes min, min*factor, ... up to max (bytes, rounded down to whole
+ * float32 elements). PF_ERR_USAGE for min < 4, min > max, factor < 2 with
+ * min < max, or more than max_n sizes. */
+pf_err pf_sweep_sizes(uint64_t min_bytes, uint64_t max_bytes, int factor,
+                      uint64_t *out, int max_n, int *n, char *err);
+
+/* A row from per-operation seconds (already averaged over ranks):
+ * algbw = bytes / s / 1e9, busbw = algbw x 2(n-1)/n, time in us. */
+void pf_sweep_fill_row(struct pf_row *row, uint64_t bytes, int nranks,
+                       double oop_s, double ip_s, long oop_wrong,
+                       long ip_wrong);
+
+/* Footer figures from c->rows: avg_busbw (mean over out-of-place and
+ * in-place busbw of every row, as nccl-tests' "Avg bus bandwidth"),
+ * peak_busbw (the better busbw of the largest size), wrong_total. */
+void pf_sweep_summarize(struct pf_coll *c);
+
+#endif
