@@ -9,3 +9,15 @@ CUDA_INCLUDE ?= /usr/local/cuda/include
 ifneq ($(wildcard $(CUDA_INCLUDE)/nccl.h),)
 $(BUILD)/tests/unit/test_gpulib_decls.o: PF_CFLAGS += -isystem $(CUDA_INCLUDE)
 endif
+
+GPU_DOUBLE := $(BUILD)/double/libgpu-double.so
+
+$(GPU_DOUBLE): tests/double/gpu_double.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wvla \
+	    $(CFLAGS) $(SANFLAGS) -fPIC -shared -o $@ $<
+
+test-helpers: $(GPU_DOUBLE)
+
+# The engine's unit tests load the double from next to build/unit_tests.
+$(BUILD)/unit_tests: | $(GPU_DOUBLE)

@@ -74,9 +74,16 @@ static pf_err cuda_fail(struct nccl_engine *g, char *err, const char *call,
                    call, dev, pf_cuda_strerror(&g->cuda, e), e);
 }
 
+/* A failed call names the communicator's async error when it has one: that
+ * is the cause, the call's own result only its consequence. */
 static pf_err nccl_fail(struct nccl_engine *g, char *err, const char *call,
                         const struct nccl_rank *r, pf_nccl_result_t res)
 {
+    pf_nccl_result_t async = PF_NCCL_SUCCESS;
+    if (r && r->comm &&
+        g->nccl.ncclCommGetAsyncError(r->comm, &async) == PF_NCCL_SUCCESS &&
+        async != PF_NCCL_SUCCESS && async != PF_NCCL_IN_PROGRESS)
+        res = async;
     const char *last = (g->nccl.ncclGetLastError && r && r->comm)
                            ? g->nccl.ncclGetLastError(r->comm) : NULL;
     return pf_fail(err, PF_ERR_ENGINE, "%s (rank %d, GPU %d): %s%s%s", call,

@@ -242,6 +242,8 @@ pf_err pf_nccl_log_arm(struct pf_nccl_log *l, char *err)
         l->set_file = true;
     }
     if (!level_is_info(getenv("NCCL_DEBUG"))) {
+        const char *old = getenv("NCCL_DEBUG");
+        snprintf(l->old_debug, sizeof(l->old_debug), "%s", old ? old : "");
         setenv("NCCL_DEBUG", "INFO", 1);
         l->set_debug = true;
     }
@@ -274,7 +276,9 @@ void pf_nccl_log_disarm(struct pf_nccl_log *l)
 {
     if (l->set_file)
         unsetenv("NCCL_DEBUG_FILE");
-    if (l->set_debug)
+    if (l->set_debug && l->old_debug[0])
+        setenv("NCCL_DEBUG", l->old_debug, 1);
+    else if (l->set_debug)
         unsetenv("NCCL_DEBUG");
     if (l->set_subsys)
         unsetenv("NCCL_DEBUG_SUBSYS");

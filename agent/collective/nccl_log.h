@@ -9,7 +9,7 @@
  * NCCL_DEBUG_FILE, in which case their file (with %h and %p expanded as
  * NCCL does) is read instead and left in place. Setting the environment is
  * the one interface NCCL offers for this. pf_nccl_log_disarm restores the
- * variables it set and removes the private file.
+ * variables it changed and removes the private file.
  *
  * Inter-node: NCCL connects a pair of ranks over NET only when it cannot
  * use P2P or SHM, i.e. when it treats the peer as remote (another host, or
@@ -43,6 +43,7 @@ struct pf_nccl_log {
     char dir[PF_PATH_MAX];       /* private temp folder, "" for the user's file */
     bool users_file;
     bool set_debug, set_subsys, set_file; /* what disarm must undo */
+    char old_debug[32];          /* the user's NCCL_DEBUG, "" when unset */
 };
 
 pf_err pf_nccl_log_arm(struct pf_nccl_log *l, char *err);

@@ -1,0 +1,542 @@
+/* A test double of the CUDA runtime and NCCL entry points that
+ * agent/util/gpulib.h loads, on host memory, for CI machines without GPUs.
+ * The engine loads it through EFA_PREFLIGHT_CUDART and EFA_PREFLIGHT_NCCL
+ * (both may name this one library). It drives the engine's control flow
+ * only: its timings mean nothing and are never reported as numbers.
+ *
+ * "Device" memory is host memory; copies and reductions happen at once.
+ * An all_reduce is carried out when every rank of its communicator has
+ * launched it within one group, so one process must drive all ranks (a
+ * rank whose peers are elsewhere waits forever, like a lost peer).
+ *
+ * Behaviour is set by environment variables, read when used:
+ *   PF_DOUBLE_GPUS=N          devices (default 2; CUDA_VISIBLE_DEVICES
+ *                             narrows them as the real runtime does)
+ *   PF_DOUBLE_NCCL_VERSION=V  ncclGetVersion's answer (default 22809)
+ *   PF_DOUBLE_FAULT=F         init_hang   init never leaves ncclInProgress
+ *                             init_error  init ends in ncclSystemError
+ *                             async_error after PF_DOUBLE_FAULT_AT
+ *                                         all_reduces per rank, the
+ *                                         communicator reports
+ *                                         ncclRemoteError and its stream
+ *                                         never completes
+ *                             hang        the same without an error
+ *   PF_DOUBLE_FAULT_AT=K      default 0
+ *   PF_DOUBLE_CORRUPT=R:N     after each all_reduce, add 1 to the first N
+ *                             elements of rank R's result
+ *   PF_DOUBLE_TRACE=path      append one line per init/abort/destroy
+ *   PF_DOUBLE_NETWORK, PF_DOUBLE_TRANSPORT, PF_DOUBLE_PLUGIN=loaded|missing
+ *                             what the fake INFO log says (defaults
+ *                             Socket, P2P/CUMEM/read, missing)
+ *
+ * Like the libraries it stands in for, it keeps process-wide state (the
+ * communicators and the group in progress): that is its job. */
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_COMMS 64
+#define MAX_STREAMS 256
+#define MAX_OPS 256
+#define ID_BYTES 128
+
+enum { SUCCESS = 0, ERR_INVALID_VALUE = 1, ERR_NO_DEVICE = 100,
+       ERR_NOT_READY = 600 };
+enum { NCCL_OK = 0, NCCL_SYSTEM = 2, NCCL_INTERNAL = 3, NCCL_ARG = 4,
+       NCCL_USAGE = 5, NCCL_REMOTE = 6, NCCL_IN_PROGRESS = 7 };
+
+typedef struct { char internal[ID_BYTES]; } unique_id;
+
+struct stream {
+    bool used;
+    bool stuck;                  /* work queued that never completes */
+};
+
+struct event {
+    double t;                    /* host time of the record, seconds */
+    struct stream *s;
+    bool recorded;
+};
+
+struct comm {
+    bool used;
+    unique_id id;
+    int rank, nranks;
+    bool blocking;
+    int state;                   /* what ncclCommGetAsyncError reports */
+    long ops;                    /* all_reduces launched */
+};
+
+struct op {
+    struct comm *c;
+    const float *send;
+    float *recv;
+    size_t count;
+    struct stream *s;
+};
+
+static struct {
+    struct stream streams[MAX_STREAMS];
+    struct comm comms[MAX_COMMS];
+    int group_depth;
+    int nops;
+    struct op ops[MAX_OPS];
+    struct comm *pending_init[MAX_COMMS];
+    int npending;
+    FILE *log;
+    bool log_opened;
+    long ids;
+} dbl;
+
+/* ------------------------------------------------------------ helpers */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static const char *env_or(const char *name, const char *dflt)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : dflt;
+}
+
+static bool fault_is(const char *f)
+{
+    return strcmp(env_or("PF_DOUBLE_FAULT", ""), f) == 0;
+}
+
+static void trace(const char *fmt, ...)
+{
+    const char *path = getenv("PF_DOUBLE_TRACE");
+    FILE *f;
+    va_list ap;
+
+    if (!path || !*path || !(f = fopen(path, "a")))
+        return;
+    va_start(ap, fmt);
+    vfprintf(f, fmt, ap);
+    va_end(ap);
+    fputc('\n', f);
+    fclose(f);
+}
+
+static int device_count(void)
+{
+    int n = atoi(env_or("PF_DOUBLE_GPUS", "2"));
+    const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+
+    if (vis) {
+        int listed = *vis ? 1 : 0;
+        for (const char *p = vis; *p; p++)
+            listed += *p == ',';
+        if (listed < n)
+            n = listed;
+    }
+    return n;
+}
+
+/* NCCL's INFO log, as the engine's parser expects to find it. */
+static void log_line(int dev, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (!dbl.log_opened) {
+        const char *lvl = getenv("NCCL_DEBUG");
+        const char *file = getenv("NCCL_DEBUG_FILE");
+        dbl.log_opened = true;
+        if (lvl && strcasecmp(lvl, "INFO") == 0 && file && *file) {
+            char path[1024], host[256] = "host";
+            size_t o = 0;
+            gethostname(host, sizeof(host) - 1);
+            host[strcspn(host, ".")] = '\0';
+            for (const char *p = file; *p && o + 64 < sizeof(path); p++) {
+                if (p[0] == '%' && p[1] == 'p') {
+                    o += (size_t)snprintf(path + o, sizeof(path) - o, "%d",
+                                          (int)getpid());
+                    p++;
+                } else if (p[0] == '%' && p[1] == 'h') {
+                    o += (size_t)snprintf(path + o, sizeof(path) - o, "%.60s",
+                                          host);
+                    p++;
+                } else {
+                    path[o++] = *p;
+                }
+            }
+            path[o] = '\0';
+            dbl.log = fopen(path, "w");
+        }
+    }
+    if (!dbl.log)
+        return;
+    fprintf(dbl.log, "double:%d:%d [%d] NCCL INFO ", (int)getpid(),
+            (int)getpid(), dev);
+    va_start(ap, fmt);
+    vfprintf(dbl.log, fmt, ap);
+    va_end(ap);
+    fputc('\n', dbl.log);
+    fflush(dbl.log);
+}
+
+/* --------------------------------------------------------- CUDA runtime */
+
+int cudaGetDeviceCount(int *count)
+{
+    *count = device_count();
+    return *count > 0 ? SUCCESS : ERR_NO_DEVICE;
+}
+
+int cudaSetDevice(int device)
+{
+    return device >= 0 && device < device_count() ? SUCCESS
+                                                   : ERR_INVALID_VALUE;
+}
+
+int cudaGetDeviceProperties(void *prop, int device)
+{
+    size_t mem = (size_t)141 << 30;
+
+    if (device < 0 || device >= device_count())
+        return ERR_INVALID_VALUE;
+    memset(prop, 0, 1008);
+    snprintf((char *)prop, 256, "Double GPU %d", device);
+    memcpy((char *)prop + 288, &mem, sizeof(mem));
+    return SUCCESS;
+}
+
+int cudaDeviceGetPCIBusId(char *bus, int len, int device)
+{
+    if (device < 0 || device >= device_count())
+        return ERR_INVALID_VALUE;
+    snprintf(bus, (size_t)len, "0000:%02x:00.0", 0x18 + device);
+    return SUCCESS;
+}
+
+int cudaRuntimeGetVersion(int *v) { *v = 13000; return SUCCESS; }
+int cudaDriverGetVersion(int *v) { *v = 13000; return SUCCESS; }
+
+const char *cudaGetErrorString(int e)
+{
+    switch (e) {
+    case SUCCESS: return "no error";
+    case ERR_INVALID_VALUE: return "invalid argument";
+    case ERR_NO_DEVICE: return "no CUDA-capable device is detected";
+    case ERR_NOT_READY: return "device not ready";
+    }
+    return "unknown error";
+}
+
+int cudaMalloc(void **p, size_t n)
+{
+    *p = malloc(n ? n : 1);
+    return *p ? SUCCESS : 2;          /* cudaErrorMemoryAllocation */
+}
+
+int cudaFree(void *p) { free(p); return SUCCESS; }
+int cudaMallocHost(void **p, size_t n) { return cudaMalloc(p, n); }
+int cudaFreeHost(void *p) { free(p); return SUCCESS; }
+
+int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void *s)
+{
+    (void)kind;
+    (void)s;
+    memmove(dst, src, n);
+    return SUCCESS;
+}
+
+int cudaMemsetAsync(void *p, int v, size_t n, void *s)
+{
+    (void)s;
+    memset(p, v, n);
+    return SUCCESS;
+}
+
+int cudaStreamCreateWithFlags(struct stream **out, unsigned flags)
+{
+    (void)flags;
+    for (int i = 0; i < MAX_STREAMS; i++) {
+        if (!dbl.streams[i].used) {
+            dbl.streams[i] = (struct stream){ .used = true };
+            *out = &dbl.streams[i];
+            return SUCCESS;
+        }
+    }
+    return ERR_INVALID_VALUE;
+}
+
+int cudaStreamDestroy(struct stream *s)
+{
+    s->used = false;
+    return SUCCESS;
+}
+
+int cudaStreamQuery(struct stream *s)
+{
+    return s->stuck ? ERR_NOT_READY : SUCCESS;
+}
+
+int cudaEventCreateWithFlags(struct event **out, unsigned flags)
+{
+    (void)flags;
+    *out = calloc(1, sizeof(**out));
+    return *out ? SUCCESS : 2;
+}
+
+int cudaEventDestroy(struct event *e) { free(e); return SUCCESS; }
+
+int cudaEventRecord(struct event *e, struct stream *s)
+{
+    e->t = now_s();
+    e->s = s;
+    e->recorded = true;
+    return SUCCESS;
+}
+
+int cudaEventQuery(struct event *e)
+{
+    return e->recorded && e->s && e->s->stuck ? ERR_NOT_READY : SUCCESS;
+}
+
+int cudaEventElapsedTime(float *ms, struct event *a, struct event *b)
+{
+    if (!a->recorded || !b->recorded)
+        return ERR_INVALID_VALUE;
+    *ms = (float)((b->t - a->t) * 1e3);
+    return SUCCESS;
+}
+
+/* ----------------------------------------------------------------- NCCL */
+
+int ncclGetVersion(int *v)
+{
+    *v = atoi(env_or("PF_DOUBLE_NCCL_VERSION", "22809"));
+    return NCCL_OK;
+}
+
+const char *ncclGetErrorString(int r)
+{
+    switch (r) {
+    case NCCL_OK: return "no error";
+    case NCCL_SYSTEM: return "unhandled system error";
+    case NCCL_INTERNAL: return "internal error";
+    case NCCL_ARG: return "invalid argument";
+    case NCCL_USAGE: return "invalid usage";
+    case NCCL_REMOTE: return "remote process exited or there was a network error";
+    case NCCL_IN_PROGRESS: return "NCCL operation in progress";
+    }
+    return "unknown result code";
+}
+
+const char *ncclGetLastError(struct comm *c)
+{
+    (void)c;
+    return fault_is("async_error") ? "double: injected remote error" : "";
+}
+
+static void log_init(int dev)
+{
+    int v = 0;
+    ncclGetVersion(&v);
+    log_line(dev, "NCCL version %d.%d.%d+cuda13.0", v / 10000,
+             (v / 100) % 100, v % 100);
+    if (strcmp(env_or("PF_DOUBLE_PLUGIN", "missing"), "loaded") == 0)
+        log_line(dev, "NET/Plugin: Loaded net plugin Libfabric (v10)");
+    else
+        log_line(dev, "NET/Plugin: Could not find: libnccl-net.so. Using "
+                      "internal network plugin.");
+    log_line(dev, "Using network %s", env_or("PF_DOUBLE_NETWORK", "Socket"));
+}
+
+int ncclGetUniqueId(unique_id *id)
+{
+    memset(id, 0, sizeof(*id));
+    snprintf(id->internal, sizeof(id->internal), "double-%d-%ld",
+             (int)getpid(), ++dbl.ids);
+    log_init(0);
+    return NCCL_OK;
+}
+
+/* The 2.18 layout prefix: size, magic, version, blocking. */
+struct config_head {
+    size_t size;
+    unsigned magic, version;
+    int blocking;
+};
+
+int ncclCommInitRankConfig(struct comm **out, int nranks, unique_id id,
+                           int rank, const struct config_head *cfg)
+{
+    struct comm *c = NULL;
+
+    if (cfg && (cfg->magic != 0xcafebeefu || cfg->size < sizeof(*cfg)))
+        return NCCL_ARG;
+    if (rank < 0 || rank >= nranks)
+        return NCCL_ARG;
+    for (int i = 0; i < MAX_COMMS && !c; i++)
+        if (!dbl.comms[i].used)
+            c = &dbl.comms[i];
+    if (!c)
+        return NCCL_SYSTEM;
+    *c = (struct comm){ .used = true, .id = id, .rank = rank,
+                        .nranks = nranks,
+                        .blocking = !cfg || cfg->blocking != 0,
+                        .state = NCCL_IN_PROGRESS };
+    *out = c;
+    if (!dbl.log_opened || rank != 0)
+        log_init(rank);
+    trace("init rank %d nranks %d", rank, nranks);
+    if (dbl.group_depth > 0) {
+        dbl.pending_init[dbl.npending++] = c;
+        return c->blocking ? NCCL_OK : NCCL_IN_PROGRESS;
+    }
+    c->state = fault_is("init_hang") ? NCCL_IN_PROGRESS
+             : fault_is("init_error") ? NCCL_SYSTEM : NCCL_OK;
+    return c->blocking ? c->state : NCCL_IN_PROGRESS;
+}
+
+int ncclCommGetAsyncError(struct comm *c, int *state)
+{
+    if (!c || !c->used)
+        return NCCL_ARG;
+    *state = c->state;
+    return NCCL_OK;
+}
+
+static void release(struct comm *c, const char *how)
+{
+    trace("%s rank %d", how, c->rank);
+    for (int i = 0; i < MAX_STREAMS; i++)
+        dbl.streams[i].stuck = false;     /* aborted kernels drain */
+    c->used = false;
+}
+
+int ncclCommAbort(struct comm *c)
+{
+    if (!c || !c->used)
+        return NCCL_ARG;
+    release(c, "abort");
+    return NCCL_OK;
+}
+
+int ncclCommDestroy(struct comm *c)
+{
+    if (!c || !c->used)
+        return NCCL_ARG;
+    release(c, "destroy");
+    return NCCL_OK;
+}
+
+int ncclGroupEnd(void);
+
+int ncclGroupStart(void)
+{
+    dbl.group_depth++;
+    return NCCL_OK;
+}
+
+int ncclAllReduce(const void *send, void *recv, size_t count, int dtype,
+                  int op, struct comm *c, struct stream *s)
+{
+    if (!c || !c->used || dtype != 7 || op != 0)
+        return NCCL_ARG;
+    if (c->state != NCCL_OK)
+        return NCCL_USAGE;
+    if (dbl.nops >= MAX_OPS)
+        return NCCL_INTERNAL;
+    dbl.ops[dbl.nops++] = (struct op){ c, send, recv, count, s };
+    if (dbl.group_depth == 0) {       /* an implicit group of one */
+        dbl.group_depth++;
+        return ncclGroupEnd();
+    }
+    return NCCL_OK;
+}
+
+static bool same_id(const struct comm *a, const struct comm *b)
+{
+    return memcmp(&a->id, &b->id, sizeof(a->id)) == 0;
+}
+
+/* Sum the ops of one communicator clique into every recv buffer. */
+static void reduce_clique(int first, bool *done)
+{
+    struct comm *c0 = dbl.ops[first].c;
+    size_t n = dbl.ops[first].count;
+    int members[MAX_OPS], nm = 0;
+
+    for (int i = first; i < dbl.nops; i++)
+        if (!done[i] && same_id(dbl.ops[i].c, c0))
+            members[nm++] = i;
+    for (int m = 0; m < nm; m++)
+        done[members[m]] = true;
+    if (nm != c0->nranks) {
+        /* peers are in another process: nobody will ever arrive */
+        for (int m = 0; m < nm; m++)
+            dbl.ops[members[m]].s->stuck = true;
+        return;
+    }
+    float *sum = calloc(n ? n : 1, sizeof(float));
+    if (!sum)
+        return;
+    for (int m = 0; m < nm; m++)
+        for (size_t i = 0; i < n; i++)
+            sum[i] += dbl.ops[members[m]].send[i];
+    const char *corrupt = getenv("PF_DOUBLE_CORRUPT");
+    int bad_rank = -1;
+    long bad_n = 0;
+    if (corrupt && sscanf(corrupt, "%d:%ld", &bad_rank, &bad_n) != 2)
+        bad_rank = -1;
+    long at = atol(env_or("PF_DOUBLE_FAULT_AT", "0"));
+    for (int m = 0; m < nm; m++) {
+        struct op *o = &dbl.ops[members[m]];
+        o->c->ops++;
+        if ((fault_is("async_error") || fault_is("hang")) && o->c->ops > at) {
+            o->s->stuck = true;
+            if (fault_is("async_error"))
+                o->c->state = NCCL_REMOTE;
+            continue;
+        }
+        memcpy(o->recv, sum, n * sizeof(float));
+        if (o->c->rank == bad_rank)
+            for (long i = 0; i < bad_n && (size_t)i < n; i++)
+                o->recv[i] += 1.0f;
+    }
+    free(sum);
+}
+
+int ncclGroupEnd(void)
+{
+    if (dbl.group_depth <= 0)
+        return NCCL_USAGE;
+    if (--dbl.group_depth > 0)
+        return NCCL_OK;
+
+    bool nonblocking = false;
+    for (int i = 0; i < dbl.npending; i++) {
+        struct comm *c = dbl.pending_init[i];
+        c->state = fault_is("init_hang") ? NCCL_IN_PROGRESS
+                 : fault_is("init_error") ? NCCL_SYSTEM : NCCL_OK;
+        nonblocking |= !c->blocking;
+        if (c->state == NCCL_OK)
+            log_line(c->rank, "Channel 00/0 : %d[%d] -> %d[%d] via %s",
+                     c->rank, c->rank, (c->rank + 1) % c->nranks,
+                     (c->rank + 1) % c->nranks,
+                     env_or("PF_DOUBLE_TRANSPORT", "P2P/CUMEM/read"));
+    }
+    dbl.npending = 0;
+
+    bool done[MAX_OPS] = { false };
+    for (int i = 0; i < dbl.nops; i++)
+        if (!done[i])
+            reduce_clique(i, done);
+    dbl.nops = 0;
+    return nonblocking ? NCCL_IN_PROGRESS : NCCL_OK;
+}

@@ -1,0 +1,434 @@
+/* The NCCL engine's control flow against the host-memory double
+ * (tests/double/gpu_double.c): missing library, old version, init timeout,
+ * async error mid-sweep, hangs and lost peers ending in ncclCommAbort, and
+ * data checks. Each Criterion test runs in its own process, so setenv is
+ * local to the test. */
+#include <criterion/criterion.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "collective/engine.h"
+#include "util/clock.h"
+#include "util/fsutil.h"
+
+/* ------------------------------------------------------- a fake group */
+
+struct fake {
+    int counts[4];          /* GPUs per process, for allgather */
+    int poll_ok;            /* polls that succeed before PF_ERR_LOST */
+    int polls;
+};
+
+static pf_err fake_allgather(struct pf_boot *b, const void *mine, size_t len,
+                             void *all, int64_t deadline, char *err)
+{
+    struct fake *f = b->impl;
+    (void)deadline;
+    (void)err;
+    cr_assert_eq(len, sizeof(int32_t));
+    for (int p = 0; p < b->world; p++) {
+        int32_t v = p == b->rank ? *(const int32_t *)mine : f->counts[p];
+        memcpy((char *)all + (size_t)p * len, &v, len);
+    }
+    return PF_OK;
+}
+
+static pf_err fake_bcast(struct pf_boot *b, void *buf, size_t len, int root,
+                         int64_t deadline, char *err)
+{
+    (void)deadline;
+    (void)err;
+    (void)root;
+    if (b->rank != 0)
+        memset(buf, 'x', len);       /* the id rank 0 would have sent */
+    return PF_OK;
+}
+
+static pf_err fake_barrier(struct pf_boot *b, int64_t deadline, char *err)
+{
+    (void)b;
+    (void)deadline;
+    (void)err;
+    return PF_OK;
+}
+
+static pf_err fake_poll(struct pf_boot *b, char *err)
+{
+    struct fake *f = b->impl;
+    if (f->poll_ok >= 0 && f->polls++ >= f->poll_ok)
+        return pf_fail(err, PF_ERR_LOST, "rank 1 (10.254.0.2) hung up");
+    return PF_OK;
+}
+
+static void fake_abort(struct pf_boot *b, const char *why)
+{
+    (void)b;
+    (void)why;
+}
+
+static void fake_close(struct pf_boot *b) { (void)b; }
+
+static const struct pf_boot_ops fake_ops = {
+    fake_allgather, fake_bcast, fake_barrier, fake_poll, fake_abort,
+    fake_close,
+};
+
+static struct fake fk;
+static struct pf_boot boot;
+static struct pf_run run;
+static char trace_path[PF_PATH_MAX];
+
+/* build/unit_tests -> build/double/libgpu-double.so */
+static void use_double(void)
+{
+    char exe[PF_PATH_MAX] = "", lib[PF_PATH_MAX + 32];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    cr_assert(n > 0);
+    exe[n] = '\0';
+    snprintf(lib, sizeof(lib), "%s/double/libgpu-double.so", dirname(exe));
+    cr_assert_eq(access(lib, R_OK), 0, "test double missing: %s", lib);
+    setenv("EFA_PREFLIGHT_CUDART", lib, 1);
+    setenv("EFA_PREFLIGHT_NCCL", lib, 1);
+    snprintf(trace_path, sizeof(trace_path), "/tmp/pf-double-trace.%d",
+             (int)getpid());
+    unlink(trace_path);
+    setenv("PF_DOUBLE_TRACE", trace_path, 1);
+    unsetenv("NCCL_DEBUG_FILE");
+    unsetenv("NCCL_DEBUG");
+    unsetenv("NCCL_DEBUG_SUBSYS");
+    unsetenv("CUDA_VISIBLE_DEVICES");
+    memset(&fk, 0, sizeof(fk));
+    fk.poll_ok = -1;
+    boot = (struct pf_boot){ .ops = &fake_ops, .rank = 0, .world = 1,
+                             .impl = &fk };
+    memset(&run, 0, sizeof(run));
+}
+
+static int trace_count(const char *what)
+{
+    char *text = NULL, err[PF_ERRLEN];
+    int n = 0;
+    if (pf_read_file(trace_path, 1 << 20, &text, NULL, err) != PF_OK)
+        return 0;
+    for (char *p = text; (p = strstr(p, what)) != NULL; p += strlen(what))
+        n++;
+    free(text);
+    return n;
+}
+
+static pf_err open_engine(struct pf_engine *e, uint64_t max_count,
+                          int64_t ms, char *err)
+{
+    *e = (struct pf_engine){ .ops = &pf_engine_nccl };
+    return e->ops->open(e, &run, &boot, max_count, pf_deadline_in(ms), err);
+}
+
+TestSuite(nccl_engine, .init = use_double, .timeout = 30);
+
+/* ---------------------------------------------------------------- tests */
+
+Test(nccl_engine, missing_library_is_a_clear_error)
+{
+    struct pf_engine e;
+    char err[PF_ERRLEN] = "";
+
+    setenv("EFA_PREFLIGHT_NCCL", "/nonexistent/libnccl.so.2", 1);
+    cr_assert_eq(open_engine(&e, 1024, 5000, err), PF_ERR_UNSUPPORTED);
+    cr_assert(strstr(err, "NCCL not found"), "%s", err);
+    cr_assert(strstr(err, "/nonexistent/libnccl.so.2"), "%s", err);
+    cr_assert_null(e.impl);
+}
+
+Test(nccl_engine, missing_cuda_runtime_is_a_clear_error)
+{
+    struct pf_engine e;
+    char err[PF_ERRLEN] = "";
+
+    setenv("EFA_PREFLIGHT_CUDART", "/nonexistent/libcudart.so", 1);
+    cr_assert_eq(open_engine(&e, 1024, 5000, err), PF_ERR_UNSUPPORTED);
+    cr_assert(strstr(err, "CUDA runtime not found"), "%s", err);
+}
+
+Test(nccl_engine, version_older_than_2_18_is_refused)
+{
+    struct pf_engine e;
+    char err[PF_ERRLEN] = "";
+
+    setenv("PF_DOUBLE_NCCL_VERSION", "21705", 1);
+    cr_assert_eq(open_engine(&e, 1024, 5000, err), PF_ERR_UNSUPPORTED);
+    cr_assert(strstr(err, "NCCL 2.17.5"), "%s", err);
+    cr_assert(strstr(err, ">= 2.18.0"), "%s", err);
+    cr_assert_eq(trace_count("init rank"), 0);
+}
+
+Test(nccl_engine, no_visible_device_is_an_error)
+{
+    struct pf_engine e;
+    char err[PF_ERRLEN] = "";
+
+    setenv("CUDA_VISIBLE_DEVICES", "", 1);
+    cr_assert_eq(open_engine(&e, 1024, 5000, err), PF_ERR_NOTFOUND);
+    cr_assert(strstr(err, "no CUDA device visible"), "%s", err);
+}
+
+Test(nccl_engine, one_process_drives_every_visible_gpu)
+{
+    struct pf_engine e;
+    char err[PF_ERRLEN] = "";
+
+    setenv("PF_DOUBLE_GPUS", "3", 1);
+    cr_assert_eq(open_engine(&e, 1024, 5000, err), PF_OK, "%s", err);
+    cr_assert_eq(e.nranks, 3);
+    cr_assert_eq(e.local_ranks, 3);
+    cr_assert_eq(trace_count("init rank"), 3);
+    e.ops->close(&e);
+    cr_assert_eq(trace_count("destroy rank"), 3);
+    cr_assert_eq(trace_count("abort rank"), 0);
+}
+
+Test(nccl_engine, cuda_visible_devices_is_respected)
+{
+    struct pf_engine e;
+    char err[PF_ERRLEN] = "";
+
+    setenv("PF_DOUBLE_GPUS", "4", 1);
+    setenv("CUDA_VISIBLE_DEVICES", "2", 1);
+    cr_assert_eq(open_engine(&e, 1024, 5000, err), PF_OK, "%s", err);
+    cr_assert_eq(e.local_ranks, 1);
+    cr_assert_eq(e.nranks, 1);
+    e.ops->close(&e);
+}
+
+Test(nccl_engine, global_ranks_follow_the_process_order)
+{
+    struct pf_engine e;
+    char err[PF_ERRLEN] = "";
+
+    /* this process is rank 1 of 2; rank 0 drives 3 GPUs */
+    boot.world = 2;
+    boot.rank = 1;
+    fk.counts[0] = 3;
+    cr_assert_eq(open_engine(&e, 1024, 5000, err), PF_OK, "%s", err);
+    cr_assert_eq(e.nranks, 5);
+    cr_assert_eq(e.local_ranks, 2);
+    cr_assert_eq(trace_count("init rank 3 nranks 5"), 1);
+    cr_assert_eq(trace_count("init rank 4 nranks 5"), 1);
+    e.ops->close(&e);
+}
+
+Test(nccl_engine, sums_are_exact_across_chunks_in_and_out_of_place)
+{
+    struct pf_engine e;
+    char err[PF_ERRLEN] = "";
+    uint64_t count = 31u * 65536u * 2u + 7u;   /* three staging chunks */
+    double secs = -1;
+    long wrong = -1;
+
+    setenv("PF_DOUBLE_GPUS", "3", 1);
+    cr_assert_eq(open_engine(&e, count, 10000, err), PF_OK, "%s", err);
+    for (int ip = 0; ip < 2; ip++) {
+        cr_assert_eq(e.ops->fill(&e, count, ip, err), PF_OK, "%s", err);
+        cr_assert_eq(e.ops->run(&e, count, ip, 1, &secs, pf_deadline_in(5000),
+                                err), PF_OK, "%s", err);
+        cr_assert_geq(secs, 0.0);
+        cr_assert_eq(e.ops->check(&e, count, ip, &wrong, err), PF_OK);
+        cr_assert_eq(wrong, 0, "in_place=%d: %ld wrong", ip, wrong);
+    }
+    e.ops->close(&e);
+}
+
+Test(nccl_engine, wrong_elements_are_counted_exactly)
+{
+    struct pf_engine e;
+    char err[PF_ERRLEN] = "";
+    double secs;
+    long wrong = -1;
+
+    setenv("PF_DOUBLE_CORRUPT", "1:5", 1);
+    cr_assert_eq(open_engine(&e, 4096, 5000, err), PF_OK, "%s", err);
+    cr_assert_eq(e.ops->fill(&e, 4096, false, err), PF_OK);
+    cr_assert_eq(e.ops->run(&e, 4096, false, 1, &secs, pf_deadline_in(5000),
+                            err), PF_OK, "%s", err);
+    cr_assert_eq(e.ops->check(&e, 4096, false, &wrong, err), PF_OK);
+    cr_assert_eq(wrong, 5);
+    e.ops->close(&e);
+}
+
+Test(nccl_engine, result_never_written_counts_every_element)
+{
+    struct pf_engine e;
+    char err[PF_ERRLEN] = "";
+    long wrong = -1;
+
+    /* fill poisons recv; checking without a run sees only NaNs */
+    cr_assert_eq(open_engine(&e, 1000, 5000, err), PF_OK, "%s", err);
+    cr_assert_eq(e.ops->fill(&e, 1000, false, err), PF_OK);
+    cr_assert_eq(e.ops->check(&e, 1000, false, &wrong, err), PF_OK);
+    cr_assert_eq(wrong, 2000);      /* 1000 per local rank, 2 ranks */
+    e.ops->close(&e);
+}
+
+Test(nccl_engine, init_that_never_completes_is_aborted_on_time)
+{
+    struct pf_engine e;
+    char err[PF_ERRLEN] = "";
+
+    setenv("PF_DOUBLE_FAULT", "init_hang", 1);
+    int64_t t0 = pf_now_ms();
+    cr_assert_eq(open_engine(&e, 1024, 300, err), PF_ERR_TIMEOUT);
+    int64_t took = pf_now_ms() - t0;
+    cr_assert_geq(took, 300);
+    cr_assert_lt(took, 2000, "took %lld ms", (long long)took);
+    cr_assert(strstr(err, "NCCL communicator init"), "%s", err);
+    cr_assert_eq(trace_count("abort rank"), 2);
+    cr_assert_eq(trace_count("destroy rank"), 0);
+    cr_assert_null(e.impl);
+}
+
+Test(nccl_engine, init_error_is_reported_and_aborted)
+{
+    struct pf_engine e;
+    char err[PF_ERRLEN] = "";
+
+    setenv("PF_DOUBLE_FAULT", "init_error", 1);
+    cr_assert_eq(open_engine(&e, 1024, 5000, err), PF_ERR_ENGINE);
+    cr_assert(strstr(err, "unhandled system error"), "%s", err);
+    cr_assert_eq(trace_count("abort rank"), 2);
+}
+
+Test(nccl_engine, async_error_mid_sweep_aborts_and_stays_failed)
+{
+    struct pf_engine e;
+    char err[PF_ERRLEN] = "";
+    double secs;
+
+    setenv("PF_DOUBLE_FAULT", "async_error", 1);
+    setenv("PF_DOUBLE_FAULT_AT", "3", 1);
+    cr_assert_eq(open_engine(&e, 256, 5000, err), PF_OK, "%s", err);
+    cr_assert_eq(e.ops->fill(&e, 256, false, err), PF_OK);
+    cr_assert_eq(e.ops->run(&e, 256, false, 3, &secs, pf_deadline_in(5000),
+                            err), PF_OK, "%s", err);
+    cr_assert_eq(trace_count("abort rank"), 0);
+    int64_t t0 = pf_now_ms();
+    cr_assert_eq(e.ops->run(&e, 256, false, 3, &secs, pf_deadline_in(5000),
+                            err), PF_ERR_ENGINE);
+    cr_assert_lt(pf_now_ms() - t0, 1000);      /* not the deadline */
+    cr_assert(strstr(err, "remote process exited"), "%s", err);
+    cr_assert(strstr(err, "double: injected remote error"), "%s", err);
+    cr_assert_eq(trace_count("abort rank"), 2);
+    cr_assert_eq(e.ops->run(&e, 256, false, 1, &secs, pf_deadline_in(5000),
+                            err), PF_ERR_ENGINE);
+    cr_assert(strstr(err, "aborted earlier"), "%s", err);
+    e.ops->close(&e);
+    cr_assert_eq(trace_count("destroy rank"), 0);
+}
+
+Test(nccl_engine, collective_that_never_completes_is_aborted_on_time)
+{
+    struct pf_engine e;
+    char err[PF_ERRLEN] = "";
+    double secs;
+
+    setenv("PF_DOUBLE_FAULT", "hang", 1);
+    cr_assert_eq(open_engine(&e, 256, 5000, err), PF_OK, "%s", err);
+    cr_assert_eq(e.ops->fill(&e, 256, true, err), PF_OK);
+    int64_t t0 = pf_now_ms();
+    cr_assert_eq(e.ops->run(&e, 256, true, 5, &secs, pf_deadline_in(250),
+                            err), PF_ERR_TIMEOUT);
+    int64_t took = pf_now_ms() - t0;
+    cr_assert_geq(took, 250);
+    cr_assert_lt(took, 1500, "took %lld ms", (long long)took);
+    cr_assert(strstr(err, "all_reduce of 1024 bytes"), "%s", err);
+    cr_assert_eq(trace_count("abort rank"), 2);
+    e.ops->close(&e);
+}
+
+Test(nccl_engine, lost_peer_aborts_without_waiting_for_the_deadline)
+{
+    struct pf_engine e;
+    char err[PF_ERRLEN] = "";
+    double secs;
+
+    setenv("PF_DOUBLE_FAULT", "hang", 1);
+    cr_assert_eq(open_engine(&e, 256, 5000, err), PF_OK, "%s", err);
+    cr_assert_eq(e.ops->fill(&e, 256, false, err), PF_OK);
+    fk.poll_ok = 2;
+    int64_t t0 = pf_now_ms();
+    cr_assert_eq(e.ops->run(&e, 256, false, 1, &secs, pf_deadline_in(20000),
+                            err), PF_ERR_LOST);
+    cr_assert_lt(pf_now_ms() - t0, 2000);
+    cr_assert(strstr(err, "rank 1 (10.254.0.2) hung up"), "%s", err);
+    cr_assert_eq(trace_count("abort rank"), 2);
+    e.ops->close(&e);
+}
+
+Test(nccl_engine, peers_in_another_process_that_never_come_time_out)
+{
+    struct pf_engine e;
+    char err[PF_ERRLEN] = "";
+    double secs;
+
+    /* ranks 2-3 of 4: the double never sees ranks 0-1 launch */
+    boot.world = 2;
+    boot.rank = 1;
+    fk.counts[0] = 2;
+    cr_assert_eq(open_engine(&e, 64, 5000, err), PF_OK, "%s", err);
+    cr_assert_eq(e.ops->fill(&e, 64, false, err), PF_OK);
+    cr_assert_eq(e.ops->run(&e, 64, false, 2, &secs, pf_deadline_in(200),
+                            err), PF_ERR_TIMEOUT);
+    cr_assert(strstr(err, "ranks 2-3 of 4"), "%s", err);
+    cr_assert_eq(trace_count("abort rank"), 2);
+    e.ops->close(&e);
+}
+
+Test(nccl_engine, transport_facts_reach_the_run)
+{
+    struct pf_engine e;
+    char err[PF_ERRLEN] = "";
+
+    setenv("PF_DOUBLE_TRANSPORT", "NET/Socket/0", 1);
+    cr_assert_eq(open_engine(&e, 64, 5000, err), PF_OK, "%s", err);
+    cr_assert_str_eq(getenv("NCCL_DEBUG"), "INFO");
+    cr_assert_str_eq(getenv("NCCL_DEBUG_SUBSYS"), "INIT,NET");
+    char path[PF_PATH_MAX];
+    snprintf(path, sizeof(path), "%s", getenv("NCCL_DEBUG_FILE"));
+    e.ops->close(&e);
+    cr_assert_str_eq(run.coll.transport, "NET/Socket");
+    cr_assert_str_eq(run.coll.nccl_network, "Socket");
+    cr_assert(run.coll.inter_node_socket);
+    cr_assert_not(run.coll.net_plugin_loaded);
+    cr_assert_not(run.coll.net_gdr);
+    /* the private log is gone and the environment restored */
+    cr_assert_neq(access(path, F_OK), 0);
+    cr_assert_null(getenv("NCCL_DEBUG_FILE"));
+    cr_assert_null(getenv("NCCL_DEBUG"));
+    cr_assert_null(getenv("NCCL_DEBUG_SUBSYS"));
+}
+
+Test(nccl_engine, users_debug_file_is_read_and_kept)
+{
+    struct pf_engine e;
+    char err[PF_ERRLEN] = "", mine[PF_PATH_MAX];
+
+    setenv("NCCL_DEBUG_FILE", "/tmp/pf-user-nccl.%p.log", 1);
+    setenv("NCCL_DEBUG", "WARN", 1);
+    setenv("PF_DOUBLE_PLUGIN", "loaded", 1);
+    setenv("PF_DOUBLE_NETWORK", "AWS Libfabric", 1);
+    setenv("PF_DOUBLE_TRANSPORT", "NET/AWS Libfabric/0/GDRDMA", 1);
+    snprintf(mine, sizeof(mine), "/tmp/pf-user-nccl.%d.log", (int)getpid());
+    cr_assert_eq(open_engine(&e, 64, 5000, err), PF_OK, "%s", err);
+    cr_assert_str_eq(getenv("NCCL_DEBUG"), "INFO");
+    e.ops->close(&e);
+    cr_assert_eq(access(mine, R_OK), 0, "user's log %s removed", mine);
+    unlink(mine);
+    cr_assert_str_eq(getenv("NCCL_DEBUG_FILE"), "/tmp/pf-user-nccl.%p.log");
+    cr_assert_str_eq(getenv("NCCL_DEBUG"), "WARN");
+    cr_assert_str_eq(run.coll.transport, "NET/AWS Libfabric/GDRDMA");
+    cr_assert_str_eq(run.coll.nccl_network, "AWS Libfabric");
+    cr_assert(run.coll.net_plugin_loaded);
+    cr_assert(run.coll.net_gdr);
+    cr_assert_not(run.coll.inter_node_socket);
+}
