@@ -1,8 +1,244 @@
+/* Publish the verdict on this pod's Node: conditions (strategic merge on
+ * nodes/{name}/status), an Event, the optional taint (read-modify-write
+ * with resourceVersion) and last the labels (merge patch), because in
+ * DaemonSet mode the status label un-selects the node and the controller
+ * then deletes this pod. Every write retries on 409 after reading the Node
+ * again. Only our own labels, conditions and taint are ever written. */
 #include "publish.h"
+#include "node.h"
 
-/* Placeholder until the Kubernetes publisher lands (issue: Kubernetes). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../util/clock.h"
+#include "../util/kubeapi.h"
+#include "../util/log.h"
+
+#define CONFLICT_RETRIES 5
+#define IDLE_MAX_MS (3600 * 1000)
+
+enum patch_kind { PATCH_LABELS, PATCH_CONDITIONS, PATCH_TAINT };
+
+struct pub {
+    const struct pf_run *run;
+    struct pf_kube *k;
+    char node[PF_NAME_MAX];
+    char reporter[PF_NAME_MAX];
+    char now[32];
+    time_t now_t;
+    bool taint;                       /* add (true) or remove our taint */
+};
+
+static pf_err read_node(struct pub *p, cJSON **node, char *err)
+{
+    char path[PF_PATH_MAX];
+    pf_err rc;
+
+    snprintf(path, sizeof(path), "/api/v1/nodes/%s", p->node);
+    rc = pf_kube_get(p->k, path, node, err);
+    if (rc == PF_ERR_FORBIDDEN)
+        pf_err_prefix(err, "reading Node %s needs get on nodes", p->node);
+    return rc;
+}
+
+/* Build one patch from a fresh read of the Node and send it; on 409 read
+ * again and rebuild, a bounded number of times. */
+static pf_err patch_node(struct pub *p, enum patch_kind kind, char *err)
+{
+    static const char *what[] = { "labels", "conditions", "taint" };
+    char path[PF_PATH_MAX];
+    pf_err rc = PF_OK;
+
+    for (int attempt = 1; attempt <= CONFLICT_RETRIES; attempt++) {
+        struct pf_kube_resp r;
+        struct pf_node_labels l;
+        cJSON *node = NULL, *patch = NULL;
+        const char *ctype = "application/merge-patch+json";
+        bool changed = true;
+        char *body;
+
+        rc = read_node(p, &node, err);
+        if (rc != PF_OK)
+            return rc;
+        snprintf(path, sizeof(path), "/api/v1/nodes/%s", p->node);
+        switch (kind) {
+        case PATCH_LABELS:
+            pf_node_labels_make(p->run, p->now_t, &l);
+            patch = pf_node_labels_patch(p->run->cfg.label_prefix, &l);
+            break;
+        case PATCH_CONDITIONS:
+            snprintf(path, sizeof(path), "/api/v1/nodes/%s/status", p->node);
+            ctype = "application/strategic-merge-patch+json";
+            patch = pf_node_conditions_patch(p->run, node, p->now);
+            break;
+        case PATCH_TAINT:
+            patch = pf_node_taints_patch(node, p->run->cfg.label_prefix,
+                                         p->taint, pf_node_reason(p->run),
+                                         &changed);
+            break;
+        }
+        cJSON_Delete(node);
+        if (!changed)
+            return PF_OK;
+        body = patch ? cJSON_PrintUnformatted(patch) : NULL;
+        cJSON_Delete(patch);
+        if (!body)
+            return pf_fail(err, PF_ERR_NOMEM, "out of memory");
+        rc = pf_kube_do(p->k, "PATCH", path, ctype, body, &r, err);
+        free(body);
+        if (rc != PF_OK)
+            return rc;
+        if (r.status == 409) {
+            pf_info("node %s: %s update conflicted (attempt %d); reading "
+                    "the Node again", p->node, what[kind], attempt);
+            rc = pf_kube_status_err(&r, "PATCH", path, err);
+            pf_kube_resp_free(&r);
+            continue;
+        }
+        if (r.status < 200 || r.status > 299) {
+            rc = pf_kube_status_err(&r, "PATCH", path, err);
+            pf_kube_resp_free(&r);
+            pf_err_prefix(err, "writing %s on Node %s", what[kind], p->node);
+            return rc;
+        }
+        pf_kube_resp_free(&r);
+        pf_debug("node %s: %s written", p->node, what[kind]);
+        return PF_OK;
+    }
+    pf_err_prefix(err, "writing %s on Node %s: still conflicting after %d "
+                  "attempts", what[kind], p->node, CONFLICT_RETRIES);
+    return rc;
+}
+
+static pf_err post_event(struct pub *p, char *err)
+{
+    char name[PF_NAME_MAX + 32], *body;
+    const char *uid;
+    struct timespec ts;
+    cJSON *node = NULL, *ev;
+    pf_err rc = read_node(p, &node, err);
+
+    if (rc != PF_OK)
+        return rc;
+    uid = pf_json_str(node, "metadata.uid");
+    for (int attempt = 1; attempt <= CONFLICT_RETRIES; attempt++) {
+        struct pf_kube_resp r;
+        /* client-go's naming: object name + "." + time in hex. */
+        clock_gettime(CLOCK_REALTIME, &ts);
+        snprintf(name, sizeof(name), "%s.%llx", p->node,
+                 (unsigned long long)ts.tv_sec * 1000000000ull +
+                     (unsigned long long)ts.tv_nsec);
+        ev = pf_node_event(p->run, p->node, uid, p->reporter, p->now, name);
+        body = cJSON_PrintUnformatted(ev);
+        cJSON_Delete(ev);
+        if (!body) {
+            rc = pf_fail(err, PF_ERR_NOMEM, "out of memory");
+            break;
+        }
+        rc = pf_kube_do(p->k, "POST", "/api/v1/namespaces/default/events",
+                        "application/json", body, &r, err);
+        free(body);
+        if (rc != PF_OK)
+            break;
+        if (r.status == 409) {    /* name taken: a new timestamp */
+            rc = pf_kube_status_err(&r, "POST", "events", err);
+            pf_kube_resp_free(&r);
+            continue;
+        }
+        if (r.status < 200 || r.status > 299)
+            rc = pf_kube_status_err(&r, "POST",
+                                    "/api/v1/namespaces/default/events", err);
+        pf_kube_resp_free(&r);
+        break;
+    }
+    cJSON_Delete(node);
+    return rc;
+}
+
+/* Node name: config, NODE_NAME, the peer table, else the own pod. */
+static pf_err resolve_node(struct pub *p, const struct pf_kube_identity *id,
+                           char *err)
+{
+    const struct pf_peers *pe = &p->run->peers;
+    char path[PF_PATH_MAX];
+    cJSON *pod = NULL;
+    const char *n;
+    pf_err rc;
+
+    if (id->node[0]) {
+        snprintf(p->node, sizeof(p->node), "%s", id->node);
+    } else if (pe->list && pe->rank >= 0 && pe->rank < pe->world &&
+               pe->list[pe->rank].node[0]) {
+        snprintf(p->node, sizeof(p->node), "%s", pe->list[pe->rank].node);
+    } else {
+        if (!pf_kube_name_ok(id->pod) || !pf_kube_name_ok(id->ns))
+            return pf_fail(err, PF_ERR_USAGE, "cannot tell which Node to "
+                           "write: set NODE_NAME or --node-name");
+        snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", id->ns,
+                 id->pod);
+        rc = pf_kube_get(p->k, path, &pod, err);
+        if (rc != PF_OK)
+            return rc;
+        n = pf_json_str(pod, "spec.nodeName");
+        snprintf(p->node, sizeof(p->node), "%s", n ? n : "");
+        cJSON_Delete(pod);
+    }
+    if (!pf_kube_name_ok(p->node))
+        return pf_fail(err, PF_ERR_USAGE, "node name '%s' is not a valid "
+                       "Kubernetes name", p->node);
+    return PF_OK;
+}
+
 pf_err pf_publish_node(const struct pf_run *run, char *err)
 {
-    (void)run;
-    return pf_fail(err, PF_ERR_UNSUPPORTED, "node publishing is not built yet");
+    const struct pf_config *cfg = &run->cfg;
+    struct pf_kube_identity id;
+    struct pf_kube_opts o;
+    struct pub p;
+    char ev_err[PF_ERRLEN];
+    pf_err rc;
+
+    memset(&p, 0, sizeof(p));
+    p.run = run;
+    p.now_t = time(NULL);
+    pf_rfc3339(p.now, 0);
+    pf_kube_identity(cfg, &id);
+    snprintf(p.reporter, sizeof(p.reporter), "%s",
+             id.pod[0] ? id.pod : "efa-preflight");
+
+    rc = pf_kube_opts_init(&o, cfg, err);
+    /* The run's own deadline may be spent by now: publishing gets its own
+     * bound so a verdict is never lost to a late collective. */
+    o.deadline = pf_deadline_in(120 * 1000);
+    if (rc == PF_OK)
+        rc = pf_kube_open(&o, &p.k, err);
+    if (rc == PF_OK)
+        rc = resolve_node(&p, &id, err);
+    if (rc == PF_OK)
+        rc = patch_node(&p, PATCH_CONDITIONS, err);
+    if (rc == PF_OK) {
+        /* An Event is worth a warning, not the verdict. */
+        if (post_event(&p, ev_err) != PF_OK)
+            pf_warn("node %s: event not written: %s", p.node, ev_err);
+        /* Taint a node that failed validation (not one we could not
+         * test); clear our taint whenever it passes. */
+        p.taint = run->verdict.overall == PF_FAIL &&
+                  run->verdict.exit_code == PF_EXIT_FAIL;
+        if ((p.taint && cfg->taint_on_failure) ||
+            run->verdict.overall == PF_PASS || run->verdict.overall == PF_WARN)
+            rc = patch_node(&p, PATCH_TAINT, err);
+    }
+    if (rc == PF_OK)
+        rc = patch_node(&p, PATCH_LABELS, err);
+    if (rc == PF_OK)
+        pf_info("node %s: verdict %s published", p.node,
+                pf_status_name(run->verdict.overall));
+    pf_kube_close(p.k);
+    if (rc != PF_OK)
+        return rc;
+    if (!strcmp(cfg->mode, "daemonset") && cfg->command == PF_CMD_RUN)
+        pf_node_idle(IDLE_MAX_MS);
+    return PF_OK;
 }

@@ -1,0 +1,63 @@
+/* The Node publisher's pieces (node.c drives them): what to write, built
+ * as JSON from the finished run and the Node as last read. Only keys under
+ * cfg.label_prefix, the condition types EFADevicesReady / EFAFabricReady and
+ * the taint <prefix>unhealthy are ever written; everything else on the Node
+ * is left as it was. */
+#ifndef PF_PUBLISH_NODE_H
+#define PF_PUBLISH_NODE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "../pf.h"
+
+#define PF_COND_DEVICES "EFADevicesReady"
+#define PF_COND_FABRIC "EFAFabricReady"
+
+/* Label values; "" means "remove the label". */
+struct pf_node_labels {
+    char status[16];                  /* pass|warn|fail|error */
+    char efa_count[16];
+    char busbw_gbps[32];
+    char validated_at[32];            /* 20261122T010203Z */
+    char valid_until[32];
+    char fabric[16];                  /* tested|untested */
+};
+
+/* ISO 8601 basic format, UTC: colons are not allowed in label values. */
+void pf_node_label_time(char out[32], time_t t);
+/* True when this run is the DaemonSet's group of one (no fabric partner). */
+bool pf_node_fabric_untested(const struct pf_run *run);
+void pf_node_labels_make(const struct pf_run *run, time_t now,
+                         struct pf_node_labels *l);
+/* {"metadata":{"labels":{...}}} for a JSON merge patch. */
+cJSON *pf_node_labels_patch(const char *prefix, const struct pf_node_labels *l);
+
+/* {"status":{"conditions":[...]}} for a strategic merge patch, keeping
+ * each condition's lastTransitionTime from node while its status is the
+ * same. now is RFC 3339. */
+cJSON *pf_node_conditions_patch(const struct pf_run *run, const cJSON *node,
+                                const char *now);
+
+/* {"metadata":{"resourceVersion":RV},"spec":{"taints":[...]}}: the node's
+ * taints with <prefix>unhealthy:NoSchedule added (add) or removed. NULL
+ * with *changed = false when nothing would change. */
+cJSON *pf_node_taints_patch(const cJSON *node, const char *prefix, bool add,
+                            const char *value, bool *changed);
+
+/* A core/v1 Event on the Node: Normal on pass, Warning otherwise. */
+cJSON *pf_node_event(const struct pf_run *run, const char *node,
+                     const char *uid, const char *reporter, const char *now,
+                     const char *name);
+/* The reason summing up the run: PreflightPassed or the first failing
+ * (else warning) check's reason. */
+const char *pf_node_reason(const struct pf_run *run);
+
+/* DaemonSet mode: after publishing, wait for the pod to be removed:
+ * returns on SIGTERM/SIGINT or after max_ms. */
+void pf_node_idle(int64_t max_ms);
+
+#endif

@@ -1,0 +1,300 @@
+/* Build the labels, conditions, taint list and Event the Node publisher
+ * writes. Pure functions of the run and the Node as read. */
+#include "node.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "../config/catalog.h"
+#include "../util/clock.h"
+#include "../util/kubeapi.h"
+#include "../util/log.h"
+#include "../verdict/verdict.h"
+
+void pf_node_label_time(char out[32], time_t t)
+{
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(out, 32, "%Y%m%dT%H%M%SZ", &tm);
+}
+
+bool pf_node_fabric_untested(const struct pf_run *run)
+{
+    return !strcmp(run->cfg.mode, "daemonset") && run->peers.world == 1;
+}
+
+static bool collective_attempted(const struct pf_run *run)
+{
+    return run->cfg.command != PF_CMD_NODE &&
+           (run->coll.ran || run->coll.err != PF_OK || run->peers.world > 0);
+}
+
+void pf_node_labels_make(const struct pf_run *run, time_t now,
+                         struct pf_node_labels *l)
+{
+    const struct pf_verdict *v = &run->verdict;
+
+    memset(l, 0, sizeof(*l));
+    /* "error" keeps "we could not test" (peers never came, API down)
+     * apart from "the fabric is bad". */
+    snprintf(l->status, sizeof(l->status), "%s",
+             v->overall == PF_FAIL && v->exit_code == PF_EXIT_INFRA
+                 ? "error" : pf_status_name(v->overall));
+    snprintf(l->efa_count, sizeof(l->efa_count), "%d", run->node.efa_count);
+    if (run->coll.ran && run->coll.peak_busbw > 0 &&
+        !pf_node_fabric_untested(run))
+        snprintf(l->busbw_gbps, sizeof(l->busbw_gbps), "%.1f",
+                 run->coll.peak_busbw);
+    pf_node_label_time(l->validated_at, now);
+    pf_node_label_time(l->valid_until,
+                       now + (time_t)run->cfg.valid_hours * 3600);
+    if (pf_node_fabric_untested(run))
+        snprintf(l->fabric, sizeof(l->fabric), "untested");
+    else if (collective_attempted(run))
+        snprintf(l->fabric, sizeof(l->fabric), "tested");
+}
+
+static void add_label(cJSON *labels, const char *prefix, const char *name,
+                      const char *value)
+{
+    char key[PF_NAME_MAX + 32];
+
+    snprintf(key, sizeof(key), "%s%s", prefix, name);
+    if (!pf_label_key_ok(key) || !pf_label_value_ok(value)) {
+        pf_warn("node label %s=%s is not a valid label; not written", key,
+                value);
+        return;
+    }
+    /* null deletes the key in a merge patch: no stale value survives. */
+    if (*value)
+        cJSON_AddStringToObject(labels, key, value);
+    else
+        cJSON_AddNullToObject(labels, key);
+}
+
+cJSON *pf_node_labels_patch(const char *prefix, const struct pf_node_labels *l)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON *md = cJSON_AddObjectToObject(root, "metadata");
+    cJSON *labels = cJSON_AddObjectToObject(md, "labels");
+
+    add_label(labels, prefix, "status", l->status);
+    add_label(labels, prefix, "efa-count", l->efa_count);
+    add_label(labels, prefix, "busbw-gbps", l->busbw_gbps);
+    add_label(labels, prefix, "validated-at", l->validated_at);
+    add_label(labels, prefix, "valid-until", l->valid_until);
+    add_label(labels, prefix, "fabric", l->fabric);
+    return root;
+}
+
+/* The first check of a condition with the given status, or NULL. */
+static const struct pf_check *first_check(const struct pf_verdict *v,
+                                          const char *condition,
+                                          enum pf_status st)
+{
+    for (int i = 0; i < v->n; i++)
+        if (v->checks[i].status == st &&
+            (!condition || !strcmp(v->checks[i].condition, condition)))
+            return &v->checks[i];
+    return NULL;
+}
+
+const char *pf_node_reason(const struct pf_run *run)
+{
+    const struct pf_check *c = first_check(&run->verdict, NULL, PF_FAIL);
+
+    if (!c)
+        c = first_check(&run->verdict, NULL, PF_WARN);
+    return c && c->reason[0] ? c->reason : "PreflightPassed";
+}
+
+static const char *previous_transition(const cJSON *node, const char *type,
+                                       const char *status)
+{
+    const cJSON *c;
+
+    cJSON_ArrayForEach(c, pf_json_at(node, "status.conditions")) {
+        const char *t = pf_json_str(c, "type");
+        const char *s = pf_json_str(c, "status");
+        if (t && !strcmp(t, type))
+            return s && !strcmp(s, status)
+                       ? pf_json_str(c, "lastTransitionTime") : NULL;
+    }
+    return NULL;
+}
+
+static void add_condition(cJSON *list, const cJSON *node, const char *type,
+                          const char *status, const char *reason,
+                          const char *message, const char *now)
+{
+    cJSON *c = cJSON_CreateObject();
+    const char *since = previous_transition(node, type, status);
+
+    cJSON_AddStringToObject(c, "type", type);
+    cJSON_AddStringToObject(c, "status", status);
+    cJSON_AddStringToObject(c, "reason", reason);
+    cJSON_AddStringToObject(c, "message", message);
+    cJSON_AddStringToObject(c, "lastHeartbeatTime", now);
+    cJSON_AddStringToObject(c, "lastTransitionTime", since ? since : now);
+    cJSON_AddItemToArray(list, c);
+}
+
+/* One condition from the checks that feed it. */
+static void condition_from_checks(cJSON *list, const struct pf_run *run,
+                                  const cJSON *node, const char *type,
+                                  const char *pass_message, const char *now)
+{
+    const struct pf_verdict *v = &run->verdict;
+    enum pf_status st = pf_verdict_condition(v, type);
+    const struct pf_check *c;
+
+    if (st == PF_SKIP)
+        return;
+    if (st == PF_FAIL) {
+        c = first_check(v, type, PF_FAIL);
+        add_condition(list, node, type, "False", c->reason, c->message, now);
+    } else if (st == PF_WARN) {
+        c = first_check(v, type, PF_WARN);
+        add_condition(list, node, type, "True", c->reason, c->message, now);
+    } else {
+        add_condition(list, node, type, "True", "PreflightPassed",
+                      pass_message, now);
+    }
+}
+
+cJSON *pf_node_conditions_patch(const struct pf_run *run, const cJSON *node,
+                                const char *now)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON *status = cJSON_AddObjectToObject(root, "status");
+    cJSON *list = cJSON_AddArrayToObject(status, "conditions");
+    char msg[384];
+    int expect = run->instance ? run->instance->efa_count : -1;
+
+    if (expect >= 0)
+        snprintf(msg, sizeof(msg), "%d of %d EFA devices present, node "
+                 "checks passed", run->node.efa_count, expect);
+    else
+        snprintf(msg, sizeof(msg), "%d EFA devices present, node checks "
+                 "passed", run->node.efa_count);
+    condition_from_checks(list, run, node, PF_COND_DEVICES, msg, now);
+
+    if (pf_node_fabric_untested(run)) {
+        add_condition(list, node, PF_COND_FABRIC, "Unknown", "FabricUntested",
+                      "no other pending node of this instance type and zone "
+                      "to test the fabric with", now);
+    } else {
+        snprintf(msg, sizeof(msg), "all_reduce over %d nodes (%s engine): "
+                 "peak busbw %.2f GB/s, average %.2f GB/s",
+                 run->coll.nnodes, run->coll.engine[0] ? run->coll.engine : "?",
+                 run->coll.peak_busbw, run->coll.avg_busbw);
+        condition_from_checks(list, run, node, PF_COND_FABRIC, msg, now);
+    }
+    return root;
+}
+
+cJSON *pf_node_taints_patch(const cJSON *node, const char *prefix, bool add,
+                            const char *value, bool *changed)
+{
+    char key[PF_NAME_MAX + 16];
+    const char *rv = pf_json_str(node, "metadata.resourceVersion");
+    cJSON *root, *spec, *taints;
+    const cJSON *t;
+    bool had = false;
+
+    snprintf(key, sizeof(key), "%sunhealthy", prefix);
+    cJSON_ArrayForEach(t, pf_json_at(node, "spec.taints")) {
+        const char *k = pf_json_str(t, "key");
+        const char *e = pf_json_str(t, "effect");
+        if (k && !strcmp(k, key) && e && !strcmp(e, "NoSchedule"))
+            had = true;
+    }
+    *changed = had != add;
+    if (!*changed)
+        return NULL;
+
+    root = cJSON_CreateObject();
+    if (rv)
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(root, "metadata"),
+                                "resourceVersion", rv);
+    spec = cJSON_AddObjectToObject(root, "spec");
+    taints = cJSON_AddArrayToObject(spec, "taints");
+    /* Everyone else's taints, untouched and in order. */
+    cJSON_ArrayForEach(t, pf_json_at(node, "spec.taints")) {
+        const char *k = pf_json_str(t, "key");
+        const char *e = pf_json_str(t, "effect");
+        if (k && !strcmp(k, key) && e && !strcmp(e, "NoSchedule"))
+            continue;
+        cJSON_AddItemToArray(taints, cJSON_Duplicate(t, 1));
+    }
+    if (add) {
+        cJSON *mine = cJSON_CreateObject();
+        char ts[32];
+        pf_rfc3339(ts, 0);
+        cJSON_AddStringToObject(mine, "key", key);
+        if (value && pf_label_value_ok(value))
+            cJSON_AddStringToObject(mine, "value", value);
+        cJSON_AddStringToObject(mine, "effect", "NoSchedule");
+        cJSON_AddStringToObject(mine, "timeAdded", ts);
+        cJSON_AddItemToArray(taints, mine);
+    }
+    return root;
+}
+
+cJSON *pf_node_event(const struct pf_run *run, const char *node,
+                     const char *uid, const char *reporter, const char *now,
+                     const char *name)
+{
+    const struct pf_verdict *v = &run->verdict;
+    const struct pf_check *c = first_check(v, NULL, PF_FAIL);
+    cJSON *ev = cJSON_CreateObject();
+    cJSON *md, *io, *src;
+    char msg[1024], nums[256];
+    int expect = run->instance ? run->instance->efa_count : -1;
+    double floor = run->instance
+                       ? pf_instance_floor(run->instance, run->coll.nnodes)
+                       : 0;
+    size_t n;
+
+    if (!c)
+        c = first_check(v, NULL, PF_WARN);
+    if (run->cfg.min_busbw_gbps > 0)
+        floor = run->cfg.min_busbw_gbps;
+    n = (size_t)snprintf(nums, sizeof(nums), "efa %d", run->node.efa_count);
+    if (expect >= 0 && n < sizeof(nums))
+        n += (size_t)snprintf(nums + n, sizeof(nums) - n, "/%d", expect);
+    if (run->coll.ran && n < sizeof(nums))
+        n += (size_t)snprintf(nums + n, sizeof(nums) - n,
+                              ", busbw %.2f GB/s over %d nodes (floor %.1f)",
+                              run->coll.peak_busbw, run->coll.nnodes, floor);
+    if (c)
+        snprintf(msg, sizeof(msg), "%s: %s (%s)", pf_status_name(v->overall),
+                 c->message, nums);
+    else
+        snprintf(msg, sizeof(msg), "%s: %s", pf_status_name(v->overall), nums);
+
+    cJSON_AddStringToObject(ev, "apiVersion", "v1");
+    cJSON_AddStringToObject(ev, "kind", "Event");
+    md = cJSON_AddObjectToObject(ev, "metadata");
+    cJSON_AddStringToObject(md, "name", name);
+    cJSON_AddStringToObject(md, "namespace", "default");
+    io = cJSON_AddObjectToObject(ev, "involvedObject");
+    cJSON_AddStringToObject(io, "apiVersion", "v1");
+    cJSON_AddStringToObject(io, "kind", "Node");
+    cJSON_AddStringToObject(io, "name", node);
+    if (uid)
+        cJSON_AddStringToObject(io, "uid", uid);
+    cJSON_AddStringToObject(ev, "reason", pf_node_reason(run));
+    cJSON_AddStringToObject(ev, "message", msg);
+    cJSON_AddStringToObject(ev, "type",
+                            v->overall == PF_PASS ? "Normal" : "Warning");
+    src = cJSON_AddObjectToObject(ev, "source");
+    cJSON_AddStringToObject(src, "component", "efa-preflight");
+    cJSON_AddStringToObject(src, "host", node);
+    cJSON_AddStringToObject(ev, "firstTimestamp", now);
+    cJSON_AddStringToObject(ev, "lastTimestamp", now);
+    cJSON_AddNumberToObject(ev, "count", 1);
+    cJSON_AddStringToObject(ev, "reportingComponent", "efa-preflight");
+    cJSON_AddStringToObject(ev, "reportingInstance", reporter);
+    return ev;
+}
