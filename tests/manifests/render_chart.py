@@ -17,8 +17,9 @@ Printing a missing value is an error (helm would print nothing), which
 catches misspelled value names.
 
 Usage: render_chart.py CHART_DIR [-f VALUES.yaml ...] [--name N]
-                       [--namespace NS] [--notes]
-Writes the rendered manifests (or NOTES.txt with --notes) to stdout.
+                       [--namespace NS] [--notes | --print-values]
+Writes the rendered manifests (NOTES.txt with --notes, the merged values
+with --print-values) to stdout; exit 2 on a template error.
 """
 import argparse
 import json
@@ -287,6 +288,9 @@ class Renderer:
                 if have_value:
                     args.append(value)
                 value = self.call(words[0], args, where)
+            elif re.fullmatch(r"[A-Za-z_]\w*", words[0]) and \
+                    words[0] not in ("true", "false", "nil"):
+                raise TemplateError("%s: unknown function %s" % (where, words[0]))
             else:
                 if len(words) != 1 or have_value:
                     raise TemplateError("%s: cannot apply arguments to %s"
@@ -347,15 +351,20 @@ def merge(base, over):
     return over
 
 
-def render_chart(chart_dir, value_files=(), name=None, namespace="default",
-                 notes=False):
-    with open(os.path.join(chart_dir, "Chart.yaml")) as f:
-        chart = yaml.safe_load(f)
+def load_values(chart_dir, value_files=()):
     with open(os.path.join(chart_dir, "values.yaml")) as f:
         values = yaml.safe_load(f) or {}
     for vf in value_files:
         with open(vf) as f:
             values = merge(values, yaml.safe_load(f) or {})
+    return values
+
+
+def render_chart(chart_dir, value_files=(), name=None, namespace="default",
+                 notes=False):
+    with open(os.path.join(chart_dir, "Chart.yaml")) as f:
+        chart = yaml.safe_load(f)
+    values = load_values(chart_dir, value_files)
     ctx = {
         "Values": values,
         "Release": {"Name": name or chart["name"], "Namespace": namespace,
@@ -394,10 +403,16 @@ def main():
     ap.add_argument("--name")
     ap.add_argument("--namespace", default="default")
     ap.add_argument("--notes", action="store_true")
+    ap.add_argument("--print-values", action="store_true",
+                    help="print the merged values instead of rendering")
     a = ap.parse_args()
     try:
-        sys.stdout.write(render_chart(a.chart, a.values, a.name, a.namespace,
-                                      a.notes))
+        if a.print_values:
+            sys.stdout.write(yaml.safe_dump(load_values(a.chart, a.values),
+                                            sort_keys=True))
+        else:
+            sys.stdout.write(render_chart(a.chart, a.values, a.name,
+                                          a.namespace, a.notes))
     except (TemplateError, OSError, yaml.YAMLError) as e:
         print("render_chart: %s" % e, file=sys.stderr)
         return 2

@@ -1,0 +1,197 @@
+#!/bin/bash
+# Deploy files: every YAML parses; k8s/ manifests, the examples and the Helm
+# chart rendered three ways validate against the Kubernetes schemas; the
+# chart's values validate against values.schema.json; chart and k8s/ agree
+# (names, labels, RBAC, env); and each checker rejects a broken input with
+# the exact reason, so none of them passes by accident.
+set -u
+root=${PF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+cd "$root" || exit 1
+m=tests/manifests
+chart=charts/efa-preflight
+
+command -v node >/dev/null && command -v npm >/dev/null || {
+    echo "skip: node and npm are not installed (.ci/run installs nodejs npm)"; exit 77; }
+python3 -c 'import yaml' 2>/dev/null || {
+    echo "skip: python3-yaml is not installed (make deps)"; exit 77; }
+if [ ! -d "$m/node_modules/kubernetes-models" ] || [ ! -d "$m/node_modules/ajv" ]; then
+    echo "installing the validators: npm ci in $m"
+    (cd "$m" && npm ci --no-audit --no-fund --loglevel=error) || {
+        echo "skip: npm ci failed in $m (no access to the npm registry?)"; exit 77; }
+fi
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+pass() { echo "ok   $*"; }
+bad() { echo "FAIL $*"; failures=$((failures + 1)); }
+
+# expect_fail NAME PATTERN... -- runs the command from $tmp/cmd, wants a
+# non-zero exit and every PATTERN (fixed strings) in its output.
+expect_fail() {
+    local name=$1; shift
+    local out rc
+    out=$(bash "$tmp/cmd" 2>&1); rc=$?
+    if [ $rc -eq 0 ]; then bad "$name: accepted"; echo "$out" | sed 's/^/     /'; return; fi
+    for p in "$@"; do
+        if ! grep -qF -- "$p" <<<"$out"; then
+            bad "$name: output lacks '$p'"; echo "$out" | sed 's/^/     /'; return
+        fi
+    done
+    pass "$name: rejected ($# expected reasons)"
+}
+
+# 1. Every YAML file of the repository parses (chart templates are checked
+#    after rendering).
+if python3 - <<'EOF'
+import subprocess, sys, yaml
+files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard",
+                        "*.yaml", "*.yml"], capture_output=True, text=True,
+                       check=True).stdout.split()
+files = [f for f in files if "/templates/" not in f and "node_modules" not in f]
+bad = 0
+for f in files:
+    try:
+        with open(f) as fh:
+            list(yaml.safe_load_all(fh))
+    except (yaml.YAMLError, OSError) as e:
+        print("FAIL %s: %s" % (f, e)); bad += 1
+print("%d YAML files parsed, %d failed" % (len(files), bad))
+sys.exit(1 if bad or len(files) < 12 else 0)
+EOF
+then pass "every YAML file parses"; else bad "YAML parse"; fi
+
+# 2. Render the chart: defaults, a HyperPod/override set, initcontainer mode.
+r() { python3 $m/render_chart.py $chart --name efa-preflight --namespace efa-preflight "$@"; }
+r >"$tmp/default.yaml" && pass "chart renders with default values" || bad "chart render (defaults)"
+r -f $m/fixtures/values-hyperpod.yaml >"$tmp/hyperpod.yaml" \
+    && pass "chart renders with values-hyperpod.yaml" || bad "chart render (hyperpod)"
+r -f $m/fixtures/values-initcontainer.yaml >"$tmp/initc.yaml" \
+    && pass "chart renders in initcontainer mode" || bad "chart render (initcontainer)"
+r --notes >"$tmp/notes.txt" || bad "NOTES.txt render"
+r -f $m/fixtures/values-hyperpod.yaml --print-values >"$tmp/hyperpod-values.yaml"
+
+# 3. Values against values.schema.json (ajv).
+for v in $chart/values.yaml "$tmp/hyperpod-values.yaml"; do
+    if node $m/validate.mjs values "$v" $chart/values.schema.json >"$tmp/out" 2>&1; then
+        pass "values schema: $(basename "$v")"
+    else bad "values schema: $v"; sed 's/^/     /' "$tmp/out"; fi
+done
+echo "node $m/validate.mjs values $m/fixtures/bad-values.yaml $chart/values.schema.json" >"$tmp/cmd"
+expect_fail "values schema on bad-values.yaml" \
+    "must NOT have additional properties 'groupsize'" \
+    "/mode: must be equal to one of the allowed values" \
+    "/labelPrefix: must NOT be valid" \
+    "/groupSize: must be >= 1" \
+    "/instanceTypes/0: must have required property 'resources'"
+
+# 4. Kubernetes schemas (kubernetes-models + unknown-field check; JobSet's
+#    own fields by jobset-v1alpha2.schema.json, its job templates by the
+#    batch/v1 schema).
+if node $m/validate.mjs manifests k8s/*.yaml k8s/examples/*.yaml \
+        "$tmp/default.yaml" "$tmp/hyperpod.yaml" "$tmp/initc.yaml" >"$tmp/out" 2>&1; then
+    pass "Kubernetes schemas: $(tail -n 1 "$tmp/out")"
+else bad "Kubernetes schemas"; grep -v '^ok ' "$tmp/out" | sed 's/^/     /'; fi
+n_default=$(grep -c '^ok .*default.yaml' "$tmp/out")
+[ "$n_default" -eq 15 ] && pass "default render has 15 objects" \
+    || bad "default render has $n_default objects, want 15 (6 DaemonSets, 5 RBAC, 4 job RBAC)"
+echo "node $m/validate.mjs manifests $m/fixtures/bad-daemonset.yaml" >"$tmp/cmd"
+expect_fail "Kubernetes schemas on bad-daemonset.yaml" \
+    "/spec/template/spec/tolerance: unknown field" \
+    '/spec/template/spec/hostNetwork: type {"type":"boolean"}' \
+    '/spec/template/spec/containers/0: required {"missingProperty":"name"}'
+sed 's/maxRestarts: 0/maxRestart: 0/' k8s/examples/jobset-full.yaml >"$tmp/jobset-typo.yaml"
+sed -i 's/restartPolicy: Never/restartPolicy: Nevr/; s/^\(\s*\)parallelism: 2/\1parallelism: two/' "$tmp/jobset-typo.yaml"
+echo "node $m/validate.mjs manifests $tmp/jobset-typo.yaml" >"$tmp/cmd"
+expect_fail "JobSet checks on a mistyped JobSet" \
+    "/spec/failurePolicy: must NOT have additional properties 'maxRestart'" \
+    "/spec/replicatedJobs/0/template/spec/parallelism: type" \
+    "/spec/replicatedJobs/0/template/spec/template/spec/restartPolicy: enum"
+
+# 5. Chart vs k8s/ vs examples.
+if python3 $m/compare_manifests.py . "$tmp/default.yaml" >"$tmp/out" 2>&1; then
+    pass "chart == k8s/: $(tail -n 1 "$tmp/out")"
+else bad "chart vs k8s/"; sed 's/^/     /' "$tmp/out"; fi
+# The comparison must catch drift: a dropped verb, a changed env value, an
+# init container with fewer GPUs than the training container, a copy-in
+# path mismatch, an unknown agent option.
+mkdir -p "$tmp/root/agent/config"
+cp -r k8s "$tmp/root/"
+cp agent/config/config.c "$tmp/root/agent/config/"
+sed -i 's/verbs: \[get, list, watch, patch\]/verbs: [get, list, patch]/' "$tmp/root/k8s/10-rbac.yaml"
+sed -i '/name: EFA_PREFLIGHT_GROUP_SIZE/{n;s/"2"/"3"/}' "$tmp/root/k8s/20-daemonset.yaml"
+python3 - "$tmp/root/k8s/examples" <<'EOF'
+import sys
+d = sys.argv[1]
+p = d + "/indexed-job-full.yaml"
+s = open(p).read()
+i = s.index("initContainers:")
+j = s.index("nvidia.com/gpu: 8", i)
+s = s[:j] + "nvidia.com/gpu: 4" + s[j + len("nvidia.com/gpu: 8"):]
+s = s.replace("name: EFA_PREFLIGHT_TIMEOUT", "name: EFA_PREFLIGHT_TIMEOUT_S", 1)
+open(p, "w").write(s)
+p = d + "/jobset-copy-in.yaml"
+s = open(p).read().replace("- /preflight/efa-preflight\n", "- /preflight/efa-preflight-copy\n", 1)
+open(p, "w").write(s)
+EOF
+echo "python3 $m/compare_manifests.py $tmp/root $tmp/default.yaml" >"$tmp/cmd"
+expect_fail "comparison on drifted copies of k8s/" \
+    "ClusterRole /efa-preflight differs: /rules/0/verbs: 3 items in k8s/, 4 in chart" \
+    "k8s/ ClusterRole efa-preflight rules" \
+    "DaemonSet efa-preflight/efa-preflight-p5-48xlarge differs: /spec/template/spec/initContainers/0/env/7/value: '3' in k8s/, '2' in chart" \
+    "indexed-job-full.yaml: initContainer efa-preflight requests {'requests': {'nvidia.com/gpu': '4'" \
+    "EFA_PREFLIGHT_TIMEOUT_S is not an agent option" \
+    "jobset-copy-in.yaml: copies to /preflight/efa-preflight-copy but runs /preflight/efa-preflight"
+
+# 6. What the overrides must change, exactly.
+if python3 - "$tmp/hyperpod.yaml" "$tmp/initc.yaml" <<'EOF'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+ds = [d for d in docs if d["kind"] == "DaemonSet"]
+errs = []
+def want(what, got, exp):
+    if got != exp: errs.append("%s: %r, want %r" % (what, got, exp))
+want("DaemonSets", [d["metadata"]["name"] for d in ds], ["efa-preflight-ml-p5-48xlarge"])
+spec = ds[0]["spec"]["template"]["spec"]
+want("nodeSelector", spec["nodeSelector"], {"preflight.example.com/status": "pending",
+     "sagemaker.amazonaws.com/node-health-status": "Schedulable"})
+env = {e["name"]: e.get("value") for e in spec["initContainers"][0]["env"]}
+for k, v in {"EFA_PREFLIGHT_LABEL_PREFIX": "preflight.example.com/",
+             "EFA_PREFLIGHT_TAINT_ON_FAILURE": "true", "EFA_PREFLIGHT_GROUP_SIZE": "4",
+             "EFA_PREFLIGHT_MIN_BUSBW_GBPS": "300", "EFA_PREFLIGHT_MAX_BYTES": "1G",
+             "EFA_PREFLIGHT_EXPECT_EFA": "32"}.items():
+    want(k, env.get(k), v)
+want("FI_EFA_USE_HUGE_PAGE with hugepages requested", env.get("FI_EFA_USE_HUGE_PAGE"), None)
+want("hugepages limit", spec["initContainers"][0]["resources"]["limits"].get("hugepages-2Mi"), "5120Mi")
+crbs = sorted(d["metadata"]["name"] for d in docs if d["kind"] == "ClusterRoleBinding")
+want("ClusterRoleBindings", crbs, ["efa-preflight", "efa-preflight-job-research", "efa-preflight-job-training"])
+sas = sorted((d["metadata"]["namespace"], d["metadata"]["name"]) for d in docs if d["kind"] == "ServiceAccount")
+want("ServiceAccounts", sas, [("efa-preflight", "efa-preflight"), ("research", "efa-preflight-job"),
+                              ("training", "efa-preflight-job")])
+ic = [d for d in yaml.safe_load_all(open(sys.argv[2])) if d]
+want("initcontainer mode kinds", sorted(d["kind"] for d in ic),
+     sorted(["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
+             "ServiceAccount", "Role", "RoleBinding", "ClusterRoleBinding"]))
+for e in errs: print("FAIL " + e)
+sys.exit(1 if errs else 0)
+EOF
+then pass "overrides change exactly what they should"; else bad "override render"; fi
+
+# 7. NOTES.txt tells how to read the results.
+for want in "kubectl get nodes -L efa-preflight.io/status,efa-preflight.io/efa-count,efa-preflight.io/busbw-gbps" \
+            "kubectl label node NODE efa-preflight.io/status=pending --overwrite" \
+            "EFADevicesReady|EFAFabricReady"; do
+    grep -qF -- "$want" "$tmp/notes.txt" || bad "NOTES.txt lacks: $want"
+done
+pass "NOTES.txt names the kubectl commands"
+
+# 8. The renderer refuses what it does not implement instead of guessing.
+cp -r $chart "$tmp/chart"
+printf 'kind: ConfigMap\nx: {{ printf "%%s" .Values.mode }}\n' >"$tmp/chart/templates/extra.yaml"
+echo "python3 $m/render_chart.py $tmp/chart" >"$tmp/cmd"
+expect_fail "renderer on an unsupported function" "templates/extra.yaml:2: unknown function printf"
+printf 'kind: ConfigMap\nx: {{ .Values.labelPrefx }}\n' >"$tmp/chart/templates/extra.yaml"
+expect_fail "renderer on a misspelled value" "templates/extra.yaml:2: prints a missing value"
+
+echo "manifests: $failures failed checks"
+[ $failures -eq 0 ]

@@ -1,0 +1,365 @@
+#!/usr/bin/env python3
+"""Check that the Helm chart, the plain k8s/ manifests and the examples agree.
+
+  compare_manifests.py ROOT RENDERED.yaml
+
+ROOT is the repository; RENDERED.yaml is the chart rendered with its default
+values, release name and namespace "efa-preflight". Checks:
+  1. every k8s/ object (but the Namespace, which helm --create-namespace
+     makes) equals the chart's object of the same kind/namespace/name, field
+     by field: names, labels, RBAC rules, env, resources, everything;
+  2. the chart's other DaemonSets differ from the p5 one only in name, pool
+     label, instance types and resources;
+  3. RBAC rules are exactly FACTS.md's; the job-namespace Role equals the
+     DaemonSet's Role;
+  4. the DaemonSet selects <prefix>status=pending with the prefix the agent
+     is given, and its peer selector matches its own pod labels;
+  5. each example (Indexed Job, JobSet; full and copy-in) runs the agent in
+     an initContainer with the DaemonSet's downward-API env, bootstrap k8s,
+     mode initcontainer, the training container's GPU and EFA counts,
+     IPC_LOCK and an in-memory /dev/shm; copy-in copies the binary from the
+     agent image into an emptyDir that the next initContainer runs it from,
+     inside the training image;
+  6. every EFA_PREFLIGHT_* variable names an option of agent/config/config.c.
+Prints one line per failed check and exits 1 if any failed.
+"""
+import glob
+import os
+import re
+import sys
+
+import yaml
+
+RELEASE = "efa-preflight"
+DEVICE_RESOURCES = ("nvidia.com/gpu", "vpc.amazonaws.com/efa")
+IDENTITY_ENV = ("POD_NAME", "POD_NAMESPACE", "NODE_NAME", "POD_IP")
+NODE_RULES = [
+    {"apiGroups": [""], "resources": ["nodes"],
+     "verbs": ["get", "list", "watch", "patch"]},
+    {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch"]},
+    {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
+]
+NAMESPACE_RULES = [
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get"]},
+    {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": ["get"]},
+]
+
+failures = []
+
+
+def fail(msg):
+    failures.append(msg)
+    print("FAIL " + msg)
+
+
+def load(path):
+    with open(path) as f:
+        return [d for d in yaml.safe_load_all(f) if d]
+
+
+def key(o):
+    m = o.get("metadata", {})
+    return (o.get("kind"), m.get("namespace", ""), m.get("name"))
+
+
+def norm(v):
+    """Quantities may be written 8 or "8": compare them as strings."""
+    if isinstance(v, dict):
+        return {k: norm(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [norm(x) for x in v]
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return str(v)
+    return v
+
+
+def diff(a, b, path=""):
+    """Paths where a and b differ."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for k in sorted(set(a) | set(b)):
+            if k not in a:
+                out.append("%s/%s: only in chart" % (path, k))
+            elif k not in b:
+                out.append("%s/%s: only in k8s/" % (path, k))
+            else:
+                out += diff(a[k], b[k], "%s/%s" % (path, k))
+        return out
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return ["%s: %d items in k8s/, %d in chart" % (path, len(a), len(b))]
+        out = []
+        for i, (x, y) in enumerate(zip(a, b)):
+            out += diff(x, y, "%s/%d" % (path, i))
+        return out
+    return [] if a == b else ["%s: %r in k8s/, %r in chart" % (path, a, b)]
+
+
+def pod_spec(o):
+    if o["kind"] == "JobSet":
+        return o["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    return o["spec"]["template"]["spec"]
+
+
+def env_map(c):
+    return {e["name"]: e for e in c.get("env", [])}
+
+
+def env_value(c, name):
+    e = env_map(c).get(name)
+    return None if e is None else e.get("value")
+
+
+def device_counts(c):
+    r = c.get("resources", {})
+    return {part: {k: str(v) for k, v in r.get(part, {}).items()
+                   if k in DEVICE_RESOURCES}
+            for part in ("requests", "limits")}
+
+
+def agent_options(root):
+    with open(os.path.join(root, "agent/config/config.c")) as f:
+        src = f.read()
+    table = src[src.index("options[] = {"):]
+    table = table[:table.index("\n};")]
+    return set(re.findall(r'^\s*\{\s*"([a-z_]+)",', table, re.M))
+
+
+def check_env_names(where, containers, options):
+    for c in containers:
+        for e in c.get("env", []):
+            n = e["name"]
+            if n.startswith("EFA_PREFLIGHT_") and n[14:].lower() not in options:
+                fail("%s: container %s: %s is not an agent option "
+                     "(agent/config/config.c)" % (where, c["name"], n))
+
+
+def check_shm(where, spec, c):
+    vols = {v["name"]: v for v in spec.get("volumes", [])}
+    for m in c.get("volumeMounts", []):
+        if m["mountPath"] == "/dev/shm":
+            if vols.get(m["name"], {}).get("emptyDir", {}).get("medium") != "Memory":
+                fail("%s: %s: /dev/shm is not an in-memory emptyDir"
+                     % (where, c["name"]))
+            return
+    fail("%s: %s: no /dev/shm mount" % (where, c["name"]))
+
+
+def check_ipc_lock(where, c):
+    caps = c.get("securityContext", {}).get("capabilities", {}).get("add", [])
+    if "IPC_LOCK" not in caps:
+        fail("%s: %s: lacks the IPC_LOCK capability" % (where, c["name"]))
+
+
+def check_example(path, o, ds_init, job_sa):
+    where = os.path.relpath(path)
+    spec = pod_spec(o)
+    inits, mains = spec.get("initContainers", []), spec["containers"]
+    runners = [c for c in inits if c.get("command", [""])[0].endswith("efa-preflight")
+               and c["command"][1:] == ["run"]]
+    if len(runners) != 1:
+        fail("%s: expected one initContainer running 'efa-preflight run', "
+             "found %d" % (where, len(runners)))
+        return
+    run = runners[0]
+    if spec.get("serviceAccountName") != job_sa["metadata"]["name"]:
+        fail("%s: serviceAccountName %r is not the job service account %r"
+             % (where, spec.get("serviceAccountName"), job_sa["metadata"]["name"]))
+    if o["metadata"].get("namespace") != job_sa["metadata"]["namespace"]:
+        fail("%s: namespace %r has no efa-preflight job RBAC (30-job-rbac.yaml "
+             "is for %r)" % (where, o["metadata"].get("namespace"),
+                             job_sa["metadata"]["namespace"]))
+    ds_env = env_map(ds_init)
+    for name in IDENTITY_ENV:
+        if env_map(run).get(name) != ds_env[name]:
+            fail("%s: env %s differs from the DaemonSet's" % (where, name))
+    for name, want in (("EFA_PREFLIGHT_BOOTSTRAP", "k8s"),
+                       ("EFA_PREFLIGHT_MODE", "initcontainer"),
+                       ("EFA_PREFLIGHT_PORT", env_value(ds_init, "EFA_PREFLIGHT_PORT"))):
+        if env_value(run, name) != want:
+            fail("%s: %s is %r, want %r" % (where, name, env_value(run, name), want))
+    for m in mains:
+        if device_counts(m) != device_counts(run):
+            fail("%s: initContainer %s requests %s but container %s %s: an init "
+                 "container gets devices only if it requests them"
+                 % (where, run["name"], device_counts(run), m["name"],
+                    device_counts(m)))
+    if not device_counts(run)["limits"]:
+        fail("%s: initContainer requests no GPU/EFA devices" % where)
+    check_ipc_lock(where, run)
+    check_shm(where, spec, run)
+    report = env_value(run, "EFA_PREFLIGHT_REPORT")
+    if report:
+        shared = [m["mountPath"] for m in run.get("volumeMounts", [])
+                  if report.startswith(m["mountPath"] + "/")]
+        if not shared or not all(any(x["mountPath"] == shared[0]
+                                     for x in m.get("volumeMounts", []))
+                                 for m in mains):
+            fail("%s: report %s is not on a volume the training container "
+                 "mounts" % (where, report))
+    copy_in = run["command"][0] != "efa-preflight"
+    if copy_in:
+        idx = inits.index(run)
+        copiers = [c for c in inits[:idx] if c.get("command", [""])[0] == "cp"]
+        if len(copiers) != 1:
+            fail("%s: copy-in needs one 'cp' initContainer before %s"
+                 % (where, run["name"]))
+            return
+        cp = copiers[0]
+        src, dst = cp["command"][1], cp["command"][2]
+        if src != "/usr/local/bin/efa-preflight":
+            fail("%s: copies %s, the agent image has /usr/local/bin/efa-preflight"
+                 % (where, src))
+        if not cp["image"].endswith("-agent"):
+            fail("%s: copies from %s, not the agent image" % (where, cp["image"]))
+        if dst != run["command"][0]:
+            fail("%s: copies to %s but runs %s" % (where, dst, run["command"][0]))
+        vols = {v["name"]: v for v in spec.get("volumes", [])}
+        dst_dir = os.path.dirname(dst)
+        cm = [m for m in cp.get("volumeMounts", []) if m["mountPath"] == dst_dir]
+        rm = [m for m in run.get("volumeMounts", []) if m["mountPath"] == dst_dir]
+        if not cm or not rm or cm[0]["name"] != rm[0]["name"] \
+                or "emptyDir" not in vols.get(cm[0]["name"], {}):
+            fail("%s: %s is not one emptyDir mounted by both initContainers"
+                 % (where, dst_dir))
+        if any(run["image"] != m["image"] for m in mains):
+            fail("%s: copy-in runs in %s, not in the training image"
+                 % (where, run["image"]))
+    elif run["image"] != ds_init["image"]:
+        fail("%s: runs %s, the DaemonSet runs %s" % (where, run["image"],
+                                                     ds_init["image"]))
+
+
+def main():
+    root, rendered_path = sys.argv[1], sys.argv[2]
+    plain = {}
+    for p in sorted(glob.glob(os.path.join(root, "k8s", "*.yaml"))):
+        for o in load(p):
+            plain[key(o)] = o
+    chart = {key(o): o for o in load(rendered_path)}
+    options = agent_options(root)
+
+    # 1. k8s/ == chart.
+    for k, o in plain.items():
+        if k[0] == "Namespace":
+            continue
+        if k not in chart:
+            fail("%s %s/%s is in k8s/ but the chart does not render it" % k)
+            continue
+        for d in diff(norm(o), norm(chart[k])):
+            fail("%s %s/%s differs: %s" % (k + (d,)))
+
+    # 2. The other DaemonSets are the p5 one with other counts.
+    ref_key = ("DaemonSet", RELEASE, RELEASE + "-p5-48xlarge")
+    if ref_key not in chart:
+        fail("the chart renders no %s" % ref_key[2])
+        return 1
+    ref = chart[ref_key]
+
+    def skeleton(ds):
+        ds = norm(ds)
+        pool = ds["metadata"]["labels"]["efa-preflight.io/pool"]
+        ds["metadata"]["name"] = "-"
+        for labels in (ds["metadata"]["labels"], ds["spec"]["selector"]["matchLabels"],
+                       ds["spec"]["template"]["metadata"]["labels"]):
+            labels["efa-preflight.io/pool"] = "-"
+        spec = ds["spec"]["template"]["spec"]
+        spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+            "nodeSelectorTerms"][0]["matchExpressions"][0]["values"] = []
+        init = spec["initContainers"][0]
+        init["resources"] = {}
+        for e in init["env"]:
+            if e["name"] == "EFA_PREFLIGHT_PEER_SELECTOR":
+                e["value"] = e["value"].replace(pool, "-")
+        return ds
+    for k, o in chart.items():
+        if k[0] == "DaemonSet" and k != ref_key:
+            for d in diff(skeleton(ref), skeleton(o)):
+                fail("DaemonSet %s differs from %s beyond its type: %s"
+                     % (k[2], ref_key[2], d))
+
+    # 3. RBAC.
+    for kind, ns, name, rules in (
+            ("ClusterRole", "", RELEASE, NODE_RULES),
+            ("Role", RELEASE, RELEASE, NAMESPACE_RULES),
+            ("Role", "default", RELEASE + "-job", NAMESPACE_RULES)):
+        for src, objs in (("k8s/", plain), ("chart", chart)):
+            o = objs.get((kind, ns, name))
+            if o is None:
+                fail("%s has no %s %s/%s" % (src, kind, ns, name))
+            elif o["rules"] != rules:
+                fail("%s %s %s rules %s, FACTS.md says %s"
+                     % (src, kind, name, o["rules"], rules))
+    for src, objs in (("k8s/", plain), ("chart", chart)):
+        for k, o in objs.items():
+            if k[0] not in ("RoleBinding", "ClusterRoleBinding"):
+                continue
+            ref_kind = o["roleRef"]["kind"]
+            ref_ns = "" if ref_kind == "ClusterRole" else k[1]
+            if (ref_kind, ref_ns, o["roleRef"]["name"]) not in objs:
+                fail("%s %s %s refers to a missing %s %s"
+                     % (src, k[0], k[2], ref_kind, o["roleRef"]["name"]))
+            for s in o["subjects"]:
+                if ("ServiceAccount", s["namespace"], s["name"]) not in objs:
+                    fail("%s %s %s binds a missing ServiceAccount %s/%s"
+                         % (src, k[0], k[2], s["namespace"], s["name"]))
+
+    # 4. Labels the agent writes and reads.
+    for k, ds in list(plain.items()) + list(chart.items()):
+        if k[0] != "DaemonSet":
+            continue
+        spec = ds["spec"]["template"]["spec"]
+        init = spec["initContainers"][0]
+        prefix = env_value(init, "EFA_PREFLIGHT_LABEL_PREFIX")
+        if spec.get("nodeSelector", {}).get("%sstatus" % prefix) != "pending":
+            fail("DaemonSet %s does not select %sstatus=pending" % (k[2], prefix))
+        labels = ds["spec"]["template"]["metadata"]["labels"]
+        for term in env_value(init, "EFA_PREFLIGHT_PEER_SELECTOR").split(","):
+            lk, _, lv = term.partition("=")
+            if labels.get(lk) != lv:
+                fail("DaemonSet %s: peer selector term %s does not match its "
+                     "pod labels" % (k[2], term))
+        if env_value(init, "EFA_PREFLIGHT_MODE") != "daemonset":
+            fail("DaemonSet %s: agent mode is not daemonset" % k[2])
+        tolerated = {t["key"] for t in spec.get("tolerations", [])}
+        for t in ("nvidia.com/gpu", "vpc.amazonaws.com/efa", "efa-preflight.io/unhealthy"):
+            if t not in tolerated:
+                fail("DaemonSet %s does not tolerate %s" % (k[2], t))
+        if spec.get("hostNetwork", False):
+            fail("DaemonSet %s uses the host network" % k[2])
+        if not device_counts(init)["limits"]:
+            fail("DaemonSet %s requests no GPU/EFA devices" % k[2])
+        check_ipc_lock("DaemonSet " + k[2], init)
+        check_shm("DaemonSet " + k[2], spec, init)
+        check_env_names("DaemonSet " + k[2], spec["initContainers"], options)
+
+    # 5. Examples.
+    ds_init = plain[ref_key]["spec"]["template"]["spec"]["initContainers"][0] \
+        if ref_key in plain else ref["spec"]["template"]["spec"]["initContainers"][0]
+    job_sa = plain.get(("ServiceAccount", "default", RELEASE + "-job"))
+    if job_sa is None:
+        fail("k8s/ has no ServiceAccount default/%s-job" % RELEASE)
+        return 1
+    seen = {}
+    for p in sorted(glob.glob(os.path.join(root, "k8s", "examples", "*.yaml"))):
+        for o in load(p):
+            check_example(p, o, ds_init, job_sa)
+            spec = pod_spec(o)
+            check_env_names(p, spec.get("initContainers", []) + spec["containers"],
+                            options)
+            copy_in = any(c.get("command", [""])[0] == "cp"
+                          for c in spec.get("initContainers", []))
+            seen[(o["kind"], copy_in)] = p
+    for want in (("Job", False), ("Job", True), ("JobSet", False), ("JobSet", True)):
+        if want not in seen:
+            fail("no %s example with the %s pattern"
+                 % (want[0], "copy-in" if want[1] else "full-image"))
+
+    n_checked = len(plain) + len(chart) + len(seen)
+    print("%d objects compared, %d failures" % (n_checked, len(failures)))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
