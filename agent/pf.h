@@ -195,6 +195,8 @@ struct pf_peers {
     int world;                        /* number of ranks (processes) */
     int rank;                         /* own rank */
     struct pf_peer *list;             /* world entries, rank order */
+    int64_t deadline_ms;              /* run deadline (util/clock.h), set by
+                                         pf_discover from cfg.timeout_s */
 };
 
 /* ------------------------------------------------------------ collective */

@@ -21,7 +21,8 @@ struct pf_boot_ops {
                     int64_t deadline, char *err);
     pf_err (*barrier)(struct pf_boot *b, int64_t deadline, char *err);
     /* Non-blocking: PF_ERR_LOST (naming the rank/host) when a peer's
-     * connection dropped or rank 0 announced an abort. Engines call it
+     * connection dropped or rank 0 announced an abort (PF_ERR_TIMEOUT when
+     * rank 0 gave up waiting for a rank). Engines call it
      * while they wait on the fabric, so a dead peer never hangs them. */
     pf_err (*poll)(struct pf_boot *b, char *err);
     /* Tell the others this rank is giving up (best effort). */
@@ -35,8 +36,13 @@ struct pf_boot {
     void *impl;
 };
 
-/* Connect the group described by run->peers (rendezvous or MPI). */
+/* Connect the group described by run->peers (rendezvous or MPI). A
+ * failure is also recorded in run->coll (reason PeerTimeout, PeerRejected,
+ * PeerLost) and so is any later one the returned pf_boot detects. */
 pf_err pf_boot_open(struct pf_run *run, struct pf_boot **out, char *err);
+/* The implementation pf_boot_open picks when run->peers.bootstrap is "mpi"
+ * (boot_mpi.c); every other bootstrap uses the rendezvous. */
+pf_err pf_boot_open_mpi(struct pf_run *run, struct pf_boot **out, char *err);
 
 static inline pf_err pf_boot_allgather(struct pf_boot *b, const void *mine,
                                        size_t len, void *all,

@@ -1,12 +1,70 @@
+/* discover: pick the bootstrap and fill run->peers (world, own rank, every
+ * rank's address, run id, the run's deadline). */
 #include "discover.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
-/* Placeholder until the bootstraps land (issue: Ring all_reduce). */
+#include "../util/clock.h"
+#include "../util/log.h"
+#include "mpi.h"
+
+/* `auto`: mpi under mpirun (also when mpirun runs inside a pod), k8s in a
+ * pod, else static. */
+static const char *auto_bootstrap(const struct pf_run *run)
+{
+    if (run->cfg.command == PF_CMD_LOCAL)
+        return "local";
+    if (getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") ||
+        getenv("PMI_SIZE"))
+        return "mpi";
+    if (getenv("KUBERNETES_SERVICE_HOST"))
+        return "k8s";
+    return "static";
+}
+
 pf_err pf_discover(struct pf_run *run, char *err)
 {
-    (void)run;
-    return pf_fail(err, PF_ERR_UNSUPPORTED, "discovery is not built yet");
+    const char *b = run->cfg.bootstrap;
+    int64_t deadline = pf_deadline_in((int64_t)run->cfg.timeout_s * 1000);
+    pf_err rc;
+
+    pf_peers_free(&run->peers);
+    memset(&run->peers, 0, sizeof(run->peers));
+    if (!b[0] || !strcmp(b, "auto"))
+        b = auto_bootstrap(run);
+    run->peers.deadline_ms = deadline;
+    snprintf(run->peers.bootstrap, sizeof(run->peers.bootstrap), "%s", b);
+
+    if (!strcmp(b, "local"))
+        rc = pf_discover_local(run, err);
+    else if (!strcmp(b, "static"))
+        rc = pf_discover_static(run, err);
+    else if (!strcmp(b, "mpi"))
+        rc = pf_discover_mpi(run, err);
+    else if (!strcmp(b, "k8s"))
+        rc = pf_discover_k8s(run, err);
+    else
+        return pf_fail(err, PF_ERR_USAGE, "--bootstrap '%s': expected auto, "
+                       "local, static, mpi or k8s", b);
+    if (rc != PF_OK) {
+        pf_peers_free(&run->peers);
+        return rc;
+    }
+    /* k8s fills the table itself; keep what every bootstrap must agree on. */
+    snprintf(run->peers.bootstrap, sizeof(run->peers.bootstrap), "%s", b);
+    if (!run->peers.deadline_ms)
+        run->peers.deadline_ms = deadline;
+    if (run->peers.world < 1 || run->peers.world > PF_MAX_RANKS ||
+        !run->peers.list || run->peers.rank < 0 ||
+        run->peers.rank >= run->peers.world)
+        return pf_fail(err, PF_ERR_USAGE, "bootstrap %s gave rank %d of %d "
+                       "ranks (1..%d supported)", b, run->peers.rank,
+                       run->peers.world, PF_MAX_RANKS);
+    pf_info("discover: %s bootstrap, rank %d of %d, run %s", b,
+            run->peers.rank, run->peers.world, run->peers.run_id);
+    return PF_OK;
 }
 
 void pf_peers_free(struct pf_peers *p)

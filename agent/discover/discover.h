@@ -18,4 +18,15 @@ void pf_peers_free(struct pf_peers *p);
 pf_err pf_local_spawn(struct pf_run *run, bool *is_child, int *exit_code,
                       char *err);
 
+/* `local` discovery in one rank process: cfg.ranks ranks on 127.0.0.1. */
+pf_err pf_discover_local(struct pf_run *run, char *err);
+/* A TCP port free on loopback right now (bind port 0, read it back). */
+pf_err pf_free_port(int *port, char *err);
+
+/* `static` (static.c): cfg.peers "host:port,..." in rank order, cfg.rank.
+ * pf_parse_peers validates the list; errors name the bad entry (exit 2). */
+pf_err pf_parse_peers(const char *spec, struct pf_peer **out, int *n,
+                      char *err);
+pf_err pf_discover_static(struct pf_run *run, char *err);
+
 #endif

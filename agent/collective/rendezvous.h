@@ -1,0 +1,114 @@
+/* rendezvous: the TCP star around rank 0 that implements pf_boot.
+ *
+ * Rank 0 listens; every other rank connects (retrying with backoff until the
+ * deadline, since rank 0 may start later) and the two talk:
+ *
+ *   rank 0 -> peer   CHALLENGE {magic, version, nonce0}
+ *   peer -> rank 0   HELLO {magic, version, rank, world, run id, hostname,
+ *                    instance type, efa count, gpu count, nonce1,
+ *                    [HMAC-SHA256(secret, hello bytes || nonce0)]}
+ *   rank 0 -> peer   WELCOME {peer table, [HMAC(secret, table || nonce1)]}
+ *                    or REJECT {reason, message}
+ *
+ * The nonces make every HMAC fresh, so a captured HELLO cannot be replayed
+ * into a later run, and the peer learns that rank 0 holds the secret too.
+ * Rank 0 replies only when every rank has joined, so the WELCOME doubles as
+ * the first barrier. Afterwards DATA frames carry allgather / bcast /
+ * barrier through rank 0, ABORT spreads a failure to every rank and BYE
+ * marks an orderly close, so only a connection that drops without one counts
+ * as PeerLost. */
+#ifndef PF_RENDEZVOUS_H
+#define PF_RENDEZVOUS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../pf.h"
+#include "bootstrap.h"
+#include "wire.h"
+
+#define PF_RDV_MAGIC 0x50465256u      /* "PFRV" */
+#define PF_RDV_VERSION 1
+#define PF_RDV_NONCE 16
+#define PF_RDV_MAC 32
+
+enum pf_rdv_type {
+    PF_RDV_CHALLENGE = 1,
+    PF_RDV_HELLO,
+    PF_RDV_WELCOME,
+    PF_RDV_REJECT,
+    PF_RDV_DATA,
+    PF_RDV_ABORT,
+    PF_RDV_BYE,
+};
+
+/* What a rank says about itself in HELLO (and reads back in the table). */
+struct pf_rdv_facts {
+    char hostname[PF_NAME_MAX];
+    char instance_type[64];
+    int efa_count;
+    int gpu_count;
+    char addr[64];                    /* address rank 0 saw (table only) */
+};
+
+struct pf_rdv_cfg {
+    int rank, world;
+    char root_host[PF_NAME_MAX];      /* where rank 0 listens */
+    int root_port;
+    char bind_addr[PF_NAME_MAX];      /* "" = any */
+    char run_id[PF_NAME_MAX];
+    const uint8_t *secret;            /* NULL = no HMAC */
+    size_t secret_len;
+    struct pf_rdv_facts self;
+    const struct pf_peer *expected;   /* world entries (for naming), or NULL */
+    int64_t deadline;                 /* everyone must have joined by then */
+    struct pf_coll *coll;             /* failures recorded here, or NULL */
+};
+
+/* Join the group. On success *out is a pf_boot; table (world entries, or
+ * NULL) receives every rank's facts. Failures are recorded in cfg->coll
+ * (reason PeerTimeout / PeerRejected / PeerLost) and returned as
+ * PF_ERR_TIMEOUT / PF_ERR_REJECTED / PF_ERR_LOST. */
+pf_err pf_rdv_open(const struct pf_rdv_cfg *cfg, struct pf_boot **out,
+                   struct pf_rdv_facts *table, char *err);
+
+/* ---- pieces, exposed for the unit tests ---- */
+
+struct pf_hello {
+    uint32_t magic;
+    uint16_t version;
+    int rank, world;
+    char run_id[PF_NAME_MAX];
+    struct pf_rdv_facts facts;
+    uint8_t nonce[PF_RDV_NONCE];
+    bool has_mac;
+    uint8_t mac[PF_RDV_MAC];
+};
+
+/* Encode a HELLO, with a MAC over (body || challenge) when secret != NULL. */
+pf_err pf_rdv_hello_encode(const struct pf_hello *h, const uint8_t *secret,
+                           size_t secret_len,
+                           const uint8_t challenge[PF_RDV_NONCE],
+                           struct pf_wbuf *w, char *err);
+
+/* Rank 0's view of the group, against which a HELLO is checked. */
+struct pf_rdv_view {
+    int world;
+    const char *run_id;
+    const uint8_t *secret;
+    size_t secret_len;
+    const uint8_t *challenge;         /* PF_RDV_NONCE bytes sent to this peer */
+    const bool *joined;               /* world entries */
+};
+
+/* Decode and check one HELLO. PF_OK: member. PF_ERR_REJECTED: a peer of
+ * ours that does not belong (wrong world size, rank out of range or taken,
+ * run id, secret, protocol version); err says which. PF_ERR_PROTOCOL: not
+ * an efa-preflight HELLO at all (dropped without failing the run). */
+pf_err pf_rdv_check_hello(const struct pf_rdv_view *v, const uint8_t *body,
+                          size_t len, struct pf_hello *h, char *err);
+
+/* Reason word <-> error code used in ABORT frames. */
+pf_err pf_rdv_reason_err(const char *reason);
+
+#endif

@@ -1,0 +1,205 @@
+#include "mpi.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "../mpishim/pf_mpi_shim.h"
+#include "../util/clock.h"
+#include "../util/log.h"
+#include "../util/sha256.h"
+
+static void *try_open(const char *path, char *tried, size_t cap)
+{
+    /* RTLD_GLOBAL: OpenMPI's own plugins resolve libmpi symbols globally. */
+    void *dl = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+    size_t n = strlen(tried);
+
+    if (!dl && n + 1 < cap)
+        snprintf(tried + n, cap - n, "%s%s (%s)", n ? "; " : "", path,
+                 dlerror());
+    return dl;
+}
+
+pf_err pf_mpi_load(struct pf_mpi_lib *lib, char *err)
+{
+    const char *env = getenv("EFA_PREFLIGHT_MPI_SHIM");
+    char exe[PF_PATH_MAX], tried[PF_ERRLEN - 96] = "", ierr[256] = "";
+    ssize_t n;
+
+    memset(lib, 0, sizeof(*lib));
+    if (env && *env) {
+        snprintf(lib->path, sizeof(lib->path), "%s", env);
+        lib->dl = try_open(lib->path, tried, sizeof(tried));
+    } else {
+        n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+        if (n > 0) {
+            char *slash;
+            exe[n] = '\0';
+            slash = strrchr(exe, '/');
+            if (slash)
+                *slash = '\0';
+            snprintf(lib->path, sizeof(lib->path), "%s/libpf-mpi.so", exe);
+            lib->dl = try_open(lib->path, tried, sizeof(tried));
+        }
+        if (!lib->dl) {
+            snprintf(lib->path, sizeof(lib->path), "libpf-mpi.so");
+            lib->dl = try_open(lib->path, tried, sizeof(tried));
+        }
+    }
+    if (!lib->dl)
+        return pf_fail(err, PF_ERR_UNSUPPORTED, "--bootstrap mpi needs the MPI "
+                       "shim (make builds build/libpf-mpi.so when mpicc "
+                       "exists): tried %s", tried);
+
+#define SYM(field, name)                                                    \
+    do {                                                                    \
+        *(void **)&lib->field = dlsym(lib->dl, name);                       \
+        if (!lib->field)                                                    \
+            return pf_fail(err, PF_ERR_UNSUPPORTED, "%s lacks %s",          \
+                           lib->path, name);                                \
+    } while (0)
+    SYM(abi, "pf_mpi_abi");
+    SYM(init, "pf_mpi_init");
+    SYM(rank, "pf_mpi_rank");
+    SYM(size, "pf_mpi_size");
+    SYM(allgather, "pf_mpi_allgather");
+    SYM(bcast, "pf_mpi_bcast");
+    SYM(barrier, "pf_mpi_barrier");
+    SYM(last_error, "pf_mpi_last_error");
+    SYM(finalize, "pf_mpi_finalize");
+#undef SYM
+    if (lib->abi() != PF_MPI_SHIM_ABI)
+        return pf_fail(err, PF_ERR_UNSUPPORTED, "%s has shim ABI %d, this "
+                       "agent needs %d (rebuild it)", lib->path, lib->abi(),
+                       PF_MPI_SHIM_ABI);
+    if (lib->init(ierr, sizeof(ierr)) != PF_MPI_OK)
+        return pf_fail(err, PF_ERR_UNSUPPORTED, "%s (is this running under "
+                       "mpirun?)", ierr);
+    return PF_OK;
+}
+
+static int ms_left(int64_t deadline)
+{
+    int64_t left = pf_ms_left(deadline);
+    if (left < 1)
+        return 1;
+    return left > INT_MAX ? INT_MAX : (int)left;
+}
+
+/* The address other ranks reach this one on: --bind-addr, else what the
+ * hostname resolves to; "" lets the fabric pick. */
+static void own_address(const struct pf_run *run, const char *hostname,
+                        char *out, size_t cap)
+{
+    struct addrinfo hints = { 0 }, *res = NULL;
+
+    out[0] = '\0';
+    if (run->cfg.bind_addr[0]) {
+        snprintf(out, cap, "%s", run->cfg.bind_addr);
+        return;
+    }
+    hints.ai_socktype = SOCK_STREAM;
+    if (getaddrinfo(hostname, NULL, &hints, &res) == 0 && res) {
+        getnameinfo(res->ai_addr, res->ai_addrlen, out, (socklen_t)cap, NULL,
+                    0, NI_NUMERICHOST);
+        freeaddrinfo(res);
+    }
+}
+
+struct mpi_card {
+    char addr[64];
+    char hostname[PF_NAME_MAX];
+};
+
+pf_err pf_discover_mpi(struct pf_run *run, char *err)
+{
+    struct pf_peers *p = &run->peers;
+    struct pf_mpi_lib lib;
+    struct mpi_card mine, *all;
+    char run_id[PF_NAME_MAX];
+    int rank, size, rc;
+    pf_err e;
+
+    e = pf_mpi_load(&lib, err);
+    if (e != PF_OK)
+        return e;
+    rank = lib.rank();
+    size = lib.size();
+    if (size < 1 || size > PF_MAX_RANKS || rank < 0 || rank >= size)
+        return pf_fail(err, PF_ERR_USAGE, "MPI reports rank %d of %d; "
+                       "efa-preflight supports 1..%d ranks", rank, size,
+                       PF_MAX_RANKS);
+    if (run->cfg.world_size > 0 && run->cfg.world_size != size)
+        return pf_fail(err, PF_ERR_USAGE, "--world-size %d but mpirun started "
+                       "%d ranks", run->cfg.world_size, size);
+
+    memset(&mine, 0, sizeof(mine));
+    if (run->node.hostname[0])
+        snprintf(mine.hostname, sizeof(mine.hostname), "%s", run->node.hostname);
+    else
+        gethostname(mine.hostname, sizeof(mine.hostname) - 1);
+    own_address(run, mine.hostname, mine.addr, sizeof(mine.addr));
+    all = calloc((size_t)size, sizeof(*all));
+    if (!all)
+        return pf_fail(err, PF_ERR_NOMEM, "no memory for %d MPI ranks", size);
+    rc = lib.allgather(&mine, sizeof(mine), all, ms_left(p->deadline_ms));
+    if (rc == PF_MPI_OK) {
+        memset(run_id, 0, sizeof(run_id));
+        if (run->cfg.run_id[0]) {
+            snprintf(run_id, sizeof(run_id), "%s", run->cfg.run_id);
+        } else if (rank == 0) {
+            /* Rank 0 names the run: its host, pid and start time. */
+            struct { char host[PF_NAME_MAX]; pid_t pid; double t; } seed;
+            uint8_t d[PF_SHA256_LEN];
+            char hex[2 * PF_SHA256_LEN + 1];
+            memset(&seed, 0, sizeof(seed));
+            snprintf(seed.host, sizeof(seed.host), "%s", mine.hostname);
+            seed.pid = getpid();
+            seed.t = pf_now_s();
+            pf_sha256(&seed, sizeof(seed), d);
+            pf_hex(d, 8, hex);
+            snprintf(run_id, sizeof(run_id), "mpi-%s", hex);
+        }
+        if (!run->cfg.run_id[0])
+            rc = lib.bcast(run_id, sizeof(run_id), 0, ms_left(p->deadline_ms));
+    }
+    if (rc != PF_MPI_OK) {
+        free(all);
+        snprintf(run->coll.reason, sizeof(run->coll.reason), "%s",
+                 rc == PF_MPI_TIMEOUT ? "PeerTimeout" : "PeerLost");
+        pf_fail(run->coll.errmsg, rc == PF_MPI_TIMEOUT ? PF_ERR_TIMEOUT
+                                                       : PF_ERR_LOST,
+                "MPI rank %d of %d: exchanging hosts failed: %s", rank, size,
+                lib.last_error());
+        run->coll.err = rc == PF_MPI_TIMEOUT ? PF_ERR_TIMEOUT : PF_ERR_LOST;
+        return pf_fail(err, run->coll.err, "%s", run->coll.errmsg);
+    }
+
+    p->list = calloc((size_t)size, sizeof(*p->list));
+    if (!p->list) {
+        free(all);
+        return pf_fail(err, PF_ERR_NOMEM, "no memory for %d peers", size);
+    }
+    for (int i = 0; i < size; i++) {
+        all[i].addr[sizeof(all[i].addr) - 1] = '\0';
+        all[i].hostname[sizeof(all[i].hostname) - 1] = '\0';
+        p->list[i].rank = i;
+        snprintf(p->list[i].host, sizeof(p->list[i].host), "%s", all[i].addr);
+        snprintf(p->list[i].node, sizeof(p->list[i].node), "%s",
+                 all[i].hostname);
+    }
+    free(all);
+    run_id[sizeof(run_id) - 1] = '\0';
+    snprintf(p->run_id, sizeof(p->run_id), "%s", run_id);
+    p->world = size;
+    p->rank = rank;
+    pf_info("mpi: rank %d of %d on %s (shim %s, run %s)", rank, size,
+            p->list[rank].node, lib.path, p->run_id);
+    return PF_OK;
+}

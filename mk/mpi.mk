@@ -1,0 +1,18 @@
+# The MPI shim, build/libpf-mpi.so: built with the site's mpicc whenever one
+# exists (MPI=0 skips it), dlopened by the agent for --bootstrap mpi. The
+# agent itself never links libmpi (agent/mpishim/pf_mpi_shim.h says why).
+MPICC ?= mpicc
+MPI ?= $(if $(shell command -v $(MPICC) 2>/dev/null),1,0)
+MPI_SHIM := $(BUILD)/libpf-mpi.so
+
+ifeq ($(MPI),1)
+$(MPI_SHIM): agent/mpishim/pf_mpi_shim.c agent/mpishim/pf_mpi_shim.h
+	@mkdir -p $(dir $@)
+	$(MPICC) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wvla -Wno-format-truncation -O2 -g \
+	    -fPIC -shared -o $@ $<
+
+.PHONY: mpi-shim
+mpi-shim: $(MPI_SHIM)
+all: $(MPI_SHIM)
+test-helpers: $(MPI_SHIM)
+endif
