@@ -1,0 +1,380 @@
+/* Node verdict: every fixture tree gives its exact status and headline
+ * reason; the semantic corners (unknown type, no type, tcp provider,
+ * overrides, limits) are checked on facts filled in directly.
+ *
+ * Fixture runs use the fake libfabric (domains = devices found) and a
+ * healthy memlock / GPU set, so each broken fixture fails for its own
+ * reason only. */
+#include <criterion/criterion.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config/catalog.h"
+#include "config/config.h"
+#include "probe/probe.h"
+#include "verdict/verdict.h"
+
+static void build_path(char *out, size_t len, const char *rel)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+    cr_assert(n > 0, "readlink /proc/self/exe");
+    exe[n] = '\0';
+    *strrchr(exe, '/') = '\0';
+    snprintf(out, len, "%s/%s", exe, rel);
+}
+
+static void use_fixture(struct pf_config *cfg, const char *name)
+{
+    char root[PATH_MAX], cmd[PATH_MAX + 64];
+
+    build_path(root, sizeof(root), "fixtures/sysfs");
+    snprintf(cmd, sizeof(cmd), "tests/fixtures/make_sysfs.sh '%s'", root);
+    cr_assert_eq(system(cmd), 0, "%s failed (run from the repo root)", cmd);
+    snprintf(cfg->sysfs_root, sizeof(cfg->sysfs_root), "%s/%s", root, name);
+    snprintf(cfg->dev_root, sizeof(cfg->dev_root), "%s/%s", root, name);
+}
+
+static struct pf_run *new_run(void)
+{
+    struct pf_run *run = calloc(1, sizeof(*run));
+    char err[PF_ERRLEN];
+
+    cr_assert_not_null(run);
+    cr_assert_eq(pf_catalog_load(&run->catalog, "", err), PF_OK, "%s", err);
+    pf_config_defaults(&run->cfg);
+    run->cfg.no_imds = true;
+    return run;
+}
+
+static void free_run(struct pf_run *run)
+{
+    pf_catalog_free(&run->catalog);
+    free(run);
+}
+
+/* The limits and GPUs a healthy node of the run's type would show. */
+static void healthy_host(struct pf_run *run)
+{
+    run->node.memlock_soft = run->node.memlock_hard = UINT64_MAX;
+    if (run->instance && !strcmp(run->instance->accel_kind, "gpu")) {
+        run->node.cuda_loaded = true;
+        run->node.gpu_count = run->instance->accel_count;
+        snprintf(run->node.gpus[0].model, sizeof(run->node.gpus[0].model),
+                 "NVIDIA %s", run->instance->accel_model);
+    }
+}
+
+/* Probe a fixture with the fake libfabric answering `domains` domains. */
+static struct pf_run *probe_fixture(const char *fx, int domains)
+{
+    struct pf_run *run = new_run();
+    char path[PATH_MAX], err[PF_ERRLEN], num[16];
+
+    use_fixture(&run->cfg, fx);
+    build_path(path, sizeof(path), "test-helpers/libfabric-fake.so.1");
+    snprintf(run->cfg.libfabric_path, sizeof(run->cfg.libfabric_path), "%s", path);
+    snprintf(num, sizeof(num), "%d", domains);
+    setenv("PF_FAKE_FI_EFA_DOMAINS", num, 1);
+    setenv("PF_FAKE_FI_VERSION", "1.22", 1);
+    run->cfg.efa_recount_ms = 0;
+    cr_assert_eq(pf_probe(run, err), PF_OK, "%s", err);
+    healthy_host(run);
+    return run;
+}
+
+static void judge(struct pf_run *run)
+{
+    run->verdict.n = 0;
+    pf_verdict_node(run);
+    pf_verdict_finish(run);
+}
+
+static const struct pf_check *check(const struct pf_run *run, const char *name)
+{
+    for (int i = 0; i < run->verdict.n; i++)
+        if (!strcmp(run->verdict.checks[i].name, name))
+            return &run->verdict.checks[i];
+    cr_assert_fail("no check named %s", name);
+    return NULL;
+}
+
+/* First failing reason, else first warning: what the summary leads with. */
+static const char *headline(const struct pf_run *run)
+{
+    for (int i = 0; i < run->verdict.n; i++)
+        if (run->verdict.checks[i].status == PF_FAIL)
+            return run->verdict.checks[i].reason;
+    for (int i = 0; i < run->verdict.n; i++)
+        if (run->verdict.checks[i].status == PF_WARN)
+            return run->verdict.checks[i].reason;
+    return "";
+}
+
+static void expect(const char *fx, int domains, enum pf_status status,
+                   int exit_code, const char *reason)
+{
+    struct pf_run *run = probe_fixture(fx, domains);
+
+    judge(run);
+    cr_assert_eq(run->verdict.overall, status, "%s: status %s", fx,
+                 pf_status_name(run->verdict.overall));
+    cr_assert_eq(run->verdict.exit_code, exit_code, "%s", fx);
+    cr_assert_str_eq(headline(run), reason, "%s", fx);
+    for (int i = 0; i < run->verdict.n; i++)
+        cr_assert_str_eq(run->verdict.checks[i].condition, "EFADevicesReady");
+    free_run(run);
+}
+
+Test(node_verdict, p4d_passes) { expect("p4d.24xlarge", 4, PF_PASS, 0, ""); }
+Test(node_verdict, p5_passes) { expect("p5.48xlarge", 32, PF_PASS, 0, ""); }
+Test(node_verdict, p5en_passes) { expect("p5en.48xlarge", 16, PF_PASS, 0, ""); }
+Test(node_verdict, g5_passes) { expect("g5.48xlarge", 1, PF_PASS, 0, ""); }
+
+Test(node_verdict, p6_b200_passes_ignoring_ibp_devices)
+{
+    struct pf_run *run = probe_fixture("p6-b200.48xlarge", 8);
+
+    judge(run);
+    cr_assert_eq(run->verdict.overall, PF_PASS);
+    cr_assert_str_eq(check(run, "efa_devices")->message,
+                     "8 of 8 EFA devices; 2 non-EFA RDMA devices ignored");
+    free_run(run);
+}
+
+Test(node_verdict, p5_with_31_devices_fails_count)
+{
+    struct pf_run *run = probe_fixture("p5-31", 31);
+
+    judge(run);
+    cr_assert_eq(run->verdict.overall, PF_FAIL);
+    cr_assert_eq(run->verdict.exit_code, 1);
+    cr_assert_str_eq(headline(run), "EFADeviceCountMismatch");
+    cr_assert_str_eq(check(run, "efa_devices")->message,
+                     "found 31 of 32 EFA devices (PCI 1d0f:efa0-efa3) expected "
+                     "for p5.48xlarge");
+    cr_assert_neq(check(run, "efa_devices")->remedy[0], '\0');
+    free_run(run);
+}
+
+Test(node_verdict, p5_module_not_loaded_fails_module_first)
+{
+    struct pf_run *run = probe_fixture("p5-nomodule", 0);
+
+    judge(run);
+    cr_assert_eq(run->verdict.exit_code, 1);
+    cr_assert_str_eq(headline(run), "EFAModuleNotLoaded");
+    cr_assert_str_eq(check(run, "efa_module")->message,
+                     "efa kernel module not loaded (/sys/module/efa absent); "
+                     "32 EFA PCI functions present");
+    cr_assert_eq(check(run, "efa_devices")->status, PF_FAIL);
+    free_run(run);
+}
+
+Test(node_verdict, p5_without_uverbs_fails_device_files)
+{
+    expect("p5-nouverbs", 32, PF_FAIL, 1, "EFADeviceFilesMissing");
+}
+
+Test(node_verdict, p5_port_down_fails)
+{
+    struct pf_run *run = probe_fixture("p5-portdown", 32);
+
+    judge(run);
+    cr_assert_str_eq(headline(run), "EFAPortDown");
+    cr_assert_str_eq(check(run, "efa_ports")->message,
+                     "1 of 32 EFA ports not ACTIVE: rdmap16s27 (1: DOWN)");
+    free_run(run);
+}
+
+Test(node_verdict, p5en_missing_device_fails)
+{
+    expect("p5en-15", 15, PF_FAIL, 1, "EFADeviceCountMismatch");
+}
+
+Test(node_verdict, expect_efa_overrides_catalog)
+{
+    struct pf_run *run = probe_fixture("p5-31", 31);
+
+    run->cfg.expect_efa = 31;
+    judge(run);
+    cr_assert_eq(run->verdict.overall, PF_PASS);
+    cr_assert_str_eq(check(run, "efa_devices")->reason, "EFADeviceCountMatches");
+    free_run(run);
+}
+
+Test(node_verdict, no_efa_provider_fails)
+{
+    expect("p5.48xlarge", 0, PF_FAIL, 1, "EFAProviderUnavailable");
+}
+
+Test(node_verdict, more_devices_than_catalog_warns)
+{
+    struct pf_run *run = probe_fixture("p5.48xlarge", 32);
+
+    run->cfg.expect_efa = 16;
+    judge(run);
+    cr_assert_eq(check(run, "efa_devices")->status, PF_WARN);
+    cr_assert_eq(run->verdict.exit_code, 0);
+    free_run(run);
+}
+
+Test(node_verdict, plain_machine_is_not_an_efa_instance)
+{
+    struct pf_run *run = probe_fixture("plain", 0);
+
+    judge(run);
+    cr_assert_eq(run->verdict.exit_code, 1);
+    cr_assert_str_eq(headline(run), "NotAnEFAInstance");
+    cr_assert(strstr(check(run, "instance_type")->message,
+                     "instance type unknown"), "%s",
+              check(run, "instance_type")->message);
+    cr_assert_eq(check(run, "efa_devices")->status, PF_SKIP);
+    cr_assert_eq(check(run, "memlock")->status, PF_SKIP);
+    free_run(run);
+}
+
+Test(node_verdict, named_type_without_catalog_entry_or_efa_fails)
+{
+    struct pf_run *run = probe_fixture("plain", 0);
+
+    snprintf(run->node.instance_type, sizeof(run->node.instance_type), "m5.large");
+    judge(run);
+    cr_assert_str_eq(headline(run), "NotAnEFAInstance");
+    cr_assert_str_eq(check(run, "instance_type")->message,
+                     "'m5.large' (from none) has no catalog entry and no EFA "
+                     "device was found");
+    free_run(run);
+}
+
+Test(node_verdict, unknown_type_with_efa_warns_and_checks_what_is_found)
+{
+    struct pf_run *run = probe_fixture("p4d.24xlarge", 4);
+
+    snprintf(run->node.instance_type, sizeof(run->node.instance_type), "p9.huge");
+    run->instance = NULL;
+    judge(run);
+    cr_assert_eq(run->verdict.overall, PF_WARN);
+    cr_assert_eq(run->verdict.exit_code, 0);
+    cr_assert_str_eq(headline(run), "UnknownInstanceType");
+    cr_assert_eq(check(run, "efa_devices")->status, PF_PASS);
+    cr_assert_eq(check(run, "efa_provider")->status, PF_PASS);
+    cr_assert_eq(check(run, "gpu_count")->status, PF_SKIP);
+    free_run(run);
+}
+
+Test(node_verdict, tcp_provider_skips_every_efa_check)
+{
+    struct pf_run *run = probe_fixture("plain", 0);
+
+    snprintf(run->cfg.fabric_provider, sizeof(run->cfg.fabric_provider), "tcp");
+    judge(run);
+    cr_assert_eq(run->verdict.overall, PF_PASS);
+    cr_assert_eq(run->verdict.exit_code, 0);
+    for (int i = 0; i < run->verdict.n; i++) {
+        const struct pf_check *c = &run->verdict.checks[i];
+        if (!strcmp(c->name, "gpu_count"))
+            continue;
+        cr_assert_eq(c->status, PF_SKIP, "%s", c->name);
+        cr_assert(strstr(c->message, "provider tcp requested: EFA not required"),
+                  "%s: %s", c->name, c->message);
+    }
+    free_run(run);
+}
+
+Test(node_verdict, tcp_provider_still_checks_gpus_of_a_known_type)
+{
+    struct pf_run *run = probe_fixture("p5-31", 31);
+
+    snprintf(run->cfg.fabric_provider, sizeof(run->cfg.fabric_provider), "tcp");
+    run->node.gpu_count = 7;
+    judge(run);
+    cr_assert_eq(check(run, "efa_devices")->status, PF_SKIP);
+    cr_assert_str_eq(headline(run), "GPUCountMismatch");
+    free_run(run);
+}
+
+Test(node_verdict, memlock_limits)
+{
+    struct pf_run *run = probe_fixture("p5.48xlarge", 32);
+
+    run->node.memlock_soft = 64 * 1024;
+    judge(run);
+    cr_assert_str_eq(headline(run), "MemlockTooLow");
+    cr_assert_str_eq(check(run, "memlock")->message,
+                     "RLIMIT_MEMLOCK soft limit is 64 KiB; EFA needs unlimited");
+
+    run->cfg.min_memlock_mib = 0;
+    judge(run);
+    cr_assert_eq(check(run, "memlock")->status, PF_PASS);
+
+    run->cfg.min_memlock_mib = 1;
+    judge(run);
+    cr_assert_eq(check(run, "memlock")->status, PF_FAIL);
+    free_run(run);
+}
+
+Test(node_verdict, no_free_hugepages_warns)
+{
+    struct pf_run *run = probe_fixture("p5.48xlarge", 32);
+
+    run->node.hugepages_free = 0;
+    judge(run);
+    cr_assert_eq(run->verdict.overall, PF_WARN);
+    cr_assert_eq(run->verdict.exit_code, 0);
+    cr_assert_str_eq(headline(run), "HugePagesUnavailable");
+    free_run(run);
+}
+
+Test(node_verdict, old_libfabric_warns_on_gpu_types_only)
+{
+    struct pf_run *run = probe_fixture("p5.48xlarge", 32);
+
+    snprintf(run->node.libfabric_version, sizeof(run->node.libfabric_version), "1.17");
+    judge(run);
+    cr_assert_eq(run->verdict.overall, PF_WARN);
+    cr_assert_str_eq(headline(run), "LibfabricTooOld");
+
+    /* trn1: Neuron, no aws-ofi-nccl */
+    run->instance = pf_catalog_find(&run->catalog, "trn1.32xlarge");
+    cr_assert_not_null(run->instance);
+    run->cfg.expect_efa = 32;
+    judge(run);
+    cr_assert_eq(check(run, "libfabric_version")->status, PF_SKIP);
+    free_run(run);
+}
+
+Test(node_verdict, gpu_count_mismatch_names_cuda_error)
+{
+    struct pf_run *run = probe_fixture("p5.48xlarge", 32);
+
+    run->node.gpu_count = 0;
+    run->node.cuda_loaded = false;
+    snprintf(run->node.cuda_error, sizeof(run->node.cuda_error),
+             "libcudart.so: not found");
+    judge(run);
+    cr_assert_str_eq(headline(run), "GPUCountMismatch");
+    cr_assert_str_eq(check(run, "gpu_count")->message,
+                     "found 0 of 8 GPUs expected for p5.48xlarge "
+                     "(libcudart.so: not found)");
+
+    run->cfg.expect_gpus = 0;
+    judge(run);
+    cr_assert_eq(check(run, "gpu_count")->status, PF_PASS);
+    free_run(run);
+}
+
+Test(node_verdict, gdr_missing_on_gdr_type_warns)
+{
+    struct pf_run *run = probe_fixture("p5.48xlarge", 32);
+
+    run->node.gdr_supported = false;
+    judge(run);
+    cr_assert_str_eq(headline(run), "GDRUnsupported");
+    cr_assert_eq(run->verdict.exit_code, 0);
+    free_run(run);
+}

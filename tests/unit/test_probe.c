@@ -1,0 +1,401 @@
+/* probe: facts read from the fixture trees of tests/fixtures/make_sysfs.sh
+ * (built next to the unit_tests binary), the fake libfabric, and IMDS
+ * refusals. Run from the repository root, as `make unit` does. */
+#include <criterion/criterion.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "config/catalog.h"
+#include "config/config.h"
+#include "probe/probe.h"
+#include "util/clock.h"
+
+/* <dir of unit_tests>/<rel> */
+static void build_path(char *out, size_t len, const char *rel)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    char *slash;
+
+    cr_assert(n > 0, "readlink /proc/self/exe");
+    exe[n] = '\0';
+    slash = strrchr(exe, '/');
+    *slash = '\0';
+    snprintf(out, len, "%s/%s", exe, rel);
+}
+
+/* Root of one fixture tree, built on first use. */
+static const char *fixture(const char *name)
+{
+    static char path[PATH_MAX];
+    char root[PATH_MAX], cmd[PATH_MAX + 64];
+
+    build_path(root, sizeof(root), "fixtures/sysfs");
+    snprintf(cmd, sizeof(cmd), "tests/fixtures/make_sysfs.sh '%s'", root);
+    cr_assert_eq(system(cmd), 0, "%s failed (run from the repo root)", cmd);
+    snprintf(path, sizeof(path), "%s/%s", root, name);
+    return path;
+}
+
+static const char *fake_fabric(void)
+{
+    static char path[PATH_MAX];
+    build_path(path, sizeof(path), "test-helpers/libfabric-fake.so.1");
+    cr_assert_eq(access(path, R_OK), 0, "%s missing: make test-helpers", path);
+    return path;
+}
+
+static void cfg_for(struct pf_config *cfg, const char *fx)
+{
+    pf_config_defaults(cfg);
+    cfg->no_imds = true;
+    if (fx) {
+        const char *root = fixture(fx);
+        snprintf(cfg->sysfs_root, sizeof(cfg->sysfs_root), "%s", root);
+        snprintf(cfg->dev_root, sizeof(cfg->dev_root), "%s", root);
+    }
+}
+
+Test(probe, instance_type_flag_strips_ml_prefix)
+{
+    struct pf_config cfg;
+    struct pf_node node;
+
+    cfg_for(&cfg, "p5.48xlarge");
+    snprintf(cfg.instance_type, sizeof(cfg.instance_type), "ml.p4d.24xlarge");
+    memset(&node, 0, sizeof(node));
+    pf_probe_instance(&cfg, &node);
+    cr_assert_str_eq(node.instance_type, "p4d.24xlarge");
+    cr_assert_str_eq(node.instance_source, "flag");
+}
+
+Test(probe, instance_type_from_dmi_product_name)
+{
+    struct pf_config cfg;
+    struct pf_node node;
+
+    cfg_for(&cfg, "p6-b200.48xlarge");
+    memset(&node, 0, sizeof(node));
+    pf_probe_instance(&cfg, &node);
+    cr_assert_str_eq(node.instance_type, "p6-b200.48xlarge");
+    cr_assert_str_eq(node.instance_source, "dmi");
+}
+
+Test(probe, normalize_accepts_types_and_rejects_product_names)
+{
+    char out[64];
+
+    cr_assert(pf_instance_type_normalize("p5.48xlarge\n", out, sizeof(out)));
+    cr_assert_str_eq(out, "p5.48xlarge");
+    cr_assert(pf_instance_type_normalize(" ml.trn1.32xlarge ", out, sizeof(out)));
+    cr_assert_str_eq(out, "trn1.32xlarge");
+    cr_assert_not(pf_instance_type_normalize("Standard PC (Q35 + ICH9, 2009)",
+                                             out, sizeof(out)));
+    cr_assert_not(pf_instance_type_normalize("HVM domU", out, sizeof(out)));
+    cr_assert_not(pf_instance_type_normalize("p5.", out, sizeof(out)));
+    cr_assert_not(pf_instance_type_normalize("", out, sizeof(out)));
+}
+
+/* A non-AWS DMI vendor means IMDS is never asked, even with IMDS on: the
+ * endpoint here is a closed loopback port, and the note says why. */
+Test(probe, non_amazon_dmi_never_asks_imds)
+{
+    struct pf_config cfg;
+    struct pf_node node;
+
+    cfg_for(&cfg, "plain");
+    cfg.no_imds = false;
+    snprintf(cfg.imds_endpoint, sizeof(cfg.imds_endpoint),
+             "http://127.0.0.1:35001");
+    memset(&node, 0, sizeof(node));
+    pf_probe_instance(&cfg, &node);
+    cr_assert_str_eq(node.instance_type, "");
+    cr_assert_str_eq(node.instance_source, "none");
+    cr_assert(strstr(node.instance_note, "DMI vendor 'QEMU' is not Amazon EC2"),
+              "note: %s", node.instance_note);
+}
+
+/* Unreadable DMI: IMDS is asked, fails fast on a closed port, and the
+ * failure is a fact in the note rather than an error. */
+Test(probe, unreadable_dmi_asks_imds_and_records_failure)
+{
+    struct pf_config cfg;
+    struct pf_node node;
+    char dir[] = "/tmp/pf-nodmi-XXXXXX";
+    int64_t t0;
+
+    cr_assert_not_null(mkdtemp(dir));
+    cfg_for(&cfg, NULL);
+    cfg.no_imds = false;
+    snprintf(cfg.sysfs_root, sizeof(cfg.sysfs_root), "%s", dir);
+    snprintf(cfg.imds_endpoint, sizeof(cfg.imds_endpoint),
+             "http://127.0.0.1:35002");
+    memset(&node, 0, sizeof(node));
+    t0 = pf_now_ms();
+    pf_probe_instance(&cfg, &node);
+    rmdir(dir);
+    cr_assert_lt(pf_now_ms() - t0, 1500);
+    cr_assert_str_eq(node.instance_source, "none");
+    cr_assert(strstr(node.instance_note, "IMDS PUT http://127.0.0.1:35002/latest/api/token"),
+              "note: %s", node.instance_note);
+}
+
+Test(probe, p5_has_32_efa_devices_with_pci_port_and_uverbs)
+{
+    struct pf_config cfg;
+    struct pf_node node;
+
+    cfg_for(&cfg, "p5.48xlarge");
+    memset(&node, 0, sizeof(node));
+    pf_probe_efa(&cfg, &node);
+    cr_assert_eq(node.efa_count, 32);
+    cr_assert_eq(node.non_efa_ib_count, 0);
+    cr_assert_eq(node.efa_ports_active, 32);
+    cr_assert_eq(node.efa_pci_count, 32);
+    cr_assert_eq(node.uverbs_present, 32);
+    cr_assert_eq(node.uverbs_openable, 32);
+    cr_assert_str_eq(node.efa[0].name, "rdmap16s27");
+    cr_assert_str_eq(node.efa[0].pci_addr, "0000:10:1b.0");
+    cr_assert_str_eq(node.efa[0].port_state, "4: ACTIVE");
+    cr_assert_str_eq(node.efa[0].uverbs, "uverbs0");
+    cr_assert_eq(node.efa[0].vendor, 0x1d0f);
+    cr_assert_eq(node.efa[0].device, 0xefa2);
+    cr_assert(node.efa_module_loaded);
+    cr_assert_str_eq(node.efa_module_version, "2.13.0g");
+    cr_assert(node.gdr_supported);
+}
+
+Test(probe, p6_b200_counts_8_efa_and_ignores_2_ibp)
+{
+    struct pf_config cfg;
+    struct pf_node node;
+
+    cfg_for(&cfg, "p6-b200.48xlarge");
+    memset(&node, 0, sizeof(node));
+    pf_probe_efa(&cfg, &node);
+    cr_assert_eq(node.efa_count, 8);
+    cr_assert_eq(node.non_efa_ib_count, 2);
+    /* only the EFA devices' own uverbs files are checked */
+    cr_assert_eq(node.uverbs_present, 8);
+    for (int i = 0; i < node.efa_count; i++)
+        cr_assert_eq(strncmp(node.efa[i].name, "rdmap", 5), 0, "%s",
+                     node.efa[i].name);
+}
+
+Test(probe, counts_by_fixture)
+{
+    static const struct { const char *fx; int efa; bool gdr; } cases[] = {
+        { "p4d.24xlarge", 4, true },   { "p5en.48xlarge", 16, true },
+        { "g5.48xlarge", 1, false },   { "p5-31", 31, true },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct pf_config cfg;
+        struct pf_node node;
+
+        cfg_for(&cfg, cases[i].fx);
+        memset(&node, 0, sizeof(node));
+        pf_probe_efa(&cfg, &node);
+        cr_assert_eq(node.efa_count, cases[i].efa, "%s", cases[i].fx);
+        cr_assert_eq(node.uverbs_openable, cases[i].efa, "%s", cases[i].fx);
+        cr_assert_eq(node.gdr_supported, cases[i].gdr, "%s", cases[i].fx);
+    }
+}
+
+Test(probe, module_not_loaded_leaves_pci_functions_without_devices)
+{
+    struct pf_config cfg;
+    struct pf_node node;
+
+    cfg_for(&cfg, "p5-nomodule");
+    memset(&node, 0, sizeof(node));
+    pf_probe_efa(&cfg, &node);
+    cr_assert_not(node.efa_module_loaded);
+    cr_assert_eq(node.efa_count, 0);
+    cr_assert_eq(node.efa_pci_count, 32);
+}
+
+Test(probe, missing_uverbs_files_are_counted_and_named)
+{
+    struct pf_config cfg;
+    struct pf_node node;
+
+    cfg_for(&cfg, "p5-nouverbs");
+    memset(&node, 0, sizeof(node));
+    pf_probe_efa(&cfg, &node);
+    cr_assert_eq(node.efa_count, 32);
+    cr_assert_eq(node.uverbs_present, 0);
+    cr_assert_eq(node.uverbs_openable, 0);
+    cr_assert(strstr(node.uverbs_error, "/dev/infiniband/uverbs0: No such file"),
+              "%s", node.uverbs_error);
+}
+
+Test(probe, hugepages_from_fixture_meminfo)
+{
+    struct pf_config cfg;
+    struct pf_node node;
+
+    cfg_for(&cfg, "p5.48xlarge");
+    memset(&node, 0, sizeof(node));
+    pf_probe_limits(&cfg, &node);
+    cr_assert_eq(node.hugepages_total, 5128);
+    cr_assert_eq(node.hugepages_free, 5128);
+    cr_assert_eq(node.hugepage_kb, 2048);
+    cr_assert_neq(node.memlock_soft, 0);
+}
+
+Test(probe, libfabric_missing_is_a_fact)
+{
+    struct pf_config cfg;
+    struct pf_node node;
+
+    cfg_for(&cfg, NULL);
+    snprintf(cfg.libfabric_path, sizeof(cfg.libfabric_path),
+             "/nonexistent/libfabric.so.1");
+    memset(&node, 0, sizeof(node));
+    pf_probe_fabric(&cfg, &node);
+    cr_assert_not(node.libfabric_loaded);
+    cr_assert_eq(node.fi_efa_domains, 0);
+    cr_assert(strstr(node.libfabric_error, "tried /nonexistent/libfabric.so.1"),
+              "%s", node.libfabric_error);
+}
+
+Test(probe, fake_libfabric_domains_and_version)
+{
+    struct pf_config cfg;
+    struct pf_node node;
+
+    cfg_for(&cfg, NULL);
+    snprintf(cfg.libfabric_path, sizeof(cfg.libfabric_path), "%s", fake_fabric());
+    setenv("PF_FAKE_FI_EFA_DOMAINS", "16", 1);
+    setenv("PF_FAKE_FI_VERSION", "1.22", 1);
+    memset(&node, 0, sizeof(node));
+    pf_probe_fabric(&cfg, &node);
+    cr_assert(node.libfabric_loaded);
+    cr_assert_str_eq(node.libfabric_version, "1.22");
+    cr_assert_eq(node.fi_efa_domains, 16);
+    cr_assert_str_eq(node.libfabric_error, "");
+}
+
+Test(probe, fake_libfabric_without_efa_reports_enodata)
+{
+    struct pf_config cfg;
+    struct pf_node node;
+
+    cfg_for(&cfg, NULL);
+    snprintf(cfg.libfabric_path, sizeof(cfg.libfabric_path), "%s", fake_fabric());
+    setenv("PF_FAKE_FI_EFA_DOMAINS", "0", 1);
+    memset(&node, 0, sizeof(node));
+    pf_probe_fabric(&cfg, &node);
+    cr_assert(node.libfabric_loaded);
+    cr_assert_eq(node.fi_efa_domains, 0);
+    cr_assert(strstr(node.libfabric_error, "-FI_ENODATA"), "%s",
+              node.libfabric_error);
+}
+
+static void run_for(struct pf_run *run, const char *fx)
+{
+    char err[PF_ERRLEN];
+
+    memset(run, 0, sizeof(*run));
+    cr_assert_eq(pf_catalog_load(&run->catalog, "", err), PF_OK, "%s", err);
+    cfg_for(&run->cfg, fx);
+    snprintf(run->cfg.libfabric_path, sizeof(run->cfg.libfabric_path), "%s",
+             fake_fabric());
+}
+
+Test(probe, pf_probe_sets_instance_from_catalog)
+{
+    struct pf_run run;
+    char err[PF_ERRLEN];
+
+    run_for(&run, "p5en.48xlarge");
+    cr_assert_eq(pf_probe(&run, err), PF_OK, "%s", err);
+    cr_assert_not_null(run.instance);
+    cr_assert_str_eq(run.instance->name, "p5en.48xlarge");
+    cr_assert_eq(run.node.efa_count, 16);
+    cr_assert_eq(run.node.efa_recounts, 0);
+    pf_catalog_free(&run.catalog);
+}
+
+Test(probe, missing_sysfs_root_is_usage_error)
+{
+    struct pf_run run;
+    char err[PF_ERRLEN] = "";
+
+    run_for(&run, NULL);
+    snprintf(run.cfg.sysfs_root, sizeof(run.cfg.sysfs_root), "/nonexistent/fx");
+    cr_assert_eq(pf_probe(&run, err), PF_ERR_USAGE);
+    cr_assert_str_eq(err, "sysfs_root '/nonexistent/fx': No such file or directory");
+    pf_catalog_free(&run.catalog);
+}
+
+/* p5en (recount_efa) with a device missing: re-counted over the window,
+ * then left for the verdict. p5 (no quirk) is not re-counted. */
+Test(probe, p5en_recounts_within_window_then_gives_up)
+{
+    struct pf_run run;
+    char err[PF_ERRLEN];
+    int64_t t0;
+
+    run_for(&run, "p5en-15");
+    run.cfg.efa_recount_ms = 120;
+    t0 = pf_now_ms();
+    cr_assert_eq(pf_probe(&run, err), PF_OK, "%s", err);
+    cr_assert_geq(pf_now_ms() - t0, 120);
+    cr_assert_lt(pf_now_ms() - t0, 1000);
+    cr_assert_eq(run.node.efa_count, 15);
+    cr_assert_eq(run.node.efa_recounts, 6);
+    pf_catalog_free(&run.catalog);
+
+    run_for(&run, "p5-31");
+    run.cfg.efa_recount_ms = 120;
+    cr_assert_eq(pf_probe(&run, err), PF_OK, "%s", err);
+    cr_assert_eq(run.node.efa_count, 31);
+    cr_assert_eq(run.node.efa_recounts, 0);
+    pf_catalog_free(&run.catalog);
+}
+
+/* The 16th device appears while the probe re-counts: it is found. */
+Test(probe, p5en_recount_finds_late_device)
+{
+    struct pf_run run;
+    char err[PF_ERRLEN], dir[] = "/tmp/pf-p5en-XXXXXX", cmd[PATH_MAX * 2];
+    pid_t pid;
+
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(cmd, sizeof(cmd), "cp -a '%s/.' '%s/'", fixture("p5en-15"), dir);
+    cr_assert_eq(system(cmd), 0);
+    run_for(&run, NULL);
+    snprintf(run.cfg.sysfs_root, sizeof(run.cfg.sysfs_root), "%s", dir);
+    snprintf(run.cfg.dev_root, sizeof(run.cfg.dev_root), "%s", dir);
+    run.cfg.efa_recount_ms = 3000;
+
+    pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        /* bring up rdmap31s27 (PCI 0000:1f:1b.0) 300 ms in */
+        snprintf(cmd, sizeof(cmd),
+                 "sleep 0.3; cd '%s' && p=sys/devices/pci0000:00/0000:1f:1b.0 && "
+                 "mkdir -p $p/infiniband_verbs/uverbs15 sys/class/infiniband/.n/ports/1 && "
+                 "echo 0x1d0f > $p/vendor && echo 0xefa2 > $p/device && "
+                 "echo '4: ACTIVE' > sys/class/infiniband/.n/ports/1/state && "
+                 "ln -s ../../../devices/pci0000:00/0000:1f:1b.0 sys/class/infiniband/.n/device && "
+                 ": > dev/infiniband/uverbs15 && "
+                 "mv sys/class/infiniband/.n sys/class/infiniband/rdmap31s27",
+                 dir);
+        _exit(system(cmd) == 0 ? 0 : 1);
+    }
+    cr_assert_eq(pf_probe(&run, err), PF_OK, "%s", err);
+    waitpid(pid, NULL, 0);
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+    cr_assert_eq(run.node.efa_count, 16);
+    cr_assert_eq(run.node.uverbs_openable, 16);
+    cr_assert_geq(run.node.efa_recounts, 1);
+    cr_assert_lt(run.node.efa_recounts, 6);
+    pf_catalog_free(&run.catalog);
+}

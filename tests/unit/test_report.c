@@ -1,0 +1,318 @@
+/* publish: the JSON report (schema, fields, nulls, no secrets), the stdout
+ * table (checks, remedies, nccl-tests columns and footer, summary) and the
+ * routing rules of pf_publish (report file, quiet non-zero local ranks). */
+#include <criterion/criterion.h>
+#include <criterion/redirect.h>
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config/catalog.h"
+#include "config/config.h"
+#include "publish/publish.h"
+#include "verdict/verdict.h"
+
+/* A p5 node with one missing device, judged. */
+static struct pf_run *p5_run(void)
+{
+    struct pf_run *run = calloc(1, sizeof(*run));
+    char err[PF_ERRLEN];
+
+    cr_assert_not_null(run);
+    cr_assert_eq(pf_catalog_load(&run->catalog, "", err), PF_OK, "%s", err);
+    pf_config_defaults(&run->cfg);
+    run->cfg.command = PF_CMD_NODE;
+    snprintf(run->started_at, sizeof(run->started_at), "2026-11-22T01:02:03Z");
+    snprintf(run->node.hostname, sizeof(run->node.hostname), "ip-10-0-0-7");
+    snprintf(run->node.instance_type, sizeof(run->node.instance_type), "p5.48xlarge");
+    snprintf(run->node.instance_source, sizeof(run->node.instance_source), "dmi");
+    run->instance = pf_catalog_find(&run->catalog, "p5.48xlarge");
+    run->node.efa_count = 31;
+    run->node.efa_ports_active = 31;
+    for (int i = 0; i < 31; i++) {
+        struct pf_efa_dev *d = &run->node.efa[i];
+        snprintf(d->name, sizeof(d->name), "rdmap%ds27", 16 + i);
+        d->vendor = 0x1d0f;
+        d->device = 0xefa2;
+        snprintf(d->port_state, sizeof(d->port_state), "4: ACTIVE");
+        d->port_active = true;
+    }
+    run->node.uverbs_present = run->node.uverbs_openable = 31;
+    run->node.efa_module_loaded = true;
+    run->node.libfabric_loaded = true;
+    snprintf(run->node.libfabric_version, sizeof(run->node.libfabric_version), "1.22");
+    run->node.fi_efa_domains = 31;
+    run->node.memlock_soft = run->node.memlock_hard = UINT64_MAX;
+    run->node.hugepages_total = run->node.hugepages_free = 16;
+    run->node.hugepage_kb = 2048;
+    run->node.gdr_supported = true;
+    run->node.gpu_count = 8;
+    run->node.cuda_loaded = true;
+    pf_verdict_node(run);
+    pf_verdict_finish(run);
+    return run;
+}
+
+static void add_rows(struct pf_run *run)
+{
+    struct pf_coll *c = &run->coll;
+
+    c->ran = true;
+    snprintf(c->engine, sizeof(c->engine), "host");
+    snprintf(c->provider, sizeof(c->provider), "tcp");
+    c->provider_is_fallback = true;
+    c->nranks = 4;
+    c->nnodes = 1;
+    c->nrows = 2;
+    c->rows[0] = (struct pf_row){ .bytes = 1024, .count = 256, .oop_us = 50.0,
+                                  .oop_algbw = 0.02, .oop_busbw = 0.03,
+                                  .ip_us = 49.0, .ip_algbw = 0.02,
+                                  .ip_busbw = 0.03 };
+    c->rows[1] = (struct pf_row){ .bytes = 1048576, .count = 262144,
+                                  .oop_us = 1000.0, .oop_algbw = 1.05,
+                                  .oop_busbw = 1.5, .ip_us = 990.0,
+                                  .ip_algbw = 1.06, .ip_busbw = 1.5 };
+    c->avg_busbw = 0.765;
+    c->slow_rank = -1;
+}
+
+static void free_run(struct pf_run *run)
+{
+    pf_catalog_free(&run->catalog);
+    free(run);
+}
+
+static cJSON *report(const struct pf_run *run)
+{
+    char *text = pf_report_json(run);
+    cJSON *doc;
+
+    cr_assert_not_null(text);
+    doc = cJSON_Parse(text);
+    free(text);
+    cr_assert_not_null(doc, "report is not JSON");
+    return doc;
+}
+
+static cJSON *at(const cJSON *o, const char *path)
+{
+    char buf[256], *save = NULL;
+    const cJSON *cur = o;
+
+    snprintf(buf, sizeof(buf), "%s", path);
+    for (char *k = strtok_r(buf, ".", &save); k; k = strtok_r(NULL, ".", &save)) {
+        cur = cJSON_GetObjectItemCaseSensitive(cur, k);
+        cr_assert_not_null(cur, "missing %s (at %s)", path, k);
+    }
+    return (cJSON *)cur;
+}
+
+Test(report, json_has_schema_facts_checks_and_verdict)
+{
+    struct pf_run *run = p5_run();
+    cJSON *doc = report(run), *checks, *first;
+
+    cr_assert_str_eq(at(doc, "schema")->valuestring, PF_REPORT_SCHEMA);
+    cr_assert_str_eq(at(doc, "tool.version")->valuestring, PF_VERSION);
+    cr_assert_str_eq(at(doc, "started_at")->valuestring, "2026-11-22T01:02:03Z");
+    cr_assert_str_eq(at(doc, "command")->valuestring, "node");
+    cr_assert_str_eq(at(doc, "fabric_provider.requested")->valuestring, "efa");
+    cr_assert(cJSON_IsFalse(at(doc, "fabric_provider.fallback")));
+    cr_assert_str_eq(at(doc, "node.instance_type")->valuestring, "p5.48xlarge");
+    cr_assert_eq(at(doc, "node.efa.count")->valueint, 31);
+    cr_assert_eq(cJSON_GetArraySize(at(doc, "node.efa.devices")), 31);
+    cr_assert_str_eq(cJSON_GetArrayItem(at(doc, "node.efa.devices"), 0)
+                         ->child->valuestring, "rdmap16s27");
+    cr_assert(cJSON_IsNull(at(doc, "node.memlock.soft_bytes")));
+    cr_assert(cJSON_IsTrue(at(doc, "node.memlock.soft_unlimited")));
+    cr_assert_str_eq(at(doc, "instance.name")->valuestring, "p5.48xlarge");
+    cr_assert_eq(at(doc, "instance.efa_count")->valueint, 32);
+
+    checks = at(doc, "checks");
+    cr_assert_eq(cJSON_GetArraySize(checks), run->verdict.n);
+    first = cJSON_GetArrayItem(checks, 0);
+    cr_assert_str_eq(at(first, "name")->valuestring, "instance_type");
+    cr_assert_str_eq(at(first, "status")->valuestring, "pass");
+    cr_assert(cJSON_IsNull(at(first, "remedy")));
+
+    cr_assert(cJSON_IsNull(at(doc, "collective")));
+    cr_assert_str_eq(at(doc, "verdict.status")->valuestring, "fail");
+    cr_assert_eq(at(doc, "verdict.exit_code")->valueint, 1);
+    cr_assert_str_eq(at(doc, "verdict.reason")->valuestring, "EFADeviceCountMismatch");
+    cr_assert_str_eq(at(doc, "verdict.conditions.EFADevicesReady")->valuestring, "fail");
+    cr_assert(cJSON_IsNull(at(doc, "verdict.conditions.EFAFabricReady")));
+    cJSON_Delete(doc);
+    free_run(run);
+}
+
+Test(report, json_collective_rows_and_fallback)
+{
+    struct pf_run *run = p5_run();
+    cJSON *doc, *row;
+
+    add_rows(run);
+    snprintf(run->cfg.fabric_provider, sizeof(run->cfg.fabric_provider), "tcp");
+    doc = report(run);
+    cr_assert(cJSON_IsTrue(at(doc, "fabric_provider.fallback")));
+    cr_assert_str_eq(at(doc, "collective.engine")->valuestring, "host");
+    cr_assert(cJSON_IsTrue(at(doc, "collective.provider_is_fallback")));
+    cr_assert_eq(cJSON_GetArraySize(at(doc, "collective.rows")), 2);
+    row = cJSON_GetArrayItem(at(doc, "collective.rows"), 1);
+    cr_assert_eq(at(row, "bytes")->valuedouble, 1048576);
+    cr_assert_float_eq(at(row, "out_of_place.busbw_gbps")->valuedouble, 1.5, 1e-9);
+    cr_assert_float_eq(at(row, "in_place.time_us")->valuedouble, 990.0, 1e-9);
+    cr_assert_float_eq(at(doc, "collective.avg_busbw_gbps")->valuedouble, 0.765, 1e-9);
+    cr_assert(cJSON_IsNull(at(doc, "collective.error")));
+    cJSON_Delete(doc);
+    free_run(run);
+}
+
+Test(report, json_never_carries_secret_or_token_paths)
+{
+    struct pf_run *run = p5_run();
+    char *text;
+
+    snprintf(run->cfg.secret_file, sizeof(run->cfg.secret_file), "/run/secret-hmac-key");
+    snprintf(run->cfg.token_file, sizeof(run->cfg.token_file), "/var/run/token-xyz");
+    text = pf_report_json(run);
+    cr_assert_null(strstr(text, "secret-hmac-key"));
+    cr_assert_null(strstr(text, "token-xyz"));
+    free(text);
+    free_run(run);
+}
+
+static char *table_text(const struct pf_run *run)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+
+    cr_assert_not_null(f);
+    pf_publish_table(run, f);
+    fclose(f);
+    return buf;
+}
+
+Test(report, table_lists_checks_remedies_and_summary)
+{
+    struct pf_run *run = p5_run();
+    char *t = table_text(run);
+
+    cr_assert(strstr(t, "PASS   instance_type      InstanceTypeKnown"), "%s", t);
+    cr_assert(strstr(t, "FAIL   efa_devices        EFADeviceCountMismatch   "
+                        "found 31 of 32 EFA devices"), "%s", t);
+    cr_assert(strstr(t, "remedy: check that every EFA interface"), "%s", t);
+    cr_assert(strstr(t, "summary: FAIL EFADeviceCountMismatch - 10 passed, 0 "
+                        "warnings, 1 failed, 0 skipped (exit 1)"), "%s", t);
+    cr_assert_null(strstr(t, "Avg bus bandwidth"));
+    free(t);
+    free_run(run);
+}
+
+Test(report, table_prints_nccl_tests_columns_and_footer)
+{
+    struct pf_run *run = p5_run();
+    char *t;
+
+    add_rows(run);
+    t = table_text(run);
+    cr_assert(strstr(t, "size         count      type  redop   root      time   "
+                        "algbw   busbw #wrong      time   algbw   busbw #wrong"),
+              "%s", t);
+    cr_assert(strstr(t, "     1048576        262144     float    sum     -1"
+                        "   1000.00    1.05    1.50      0    990.00    1.06"
+                        "    1.50      0\n"), "%s", t);
+    cr_assert(strstr(t, "# Out of bounds values : 0 OK\n"), "%s", t);
+    cr_assert(strstr(t, "# Avg bus bandwidth : 0.765\n"), "%s", t);
+    cr_assert(strstr(t, "provider tcp (fallback: EFA not used)"), "%s", t);
+
+    run->coll.wrong_total = 3;
+    free(t);
+    t = table_text(run);
+    cr_assert(strstr(t, "# Out of bounds values : 3 FAILED\n"), "%s", t);
+    free(t);
+    free_run(run);
+}
+
+Test(report, report_file_is_written_whole)
+{
+    struct pf_run *run = p5_run();
+    char dir[] = "/tmp/pf-report-XXXXXX", err[PF_ERRLEN] = "";
+    char *text = NULL;
+    FILE *f;
+    cJSON *doc;
+    long len;
+
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(run->cfg.report_file, sizeof(run->cfg.report_file), "%s/r.json", dir);
+    run->cfg.json = true;      /* keep the table off the test's stdout */
+    cr_assert(freopen("/dev/null", "w", stdout));
+    cr_assert_eq(pf_publish(run, err), PF_OK, "%s", err);
+    f = fopen(run->cfg.report_file, "r");
+    cr_assert_not_null(f);
+    fseek(f, 0, SEEK_END);
+    len = ftell(f);
+    rewind(f);
+    text = calloc(1, (size_t)len + 1);
+    cr_assert_eq(fread(text, 1, (size_t)len, f), (size_t)len);
+    fclose(f);
+    doc = cJSON_Parse(text);
+    cr_assert_not_null(doc);
+    cr_assert_str_eq(at(doc, "verdict.reason")->valuestring, "EFADeviceCountMismatch");
+    cJSON_Delete(doc);
+    free(text);
+    unlink(run->cfg.report_file);
+    cr_assert_eq(rmdir(dir), 0, "temp files left in %s", dir);
+    free_run(run);
+}
+
+Test(report, report_file_in_missing_dir_is_an_error)
+{
+    struct pf_run *run = p5_run();
+    char err[PF_ERRLEN] = "";
+
+    snprintf(run->cfg.report_file, sizeof(run->cfg.report_file),
+             "/nonexistent-dir/r.json");
+    run->cfg.json = true;
+    cr_assert(freopen("/dev/null", "w", stdout));
+    cr_assert_eq(pf_publish(run, err), PF_ERR_IO);
+    cr_assert(strstr(err, "report: /nonexistent-dir/r.json.tmp."), "%s", err);
+    free_run(run);
+}
+
+Test(report, local_ranks_other_than_zero_stay_quiet, .init = cr_redirect_stdout)
+{
+    struct pf_run *run = p5_run();
+    char err[PF_ERRLEN] = "";
+    char dir[] = "/tmp/pf-quiet-XXXXXX";
+
+    cr_assert_not_null(mkdtemp(dir));
+    run->cfg.command = PF_CMD_LOCAL;
+    run->peers.rank = 2;
+    snprintf(run->cfg.report_file, sizeof(run->cfg.report_file), "%s/r.json", dir);
+    cr_assert_eq(pf_publish(run, err), PF_OK, "%s", err);
+    fflush(stdout);
+    cr_assert_eq(access(run->cfg.report_file, F_OK), -1);
+    cr_assert_eq(rmdir(dir), 0);
+    cr_assert_stdout_eq_str("");
+    free_run(run);
+}
+
+Test(report, json_flag_prints_the_report_on_stdout, .init = cr_redirect_stdout)
+{
+    struct pf_run *run = p5_run();
+    char err[PF_ERRLEN] = "";
+    char *expect = pf_report_json(run), *full;
+
+    run->cfg.json = true;
+    cr_assert_eq(pf_publish(run, err), PF_OK, "%s", err);
+    fflush(stdout);
+    full = malloc(strlen(expect) + 2);
+    sprintf(full, "%s\n", expect);
+    cr_assert_stdout_eq_str(full);
+    free(full);
+    free(expect);
+    free_run(run);
+}
