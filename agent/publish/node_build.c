@@ -139,27 +139,28 @@ static void add_condition(cJSON *list, const cJSON *node, const char *type,
     cJSON_AddItemToArray(list, c);
 }
 
-/* One condition from the checks that feed it. */
+/* One condition from the checks that feed it: none -> not written; all
+ * skipped -> Unknown (e.g. EFANotRequired with a test provider). */
 static void condition_from_checks(cJSON *list, const struct pf_run *run,
                                   const cJSON *node, const char *type,
                                   const char *pass_message, const char *now)
 {
     const struct pf_verdict *v = &run->verdict;
     enum pf_status st = pf_verdict_condition(v, type);
-    const struct pf_check *c;
+    const struct pf_check *c = first_check(v, type, st);
 
-    if (st == PF_SKIP)
+    if (!c)
         return;
-    if (st == PF_FAIL) {
-        c = first_check(v, type, PF_FAIL);
+    if (st == PF_SKIP)
+        add_condition(list, node, type, "Unknown",
+                      c->reason[0] ? c->reason : "NotTested", c->message, now);
+    else if (st == PF_FAIL)
         add_condition(list, node, type, "False", c->reason, c->message, now);
-    } else if (st == PF_WARN) {
-        c = first_check(v, type, PF_WARN);
+    else if (st == PF_WARN)
         add_condition(list, node, type, "True", c->reason, c->message, now);
-    } else {
+    else
         add_condition(list, node, type, "True", "PreflightPassed",
                       pass_message, now);
-    }
 }
 
 cJSON *pf_node_conditions_patch(const struct pf_run *run, const cJSON *node,

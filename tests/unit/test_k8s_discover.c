@@ -1,0 +1,250 @@
+/* k8s bootstrap pieces: which pods count, ranks from JobSet / Indexed Job
+ * indices or names, the selector order, what a timeout names, and the
+ * DaemonSet grouping. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "discover/k8s.h"
+
+static cJSON *pod_json(const char *name, const char *ip, const char *phase,
+                       int job_index, int comp_index, bool deleting)
+{
+    char buf[1024];
+    char idx[256] = "";
+    int n = 0;
+
+    if (job_index >= 0)
+        n += snprintf(idx + n, sizeof(idx) - (size_t)n,
+                      ",\"" PF_K8S_JOBSET_INDEX "\":\"%d\"", job_index);
+    if (comp_index >= 0)
+        snprintf(idx + n, sizeof(idx) - (size_t)n,
+                 ",\"" PF_K8S_COMPLETION_INDEX "\":\"%d\"", comp_index);
+    snprintf(buf, sizeof(buf),
+             "{\"metadata\":{\"name\":\"%s\",%s\"labels\":{\"x\":\"y\"%s}},"
+             "\"spec\":{\"nodeName\":\"node-%s\"},"
+             "\"status\":{\"phase\":\"%s\"%s%s%s}}",
+             name, deleting ? "\"deletionTimestamp\":\"2026-01-01T00:00:00Z\","
+                            : "",
+             idx, name, phase, ip ? ",\"podIP\":\"" : "", ip ? ip : "",
+             ip ? "\"" : "");
+    return cJSON_Parse(buf);
+}
+
+static void add(struct pf_k8s_podset *s, const char *name, const char *ip,
+                const char *phase, int job_index, int comp_index,
+                bool deleting)
+{
+    char err[PF_ERRLEN];
+    struct pf_k8s_pod p;
+    cJSON *j = pod_json(name, ip, phase, job_index, comp_index, deleting);
+
+    cr_assert_not_null(j);
+    pf_k8s_pod_parse(j, &p);
+    cr_assert_eq(pf_k8s_podset_put(s, &p, err), PF_OK);
+    cJSON_Delete(j);
+}
+
+Test(k8s_discover, pending_with_ip_counts_deleting_and_failed_do_not)
+{
+    struct pf_k8s_pod p;
+    cJSON *j;
+
+    j = pod_json("a", "10.254.40.11", "Pending", -1, -1, false);
+    pf_k8s_pod_parse(j, &p);
+    cr_assert(pf_k8s_pod_counts(&p));
+    cr_assert_str_eq(p.node, "node-a");
+    cJSON_Delete(j);
+    j = pod_json("b", NULL, "Pending", -1, -1, false);
+    pf_k8s_pod_parse(j, &p);
+    cr_assert_not(pf_k8s_pod_counts(&p));
+    cJSON_Delete(j);
+    j = pod_json("c", "10.254.40.12", "Running", -1, -1, true);
+    pf_k8s_pod_parse(j, &p);
+    cr_assert(p.deleting);
+    cr_assert_not(pf_k8s_pod_counts(&p));
+    cJSON_Delete(j);
+    j = pod_json("d", "10.254.40.13", "Failed", -1, -1, false);
+    pf_k8s_pod_parse(j, &p);
+    cr_assert_not(pf_k8s_pod_counts(&p));
+    cJSON_Delete(j);
+}
+
+Test(k8s_discover, jobset_rank_is_job_index_times_parallelism_plus_completion)
+{
+    struct pf_k8s_pod p;
+    cJSON *j = pod_json("js-w-2-1-x", "10.0.0.1", "Pending", 2, 1, false);
+
+    pf_k8s_pod_parse(j, &p);
+    cr_assert_eq(p.job_index, 2);
+    cr_assert_eq(p.completion_index, 1);
+    cr_assert_eq(pf_k8s_pod_rank(&p, 4), 9);
+    cr_assert_eq(pf_k8s_pod_rank(&p, 0), 1);
+    cJSON_Delete(j);
+    j = pod_json("plain", "10.0.0.1", "Pending", -1, -1, false);
+    pf_k8s_pod_parse(j, &p);
+    cr_assert_eq(pf_k8s_pod_rank(&p, 4), -1);
+    cJSON_Delete(j);
+}
+
+Test(k8s_discover, completion_index_from_annotation)
+{
+    struct pf_k8s_pod p;
+    cJSON *j = cJSON_Parse("{\"metadata\":{\"name\":\"j-3-x\",\"annotations\":"
+                           "{\"" PF_K8S_COMPLETION_INDEX "\":\"3\"}}}");
+    pf_k8s_pod_parse(j, &p);
+    cr_assert_eq(p.completion_index, 3);
+    cJSON_Delete(j);
+}
+
+Test(k8s_discover, selector_order_and_override)
+{
+    char sel[256], err[PF_ERRLEN];
+    cJSON *j = cJSON_Parse(
+        "{\"metadata\":{\"name\":\"p\",\"labels\":{"
+        "\"app.kubernetes.io/instance\":\"app\","
+        "\"batch.kubernetes.io/job-name\":\"js-w-0\","
+        "\"" PF_K8S_JOBSET_NAME "\":\"js\","
+        "\"" PF_K8S_JOBSET_RJOB "\":\"w\"}}}");
+
+    cr_assert_eq(pf_k8s_selector(j, "", sel, sizeof(sel), err), PF_OK);
+    cr_assert_str_eq(sel, PF_K8S_JOBSET_NAME "=js," PF_K8S_JOBSET_RJOB "=w");
+    cr_assert_eq(pf_k8s_selector(j, "team=a", sel, sizeof(sel), err), PF_OK);
+    cr_assert_str_eq(sel, "team=a");
+    cJSON_Delete(j);
+
+    j = cJSON_Parse("{\"metadata\":{\"name\":\"p\",\"labels\":{"
+                    "\"app.kubernetes.io/instance\":\"app\","
+                    "\"training.kubeflow.org/job-name\":\"pt\"}}}");
+    cr_assert_eq(pf_k8s_selector(j, NULL, sel, sizeof(sel), err), PF_OK);
+    cr_assert_str_eq(sel, "training.kubeflow.org/job-name=pt");
+    cJSON_Delete(j);
+
+    j = cJSON_Parse("{\"metadata\":{\"name\":\"lonely\",\"labels\":{}}}");
+    cr_assert_eq(pf_k8s_selector(j, NULL, sel, sizeof(sel), err),
+                 PF_ERR_USAGE);
+    cr_assert(strstr(err, "lonely") && strstr(err, "--peer-selector"), "%s",
+              err);
+    cJSON_Delete(j);
+}
+
+Test(k8s_discover, jobset_assign_complete)
+{
+    struct pf_k8s_podset s = { 0 };
+    struct pf_peers peers = { 0 };
+    char missing[PF_ERRLEN];
+    bool fatal;
+
+    /* 2 replicated jobs x parallelism 2, listed out of order. */
+    add(&s, "js-w-1-1-d", "10.254.40.14", "Pending", 1, 1, false);
+    add(&s, "js-w-0-0-a", "10.254.40.11", "Pending", 0, 0, false);
+    add(&s, "js-w-1-0-c", "10.254.40.13", "Running", 1, 0, false);
+    add(&s, "js-w-0-1-b", "10.254.40.12", "Pending", 0, 1, false);
+    cr_assert(pf_k8s_assign(&s, 4, 2, "js-w-1-0-c", "js-w-", 33100, &peers,
+                            missing, sizeof(missing), &fatal));
+    cr_assert_not(fatal);
+    cr_assert_eq(peers.world, 4);
+    cr_assert_eq(peers.rank, 2);
+    cr_assert_str_eq(peers.list[0].host, "10.254.40.11");
+    cr_assert_str_eq(peers.list[1].pod, "js-w-0-1-b");
+    cr_assert_str_eq(peers.list[3].host, "10.254.40.14");
+    cr_assert_str_eq(peers.list[3].node, "node-js-w-1-1-d");
+    cr_assert_eq(peers.list[3].port, 33100);
+    free(peers.list);
+    pf_k8s_podset_free(&s);
+}
+
+Test(k8s_discover, missing_pods_are_named)
+{
+    struct pf_k8s_podset s = { 0 };
+    struct pf_peers peers = { 0 };
+    char missing[PF_ERRLEN];
+    bool fatal;
+
+    add(&s, "js-w-0-0-a", "10.254.40.11", "Pending", 0, 0, false);
+    add(&s, "js-w-0-1-b", NULL, "Pending", 0, 1, false);
+    /* a replacement being deleted keeps its index but does not count */
+    add(&s, "js-w-1-0-old", "10.254.40.19", "Running", 1, 0, true);
+    cr_assert_not(pf_k8s_assign(&s, 4, 2, "js-w-0-0-a", "js-w-", 1, &peers,
+                                missing, sizeof(missing), &fatal));
+    cr_assert_not(fatal);
+    cr_assert_null(peers.list);
+    cr_assert_str_eq(missing,
+                     "js-w-0-1-b (Pending, no podIP), "
+                     "js-w-1-0-old (Running, being deleted), "
+                     "js-w-1-1-* (rank 3, not created)");
+    pf_k8s_podset_free(&s);
+}
+
+Test(k8s_discover, by_name_when_no_index)
+{
+    struct pf_k8s_podset s = { 0 };
+    struct pf_peers peers = { 0 };
+    char missing[PF_ERRLEN];
+    bool fatal;
+
+    add(&s, "worker-c", "10.0.0.3", "Pending", -1, -1, false);
+    add(&s, "worker-a", "10.0.0.1", "Pending", -1, -1, false);
+    cr_assert_not(pf_k8s_assign(&s, 3, 0, "worker-a", "", 1, &peers, missing,
+                                sizeof(missing), &fatal));
+    cr_assert_str_eq(missing, "1 pod(s) not created");
+    add(&s, "worker-b", "10.0.0.2", "Pending", -1, -1, false);
+    cr_assert(pf_k8s_assign(&s, 3, 0, "worker-c", "", 1, &peers, missing,
+                            sizeof(missing), &fatal));
+    cr_assert_eq(peers.rank, 2);
+    cr_assert_str_eq(peers.list[1].host, "10.0.0.2");
+    free(peers.list);
+    peers.list = NULL;
+
+    pf_k8s_podset_remove(&s, "worker-b");
+    add(&s, "worker-b", "10.0.0.2", "Pending", -1, -1, false);
+    add(&s, "worker-d", "10.0.0.4", "Pending", -1, -1, false);
+    cr_assert_not(pf_k8s_assign(&s, 3, 0, "worker-c", "", 1, &peers, missing,
+                                sizeof(missing), &fatal));
+    cr_assert(strstr(missing, "4 pods with a podIP"), "%s", missing);
+    pf_k8s_podset_free(&s);
+}
+
+Test(k8s_discover, own_pod_outside_the_set_is_fatal)
+{
+    struct pf_k8s_podset s = { 0 };
+    struct pf_peers peers = { 0 };
+    char missing[PF_ERRLEN];
+    bool fatal;
+
+    add(&s, "a", "10.0.0.1", "Pending", -1, -1, false);
+    cr_assert_not(pf_k8s_assign(&s, 1, 0, "me", "", 1, &peers, missing,
+                                sizeof(missing), &fatal));
+    cr_assert(fatal);
+    cr_assert(strstr(missing, "own pod me"), "%s", missing);
+    cr_assert_null(peers.list);
+    pf_k8s_podset_free(&s);
+}
+
+static void group(int n, int g, int i, int want_first, int want_count)
+{
+    int first, count;
+    pf_k8s_group_of(n, g, i, &first, &count);
+    cr_assert(first == want_first && count == want_count,
+              "n=%d g=%d i=%d: got %d+%d, want %d+%d", n, g, i, first, count,
+              want_first, want_count);
+}
+
+Test(k8s_discover, daemonset_groups)
+{
+    group(3, 2, 0, 0, 3);     /* the leftover joins: one group of 3 */
+    group(3, 2, 2, 0, 3);
+    group(4, 2, 3, 2, 2);
+    group(5, 2, 4, 2, 3);
+    group(1, 2, 0, 0, 1);     /* alone: fabric untested */
+    group(8, 3, 7, 6, 2);     /* a remainder of 2 is its own group */
+    group(7, 3, 6, 3, 4);
+    group(2, 4, 1, 0, 2);
+}
+
+Test(k8s_discover, run_id_hash_is_stable)
+{
+    cr_assert_eq(pf_k8s_hash("a", 0), pf_k8s_hash("a", 0));
+    cr_assert_neq(pf_k8s_hash("a", 0), pf_k8s_hash("b", 0));
+    cr_assert_eq(pf_k8s_hash("", 0), 1469598103934665603ull);
+}

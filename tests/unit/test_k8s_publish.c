@@ -1,0 +1,235 @@
+/* What the Node publisher writes: label values (always valid), conditions
+ * (lastTransitionTime kept while the status holds), taints (only ours
+ * touched) and the Event. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "publish/node.h"
+#include "util/kubeapi.h"
+#include "verdict/verdict.h"
+
+static struct pf_run *make_run(enum pf_status fabric, int exit_code)
+{
+    struct pf_run *run = calloc(1, sizeof(*run));
+
+    cr_assert_not_null(run);
+    run->cfg.command = PF_CMD_RUN;
+    snprintf(run->cfg.mode, sizeof(run->cfg.mode), "initcontainer");
+    snprintf(run->cfg.label_prefix, sizeof(run->cfg.label_prefix),
+             "efa-preflight.io/");
+    run->cfg.valid_hours = 24;
+    run->node.efa_count = 32;
+    run->peers.world = 4;
+    run->coll.ran = true;
+    run->coll.nnodes = 4;
+    run->coll.peak_busbw = 335.24;
+    run->coll.avg_busbw = 120.5;
+    snprintf(run->coll.engine, sizeof(run->coll.engine), "host");
+    pf_verdict_add(&run->verdict, "efa_devices", PF_COND_DEVICES, PF_PASS,
+                   "EFADevicesOK", "", "32 of 32");
+    pf_verdict_add(&run->verdict, "busbw", PF_COND_FABRIC, fabric,
+                   fabric == PF_PASS ? "BandwidthOK" : "BandwidthBelowFloor",
+                   "check the fabric", "busbw 3.1 GB/s below floor 300");
+    run->verdict.overall = fabric;
+    run->verdict.exit_code = exit_code;
+    return run;
+}
+
+static const char *label(const cJSON *patch, const char *key)
+{
+    const cJSON *labels = pf_json_at(patch, "metadata.labels");
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(labels, key);
+    if (cJSON_IsNull(v))
+        return "(null)";
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+Test(k8s_publish, label_time_has_no_colons)
+{
+    char t[32];
+    pf_node_label_time(t, 1795309323);          /* 2026-11-22T01:02:03Z */
+    cr_assert_str_eq(t, "20261122T010203Z");
+    cr_assert(pf_label_value_ok(t));
+}
+
+Test(k8s_publish, labels_on_pass)
+{
+    struct pf_run *run = make_run(PF_PASS, 0);
+    struct pf_node_labels l;
+    cJSON *p;
+
+    pf_node_labels_make(run, 1795309323, &l);
+    p = pf_node_labels_patch("efa-preflight.io/", &l);
+    cr_assert_str_eq(label(p, "efa-preflight.io/status"), "pass");
+    cr_assert_str_eq(label(p, "efa-preflight.io/efa-count"), "32");
+    cr_assert_str_eq(label(p, "efa-preflight.io/busbw-gbps"), "335.2");
+    cr_assert_str_eq(label(p, "efa-preflight.io/validated-at"),
+                     "20261122T010203Z");
+    cr_assert_str_eq(label(p, "efa-preflight.io/valid-until"),
+                     "20261123T010203Z");
+    cr_assert_str_eq(label(p, "efa-preflight.io/fabric"), "tested");
+    cr_assert_eq(cJSON_GetArraySize(pf_json_at(p, "metadata.labels")), 6);
+    cJSON_Delete(p);
+    free(run);
+}
+
+Test(k8s_publish, labels_on_infra_failure_and_singleton)
+{
+    struct pf_run *run = make_run(PF_FAIL, 3);
+    struct pf_node_labels l;
+    cJSON *p;
+
+    run->coll.ran = false;
+    pf_node_labels_make(run, 1795309323, &l);
+    p = pf_node_labels_patch("example.com/", &l);
+    cr_assert_str_eq(label(p, "example.com/status"), "error");
+    cr_assert_str_eq(label(p, "example.com/busbw-gbps"), "(null)");
+    cJSON_Delete(p);
+
+    run->verdict.exit_code = 1;
+    run->coll.ran = true;
+    snprintf(run->cfg.mode, sizeof(run->cfg.mode), "daemonset");
+    run->peers.world = 1;
+    pf_node_labels_make(run, 1795309323, &l);
+    p = pf_node_labels_patch("efa-preflight.io/", &l);
+    cr_assert_str_eq(label(p, "efa-preflight.io/status"), "fail");
+    cr_assert_str_eq(label(p, "efa-preflight.io/fabric"), "untested");
+    cr_assert_str_eq(label(p, "efa-preflight.io/busbw-gbps"), "(null)");
+    cJSON_Delete(p);
+    free(run);
+}
+
+static const cJSON *condition(const cJSON *patch, const char *type)
+{
+    const cJSON *c;
+    cJSON_ArrayForEach(c, pf_json_at(patch, "status.conditions")) {
+        if (!strcmp(pf_json_str(c, "type"), type))
+            return c;
+    }
+    return NULL;
+}
+
+Test(k8s_publish, conditions_keep_transition_time_while_status_holds)
+{
+    struct pf_run *run = make_run(PF_FAIL, 1);
+    cJSON *node = cJSON_Parse(
+        "{\"status\":{\"conditions\":["
+        "{\"type\":\"Ready\",\"status\":\"True\","
+        "\"lastTransitionTime\":\"2026-01-01T00:00:00Z\"},"
+        "{\"type\":\"EFADevicesReady\",\"status\":\"True\","
+        "\"lastTransitionTime\":\"2026-02-02T00:00:00Z\"},"
+        "{\"type\":\"EFAFabricReady\",\"status\":\"True\","
+        "\"lastTransitionTime\":\"2026-03-03T00:00:00Z\"}]}}");
+    cJSON *p = pf_node_conditions_patch(run, node, "2026-11-22T01:02:03Z");
+    const cJSON *dev = condition(p, "EFADevicesReady");
+    const cJSON *fab = condition(p, "EFAFabricReady");
+
+    cr_assert_eq(cJSON_GetArraySize(pf_json_at(p, "status.conditions")), 2);
+    cr_assert_null(condition(p, "Ready"));
+    cr_assert_str_eq(pf_json_str(dev, "status"), "True");
+    cr_assert_str_eq(pf_json_str(dev, "reason"), "PreflightPassed");
+    cr_assert_str_eq(pf_json_str(dev, "lastTransitionTime"),
+                     "2026-02-02T00:00:00Z");
+    cr_assert_str_eq(pf_json_str(fab, "status"), "False");
+    cr_assert_str_eq(pf_json_str(fab, "reason"), "BandwidthBelowFloor");
+    cr_assert_str_eq(pf_json_str(fab, "message"),
+                     "busbw 3.1 GB/s below floor 300");
+    cr_assert_str_eq(pf_json_str(fab, "lastTransitionTime"),
+                     "2026-11-22T01:02:03Z");
+    cr_assert_str_eq(pf_json_str(fab, "lastHeartbeatTime"),
+                     "2026-11-22T01:02:03Z");
+    cJSON_Delete(p);
+    cJSON_Delete(node);
+    free(run);
+}
+
+Test(k8s_publish, singleton_fabric_is_unknown)
+{
+    struct pf_run *run = make_run(PF_PASS, 0);
+    cJSON *p;
+
+    snprintf(run->cfg.mode, sizeof(run->cfg.mode), "daemonset");
+    run->peers.world = 1;
+    p = pf_node_conditions_patch(run, NULL, "2026-11-22T01:02:03Z");
+    cr_assert_str_eq(pf_json_str(condition(p, "EFAFabricReady"), "status"),
+                     "Unknown");
+    cr_assert_str_eq(pf_json_str(condition(p, "EFAFabricReady"), "reason"),
+                     "FabricUntested");
+    cJSON_Delete(p);
+    free(run);
+}
+
+Test(k8s_publish, taints_touch_only_ours)
+{
+    cJSON *node = cJSON_Parse(
+        "{\"metadata\":{\"resourceVersion\":\"42\"},\"spec\":{\"taints\":["
+        "{\"key\":\"nvidia.com/gpu\",\"effect\":\"NoSchedule\"},"
+        "{\"key\":\"efa-preflight.io/unhealthy\",\"value\":\"Old\","
+        "\"effect\":\"NoSchedule\"}]}}");
+    cJSON *clean = cJSON_Parse("{\"metadata\":{\"resourceVersion\":\"7\"},"
+                               "\"spec\":{\"taints\":[{\"key\":\"a\","
+                               "\"effect\":\"NoExecute\"}]}}");
+    bool changed;
+    cJSON *p;
+    const cJSON *t;
+
+    p = pf_node_taints_patch(node, "efa-preflight.io/", true, "X", &changed);
+    cr_assert_not(changed);
+    cr_assert_null(p);
+
+    p = pf_node_taints_patch(node, "efa-preflight.io/", false, NULL, &changed);
+    cr_assert(changed);
+    cr_assert_str_eq(pf_json_str(p, "metadata.resourceVersion"), "42");
+    t = pf_json_at(p, "spec.taints");
+    cr_assert_eq(cJSON_GetArraySize(t), 1);
+    cr_assert_str_eq(pf_json_str(cJSON_GetArrayItem(t, 0), "key"),
+                     "nvidia.com/gpu");
+    cJSON_Delete(p);
+
+    p = pf_node_taints_patch(clean, "efa-preflight.io/", true,
+                             "BandwidthBelowFloor", &changed);
+    cr_assert(changed);
+    t = pf_json_at(p, "spec.taints");
+    cr_assert_eq(cJSON_GetArraySize(t), 2);
+    cr_assert_str_eq(pf_json_str(cJSON_GetArrayItem(t, 0), "key"), "a");
+    cr_assert_str_eq(pf_json_str(cJSON_GetArrayItem(t, 1), "key"),
+                     "efa-preflight.io/unhealthy");
+    cr_assert_str_eq(pf_json_str(cJSON_GetArrayItem(t, 1), "effect"),
+                     "NoSchedule");
+    cr_assert_str_eq(pf_json_str(cJSON_GetArrayItem(t, 1), "value"),
+                     "BandwidthBelowFloor");
+    cJSON_Delete(p);
+
+    p = pf_node_taints_patch(clean, "efa-preflight.io/", false, NULL, &changed);
+    cr_assert_not(changed);
+    cr_assert_null(p);
+    cJSON_Delete(node);
+    cJSON_Delete(clean);
+}
+
+Test(k8s_publish, event_type_reason_and_numbers)
+{
+    struct pf_run *run = make_run(PF_PASS, 0);
+    cJSON *ev = pf_node_event(run, "n1", "uid-1", "pod-a",
+                              "2026-11-22T01:02:03Z", "n1.abc");
+
+    cr_assert_str_eq(pf_json_str(ev, "type"), "Normal");
+    cr_assert_str_eq(pf_json_str(ev, "reason"), "PreflightPassed");
+    cr_assert_str_eq(pf_json_str(ev, "involvedObject.kind"), "Node");
+    cr_assert_str_eq(pf_json_str(ev, "involvedObject.uid"), "uid-1");
+    cr_assert_str_eq(pf_json_str(ev, "metadata.namespace"), "default");
+    cr_assert_str_eq(pf_json_str(ev, "message"),
+                     "pass: efa 32, busbw 335.24 GB/s over 4 nodes (floor 0.0)");
+    cJSON_Delete(ev);
+    free(run);
+
+    run = make_run(PF_FAIL, 1);
+    ev = pf_node_event(run, "n1", NULL, "pod-a", "2026-11-22T01:02:03Z", "e");
+    cr_assert_str_eq(pf_json_str(ev, "type"), "Warning");
+    cr_assert_str_eq(pf_json_str(ev, "reason"), "BandwidthBelowFloor");
+    cr_assert(strstr(pf_json_str(ev, "message"), "below floor 300"));
+    cJSON_Delete(ev);
+    free(run);
+}
