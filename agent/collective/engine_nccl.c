@@ -2,9 +2,11 @@
  * one process (pf_engine_nccl, engine.h).
  *
  * Global ranks: each process drives all the GPUs it sees (the CUDA runtime
- * applies CUDA_VISIBLE_DEVICES); the per-process counts are gathered through
- * the bootstrap, and process p's GPUs take the ranks after those of
- * processes 0..p-1. Rank 0's unique id travels by pf_boot_bcast.
+ * applies CUDA_VISIBLE_DEVICES); host name and PCI bus ids are gathered
+ * through the bootstrap, GPUs that several processes of one host see are
+ * shared out among them (assign_gpus), and process p's GPUs take the ranks
+ * after those of processes 0..p-1. Rank 0's unique id travels by
+ * pf_boot_bcast.
  *
  * Nothing may hang the agent: communicators are created nonblocking
  * (config.blocking = 0) and polled with ncclCommGetAsyncError; every wait on
@@ -26,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../util/clock.h"
 #include "../util/gpulib.h"
@@ -291,48 +294,148 @@ static pf_err load_libs(struct nccl_engine *g, char *err)
     return PF_OK;
 }
 
-/* Learn the global layout: how many GPUs each process drives. */
-static pf_err gather_layout(struct nccl_engine *g, struct pf_boot *boot,
-                            int64_t deadline, char *err)
-{
-    int32_t mine = g->nlocal;
-    int32_t *all;
-    int base = 0, total = 0;
-    pf_err rc;
+/* What each process tells the others about its GPUs. The host name comes
+ * first, then the count (the unit tests' fake bootstrap relies on it). */
+struct gpu_claim {
+    char host[64];
+    int32_t ngpu;
+    char bus[PF_MAX_GPUS][20];        /* PCI bus ids, visible order */
+};
 
-    g->nprocs = boot->world;
-    all = calloc((size_t)boot->world, sizeof(*all));
-    if (!all)
-        return pf_fail(err, PF_ERR_NOMEM, "GPU count table for %d ranks",
-                       boot->world);
+/* Which process drives a GPU: where several processes on one host see the
+ * same GPU (two local ranks without CUDA_VISIBLE_DEVICES), it goes to the
+ * claimant with the fewest GPUs so far, lowest rank first - so N processes
+ * sharing N GPUs take one each. Every process computes the same answer
+ * from the same table. */
+static int owner_of(const struct gpu_claim *all, int world, int p, int j,
+                    int *load)
+{
+    int best = -1;
+
+    for (int q = 0; q < world; q++) {
+        if (strcmp(all[q].host, all[p].host) != 0)
+            continue;
+        for (int k = 0; k < all[q].ngpu; k++) {
+            if (strcmp(all[q].bus[k], all[p].bus[j]) != 0)
+                continue;
+            if (best < 0 || load[q] < load[best])
+                best = q;
+        }
+    }
+    return best;
+}
+
+/* Whether some process already drives process p's j-th GPU. */
+static bool assigned(const struct gpu_claim *all, int world,
+                     bool (*owned)[PF_MAX_GPUS], int p, int j)
+{
+    for (int q = 0; q < world; q++)
+        for (int k = 0; k < all[q].ngpu; k++)
+            if (owned[q][k] && !strcmp(all[q].host, all[p].host) &&
+                !strcmp(all[q].bus[k], all[p].bus[j]))
+                return true;
+    return false;
+}
+
+/* Give every GPU of every host to one process. owned[p][j]: process p
+ * drives its j-th visible GPU; load[p]: how many it drives. */
+static void assign_gpus(const struct gpu_claim *all, int world,
+                        bool (*owned)[PF_MAX_GPUS], int *load)
+{
+    for (int p = 0; p < world; p++) {
+        for (int j = 0; j < all[p].ngpu; j++) {
+            if (assigned(all, world, owned, p, j))
+                continue;
+            int o = owner_of(all, world, p, j, load);
+            for (int k = 0; k < all[o].ngpu; k++) {
+                if (!strcmp(all[o].bus[k], all[p].bus[j])) {
+                    owned[o][k] = true;
+                    load[o]++;
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/* Learn the global layout: which GPUs each process drives, and so the
+ * global ranks. */
+static pf_err gather_layout(struct nccl_engine *g, struct pf_boot *boot,
+                            int visible, int64_t deadline, char *err)
+{
+    struct gpu_claim mine, *all;
+    bool (*owned)[PF_MAX_GPUS];
+    int *load, base = 0, total = 0, world = boot->world;
+    pf_err rc = PF_OK;
+
+    memset(&mine, 0, sizeof(mine));
+    if (gethostname(mine.host, sizeof(mine.host) - 1) != 0)
+        snprintf(mine.host, sizeof(mine.host), "unknown");
+    mine.ngpu = visible;
+    for (int j = 0; j < visible; j++) {
+        pf_cuda_error_t e = g->cuda.cudaDeviceGetPCIBusId(
+            mine.bus[j], (int)sizeof(mine.bus[j]), j);
+        if (e != PF_CUDA_SUCCESS)
+            return cuda_fail(g, err, "cudaDeviceGetPCIBusId", j, e);
+        mine.bus[j][sizeof(mine.bus[j]) - 1] = '\0';
+    }
+
+    g->nprocs = world;
+    all = calloc((size_t)world, sizeof(*all));
+    owned = calloc((size_t)world, sizeof(*owned));
+    load = calloc((size_t)world, sizeof(*load));
+    if (!all || !owned || !load) {
+        rc = pf_fail(err, PF_ERR_NOMEM, "GPU table for %d ranks", world);
+        goto out;
+    }
     rc = pf_boot_allgather(boot, &mine, sizeof(mine), all, deadline, err);
     if (rc != PF_OK) {
-        free(all);
-        pf_err_prefix(err, "gathering GPU counts");
-        return rc;
+        pf_err_prefix(err, "gathering GPU lists");
+        goto out;
     }
-    for (int p = 0; p < boot->world; p++) {
-        if (all[p] <= 0 || all[p] > PF_MAX_GPUS) {
-            rc = pf_fail(err, PF_ERR_ENGINE,
-                         "rank %d reports %d GPUs: every process of the NCCL "
-                         "engine needs 1..%d", p, (int)all[p], PF_MAX_GPUS);
-            free(all);
-            return rc;
+    for (int p = 0; p < world; p++) {
+        all[p].host[sizeof(all[p].host) - 1] = '\0';
+        if (all[p].ngpu < 0 || all[p].ngpu > PF_MAX_GPUS) {
+            rc = pf_fail(err, PF_ERR_PROTOCOL, "rank %d sent a GPU count of "
+                         "%d", p, (int)all[p].ngpu);
+            goto out;
+        }
+        for (int j = 0; j < all[p].ngpu; j++)
+            all[p].bus[j][sizeof(all[p].bus[j]) - 1] = '\0';
+    }
+    assign_gpus(all, world, owned, load);
+    for (int p = 0; p < world; p++) {
+        if (load[p] == 0) {
+            rc = pf_fail(err, PF_ERR_USAGE,
+                         "rank %d on %s has no GPU of its own (%d visible, "
+                         "shared with other ranks on that host): run at most "
+                         "one rank per GPU, or one per host", p, all[p].host,
+                         (int)all[p].ngpu);
+            goto out;
         }
         if (p < boot->rank)
-            base += all[p];
-        total += all[p];
+            base += load[p];
+        total += load[p];
     }
-    free(all);
-    if (total > PF_MAX_RANKS)
-        return pf_fail(err, PF_ERR_ENGINE, "%d global ranks exceed %d", total,
-                       PF_MAX_RANKS);
+    if (total > PF_MAX_RANKS) {
+        rc = pf_fail(err, PF_ERR_ENGINE, "%d global ranks exceed %d", total,
+                     PF_MAX_RANKS);
+        goto out;
+    }
     g->nranks = total;
-    for (int i = 0; i < g->nlocal; i++) {
-        g->r[i].dev = i;
-        g->r[i].rank = base + i;
+    g->nlocal = 0;
+    for (int j = 0; j < visible; j++) {
+        if (!owned[boot->rank][j])
+            continue;
+        g->r[g->nlocal].dev = j;
+        g->r[g->nlocal].rank = base + g->nlocal;
+        g->nlocal++;
     }
-    return PF_OK;
+out:
+    free(all);
+    free(owned);
+    free(load);
+    return rc;
 }
 
 static pf_err alloc_rank(struct nccl_engine *g, struct nccl_rank *r,
@@ -441,10 +544,9 @@ static pf_err nccl_open(struct pf_engine *e, struct pf_run *run,
                      "no CUDA device visible (CUDA_VISIBLE_DEVICES=%s)",
                      getenv("CUDA_VISIBLE_DEVICES")
                          ? getenv("CUDA_VISIBLE_DEVICES") : "unset");
-    if (rc == PF_OK) {
-        g->nlocal = count > PF_MAX_GPUS ? PF_MAX_GPUS : count;
-        rc = gather_layout(g, boot, deadline, err);
-    }
+    if (rc == PF_OK)
+        rc = gather_layout(g, boot, count > PF_MAX_GPUS ? PF_MAX_GPUS : count,
+                           deadline, err);
     if (rc == PF_OK) {
         g->expect = malloc(CHUNK_BYTES);
         if (!g->expect)

@@ -16,8 +16,11 @@
 
 /* ------------------------------------------------------- a fake group */
 
+/* The engine's allgather payload starts with char host[64], int32 ngpu;
+ * the other processes' entries are copies of ours with those changed. */
 struct fake {
-    int counts[4];          /* GPUs per process, for allgather */
+    int counts[4];          /* other processes' GPU counts (0: as ours) */
+    bool same_host;         /* other processes on this host */
     int poll_ok;            /* polls that succeed before PF_ERR_LOST */
     int polls;
 };
@@ -28,10 +31,18 @@ static pf_err fake_allgather(struct pf_boot *b, const void *mine, size_t len,
     struct fake *f = b->impl;
     (void)deadline;
     (void)err;
-    cr_assert_eq(len, sizeof(int32_t));
+    cr_assert_gt(len, 64 + sizeof(int32_t));
     for (int p = 0; p < b->world; p++) {
-        int32_t v = p == b->rank ? *(const int32_t *)mine : f->counts[p];
-        memcpy((char *)all + (size_t)p * len, &v, len);
+        char *slot = (char *)all + (size_t)p * len;
+        memcpy(slot, mine, len);
+        if (p == b->rank)
+            continue;
+        if (!f->same_host)
+            snprintf(slot, 64, "peer-host-%d", p);
+        if (f->counts[p] > 0) {
+            int32_t n = f->counts[p];
+            memcpy(slot + 64, &n, sizeof(n));
+        }
     }
     return PF_OK;
 }
@@ -217,6 +228,37 @@ Test(nccl_engine, global_ranks_follow_the_process_order)
     cr_assert_eq(trace_count("init rank 3 nranks 5"), 1);
     cr_assert_eq(trace_count("init rank 4 nranks 5"), 1);
     e.ops->close(&e);
+}
+
+Test(nccl_engine, processes_sharing_a_host_share_out_its_gpus)
+{
+    struct pf_engine e;
+    char err[PF_ERRLEN] = "";
+
+    /* `local` with 2 ranks: both processes see both GPUs */
+    boot.world = 2;
+    boot.rank = 1;
+    fk.same_host = true;
+    cr_assert_eq(open_engine(&e, 1024, 5000, err), PF_OK, "%s", err);
+    cr_assert_eq(e.nranks, 2);
+    cr_assert_eq(e.local_ranks, 1);
+    cr_assert_eq(trace_count("init rank 1 nranks 2"), 1);
+    cr_assert_eq(trace_count("init rank"), 1);
+    e.ops->close(&e);
+}
+
+Test(nccl_engine, more_processes_than_gpus_on_a_host_is_a_usage_error)
+{
+    struct pf_engine e;
+    char err[PF_ERRLEN] = "";
+
+    boot.world = 3;
+    boot.rank = 0;
+    fk.same_host = true;
+    cr_assert_eq(open_engine(&e, 1024, 5000, err), PF_ERR_USAGE);
+    cr_assert(strstr(err, "rank 2 on "), "%s", err);
+    cr_assert(strstr(err, "has no GPU of its own"), "%s", err);
+    cr_assert_eq(trace_count("init rank"), 0);
 }
 
 Test(nccl_engine, sums_are_exact_across_chunks_in_and_out_of_place)
