@@ -1,0 +1,53 @@
+# make static: build/static/efa-preflight, depending on nothing but glibc.
+#
+# libcurl (with its TLS library), libyaml and cJSON are linked from their
+# static archives; NCCL, CUDA and libfabric stay dlopen()ed as always. The
+# glibc baseline is that of the build host (the Dockerfile builds on Debian
+# 11: glibc 2.31); `mk/static.sh check-needed` prints it.
+#
+#   make static                          system archives (Debian: *-dev packages)
+#   make static CURL_PREFIX=/opt/curl    a libcurl built with only OpenSSL + zlib
+#               CJSON_SRC=/src/cJSON     compile cJSON from its source tree
+#               STATIC_CFLAGS=-I...      extra include paths (e.g. libfabric headers)
+#
+# When an archive is missing it names every missing one and fails, before
+# compiling anything.
+
+STATIC_DIR    := build/static
+STATIC_BIN    := $(STATIC_DIR)/efa-preflight
+CURL_PREFIX   ?=
+CJSON_SRC     ?=
+STATIC_CFLAGS ?=
+
+.PHONY: static static-objs static-link
+
+static:
+	@mkdir -p $(STATIC_DIR)
+	CC='$(CC)' CURL_PREFIX='$(CURL_PREFIX)' CJSON_SRC='$(CJSON_SRC)' \
+	    mk/static.sh archives $(STATIC_DIR)/archives.txt
+	$(MAKE) BUILD=$(STATIC_DIR) CURL_PREFIX='$(CURL_PREFIX)' CJSON_SRC='$(CJSON_SRC)' \
+	    CFLAGS='$(CFLAGS) $(STATIC_INC) $(STATIC_CFLAGS)' static-link
+	mk/static.sh check-needed $(STATIC_BIN)
+
+# cJSON from source keeps its header at the top of the tree; the agent
+# includes <cjson/cJSON.h>, so give it that layout.
+ifneq ($(CJSON_SRC),)
+STATIC_CJSON_OBJ := $(STATIC_DIR)/cjson/cJSON.o
+$(STATIC_DIR)/include/cjson/cJSON.h: $(CJSON_SRC)/cJSON.h
+	@mkdir -p $(dir $@)
+	cp $< $@
+$(STATIC_CJSON_OBJ): $(CJSON_SRC)/cJSON.c $(STATIC_DIR)/include/cjson/cJSON.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=c89 -O2 -fno-strict-aliasing -c $< -o $@
+STATIC_HDRS := $(STATIC_DIR)/include/cjson/cJSON.h
+endif
+STATIC_INC := $(if $(CJSON_SRC),-I$(STATIC_DIR)/include) $(if $(CURL_PREFIX),-I$(CURL_PREFIX)/include)
+
+# Run by the sub-make above with BUILD=$(STATIC_DIR): the agent's own
+# objects, compiled by the Makefile's rule, then one static link.
+$(MAIN_OBJ) $(AGENT_OBJS): | $(STATIC_HDRS)
+
+static-link: $(MAIN_OBJ) $(AGENT_OBJS) $(STATIC_CJSON_OBJ)
+	$(CC) $(CFLAGS) -static-libgcc -o $(STATIC_BIN) $^ \
+	    -Wl,--start-group $$(cat $(STATIC_DIR)/archives.txt) -Wl,--end-group \
+	    -ldl -lpthread -lm

@@ -1,0 +1,82 @@
+#!/bin/bash
+# `make static`: when every static archive is there, build/static/efa-preflight
+# must need nothing but glibc (readelf NEEDED: libc/libm/libdl/libpthread/
+# librt/ld-linux). When some are missing, make static must fail before
+# compiling and name exactly the missing ones; then this test skips (77).
+# Either way the NEEDED checker itself is tested both ways first.
+set -u
+root=${PF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+cd "$root" || exit 1
+build=${BUILD:-build}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL $*"; exit 1; }
+
+for tool in readelf objdump pkg-config cc; do
+    command -v $tool >/dev/null || { echo "skip: $tool is not installed (make deps)"; exit 77; }
+done
+
+# 1. The checker: a program linked only against glibc passes and reports
+#    its baseline; the normal (dynamic) agent is rejected, naming its
+#    third-party libraries.
+printf '#include <dlfcn.h>\n#include <math.h>\n#include <stdio.h>\nint main(int c, char **v) { (void)v; printf("%%f %%p\\n", sqrt((double)c), dlsym(RTLD_DEFAULT, "x")); return 0; }\n' >"$tmp/glibc_only.c"
+cc -o "$tmp/glibc_only" "$tmp/glibc_only.c" -ldl -lm || fail "cannot build the glibc-only probe"
+out=$(mk/static.sh check-needed "$tmp/glibc_only" 2>&1) || fail "checker rejected a glibc-only binary: $out"
+grep -q '^glibc baseline: 2\.[0-9][0-9]*$' <<<"$out" || fail "checker printed no glibc baseline: $out"
+echo "ok   checker accepts a glibc-only binary ($(grep baseline <<<"$out"))"
+if [ -x "$build/efa-preflight" ]; then
+    dyn=$build/efa-preflight
+    out=$(mk/static.sh check-needed "$dyn" 2>&1) && fail "checker accepted the dynamic agent: $out"
+    for lib in libcurl libyaml libcjson; do
+        grep -q "depends on more than glibc:.*$lib" <<<"$out" || fail "checker did not name $lib: $out"
+    done
+    echo "ok   checker rejects the dynamic agent, naming libcurl, libyaml, libcjson"
+fi
+
+# 2. make static.
+if make --no-print-directory static >"$tmp/make.log" 2>&1; then
+    bin=build/static/efa-preflight
+    [ -x "$bin" ] || fail "make static succeeded without $bin"
+    needed=$(readelf -d "$bin" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
+    for lib in $needed; do
+        case $lib in
+            libc.so.*|libm.so.*|libdl.so.*|libpthread.so.*|librt.so.*|ld-linux*.so.*) ;;
+            *) fail "$bin needs $lib (NEEDED: $needed)" ;;
+        esac
+    done
+    for stack in libnccl libcudart libfabric; do
+        grep -q "$stack" <<<"$needed" && fail "$bin links $stack instead of dlopening it"
+    done
+    "$bin" version >/dev/null || fail "$bin version failed"
+    echo "ok   $bin NEEDED: $needed($(grep 'glibc baseline' "$tmp/make.log"))"
+    exit 0
+fi
+
+# 3. It failed: it must name every missing archive, and only missing ones,
+#    before compiling anything.
+msg=$(grep '^make static: missing static archives:' "$tmp/make.log") || {
+    sed 's/^/    /' "$tmp/make.log"; fail "make static failed without naming missing archives"; }
+named=$(sed 's/^make static: missing static archives://' <<<"$msg")
+[ -e build/static/efa-preflight ] && [ build/static/efa-preflight -nt "$tmp/make.log" ] \
+    && fail "make static linked a binary despite missing archives"
+grep -q 'static-link' "$tmp/make.log" && fail "make static compiled despite missing archives"
+has_archive() {
+    local p
+    p=$(cc -print-file-name="lib$1.a")
+    [[ $p == */* && -f $p ]]
+}
+for a in $named; do
+    n=${a#lib}; n=${n%.a}
+    has_archive "$n" && fail "$a is named missing but $(cc -print-file-name="$a") exists"
+done
+# Independently of mk/static.sh: what libcurl's pkg-config file lists, plus
+# libyaml and cJSON.
+for n in $(pkg-config --static --libs-only-l libcurl yaml-0.1 | tr ' ' '\n' | sed -n 's/^-l//p') cjson; do
+    case $n in c|m|dl|pthread|rt|resolv) continue ;; esac
+    if ! has_archive "$n" && [[ " $named " != *" lib$n.a "* ]]; then
+        fail "lib$n.a is missing but make static did not name it: $msg"
+    fi
+done
+echo "ok   make static fails before compiling and names exactly the missing archives"
+echo "skip: static archives missing on this host:$named"
+exit 77
