@@ -623,9 +623,21 @@ static pf_err nccl_fill(struct pf_engine *e, uint64_t count, bool in_place,
     for (int i = 0; i < g->nlocal; i++) {
         struct nccl_rank *r = &g->r[i];
         g->cuda.cudaSetDevice(r->dev);
-        rc = upload_pattern(g, r, in_place ? r->recv : r->send, count, err);
+        float *dst = in_place ? r->recv : r->send;
+        rc = upload_pattern(g, r, dst, count, err);
         if (rc != PF_OK)
             return rc;
+        if (r->rank == g->run->cfg.debug_corrupt_rank && count > 0) {
+            /* --debug-corrupt-rank: one wrong input element, so every
+             * rank's first result element is wrong */
+            r->stage[1][0] = pf_pattern(r->rank, 0) + 1.0f;
+            pf_cuda_error_t ce = g->cuda.cudaMemcpyAsync(
+                dst, r->stage[1], sizeof(float),
+                PF_CUDA_MEMCPY_HOST_TO_DEVICE, r->stream);
+            if (ce != PF_CUDA_SUCCESS)
+                return cuda_fail(g, err, "cudaMemcpyAsync(corrupt)", r->dev,
+                                 ce);
+        }
         if (!in_place) {
             /* all-ones bytes are NaN: never equal to an expected sum */
             pf_cuda_error_t ce = g->cuda.cudaMemsetAsync(

@@ -116,6 +116,7 @@ static void use_double(void)
     boot = (struct pf_boot){ .ops = &fake_ops, .rank = 0, .world = 1,
                              .impl = &fk };
     memset(&run, 0, sizeof(run));
+    run.cfg.debug_corrupt_rank = -1;
 }
 
 static int trace_count(const char *what)
@@ -296,6 +297,26 @@ Test(nccl_engine, wrong_elements_are_counted_exactly)
                             err), PF_OK, "%s", err);
     cr_assert_eq(e.ops->check(&e, 4096, false, &wrong, err), PF_OK);
     cr_assert_eq(wrong, 5);
+    e.ops->close(&e);
+}
+
+Test(nccl_engine, debug_corrupt_rank_spoils_one_element_everywhere)
+{
+    struct pf_engine e;
+    char err[PF_ERRLEN] = "";
+    double secs;
+    long wrong = -1;
+
+    setenv("PF_DOUBLE_GPUS", "3", 1);
+    run.cfg.debug_corrupt_rank = 2;
+    cr_assert_eq(open_engine(&e, 4096, 5000, err), PF_OK, "%s", err);
+    for (int ip = 0; ip < 2; ip++) {
+        cr_assert_eq(e.ops->fill(&e, 4096, ip, err), PF_OK);
+        cr_assert_eq(e.ops->run(&e, 4096, ip, 1, &secs, pf_deadline_in(5000),
+                                err), PF_OK, "%s", err);
+        cr_assert_eq(e.ops->check(&e, 4096, ip, &wrong, err), PF_OK);
+        cr_assert_eq(wrong, 3, "in_place=%d", ip);   /* one per rank */
+    }
     e.ops->close(&e);
 }
 
