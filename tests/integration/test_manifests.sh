@@ -138,7 +138,7 @@ echo "python3 $m/compare_manifests.py $tmp/root $tmp/default.yaml" >"$tmp/cmd"
 expect_fail "comparison on drifted copies of k8s/" \
     "ClusterRole /efa-preflight differs: /rules/0/verbs: 3 items in k8s/, 4 in chart" \
     "k8s/ ClusterRole efa-preflight rules" \
-    "DaemonSet efa-preflight/efa-preflight-p5-48xlarge differs: /spec/template/spec/initContainers/0/env/7/value: '3' in k8s/, '2' in chart" \
+    "DaemonSet efa-preflight/efa-preflight-p5-48xlarge differs: /spec/template/spec/containers/0/env/7/value: '3' in k8s/, '2' in chart" \
     "indexed-job-full.yaml: initContainer efa-preflight requests {'requests': {'nvidia.com/gpu': '4'" \
     "EFA_PREFLIGHT_TIMEOUT_S is not an agent option" \
     "jobset-copy-in.yaml: copies to /preflight/efa-preflight-copy but runs /preflight/efa-preflight"
@@ -155,14 +155,15 @@ want("DaemonSets", [d["metadata"]["name"] for d in ds], ["efa-preflight-ml-p5-48
 spec = ds[0]["spec"]["template"]["spec"]
 want("nodeSelector", spec["nodeSelector"], {"preflight.example.com/status": "pending",
      "sagemaker.amazonaws.com/node-health-status": "Schedulable"})
-env = {e["name"]: e.get("value") for e in spec["initContainers"][0]["env"]}
+env = {e["name"]: e.get("value") for e in spec["containers"][0]["env"]}
 for k, v in {"EFA_PREFLIGHT_LABEL_PREFIX": "preflight.example.com/",
              "EFA_PREFLIGHT_TAINT_ON_FAILURE": "true", "EFA_PREFLIGHT_GROUP_SIZE": "4",
              "EFA_PREFLIGHT_MIN_BUSBW_GBPS": "300", "EFA_PREFLIGHT_MAX_BYTES": "1G",
              "EFA_PREFLIGHT_EXPECT_EFA": "32"}.items():
     want(k, env.get(k), v)
 want("FI_EFA_USE_HUGE_PAGE with hugepages requested", env.get("FI_EFA_USE_HUGE_PAGE"), None)
-want("hugepages limit", spec["initContainers"][0]["resources"]["limits"].get("hugepages-2Mi"), "5120Mi")
+want("hugepages limit", spec["containers"][0]["resources"]["limits"].get("hugepages-2Mi"), "5120Mi")
+want("toleration of the agent's taint", spec["tolerations"][0]["key"], "preflight.example.com/unhealthy")
 crbs = sorted(d["metadata"]["name"] for d in docs if d["kind"] == "ClusterRoleBinding")
 want("ClusterRoleBindings", crbs, ["efa-preflight", "efa-preflight-job-research", "efa-preflight-job-training"])
 sas = sorted((d["metadata"]["namespace"], d["metadata"]["name"]) for d in docs if d["kind"] == "ServiceAccount")

@@ -13,7 +13,8 @@ values, release name and namespace "efa-preflight". Checks:
   3. RBAC rules are exactly FACTS.md's; the job-namespace Role equals the
      DaemonSet's Role;
   4. the DaemonSet selects <prefix>status=pending with the prefix the agent
-     is given, and its peer selector matches its own pod labels;
+     is given, tolerates the agent's <prefix>unhealthy taint, and its peer
+     selector matches its own pod labels;
   5. each example (Indexed Job, JobSet; full and copy-in) runs the agent in
      an initContainer with the DaemonSet's downward-API env, bootstrap k8s,
      mode initcontainer, the training container's GPU and EFA counts,
@@ -267,9 +268,9 @@ def main():
         spec = ds["spec"]["template"]["spec"]
         spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
             "nodeSelectorTerms"][0]["matchExpressions"][0]["values"] = []
-        init = spec["initContainers"][0]
-        init["resources"] = {}
-        for e in init["env"]:
+        agent = spec["containers"][0]
+        agent["resources"] = {}
+        for e in agent["env"]:
             if e["name"] == "EFA_PREFLIGHT_PEER_SELECTOR":
                 e["value"] = e["value"].replace(pool, "-")
         return ds
@@ -310,7 +311,7 @@ def main():
         if k[0] != "DaemonSet":
             continue
         spec = ds["spec"]["template"]["spec"]
-        init = spec["initContainers"][0]
+        init = spec["containers"][0]
         prefix = env_value(init, "EFA_PREFLIGHT_LABEL_PREFIX")
         if spec.get("nodeSelector", {}).get("%sstatus" % prefix) != "pending":
             fail("DaemonSet %s does not select %sstatus=pending" % (k[2], prefix))
@@ -323,7 +324,7 @@ def main():
         if env_value(init, "EFA_PREFLIGHT_MODE") != "daemonset":
             fail("DaemonSet %s: agent mode is not daemonset" % k[2])
         tolerated = {t["key"] for t in spec.get("tolerations", [])}
-        for t in ("nvidia.com/gpu", "vpc.amazonaws.com/efa", "efa-preflight.io/unhealthy"):
+        for t in ("nvidia.com/gpu", "vpc.amazonaws.com/efa", prefix + "unhealthy"):
             if t not in tolerated:
                 fail("DaemonSet %s does not tolerate %s" % (k[2], t))
         if spec.get("hostNetwork", False):
@@ -332,11 +333,11 @@ def main():
             fail("DaemonSet %s requests no GPU/EFA devices" % k[2])
         check_ipc_lock("DaemonSet " + k[2], init)
         check_shm("DaemonSet " + k[2], spec, init)
-        check_env_names("DaemonSet " + k[2], spec["initContainers"], options)
+        check_env_names("DaemonSet " + k[2], spec["containers"], options)
 
     # 5. Examples.
-    ds_init = plain[ref_key]["spec"]["template"]["spec"]["initContainers"][0] \
-        if ref_key in plain else ref["spec"]["template"]["spec"]["initContainers"][0]
+    ds_init = plain[ref_key]["spec"]["template"]["spec"]["containers"][0] \
+        if ref_key in plain else ref["spec"]["template"]["spec"]["containers"][0]
     job_sa = plain.get(("ServiceAccount", "default", RELEASE + "-job"))
     if job_sa is None:
         fail("k8s/ has no ServiceAccount default/%s-job" % RELEASE)
