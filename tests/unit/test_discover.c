@@ -1,0 +1,319 @@
+/* Bootstraps: the --peers list, static/local discovery and run ids, and the
+ * local launcher's exit codes, crash and deadline handling. */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config/config.h"
+#include "discover/discover.h"
+#include "util/clock.h"
+
+static struct pf_run *new_run(const char *bootstrap)
+{
+    struct pf_run *run = calloc(1, sizeof(*run));
+    cr_assert(run);
+    pf_config_defaults(&run->cfg);
+    run->cfg.command = PF_CMD_RUN;
+    snprintf(run->cfg.bootstrap, sizeof(run->cfg.bootstrap), "%s", bootstrap);
+    run->cfg.timeout_s = 10;
+    return run;
+}
+
+static void free_run(struct pf_run *run)
+{
+    pf_peers_free(&run->peers);
+    free(run);
+}
+
+Test(peers, parses_hosts_ports_and_ipv6_in_rank_order)
+{
+    struct pf_peer *p;
+    char err[PF_ERRLEN];
+    int n;
+
+    cr_assert_eq(pf_parse_peers("10.254.1.11:30100, node-b.example:30101,"
+                                "[fd00::3]:9", &p, &n, err), PF_OK, "%s", err);
+    cr_assert_eq(n, 3);
+    cr_assert_str_eq(p[0].host, "10.254.1.11");
+    cr_assert_eq(p[0].port, 30100);
+    cr_assert_str_eq(p[1].host, "node-b.example");
+    cr_assert_eq(p[1].port, 30101);
+    cr_assert_eq(p[1].rank, 1);
+    cr_assert_str_eq(p[2].host, "fd00::3");
+    cr_assert_eq(p[2].port, 9);
+    free(p);
+}
+
+static void bad(const char *spec, const char *want)
+{
+    struct pf_peer *p = (struct pf_peer *)1;
+    char err[PF_ERRLEN];
+    int n = 7;
+
+    cr_assert_eq(pf_parse_peers(spec, &p, &n, err), PF_ERR_USAGE, "%s", spec);
+    cr_assert_str_eq(err, want);
+    cr_assert_null(p);
+    cr_assert_eq(n, 0);
+}
+
+Test(peers, bad_entries_are_named)
+{
+    bad("", "--peers is empty: give host:port of every rank, comma-separated, "
+            "in rank order");
+    bad("a:1,,b:2", "--peers entry 2 is empty (stray comma?)");
+    bad("a:1,b", "--peers entry 2 'b': missing :port");
+    bad("a:1,b:0", "--peers entry 2 'b:0': port '0' is not a number in 1..65535");
+    bad("a:65536", "--peers entry 1 'a:65536': port '65536' is not a number in "
+                   "1..65535");
+    bad("a:12x", "--peers entry 1 'a:12x': port '12x' is not a number in "
+                 "1..65535");
+    bad("a:-5", "--peers entry 1 'a:-5': port '-5' is not a number in 1..65535");
+    bad(":30", "--peers entry 1 ':30': empty host");
+    bad("a:1,b c:2", "--peers entry 2 'b c:2': host has an invalid character ' '");
+    bad("fd00::1:30", "--peers entry 1 'fd00::1:30': IPv6 addresses need "
+                      "brackets, e.g. [fd00::1]:29600");
+    bad("[fd00::1:30", "--peers entry 1 '[fd00::1:30': missing ']'");
+    bad("[fd00::1]30", "--peers entry 1 '[fd00::1]30': missing :port after ']'");
+    bad("a:1,", "--peers entry 2 is empty (stray comma?)");
+}
+
+Test(peers, more_than_the_rank_limit_is_refused)
+{
+    char *spec = malloc((PF_MAX_RANKS + 1) * 8 + 1), err[PF_ERRLEN];
+    struct pf_peer *p;
+    size_t len = 0;
+    int n;
+
+    for (int i = 0; i <= PF_MAX_RANKS; i++)
+        len += (size_t)sprintf(spec + len, "%sh:%d", i ? "," : "", 1000 + i);
+    cr_assert_eq(pf_parse_peers(spec, &p, &n, err), PF_ERR_USAGE);
+    cr_assert_str_eq(err, "--peers lists more than 256 ranks");
+    free(spec);
+}
+
+Test(static_bootstrap, fills_peers_and_derives_a_stable_run_id)
+{
+    struct pf_run *a = new_run("static"), *b = new_run("static");
+    char err[PF_ERRLEN];
+
+    snprintf(a->cfg.peers, sizeof(a->cfg.peers), "10.0.0.1:30100,10.0.0.2:30100");
+    snprintf(b->cfg.peers, sizeof(b->cfg.peers), "10.0.0.1:30100,10.0.0.2:30100");
+    a->cfg.rank = 0;
+    b->cfg.rank = 1;
+    cr_assert_eq(pf_discover(a, err), PF_OK, "%s", err);
+    cr_assert_eq(pf_discover(b, err), PF_OK, "%s", err);
+    cr_assert_eq(a->peers.world, 2);
+    cr_assert_eq(b->peers.rank, 1);
+    cr_assert_str_eq(a->peers.bootstrap, "static");
+    cr_assert_str_eq(a->peers.run_id, b->peers.run_id);
+    cr_assert_eq(strncmp(a->peers.run_id, "static-", 7), 0);
+    cr_assert_eq(strlen(a->peers.run_id), 7 + 16);
+    cr_assert_gt(pf_ms_left(a->peers.deadline_ms), 9000);
+    cr_assert_leq(pf_ms_left(a->peers.deadline_ms), 10000);
+    /* Another list is another run. */
+    snprintf(b->cfg.peers, sizeof(b->cfg.peers), "10.0.0.1:30100,10.0.0.3:30100");
+    cr_assert_eq(pf_discover(b, err), PF_OK, "%s", err);
+    cr_assert_str_neq(a->peers.run_id, b->peers.run_id);
+    snprintf(b->cfg.run_id, sizeof(b->cfg.run_id), "job-17");
+    cr_assert_eq(pf_discover(b, err), PF_OK, "%s", err);
+    cr_assert_str_eq(b->peers.run_id, "job-17");
+    free_run(a);
+    free_run(b);
+}
+
+Test(static_bootstrap, rank_and_world_size_are_checked)
+{
+    struct pf_run *run = new_run("static");
+    char err[PF_ERRLEN];
+
+    snprintf(run->cfg.peers, sizeof(run->cfg.peers), "h1:1,h2:1,h3:1");
+    cr_assert_eq(pf_discover(run, err), PF_ERR_USAGE);
+    cr_assert_str_eq(err, "--bootstrap static needs --rank (0..2: this "
+                          "process's position in --peers)");
+    run->cfg.rank = 3;
+    cr_assert_eq(pf_discover(run, err), PF_ERR_USAGE);
+    cr_assert_str_eq(err, "--rank 3 is outside 0..2 (--peers lists 3 ranks)");
+    run->cfg.rank = 1;
+    run->cfg.world_size = 4;
+    cr_assert_eq(pf_discover(run, err), PF_ERR_USAGE);
+    cr_assert_str_eq(err, "--world-size 4 but --peers lists 3 ranks");
+    cr_assert_null(run->peers.list);
+    free_run(run);
+}
+
+Test(local_bootstrap, ranks_on_loopback_with_the_launchers_run_id)
+{
+    struct pf_run *run = new_run("local");
+    char err[PF_ERRLEN], want[64];
+
+    run->cfg.ranks = 3;
+    run->cfg.rank = 2;
+    run->cfg.port = 30720;
+    cr_assert_eq(pf_discover(run, err), PF_OK, "%s", err);
+    cr_assert_eq(run->peers.world, 3);
+    cr_assert_eq(run->peers.rank, 2);
+    for (int i = 0; i < 3; i++) {
+        cr_assert_str_eq(run->peers.list[i].host, "127.0.0.1");
+        cr_assert_eq(run->peers.list[i].port, 30720);
+    }
+    snprintf(want, sizeof(want), "local-%d-", (int)getppid());
+    cr_assert_eq(strncmp(run->peers.run_id, want, strlen(want)), 0, "%s",
+                 run->peers.run_id);
+    cr_assert_gt(strlen(run->peers.run_id), strlen(want));
+    run->cfg.rank = -1;
+    cr_assert_eq(pf_discover(run, err), PF_ERR_USAGE);
+    cr_assert_str_eq(err, "--bootstrap local: rank -1 is outside 0..2 "
+                          "(efa-preflight local sets it)");
+    free_run(run);
+}
+
+Test(discover, unknown_bootstrap_is_a_usage_error)
+{
+    struct pf_run *run = new_run("carrier-pigeon");
+    char err[PF_ERRLEN];
+
+    cr_assert_eq(pf_discover(run, err), PF_ERR_USAGE);
+    cr_assert_str_eq(err, "--bootstrap 'carrier-pigeon': expected auto, local, "
+                          "static, mpi or k8s");
+    free_run(run);
+}
+
+Test(discover, auto_picks_local_mpi_then_static)
+{
+    struct pf_run *run = new_run("auto");
+    char err[PF_ERRLEN];
+
+    unsetenv("OMPI_COMM_WORLD_SIZE");
+    unsetenv("PMIX_RANK");
+    unsetenv("PMI_SIZE");
+    unsetenv("KUBERNETES_SERVICE_HOST");
+    snprintf(run->cfg.peers, sizeof(run->cfg.peers), "h1:1");
+    run->cfg.rank = 0;
+    cr_assert_eq(pf_discover(run, err), PF_OK, "%s", err);
+    cr_assert_str_eq(run->peers.bootstrap, "static");
+    run->cfg.command = PF_CMD_LOCAL;
+    run->cfg.ranks = 1;
+    cr_assert_eq(pf_discover(run, err), PF_OK, "%s", err);
+    cr_assert_str_eq(run->peers.bootstrap, "local");
+    free_run(run);
+}
+
+Test(discover, mpi_without_the_shim_says_what_to_build)
+{
+    struct pf_run *run = new_run("mpi");
+    char err[PF_ERRLEN];
+
+    setenv("EFA_PREFLIGHT_MPI_SHIM", "/nonexistent/libpf-mpi.so", 1);
+    cr_assert_eq(pf_discover(run, err), PF_ERR_UNSUPPORTED);
+    cr_assert(strstr(err, "--bootstrap mpi needs the MPI shim"), "%s", err);
+    cr_assert(strstr(err, "/nonexistent/libpf-mpi.so"), "%s", err);
+    free_run(run);
+}
+
+Test(local_launcher, free_port_is_bindable)
+{
+    char err[PF_ERRLEN];
+    int port = 0;
+
+    cr_assert_eq(pf_free_port(&port, err), PF_OK, "%s", err);
+    cr_assert_gt(port, 0);
+    cr_assert_lt(port, 65536);
+}
+
+/* In a child: exit with the code the test scripted for this rank. */
+static int spawn_with(struct pf_run *run, void (*rank_body)(int), int *code)
+{
+    char err[PF_ERRLEN];
+    bool is_child = false;
+    pf_err rc = pf_local_spawn(run, &is_child, code, err);
+
+    if (is_child) {
+        rank_body(run->cfg.rank);
+        _exit(99);
+    }
+    return rc;
+}
+
+static void exit_rank(int rank) { _exit(rank == 0 ? 1 : 0); }
+
+Test(local_launcher, exit_code_is_rank_0s_and_ranks_get_their_settings)
+{
+    struct pf_run *run = new_run("auto");
+    int code = -1;
+
+    run->cfg.ranks = 3;
+    run->cfg.port = 0;
+    cr_assert_eq(spawn_with(run, exit_rank, &code), PF_OK);
+    cr_assert_eq(code, 1);
+    cr_assert_gt(run->cfg.port, 0, "a free port was picked for the ranks");
+    free_run(run);
+}
+
+static void crash_rank(int rank)
+{
+    if (rank == 2)
+        raise(SIGSEGV);
+    _exit(0);
+}
+
+Test(local_launcher, crashed_rank_makes_the_run_an_infrastructure_failure)
+{
+    struct pf_run *run = new_run("auto");
+    int code = -1;
+
+    run->cfg.ranks = 3;
+    run->cfg.port = 30721;
+    cr_assert_eq(spawn_with(run, crash_rank, &code), PF_OK);
+    cr_assert_eq(code, PF_EXIT_INFRA);
+    free_run(run);
+}
+
+static void hang_rank(int rank)
+{
+    if (rank == 1)
+        pf_sleep_ms(60000);
+    _exit(0);
+}
+
+Test(local_launcher, hung_rank_is_stopped_after_timeout_plus_grace, .timeout = 20)
+{
+    struct pf_run *run = new_run("auto");
+    int64_t t0 = pf_now_ms();
+    int code = -1;
+
+    run->cfg.ranks = 2;
+    run->cfg.port = 30722;
+    run->cfg.timeout_s = 1;
+    cr_assert_eq(spawn_with(run, hang_rank, &code), PF_OK);
+    cr_assert_eq(code, PF_EXIT_INFRA);
+    cr_assert_geq(pf_now_ms() - t0, 6000);
+    cr_assert_lt(pf_now_ms() - t0, 9000);
+    free_run(run);
+}
+
+static void report_rank(int rank)
+{
+    (void)rank;
+    _exit(0);
+}
+
+Test(local_launcher, one_rank_runs_in_place_without_fork)
+{
+    struct pf_run *run = new_run("auto");
+    char err[PF_ERRLEN];
+    bool is_child = false;
+    int code = -1;
+
+    (void)report_rank;
+    run->cfg.ranks = 1;
+    cr_assert_eq(pf_local_spawn(run, &is_child, &code, err), PF_OK);
+    cr_assert(is_child);
+    cr_assert_eq(run->cfg.rank, 0);
+    cr_assert_str_eq(run->cfg.bootstrap, "local");
+    cr_assert_eq(pf_discover(run, err), PF_OK, "%s", err);
+    cr_assert_eq(run->peers.world, 1);
+    free_run(run);
+}
