@@ -1,4 +1,5 @@
 /* libfabric, loaded with dlopen so the agent starts where it is absent.
+ * Needs node->efa_count from the device scan (pf_probe_efa) first.
  *
  * Built against <rdma/fabric.h> for the fi_info layout and constants, never
  * linked: only the four entry points below are resolved. The EFA
@@ -125,6 +126,16 @@ void pf_probe_fabric(const struct pf_config *cfg, struct pf_node *node)
     runtime = api.version();
     snprintf(node->libfabric_version, sizeof(node->libfabric_version), "%u.%u",
              FI_MAJOR(runtime), FI_MINOR(runtime));
+
+    /* The efa provider finds its NICs through the same sysfs the device
+     * scan read: with none there the answer is -FI_ENODATA, and asking
+     * would only pay for every provider's start-up (a few hundred ms for
+     * some system builds). */
+    if (node->efa_count == 0) {
+        snprintf(node->libfabric_error, sizeof(node->libfabric_error),
+                 "fi_getinfo(prov=efa) not called: no EFA device in sysfs");
+        return;
+    }
 
     /* Ask for the older of the library's API and the headers' API: the
      * hints layout we write is the headers'. */

@@ -33,7 +33,8 @@ bool pf_is_efa_pci(unsigned vendor, unsigned device);
 /* limits.c: RLIMIT_MEMLOCK and huge pages from <sysfs_root>/proc/meminfo. */
 void pf_probe_limits(const struct pf_config *cfg, struct pf_node *node);
 
-/* fabric.c: libfabric by dlopen; fi_getinfo(efa, FI_EP_RDM) domains. */
+/* fabric.c: libfabric by dlopen; fi_getinfo(efa, FI_EP_RDM) domains,
+ * asked only when the device scan found EFA devices (node->efa_count). */
 void pf_probe_fabric(const struct pf_config *cfg, struct pf_node *node);
 
 /* gpu.c: CUDA runtime and NCCL by dlopen (util/gpulib.h). */

@@ -273,6 +273,7 @@ Test(probe, fake_libfabric_domains_and_version)
     setenv("PF_FAKE_FI_EFA_DOMAINS", "16", 1);
     setenv("PF_FAKE_FI_VERSION", "1.22", 1);
     memset(&node, 0, sizeof(node));
+    node.efa_count = 16;       /* as the device scan would have found */
     pf_probe_fabric(&cfg, &node);
     cr_assert(node.libfabric_loaded);
     cr_assert_str_eq(node.libfabric_version, "1.22");
@@ -289,11 +290,31 @@ Test(probe, fake_libfabric_without_efa_reports_enodata)
     snprintf(cfg.libfabric_path, sizeof(cfg.libfabric_path), "%s", fake_fabric());
     setenv("PF_FAKE_FI_EFA_DOMAINS", "0", 1);
     memset(&node, 0, sizeof(node));
+    node.efa_count = 4;
     pf_probe_fabric(&cfg, &node);
     cr_assert(node.libfabric_loaded);
     cr_assert_eq(node.fi_efa_domains, 0);
     cr_assert(strstr(node.libfabric_error, "-FI_ENODATA"), "%s",
               node.libfabric_error);
+}
+
+/* No EFA device in sysfs: fi_getinfo is not asked (the fake would have
+ * answered 8), the version still is. */
+Test(probe, no_efa_device_skips_fi_getinfo)
+{
+    struct pf_config cfg;
+    struct pf_node node;
+
+    cfg_for(&cfg, NULL);
+    snprintf(cfg.libfabric_path, sizeof(cfg.libfabric_path), "%s", fake_fabric());
+    setenv("PF_FAKE_FI_EFA_DOMAINS", "8", 1);
+    memset(&node, 0, sizeof(node));
+    pf_probe_fabric(&cfg, &node);
+    cr_assert(node.libfabric_loaded);
+    cr_assert_str_eq(node.libfabric_version, "1.22");
+    cr_assert_eq(node.fi_efa_domains, 0);
+    cr_assert_str_eq(node.libfabric_error,
+                     "fi_getinfo(prov=efa) not called: no EFA device in sysfs");
 }
 
 static void run_for(struct pf_run *run, const char *fx)
