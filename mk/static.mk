@@ -26,7 +26,7 @@ static:
 	CC='$(CC)' CURL_PREFIX='$(CURL_PREFIX)' CJSON_SRC='$(CJSON_SRC)' \
 	    mk/static.sh archives $(STATIC_DIR)/archives.txt
 	$(MAKE) BUILD=$(STATIC_DIR) CURL_PREFIX='$(CURL_PREFIX)' CJSON_SRC='$(CJSON_SRC)' \
-	    CFLAGS='$(CFLAGS) $(STATIC_INC) $(STATIC_CFLAGS)' static-link
+	    SANFLAGS= CFLAGS='$(CFLAGS) $(STATIC_INC) $(STATIC_CFLAGS)' static-link
 	mk/static.sh check-needed $(STATIC_BIN)
 
 # cJSON from source keeps its header at the top of the tree; the agent

@@ -33,8 +33,9 @@ if [ -x "$build/efa-preflight" ]; then
     echo "ok   checker rejects the dynamic agent, naming libcurl, libyaml, libcjson"
 fi
 
-# 2. make static.
-if make --no-print-directory static >"$tmp/make.log" 2>&1; then
+# 2. make static, free of the settings of a surrounding make (make asan
+#    passes BUILD, CFLAGS and SANFLAGS down through MAKEFLAGS).
+if env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory static >"$tmp/make.log" 2>&1; then
     bin=build/static/efa-preflight
     [ -x "$bin" ] || fail "make static succeeded without $bin"
     needed=$(readelf -d "$bin" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
