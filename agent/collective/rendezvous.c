@@ -23,6 +23,7 @@
 #define CTRL_MS 2000          /* small control sends: challenge, reject, abort */
 #define DIAL_MS 3000          /* one connect attempt */
 #define BACKOFF_MAX_MS 1000
+#define ATTRIBUTE_MS 500      /* abort: wait this long for a cause elsewhere */
 #define OP_GATHER 1
 #define OP_BCAST 2
 #define DATA_HEAD 5           /* u8 op + u32 seq */
@@ -1194,6 +1195,14 @@ static void rdv_abort(struct pf_boot *b, const char *why)
 
     if (r->broken != PF_OK)
         return;
+    /* A fabric error is often a peer that died: give the control
+     * connections a moment to say which, so every rank reports the rank at
+     * fault rather than its own symptom (poll records and spreads it). */
+    for (int64_t until = pf_deadline_in(ATTRIBUTE_MS); pf_ms_left(until) > 0;) {
+        if (rdv_poll(b, NULL) != PF_OK)
+            return;
+        pf_sleep_ms(10);
+    }
     snprintf(msg, sizeof(msg), "%s gave up: %s", who(r, b->rank, name), why);
     r->broken = PF_ERR_LOST;
     snprintf(r->broken_msg, sizeof(r->broken_msg), "%s", msg);
