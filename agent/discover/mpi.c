@@ -53,7 +53,7 @@ pf_err pf_mpi_load(struct pf_mpi_lib *lib, char *err)
         }
     }
     if (!lib->dl)
-        return pf_fail(err, PF_ERR_UNSUPPORTED, "--bootstrap mpi needs the MPI "
+        return pf_fail(err, PF_ERR_USAGE, "--bootstrap mpi needs the MPI "
                        "shim (make builds build/libpf-mpi.so when mpicc "
                        "exists): tried %s", tried);
 
@@ -61,7 +61,7 @@ pf_err pf_mpi_load(struct pf_mpi_lib *lib, char *err)
     do {                                                                    \
         *(void **)&lib->field = dlsym(lib->dl, name);                       \
         if (!lib->field)                                                    \
-            return pf_fail(err, PF_ERR_UNSUPPORTED, "%s lacks %s",          \
+            return pf_fail(err, PF_ERR_USAGE, "%s lacks %s",                \
                            lib->path, name);                                \
     } while (0)
     SYM(abi, "pf_mpi_abi");
@@ -75,7 +75,7 @@ pf_err pf_mpi_load(struct pf_mpi_lib *lib, char *err)
     SYM(finalize, "pf_mpi_finalize");
 #undef SYM
     if (lib->abi() != PF_MPI_SHIM_ABI)
-        return pf_fail(err, PF_ERR_UNSUPPORTED, "%s has shim ABI %d, this "
+        return pf_fail(err, PF_ERR_USAGE, "%s has shim ABI %d, this "
                        "agent needs %d (rebuild it)", lib->path, lib->abi(),
                        PF_MPI_SHIM_ABI);
     if (lib->init(ierr, sizeof(ierr)) != PF_MPI_OK)

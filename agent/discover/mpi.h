@@ -25,8 +25,9 @@ struct pf_mpi_lib {
 
 /* dlopen the shim: $EFA_PREFLIGHT_MPI_SHIM, else libpf-mpi.so next to the
  * running binary (/proc/self/exe), else the loader's search path; then
- * MPI_Init (idempotent). The library stays loaded for the process's life:
- * MPI cannot be unloaded once initialised. */
+ * MPI_Init (idempotent). A shim that is missing or of another ABI is a
+ * setup error (PF_ERR_USAGE, exit 2). The library stays loaded for the
+ * process's life: MPI cannot be unloaded once initialised. */
 pf_err pf_mpi_load(struct pf_mpi_lib *lib, char *err);
 
 /* Fill run->peers from MPI: rank, size, every rank's host (allgather) and

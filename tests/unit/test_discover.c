@@ -207,7 +207,7 @@ Test(discover, mpi_without_the_shim_says_what_to_build)
     char err[PF_ERRLEN];
 
     setenv("EFA_PREFLIGHT_MPI_SHIM", "/nonexistent/libpf-mpi.so", 1);
-    cr_assert_eq(pf_discover(run, err), PF_ERR_UNSUPPORTED);
+    cr_assert_eq(pf_discover(run, err), PF_ERR_USAGE);
     cr_assert(strstr(err, "--bootstrap mpi needs the MPI shim"), "%s", err);
     cr_assert(strstr(err, "/nonexistent/libpf-mpi.so"), "%s", err);
     free_run(run);

@@ -1,0 +1,71 @@
+#!/bin/bash
+# `efa-preflight local`: N rank processes on this machine, rendezvous on
+# loopback. 3 ranks over tcp pass with 0 wrong and one table on stdout (only
+# rank 0 writes); 1 rank runs alone; a rank SIGKILLed mid-sweep makes the
+# launcher exit 3 and say which rank died and how, and the survivors report
+# PeerLost. Ports 30300-30309.
+set -u
+root=${PF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+bin=${PF_BIN:-$root/${BUILD:-build}/efa-preflight}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL $*"; tail -n 20 "$tmp/err" 2>/dev/null; exit 1; }
+json() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
+
+# 1. Three ranks pass.
+timeout -k 5 60 "$bin" local --ranks 3 --fabric-provider tcp --no-imds \
+    --port 30301 --timeout 40 -e 1M --report "$tmp/r.json" --log-level info \
+    >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ $rc -eq 0 ] || fail "local --ranks 3 exited $rc"
+got=$(json "$tmp/r.json" '(r["verdict"]["exit_code"], r["collective"]["nranks"], r["collective"]["wrong_total"], r["collective"]["error"], len(r["collective"]["rows"]))')
+[ "$got" = "(0, 3, 0, None, 18)" ] ||
+    fail "report (exit_code, nranks, wrong, error, rows) = $got"
+[ "$(grep -c '^# Out of bounds values : 0 OK' "$tmp/out")" -eq 1 ] ||
+    fail "stdout does not hold exactly one result table"
+for r in 0 1 2; do
+    grep -q "\[rank $r\] info: discover: local bootstrap, rank $r of 3" "$tmp/err" ||
+        fail "rank $r did not log its local rank with its tag"
+done
+n=$(grep -o 'rank [0-2] of 3, run local-[0-9]*-[0-9]*' "$tmp/err" | sed 's/.*run //' | sort -u | wc -l)
+[ "$n" -eq 1 ] || fail "ranks derived $n different run ids"
+echo "ok   local --ranks 3: pass, 0 wrong, one table, one run id"
+
+# 2. One rank: the collective with a world of one.
+timeout -k 5 60 "$bin" local --ranks 1 --fabric-provider tcp --no-imds \
+    --timeout 30 -e 64K --report "$tmp/r1.json" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ $rc -eq 0 ] || fail "local --ranks 1 exited $rc"
+[ "$(json "$tmp/r1.json" '(r["collective"]["nranks"], r["collective"]["wrong_total"])')" = "(1, 0)" ] ||
+    fail "local --ranks 1 report is not one rank with 0 wrong"
+echo "ok   local --ranks 1: pass with a world of one"
+
+# 3. A rank killed mid-sweep: the launcher reports it and exits 3.
+"$bin" local --ranks 3 --fabric-provider tcp --no-imds --port 30302 \
+    --timeout 60 -b 64K -e 1M -n 20 -w 5 --debug-slow-rank 0 --debug-slow-ms 100 \
+    --report "$tmp/r3.json" --log-level info >"$tmp/out" 2>"$tmp/err" &
+launcher=$!
+for ((i = 0; i < 150; i++)); do
+    [ "$(grep -c 'host engine: provider' "$tmp/err")" -eq 3 ] && break
+    sleep 0.1
+done
+[ "$(grep -c 'host engine: provider' "$tmp/err")" -eq 3 ] || fail "the sweep did not start"
+victim=""
+for pid in $(pgrep -P $launcher); do
+    grep -q "^$(printf 'efa-preflight')" /proc/$pid/comm 2>/dev/null || continue
+    victim=$pid         # the last child forked is rank 2
+done
+[ -n "$victim" ] || fail "no rank processes under the launcher"
+sleep 1
+kill -9 "$victim"
+t0=$(date +%s)
+wait $launcher
+rc=$?
+secs=$(( $(date +%s) - t0 ))
+[ $rc -eq 3 ] || fail "launcher exited $rc after a rank was killed, want 3"
+[ $secs -le 15 ] || fail "launcher needed $secs s after the kill"
+grep -q "local: rank 2 (pid $victim) was killed by signal 9 (Killed)" "$tmp/err" ||
+    fail "launcher did not name the killed rank"
+[ "$(json "$tmp/r3.json" 'r["collective"]["error"]["reason"]')" = PeerLost ] ||
+    fail "rank 0's report does not say PeerLost"
+echo "ok   killed rank: launcher exit 3 after ${secs} s, rank 0 reports PeerLost"
