@@ -66,13 +66,15 @@ static void print_coll(const struct pf_coll *c, FILE *out)
             c->provider_is_fallback ? " (fallback: EFA not used)" : "",
             c->nranks, c->nnodes, c->nnodes == 1 ? "" : "s",
             c->transport[0] ? ", transport " : "", c->transport);
-    fprintf(out, "#%53s %-31s %-31s\n", "", "    out-of-place", "    in-place");
+    /* centred over the two 33-column blocks that follow the 50 of
+     * size..root */
+    fprintf(out, "#%59s%s%23s%s\n", "", "out-of-place", "", "in-place");
     fprintf(out, "#%11s %13s %9s %6s %6s %9s %7s %7s %6s %9s %7s %7s %6s\n",
             "size", "count", "type", "redop", "root", "time", "algbw", "busbw",
             "#wrong", "time", "algbw", "busbw", "#wrong");
-    fprintf(out, "#%11s %13s %9s %6s %6s %9s %7s %7s %6s %9s %7s %7s %6s\n",
+    fprintf(out, "#%11s %13s %9s %6s %6s %9s %7s %7s %6s %9s %7s %7s\n",
             "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "",
-            "(us)", "(GB/s)", "(GB/s)", "");
+            "(us)", "(GB/s)", "(GB/s)");
     for (int i = 0; i < c->nrows && i < PF_MAX_ROWS; i++) {
         const struct pf_row *r = &c->rows[i];
         fprintf(out, " %11llu %13llu %9s %6s %6d %9.2f %7.2f %7.2f %6ld "
