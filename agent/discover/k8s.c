@@ -322,7 +322,9 @@ pf_err pf_discover_k8s(struct pf_run *run, char *err)
     struct wait_ctx w;
     cJSON *own = NULL;
     char selector[1024], prefix[PF_NAME_MAX * 2];
-    int64_t deadline = pf_deadline_in((int64_t)cfg->timeout_s * 1000);
+    int64_t deadline = run->peers.deadline_ms
+                           ? run->peers.deadline_ms
+                           : pf_deadline_in((int64_t)cfg->timeout_s * 1000);
     int64_t t0 = pf_now_ms();
     pf_err rc;
 
@@ -380,6 +382,14 @@ pf_err pf_discover_k8s(struct pf_run *run, char *err)
             run->peers.world, run->peers.list[0].pod,
             run->peers.list[0].host);
 out:
+    /* The verdict names why the fabric could not be tested; all three are
+     * infrastructure (exit 3), not a bad fabric. */
+    if (rc == PF_ERR_TIMEOUT)
+        snprintf(run->coll.reason, sizeof(run->coll.reason), "PeerTimeout");
+    else if (rc == PF_ERR_FORBIDDEN)
+        snprintf(run->coll.reason, sizeof(run->coll.reason), "Forbidden");
+    else if (rc == PF_ERR_API || rc == PF_ERR_PROTOCOL)
+        snprintf(run->coll.reason, sizeof(run->coll.reason), "APIUnavailable");
     pf_k8s_podset_free(&w.set);
     cJSON_Delete(own);
     pf_kube_close(k);

@@ -442,6 +442,8 @@ class Handler(BaseHTTPRequestHandler):
         except ValueError as e:
             return self.fail(400, 'BadRequest', str(e))
         limit = int(q.get('limit') or 0)
+        if self.server.page_size and (not limit or limit > self.server.page_size):
+            limit = self.server.page_size  # a server may return short pages
         cont = q.get('continue')
         with st.lock:
             items = sorted((copy.deepcopy(p) for (pns, _), p in st.pods.items()
@@ -747,6 +749,8 @@ def main():
     ap.add_argument('--objects', help='JSON list of objects to start with')
     ap.add_argument('--faults', help='JSON list of fault rules')
     ap.add_argument('--dump', help='write the state here after each change')
+    ap.add_argument('--page-size', type=int, default=0,
+                    help='at most this many pods per list page')
     ap.add_argument('--verbose', action='store_true')
     a = ap.parse_args()
 
@@ -765,6 +769,7 @@ def main():
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(a.cert, a.key)
     api = TLSServer((a.bind, a.port), Handler, ctx, store, a.verbose)
+    api.page_size = a.page_size
     admin = AdminServer(('127.0.0.1', a.admin_port), store)
     threading.Thread(target=admin.serve_forever, daemon=True).start()
     sys.stderr.write("fake-apiserver: https://%s:%d (admin 127.0.0.1:%d)\n"

@@ -1,0 +1,197 @@
+# Helpers for tests/integration/test_k8s_*.sh (sourced, bash).
+#   pfk8s_init            temp dir, certs, tokens; installs the cleanup trap
+#   pfk8s_server BIND OBJECTS_JSON [extra server args...]
+#   pfk8s_admin METHOD PATH [JSON]
+#   pfk8s_state FILE      copy the server's stored objects + request log
+#   pfk8s_check STATE 'python statements using s (the state dict)'
+#   pfk8s_netns_up N      bridge pfk8s-br 10.254.40.1/24 + N "pod" namespaces
+#                         pfk8s-1..N at 10.254.40.(10+i)
+# Ports: API 33440, admin 33441, rendezvous 33500 (tests run one at a time).
+
+PFK8S_LIB=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+PFK8S_API_PORT=33440
+PFK8S_ADMIN_PORT=33441
+PFK8S_RDV_PORT=33500
+PFK8S_HOST_IP=10.254.40.1
+PFK8S_NS_MAX=0
+PFK8S_SERVER_PID=
+
+pfk8s_skip() { echo "$1"; exit 77; }
+pfk8s_die() { echo "FAIL: $*"; exit 1; }
+
+pfk8s_cleanup() {
+    local i
+    [ -n "$PFK8S_SERVER_PID" ] && kill "$PFK8S_SERVER_PID" 2>/dev/null
+    for i in $(seq 1 "$PFK8S_NS_MAX"); do
+        ip netns pids "pfk8s-$i" 2>/dev/null | xargs -r kill 2>/dev/null
+        ip netns del "pfk8s-$i" 2>/dev/null
+        ip link del "pfk8s-v$i" 2>/dev/null
+    done
+    [ "$PFK8S_NS_MAX" -gt 0 ] && ip link del pfk8s-br 2>/dev/null
+    [ -n "${PFK8S_TMP:-}" ] && rm -rf "$PFK8S_TMP"
+    return 0
+}
+
+pfk8s_init() {
+    command -v python3 >/dev/null || pfk8s_skip "python3 is not installed"
+    command -v openssl >/dev/null || pfk8s_skip "openssl is not installed"
+    [ -x "$PF_BIN" ] || pfk8s_die "no agent binary at $PF_BIN"
+    PFK8S_TMP=$(mktemp -d /tmp/pfk8s.XXXXXX)
+    trap pfk8s_cleanup EXIT
+    "$PFK8S_LIB/mkcerts.sh" "$PFK8S_TMP/certs" \
+        "IP:127.0.0.1,IP:$PFK8S_HOST_IP" || pfk8s_die "certificate generation"
+    # Tokens look like real bound tokens and are random per run, so a grep
+    # for them in the logs means something.
+    PFK8S_TOKEN="eyJhbGciOiJSUzI1NiJ9.$(openssl rand -hex 24)"
+    PFK8S_TOKEN2="eyJhbGciOiJSUzI1NiJ9.$(openssl rand -hex 24)"
+    PFK8S_TOKEN_RO="eyJhbGciOiJSUzI1NiJ9.$(openssl rand -hex 24)"
+    PFK8S_TOKEN_NONE="eyJhbGciOiJSUzI1NiJ9.$(openssl rand -hex 24)"
+    printf '%s' "$PFK8S_TOKEN" > "$PFK8S_TMP/token"
+    printf '{"%s":"admin","%s":"read","%s":"none"}' "$PFK8S_TOKEN" \
+        "$PFK8S_TOKEN_RO" "$PFK8S_TOKEN_NONE" > "$PFK8S_TMP/tokens.json"
+    mkdir -p "$PFK8S_TMP/out"
+}
+
+# pfk8s_server BIND OBJECTS_JSON [extra args]
+pfk8s_server() {
+    local bind=$1 objects=$2 i
+    shift 2
+    python3 "$PFK8S_LIB/server.py" --bind "$bind" --port "$PFK8S_API_PORT" \
+        --admin-port "$PFK8S_ADMIN_PORT" --cert "$PFK8S_TMP/certs/server.crt" \
+        --key "$PFK8S_TMP/certs/server.key" --tokens "$PFK8S_TMP/tokens.json" \
+        --objects "$objects" --dump "$PFK8S_TMP/dump.json" "$@" \
+        2> "$PFK8S_TMP/out/server.log" &
+    PFK8S_SERVER_PID=$!
+    for i in $(seq 1 50); do
+        curl -sf "http://127.0.0.1:$PFK8S_ADMIN_PORT/faults" >/dev/null && return 0
+        kill -0 "$PFK8S_SERVER_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    cat "$PFK8S_TMP/out/server.log"
+    pfk8s_die "fake API server did not start"
+}
+
+pfk8s_admin() {
+    curl -sf -X "$1" "http://127.0.0.1:$PFK8S_ADMIN_PORT$2" \
+        ${3:+-H 'Content-Type: application/json' --data "$3"} >/dev/null ||
+        pfk8s_die "admin $1 $2 failed"
+}
+
+pfk8s_state() {
+    curl -sf "http://127.0.0.1:$PFK8S_ADMIN_PORT/state" > "$1" ||
+        pfk8s_die "cannot read the server state"
+}
+
+# pfk8s_check STATE_FILE 'python code'; helpers: node(name), labels(name),
+# cond(name, type), events(name). Assertion failures exit 1 with the line.
+pfk8s_check() {
+    python3 - "$1" "$2" <<'EOF' || exit 1
+import json, re, sys
+s = json.load(open(sys.argv[1]))
+def node(n):
+    return next(x for x in s['nodes'] if x['metadata']['name'] == n)
+def labels(n):
+    return node(n)['metadata'].get('labels', {})
+def cond(n, t):
+    for c in node(n).get('status', {}).get('conditions', []):
+        if c['type'] == t:
+            return c
+    return None
+def events(n):
+    return [e for e in s['events'] if e['involvedObject']['name'] == n]
+try:
+    exec(sys.argv[2])
+except AssertionError as e:
+    print("FAIL:", e)
+    sys.exit(1)
+EOF
+}
+
+pfk8s_netns_up() {
+    local n=$1 i
+    ip netns add pfk8s-probe 2>/dev/null || pfk8s_skip "cannot create network namespaces here"
+    ip netns del pfk8s-probe
+    PFK8S_NS_MAX=$n
+    ip link add pfk8s-br type bridge || pfk8s_die "bridge"
+    ip addr add "$PFK8S_HOST_IP/24" dev pfk8s-br
+    ip link set pfk8s-br up
+    for i in $(seq 1 "$n"); do
+        ip netns add "pfk8s-$i"
+        ip link add "pfk8s-v$i" type veth peer name eth0 netns "pfk8s-$i"
+        ip link set "pfk8s-v$i" master pfk8s-br up
+        ip -n "pfk8s-$i" addr add "10.254.40.$((10 + i))/24" dev eth0
+        ip -n "pfk8s-$i" link set eth0 up
+        ip -n "pfk8s-$i" link set lo up
+    done
+    for i in $(seq 1 "$n"); do
+        ip netns exec "pfk8s-$i" ping -c1 -W2 "$PFK8S_HOST_IP" >/dev/null ||
+            pfk8s_die "namespace pfk8s-$i cannot reach the bridge"
+    done
+}
+
+# pfk8s_objects FILE PODS_SPEC... writes nodes, Jobs and JobSet pods.
+# Each spec is "index:ip" (ip "-" = Pending without an IP, "x" = no pod).
+pfk8s_jobset_objects() {
+    local file=$1
+    shift
+    python3 - "$file" "$@" <<'EOF'
+import json, sys
+out, specs = sys.argv[1], sys.argv[2:]
+n = len(specs)
+objs = []
+kubelet = [
+    {"type": "MemoryPressure", "status": "False", "reason": "KubeletHasSufficientMemory",
+     "message": "kubelet has sufficient memory available",
+     "lastHeartbeatTime": "2026-01-01T00:00:00Z", "lastTransitionTime": "2025-12-01T00:00:00Z"},
+    {"type": "Ready", "status": "True", "reason": "KubeletReady",
+     "message": "kubelet is posting ready status",
+     "lastHeartbeatTime": "2026-01-01T00:00:00Z", "lastTransitionTime": "2025-12-01T00:00:00Z"}]
+for spec in specs:
+    i, ip = spec.split(':')
+    i = int(i)
+    objs.append({"kind": "Node", "apiVersion": "v1", "metadata": {
+        "name": "node-%d" % i, "labels": {
+            "kubernetes.io/hostname": "node-%d" % i,
+            "node.kubernetes.io/instance-type": "p5.48xlarge",
+            "topology.kubernetes.io/zone": "us-east-1a"}},
+        "spec": {"taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]},
+        "status": {"conditions": kubelet}})
+    objs.append({"kind": "Job", "apiVersion": "batch/v1", "metadata": {
+        "name": "train-workers-%d" % i, "namespace": "ml"},
+        "spec": {"parallelism": 1, "completions": 1, "completionMode": "Indexed"}})
+    if ip == 'x':
+        continue
+    pod = {"kind": "Pod", "apiVersion": "v1", "metadata": {
+        "name": "train-workers-%d-0-p%d" % (i, i), "namespace": "ml",
+        "labels": {"jobset.sigs.k8s.io/jobset-name": "train",
+                   "jobset.sigs.k8s.io/replicatedjob-name": "workers",
+                   "jobset.sigs.k8s.io/replicatedjob-replicas": str(n),
+                   "jobset.sigs.k8s.io/job-index": str(i),
+                   "batch.kubernetes.io/job-completion-index": "0",
+                   "batch.kubernetes.io/job-name": "train-workers-%d" % i},
+        "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job",
+                             "name": "train-workers-%d" % i, "uid": "job-uid-%d" % i,
+                             "controller": True}]},
+        "spec": {"nodeName": "node-%d" % i},
+        "status": {"phase": "Pending"}}
+    if ip != '-':
+        pod["status"]["podIP"] = ip
+    objs.append(pod)
+json.dump(objs, open(out, 'w'), indent=1)
+EOF
+}
+
+# Fail if any token value appears in any file under the given paths.
+pfk8s_no_token_in() {
+    local t
+    for t in "$PFK8S_TOKEN" "$PFK8S_TOKEN2" "$PFK8S_TOKEN_RO" "$PFK8S_TOKEN_NONE"; do
+        if grep -rqF -- "$t" "$@" 2>/dev/null; then
+            grep -rlF -- "$t" "$@"
+            pfk8s_die "a bearer token appears in the files above"
+        fi
+        # even a partial leak (the random part) counts
+        if grep -rqF -- "${t#*.}" "$@" 2>/dev/null; then
+            pfk8s_die "part of a bearer token appears in the logs"
+        fi
+    done
+}

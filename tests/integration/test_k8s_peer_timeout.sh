@@ -1,0 +1,76 @@
+#!/bin/bash
+# k8s bootstrap, one peer never comes: a 4-pod JobSet whose 4th pod was never
+# created. The three agents that exist must give up at their deadline
+# (--timeout 6) within 2 s, exit 3 (infrastructure), report PeerTimeout
+# naming the missing pod, and label their nodes status=error with
+# EFAFabricReady=False/PeerTimeout. Then the same with the 4th pod present
+# but Pending without a podIP: it is named by its pod name.
+set -u
+. "$PF_ROOT/tests/fake_apiserver/lib.sh"
+pfk8s_init
+T=$PFK8S_TMP
+DEADLINE=6
+
+pfk8s_jobset_objects "$T/objects.json" 0:127.0.0.1 1:127.0.0.1 2:127.0.0.1 3:x
+pfk8s_server 127.0.0.1 "$T/objects.json"
+
+agent() {   # agent INDEX OUTNAME
+    "$PF_BIN" run --api-server "https://127.0.0.1:$PFK8S_API_PORT" \
+        --token-file "$T/token" --ca-file "$T/certs/ca.crt" \
+        --pod-name "train-workers-$1-0-p$1" --namespace ml \
+        --port "$PFK8S_RDV_PORT" --fabric-provider tcp --engine host \
+        --timeout "$DEADLINE" --no-imds --report "$T/out/$2.json" -vv \
+        > "$T/out/$2.stdout" 2> "$T/out/$2.stderr"
+    echo $? > "$T/out/$2.rc"
+}
+
+start=$(date +%s.%N)
+pids=""
+for i in 0 1 2; do agent $i a$i & pids="$pids $!"; done
+wait $pids
+elapsed=$(echo "$(date +%s.%N) - $start" | bc)
+echo "three agents returned after ${elapsed}s (deadline ${DEADLINE}s)"
+awk -v e="$elapsed" -v d="$DEADLINE" 'BEGIN { exit !(e <= d + 2) }' ||
+    pfk8s_die "agents took ${elapsed}s, more than deadline + 2 s"
+awk -v e="$elapsed" -v d="$DEADLINE" 'BEGIN { exit !(e >= d - 0.5) }' ||
+    pfk8s_die "agents returned after ${elapsed}s, before the deadline"
+
+for i in 0 1 2; do
+    rc=$(cat "$T/out/a$i.rc")
+    [ "$rc" = 3 ] || { cat "$T/out/a$i.stderr"; pfk8s_die "agent $i exit $rc, want 3"; }
+    grep -q "PeerTimeout" "$T/out/a$i.stdout" "$T/out/a$i.json" ||
+        pfk8s_die "agent $i: no PeerTimeout in its table or report"
+    grep -q "train-workers-3-0-\* (rank 3, not created)" "$T/out/a$i.json" ||
+        { cat "$T/out/a$i.json"; pfk8s_die "agent $i: report does not name the missing pod"; }
+    grep -q "3 of 4 peer pods" "$T/out/a$i.json" ||
+        pfk8s_die "agent $i: report does not count 3 of 4"
+done
+echo "all three: exit 3, PeerTimeout naming train-workers-3-0-* (never created)"
+
+pfk8s_state "$T/state.json"
+pfk8s_check "$T/state.json" '
+for i in range(3):
+    n = "node-%d" % i
+    l = labels(n)
+    assert l["efa-preflight.io/status"] == "error", (n, l)
+    assert "efa-preflight.io/busbw-gbps" not in l, l
+    c = cond(n, "EFAFabricReady")
+    assert c and c["status"] == "False" and c["reason"] == "PeerTimeout", c
+    assert "train-workers-3-0-*" in c["message"], c["message"]
+    ev = events(n)
+    assert len(ev) == 1 and ev[0]["type"] == "Warning" and ev[0]["reason"] == "PeerTimeout", ev
+    assert [t["key"] for t in node(n)["spec"]["taints"]] == ["nvidia.com/gpu"], node(n)["spec"]
+assert "efa-preflight.io/status" not in labels("node-3")
+'
+echo "nodes 0-2: status=error, EFAFabricReady False/PeerTimeout, one Warning event; node-3 untouched"
+
+# The 4th pod now exists but never gets an IP (unschedulable): named.
+pfk8s_admin POST /objects '{"kind":"Pod","apiVersion":"v1","metadata":{"name":"train-workers-3-0-p3","namespace":"ml","labels":{"jobset.sigs.k8s.io/jobset-name":"train","jobset.sigs.k8s.io/replicatedjob-name":"workers","jobset.sigs.k8s.io/replicatedjob-replicas":"4","jobset.sigs.k8s.io/job-index":"3","batch.kubernetes.io/job-completion-index":"0"},"ownerReferences":[{"kind":"Job","name":"train-workers-3"}]},"spec":{},"status":{"phase":"Pending"}}'
+agent 1 b1
+rc=$(cat "$T/out/b1.rc")
+[ "$rc" = 3 ] || pfk8s_die "pending-pod case: exit $rc, want 3"
+grep -q "train-workers-3-0-p3 (Pending, no podIP)" "$T/out/b1.json" ||
+    { cat "$T/out/b1.json"; pfk8s_die "pending pod not named"; }
+echo "a Pending pod without podIP is named: train-workers-3-0-p3 (Pending, no podIP)"
+pfk8s_no_token_in "$T/out"
+echo "PASS"
