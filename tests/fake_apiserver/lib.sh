@@ -28,7 +28,7 @@ pfk8s_cleanup() {
         ip link del "pfk8s-v$i" 2>/dev/null
     done
     [ "$PFK8S_NS_MAX" -gt 0 ] && ip link del pfk8s-br 2>/dev/null
-    [ -n "${PFK8S_TMP:-}" ] && rm -rf "$PFK8S_TMP"
+    [ -n "${PFK8S_TMP:-}" ] && [ -z "${PFK8S_KEEP:-}" ] && rm -rf "$PFK8S_TMP"
     return 0
 }
 
@@ -123,9 +123,14 @@ pfk8s_netns_up() {
         ip -n "pfk8s-$i" link set eth0 up
         ip -n "pfk8s-$i" link set lo up
     done
-    for i in $(seq 1 "$n"); do
-        ip netns exec "pfk8s-$i" ping -c1 -W2 "$PFK8S_HOST_IP" >/dev/null ||
-            pfk8s_die "namespace pfk8s-$i cannot reach the bridge"
+}
+
+# After pfk8s_server on the bridge: every namespace reaches it over TLS.
+pfk8s_netns_check() {
+    local i code
+    for i in $(seq 1 "$PFK8S_NS_MAX"); do
+        code=$(ip netns exec "pfk8s-$i" curl -s -o /dev/null -w '%{http_code}'             --max-time 3 --cacert "$PFK8S_TMP/certs/ca.crt"             "https://$PFK8S_HOST_IP:$PFK8S_API_PORT/api/v1/nodes")
+        [ "$code" = 401 ] || pfk8s_die "namespace pfk8s-$i: API server answered '$code', want 401 without a token"
     done
 }
 

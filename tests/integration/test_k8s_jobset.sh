@@ -1,0 +1,117 @@
+#!/bin/bash
+# k8s initContainer mode end to end: 4 agents, each in its own network
+# namespace "pod" (pfk8s-1..4, 10.254.40.11-14), JobSet-labelled pods in the
+# fake API server (HTTPS on the bridge address) with matching podIPs, world
+# size from the owner Jobs. Every agent must exit 0 and every Node must end
+# with our labels, both conditions and one Event, while the kubelet's
+# conditions, other labels and taints stay exactly as they were. A second
+# run with the same outcome keeps lastTransitionTime (heartbeat moves on).
+set -u
+. "$PF_ROOT/tests/fake_apiserver/lib.sh"
+pfk8s_init
+T=$PFK8S_TMP
+N=4
+
+pfk8s_netns_up $N
+specs=""
+for i in $(seq 0 $((N - 1))); do specs="$specs $i:10.254.40.$((11 + i))"; done
+pfk8s_jobset_objects "$T/objects.json" $specs
+pfk8s_server "$PFK8S_HOST_IP" "$T/objects.json"
+pfk8s_netns_check
+pfk8s_state "$T/before.json"
+
+run_all() {   # run_all TAG: one agent per namespace, identity from env
+    local i pids=""
+    for i in $(seq 0 $((N - 1))); do
+        ip netns exec "pfk8s-$((i + 1))" env POD_NAME="train-workers-$i-0-p$i" \
+            POD_NAMESPACE=ml POD_IP="10.254.40.$((11 + i))" \
+            "$PF_BIN" run --api-server "https://$PFK8S_HOST_IP:$PFK8S_API_PORT" \
+            --token-file "$T/token" --ca-file "$T/certs/ca.crt" --no-imds \
+            --port "$PFK8S_RDV_PORT" --fabric-provider tcp --engine host \
+            -b 64K -e 1M -n 3 -w 1 --timeout 40 --taint-on-failure \
+            --report "$T/out/$1-$i.json" -vv \
+            > "$T/out/$1-$i.stdout" 2> "$T/out/$1-$i.stderr" &
+        pids="$pids $!"
+    done
+    i=0
+    for p in $pids; do
+        wait "$p"
+        rc=$?
+        [ $rc -eq 0 ] || { tail -20 "$T/out/$1-$i.stderr"; cat "$T/out/$1-$i.stdout";
+                           pfk8s_die "$1: agent $i exited $rc, want 0"; }
+        i=$((i + 1))
+    done
+}
+
+start=$(date +%s)
+run_all first
+echo "first run: 4 agents exit 0 in $(( $(date +%s) - start ))s"
+for i in 0 1 2 3; do
+    grep -q '"world": *4' "$T/out/first-$i.json" || grep -q "4 ranks" "$T/out/first-$i.stdout" ||
+        pfk8s_die "agent $i did not run with 4 ranks"
+done
+pfk8s_state "$T/first.json"
+pfk8s_check "$T/first.json" '
+before = json.load(open("'"$T/before.json"'"))
+old = {n["metadata"]["name"]: n for n in before["nodes"]}
+stamp = re.compile(r"^\d{8}T\d{6}Z$")
+for i in range(4):
+    n = "node-%d" % i
+    l = labels(n)
+    # tcp stands in for EFA here, which the verdict flags: warn, exit 0
+    assert l["efa-preflight.io/status"] == "warn", (n, l)
+    assert l["efa-preflight.io/efa-count"] == "0", l
+    assert float(l["efa-preflight.io/busbw-gbps"]) > 0, l
+    assert re.match(r"^\d+\.\d$", l["efa-preflight.io/busbw-gbps"]), l
+    assert stamp.match(l["efa-preflight.io/validated-at"]), l
+    assert stamp.match(l["efa-preflight.io/valid-until"]), l
+    import datetime
+    a = datetime.datetime.strptime(l["efa-preflight.io/validated-at"], "%Y%m%dT%H%M%SZ")
+    b = datetime.datetime.strptime(l["efa-preflight.io/valid-until"], "%Y%m%dT%H%M%SZ")
+    assert (b - a).total_seconds() == 24 * 3600, (a, b)
+    assert l["efa-preflight.io/fabric"] == "tested", l
+    for k, v in old[n]["metadata"]["labels"].items():
+        assert l[k] == v, ("foreign label changed", k)
+    assert len([k for k in l if k.startswith("efa-preflight.io/")]) == 6, l
+    d = cond(n, "EFADevicesReady")
+    f = cond(n, "EFAFabricReady")
+    assert d and d["status"] == "Unknown" and d["reason"] == "EFANotRequired", d
+    assert f and f["status"] == "True" and f["reason"] == "ProviderFallback", f
+    for t in ("lastTransitionTime", "lastHeartbeatTime"):
+        assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$", f[t]), f
+    kubelet = [c for c in node(n)["status"]["conditions"] if not c["type"].startswith("EFA")]
+    assert kubelet == old[n]["status"]["conditions"], ("kubelet conditions changed", kubelet)
+    assert node(n)["spec"]["taints"] == old[n]["spec"]["taints"], node(n)["spec"]
+    ev = events(n)
+    assert len(ev) == 1, ev
+    e = ev[0]
+    assert e["type"] == "Warning" and e["reason"] == "ProviderFallback", e
+    assert e["involvedObject"]["kind"] == "Node" and e["involvedObject"]["uid"] == node(n)["metadata"]["uid"], e
+    assert e["metadata"]["namespace"] == "default", e
+    assert re.search(r"busbw \d+\.\d\d GB/s over 4 nodes", e["message"]), e["message"]
+print("labels, conditions, events OK on 4 nodes")
+'
+echo "every node: 6 efa-preflight.io labels (status=warn: tcp is not EFA), both conditions, one event; kubelet conditions, other labels and taints unchanged"
+
+sleep 1.2   # timestamps have one-second resolution
+run_all second
+pfk8s_state "$T/second.json"
+pfk8s_check "$T/second.json" '
+first = json.load(open("'"$T/first.json"'"))
+def c1(n, t):
+    x = next(x for x in first["nodes"] if x["metadata"]["name"] == n)
+    return next(c for c in x["status"]["conditions"] if c["type"] == t)
+for i in range(4):
+    n = "node-%d" % i
+    for t in ("EFADevicesReady", "EFAFabricReady"):
+        a, b = c1(n, t), cond(n, t)
+        assert a["status"] == b["status"], (a, b)
+        assert a["lastTransitionTime"] == b["lastTransitionTime"], ("transition moved", a, b)
+        assert b["lastHeartbeatTime"] > a["lastHeartbeatTime"], ("heartbeat stuck", a, b)
+    assert len(events(n)) == 2, events(n)
+    assert len([c for c in node(n)["status"]["conditions"] if c["type"] == "EFAFabricReady"]) == 1
+'
+echo "second run: lastTransitionTime kept on both conditions, heartbeat advanced, 2 events per node"
+pfk8s_no_token_in "$T/out"
+echo "no token in $(ls "$T/out" | wc -l) log/report files"
+echo "PASS"
