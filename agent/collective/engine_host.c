@@ -218,7 +218,8 @@ pf_err pf_host_progress(struct host *h, int64_t deadline, const char *what,
                        "%d / receives from rank %d before the deadline", what,
                        h->provider, (h->rank + 1) % h->n,
                        (h->rank + h->n - 1) % h->n);
-    /* Other ranks may share these cores: let them run. */
+    /* Other ranks may share these cores: let them run. (No fi_cq_sread:
+     * shm's ignores its timeout, and efa has no wait objects.) */
     sched_yield();
     return PF_OK;
 }
