@@ -43,7 +43,9 @@ pf_err pf_publish(struct pf_run *run, char *err)
     if (rc != PF_OK)
         return rc;
 
-    if (!strcmp(cfg->bootstrap, "k8s") && cfg->publish)
+    /* bootstrap "auto" resolves to k8s in a pod: discover records it */
+    if (cfg->publish && (!strcmp(cfg->bootstrap, "k8s") ||
+                         !strcmp(run->peers.bootstrap, "k8s")))
         return pf_publish_node(run, err);
     return PF_OK;
 }

@@ -71,7 +71,7 @@ static void check_instance(struct ctx *c)
     if (c->it) {
         pf_verdict_add(c->v, "instance_type", COND, PF_PASS,
                        "InstanceTypeKnown", "",
-                       "%s (from %s): %d EFA, %d x %s%s", c->it->name,
+                       "%s (from %s): %d EFA, %d x %s%s", type_label(n),
                        n->instance_source, c->it->efa_count,
                        c->it->accel_count,
                        c->it->accel_model[0] ? c->it->accel_model : "CPU",
