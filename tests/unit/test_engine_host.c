@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include "collective/collective.h"
 #include "collective/host.h"
@@ -157,4 +160,64 @@ Test(engine_host, unknown_provider_is_unsupported, .timeout = 30)
                      .corrupt_rank = -1, .quit_rank = -1 };
     run_job(&j, 1);
     cr_assert_eq(j.rc[0], PF_ERR_UNSUPPORTED);
+}
+
+/* A fabric that accepts connections but never answers (what a security
+ * group without the self rule looks like) while the bootstrap works: rank
+ * 1 publishes the address of a socket that listens and never reads. */
+struct silent {
+    pf_err rc;
+    char msg[PF_ERRLEN];
+    int64_t ms;
+};
+
+static int silent_rank(struct pf_boot *b, void *arg)
+{
+    struct silent *out = arg;
+    struct { uint32_t len; uint8_t bytes[PF_HOST_ADDR_MAX]; } blob, all[2];
+    char err[PF_ERRLEN] = "";
+
+    memset(&blob, 0, sizeof(blob));
+    if (b->rank == 1) {
+        struct sockaddr_in sa = { .sin_family = AF_INET };
+        socklen_t len = sizeof(sa);
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 8) ||
+            getsockname(fd, (struct sockaddr *)&sa, &len))
+            return 3;
+        blob.len = sizeof(sa);
+        memcpy(blob.bytes, &sa, sizeof(sa));
+        if (pf_boot_allgather(b, &blob, sizeof(blob), all, pf_deadline_in(10000),
+                              err) != PF_OK)
+            return 4;
+        /* stay until rank 0 has given up */
+        return pf_boot_barrier(b, pf_deadline_in(20000), err) == PF_OK ? 0 : 5;
+    }
+    struct pf_run *run = new_run("tcp");
+    struct pf_engine e = { .ops = &pf_engine_host };
+    int64_t t0 = pf_now_ms();
+    out->rc = e.ops->open(&e, run, b, 1024, pf_deadline_in(2000), out->msg);
+    out->ms = pf_now_ms() - t0;
+    if (out->rc == PF_OK)
+        e.ops->close(&e);
+    pf_boot_barrier(b, pf_deadline_in(10000), err);
+    return 0;
+}
+
+Test(engine_host, silent_fabric_times_out_with_security_group_hint,
+     .timeout = 60)
+{
+    struct silent *out = pf_test_shared(sizeof(*out));
+    int codes[2];
+
+    cr_assert_eq(pf_test_fork_ranks(2, silent_rank, out, 40, codes), 0,
+                 "codes %d %d", codes[0], codes[1]);
+    cr_assert_eq(out->rc, PF_ERR_TIMEOUT, "rc %d: %s", out->rc, out->msg);
+    cr_assert(strstr(out->msg, "fabric handshake over tcp;ofi_rxm timed out"),
+              "%s", out->msg);
+    cr_assert(strstr(out->msg, "from rank 1"), "%s", out->msg);
+    cr_assert(strstr(out->msg, "security group"), "%s", out->msg);
+    cr_assert_geq(out->ms, 1900);
+    cr_assert_lt(out->ms, 4000);
 }
