@@ -85,6 +85,13 @@ static void check_instance(struct ctx *c)
                                            : "instance type unknown");
         return;
     }
+    if (c->expect_efa == 0) {
+        pf_verdict_add(c->v, "instance_type", COND, PF_SKIP, "NotApplicable",
+                       "", "%s (from %s): not in the catalog; no EFA device "
+                       "expected (expect_efa 0)", type_label(n),
+                       n->instance_source);
+        return;
+    }
     if (n->efa_count > 0 || c->expect_efa > 0) {
         pf_verdict_add(c->v, "instance_type", COND, PF_WARN,
                        "UnknownInstanceType",

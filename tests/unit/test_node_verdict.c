@@ -267,6 +267,19 @@ Test(node_verdict, unknown_type_with_efa_warns_and_checks_what_is_found)
     free_run(run);
 }
 
+Test(node_verdict, expect_efa_zero_on_unknown_machine_expects_nothing)
+{
+    struct pf_run *run = probe_fixture("plain", 0);
+
+    run->cfg.expect_efa = 0;
+    judge(run);
+    cr_assert_eq(run->verdict.overall, PF_PASS);
+    cr_assert_eq(check(run, "instance_type")->status, PF_SKIP);
+    cr_assert_eq(check(run, "efa_devices")->status, PF_SKIP);
+    cr_assert_str_eq(check(run, "efa_devices")->message, "no EFA device expected");
+    free_run(run);
+}
+
 Test(node_verdict, tcp_provider_skips_every_efa_check)
 {
     struct pf_run *run = probe_fixture("plain", 0);
