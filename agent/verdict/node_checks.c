@@ -7,8 +7,9 @@
  *   - type known but absent from the catalog, or no type at all, with EFA
  *     devices present: UnknownInstanceType (warn), and the devices found
  *     are checked as they are (no expected count);
- *   - no catalog entry (or none found) and no EFA device: NotAnEFAInstance
- *     (fail), and the other EFA checks are skipped as not applicable;
+ *   - no catalog entry (or no type found), no EFA device and no
+ *     expect_efa: NotAnEFAInstance (fail), and the other EFA checks are
+ *     skipped as not applicable; expect_efa 0 instead skips them all;
  *   - cfg.fabric_provider other than efa (tcp/shm asked for explicitly):
  *     every EFA check is skipped, "provider tcp requested: EFA not
  *     required", so a plain machine can run the rest.
