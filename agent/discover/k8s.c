@@ -20,6 +20,7 @@ struct wait_ctx {
     struct pf_k8s_podset set;
     char rv[64];
     bool gone;                        /* 410: our resourceVersion expired */
+    bool reauth;                      /* a watch just got 401 */
     bool done;
     int world, parallelism, port;
     const char *own, *prefix;
@@ -273,6 +274,12 @@ static pf_err wait_for_peers(struct pf_kube *k, const char *ns,
                                       : pf_fail(err, w->rc, "%s", w->err);
             if (w->rc != PF_OK)
                 return pf_fail(err, w->rc, "%s", w->err);
+            if (status == 401 && !w->reauth) {
+                /* The token rotated: pf_kube_watch re-read it; list again
+                 * once with it before calling this fatal. */
+                w->reauth = true;
+                break;
+            }
             if (rc != PF_OK || (status != 200 && status != 410)) {
                 if (status == 401 || status == 403)
                     return pf_fail(err, PF_ERR_FORBIDDEN, "watching pods in "
@@ -285,6 +292,8 @@ static pf_err wait_for_peers(struct pf_kube *k, const char *ns,
             }
             if (status == 410)
                 w->gone = true;
+            else
+                w->reauth = false;
         }
     }
     return pf_fail(err, PF_ERR_API, "pod watch restarted %d times",
