@@ -36,6 +36,10 @@ pfk8s_init() {
     command -v python3 >/dev/null || pfk8s_skip "python3 is not installed"
     command -v openssl >/dev/null || pfk8s_skip "openssl is not installed"
     [ -x "$PF_BIN" ] || pfk8s_die "no agent binary at $PF_BIN"
+    # One k8s test at a time on this machine (fixed ports, namespace names
+    # and subnet), even when two test runs overlap.
+    exec 9>/tmp/pfk8s.lock
+    flock -w 240 9 || pfk8s_skip "another k8s test held /tmp/pfk8s.lock for 240 s"
     PFK8S_TMP=$(mktemp -d /tmp/pfk8s.XXXXXX)
     trap pfk8s_cleanup EXIT
     "$PFK8S_LIB/mkcerts.sh" "$PFK8S_TMP/certs" \
@@ -63,8 +67,10 @@ pfk8s_server() {
         2> "$PFK8S_TMP/out/server.log" &
     PFK8S_SERVER_PID=$!
     for i in $(seq 1 50); do
-        curl -sf "http://127.0.0.1:$PFK8S_ADMIN_PORT/faults" >/dev/null && return 0
         kill -0 "$PFK8S_SERVER_PID" 2>/dev/null || break
+        grep -q "^fake-apiserver: https://" "$PFK8S_TMP/out/server.log" &&
+            curl -sf "http://127.0.0.1:$PFK8S_ADMIN_PORT/faults" >/dev/null &&
+            return 0
         sleep 0.1
     done
     cat "$PFK8S_TMP/out/server.log"
