@@ -153,10 +153,12 @@ pf_err pf_wire_pump(struct pf_conn *c, char *err)
 static int frame_at(const struct pf_conn *c, size_t off, uint32_t *flen,
                     char *err)
 {
-    const uint8_t *p = c->buf + off;
+    const uint8_t *p;
 
+    /* Before the first pump buf is NULL: no pointer arithmetic on it. */
     if (c->have - off < HEADER)
         return 0;
+    p = c->buf + off;
     *flen = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
             (uint32_t)p[2] << 8 | p[3];
     if (*flen == 0 || *flen > PF_WIRE_MAX_FRAME) {
