@@ -1,0 +1,143 @@
+/* libFuzzer target: a rank joining the rendezvous, talking to a rank 0
+ * that lies. A thread plays rank 0 on loopback: it sends a proper
+ * CHALLENGE, then the input bytes as they are (WELCOME, REJECT, ABORT,
+ * DATA frames or garbage), then closes. The rank under test runs the whole
+ * peer side: HELLO exchange, peer table, then barrier, allgather, bcast
+ * and poll on whatever follows. Invariants: it ends well before the
+ * deadline (the stream ends), a failure carries a reason the verdict knows,
+ * and nothing leaks. The first input byte turns on a secret, so the
+ * signed-table path is exercised too. */
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "collective/rendezvous.h"
+#include "util/clock.h"
+
+struct fake_root {
+    int lfd;
+    const uint8_t *data;
+    size_t size;
+};
+
+static void send_all(int fd, const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    while (n > 0) {
+        ssize_t w = send(fd, b, n, MSG_NOSIGNAL);
+        if (w <= 0)
+            return;
+        b += w;
+        n -= (size_t)w;
+    }
+}
+
+static void *play_root(void *arg)
+{
+    struct fake_root *f = arg;
+    uint8_t ch[5 + 4 + 2 + PF_RDV_NONCE] = { 0, 0, 0, 23, PF_RDV_CHALLENGE,
+                                             0x50, 0x46, 0x52, 0x56, 0,
+                                             PF_RDV_VERSION };
+    uint8_t sink[4096];
+    int fd = accept(f->lfd, NULL, NULL);
+
+    if (fd < 0)
+        return NULL;
+    send_all(fd, ch, sizeof(ch));
+    send_all(fd, f->data, f->size);
+    shutdown(fd, SHUT_WR);
+    /* Read until the rank closes, so its HELLO and BYE land somewhere. */
+    for (int i = 0; i < 1000; i++) {
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        if (poll(&p, 1, 5000) <= 0 || recv(fd, sink, sizeof(sink), 0) <= 0)
+            break;
+    }
+    close(fd);
+    return NULL;
+}
+
+static int listener(int *port)
+{
+    struct sockaddr_in a = { .sin_family = AF_INET,
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t len = sizeof(a);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) ||
+        listen(fd, 16) || getsockname(fd, (struct sockaddr *)&a, &len))
+        __builtin_trap();
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
+static bool known_reason(const char *r)
+{
+    return !strcmp(r, "PeerTimeout") || !strcmp(r, "PeerLost") ||
+           !strcmp(r, "PeerRejected") || !strcmp(r, "PeerProtocolError");
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static const uint8_t secret[] = "fuzz-secret";
+    static int lfd = -1, port;
+    struct fake_root f;
+    struct pf_rdv_cfg cfg;
+    struct pf_rdv_facts table[2];
+    struct pf_coll coll;
+    struct pf_boot *b = NULL;
+    char err[PF_ERRLEN];
+    pthread_t t;
+    int64_t start = pf_now_ms();
+    pf_err rc;
+
+    if (size < 1)
+        return 0;
+    if (lfd < 0)
+        lfd = listener(&port);
+    f = (struct fake_root){ lfd, data + 1, size - 1 };
+    memset(&cfg, 0, sizeof(cfg));
+    memset(&coll, 0, sizeof(coll));
+    cfg.rank = 1;
+    cfg.world = 2;
+    snprintf(cfg.root_host, sizeof(cfg.root_host), "127.0.0.1");
+    cfg.root_port = port;
+    snprintf(cfg.run_id, sizeof(cfg.run_id), "run-1");
+    if (data[0] & 1) {
+        cfg.secret = secret;
+        cfg.secret_len = sizeof(secret) - 1;
+    }
+    snprintf(cfg.self.hostname, sizeof(cfg.self.hostname), "fuzz-host");
+    cfg.deadline = pf_deadline_in(8000);
+    cfg.coll = &coll;
+    if (pthread_create(&t, NULL, play_root, &f))
+        return 0;
+
+    rc = pf_rdv_open(&cfg, &b, table, err);
+    if (rc == PF_OK) {
+        uint8_t mine[8] = { 0 }, all[16], buf[16] = { 0 };
+        if (strnlen(table[0].hostname, sizeof(table[0].hostname)) ==
+            sizeof(table[0].hostname))
+            __builtin_trap();
+        rc = pf_boot_barrier(b, cfg.deadline, err);
+        if (rc == PF_OK)
+            rc = pf_boot_allgather(b, mine, sizeof(mine), all, cfg.deadline,
+                                   err);
+        if (rc == PF_OK)
+            rc = pf_boot_bcast(b, buf, sizeof(buf), 0, cfg.deadline, err);
+        if (rc == PF_OK)
+            rc = pf_boot_poll(b, err);
+        pf_boot_close(b);
+    }
+    pthread_join(t, NULL);
+    if (pf_now_ms() - start > 5000)
+        __builtin_trap();             /* the stream ended: no waiting */
+    if (rc != PF_OK && (!known_reason(coll.reason) || !err[0]))
+        __builtin_trap();
+    return 0;
+}
