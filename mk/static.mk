@@ -9,6 +9,9 @@
 #   make static CURL_PREFIX=/opt/curl    a libcurl built with only OpenSSL + zlib
 #               CJSON_SRC=/src/cJSON     compile cJSON from its source tree
 #               STATIC_CFLAGS=-I...      extra include paths (e.g. libfabric headers)
+#   make static-debian                   on Debian/Ubuntu: fetch the distribution's
+#                                        curl and cJSON sources (apt-get source),
+#                                        build that libcurl, then make static
 #
 # When an archive is missing it names every missing one and fails, before
 # compiling anything.
@@ -19,7 +22,12 @@ CURL_PREFIX   ?=
 CJSON_SRC     ?=
 STATIC_CFLAGS ?=
 
-.PHONY: static static-objs static-link
+.PHONY: static static-debian static-link
+
+static-debian:
+	mk/static-sources.sh $(STATIC_DIR)/deps
+	$(MAKE) static CURL_PREFIX=$(CURDIR)/$(STATIC_DIR)/deps/curl \
+	    CJSON_SRC=$(CURDIR)/$(STATIC_DIR)/deps/cjson
 
 static:
 	@mkdir -p $(STATIC_DIR)
