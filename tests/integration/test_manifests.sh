@@ -167,6 +167,12 @@ for k, v in {"EFA_PREFLIGHT_LABEL_PREFIX": "preflight.example.com/",
 want("FI_EFA_USE_HUGE_PAGE with hugepages requested", env.get("FI_EFA_USE_HUGE_PAGE"), None)
 want("hugepages limit", spec["containers"][0]["resources"]["limits"].get("hugepages-2Mi"), "5120Mi")
 want("toleration of the agent's taint", spec["tolerations"][0]["key"], "preflight.example.com/unhealthy")
+sys.path.insert(0, "tests/manifests")
+from compare_manifests import agent_options
+opts = agent_options(".")
+for k in env:
+    if k.startswith("EFA_PREFLIGHT_") and k[14:].lower() not in opts:
+        errs.append("%s is not an agent option" % k)
 crbs = sorted(d["metadata"]["name"] for d in docs if d["kind"] == "ClusterRoleBinding")
 want("ClusterRoleBindings", crbs, ["efa-preflight", "efa-preflight-job-research", "efa-preflight-job-training"])
 sas = sorted((d["metadata"]["namespace"], d["metadata"]["name"]) for d in docs if d["kind"] == "ServiceAccount")
