@@ -97,11 +97,12 @@ pf_err pf_cudart_load(struct pf_cudart *c, char *err)
 #undef NEED
     /* CUDA 12 exports the current struct layout as _v2 and keeps the old
      * name for binaries built against 11; 11 and 13 have only the name. */
-    if (rc == PF_OK &&
-        need(c->dl, c->path, "cudaGetDeviceProperties_v2",
-             &c->cudaGetDeviceProperties, err) != PF_OK)
-        rc = need(c->dl, c->path, "cudaGetDeviceProperties",
-                  &c->cudaGetDeviceProperties, err);
+    if (rc == PF_OK) {
+        const char *name = dlsym(c->dl, "cudaGetDeviceProperties_v2")
+                               ? "cudaGetDeviceProperties_v2"
+                               : "cudaGetDeviceProperties";
+        rc = need(c->dl, c->path, name, &c->cudaGetDeviceProperties, err);
+    }
     if (rc != PF_OK)
         pf_cudart_unload(c);
     return rc;
@@ -219,6 +220,7 @@ pf_err pf_nccl_load(struct pf_nccl *n, char *err)
     NEED(ncclGetVersion);
     NEED(ncclGetUniqueId);
     NEED(ncclCommInitRankConfig);
+    NEED(ncclCommSplit);
     NEED(ncclCommDestroy);
     NEED(ncclCommAbort);
     NEED(ncclCommGetAsyncError);

@@ -173,6 +173,11 @@ struct pf_nccl {
                                                int nranks,
                                                pf_nccl_unique_id id, int rank,
                                                pf_nccl_config_arg_t *config);
+    /* 2.18: the engine splits its nonblocking communicator into a
+     * blocking one for the collectives (see engine_nccl.c) */
+    pf_nccl_result_t (*ncclCommSplit)(pf_nccl_comm_t comm, int color, int key,
+                                      pf_nccl_comm_t *newcomm,
+                                      pf_nccl_config_arg_t *config);
     pf_nccl_result_t (*ncclCommDestroy)(pf_nccl_comm_t comm);
     pf_nccl_result_t (*ncclCommAbort)(pf_nccl_comm_t comm);
     pf_nccl_result_t (*ncclCommGetAsyncError)(pf_nccl_comm_t comm,

@@ -21,10 +21,11 @@
  *                                         ncclRemoteError and its stream
  *                                         never completes
  *                             hang        the same without an error
+ *                             split_error ncclCommSplit fails
  *   PF_DOUBLE_FAULT_AT=K      default 0
  *   PF_DOUBLE_CORRUPT=R:N     after each all_reduce, add 1 to the first N
  *                             elements of rank R's result
- *   PF_DOUBLE_TRACE=path      append one line per init/abort/destroy
+ *   PF_DOUBLE_TRACE=path      append one line per init/split/abort/destroy
  *   PF_DOUBLE_NETWORK, PF_DOUBLE_TRANSPORT, PF_DOUBLE_PLUGIN=loaded|missing
  *                             what the fake INFO log says (defaults
  *                             Socket, P2P/CUMEM/read, missing)
@@ -401,6 +402,37 @@ int ncclCommInitRankConfig(struct comm **out, int nranks, unique_id id,
     c->state = fault_is("init_hang") ? NCCL_IN_PROGRESS
              : fault_is("init_error") ? NCCL_SYSTEM : NCCL_OK;
     return c->blocking ? c->state : NCCL_IN_PROGRESS;
+}
+
+int ncclCommSplit(struct comm *parent, int color, int key, struct comm **out,
+                  const struct config_head *cfg)
+{
+    struct comm *c = NULL;
+
+    (void)color;
+    if (!parent || !parent->used || parent->state != NCCL_OK)
+        return NCCL_ARG;
+    if (fault_is("split_error"))
+        return NCCL_INTERNAL;
+    for (int i = 0; i < MAX_COMMS && !c; i++)
+        if (!dbl.comms[i].used)
+            c = &dbl.comms[i];
+    if (!c)
+        return NCCL_SYSTEM;
+    *c = *parent;
+    c->id.internal[ID_BYTES - 1] ^= 0x55;     /* its own clique */
+    c->rank = key;
+    c->ops = 0;
+    c->blocking = !cfg || cfg->blocking != 0;
+    c->state = NCCL_IN_PROGRESS;
+    *out = c;
+    trace("split rank %d", key);
+    if (dbl.group_depth > 0) {
+        dbl.pending_init[dbl.npending++] = c;
+        return c->blocking ? NCCL_OK : NCCL_IN_PROGRESS;
+    }
+    c->state = NCCL_OK;
+    return NCCL_OK;
 }
 
 int ncclCommGetAsyncError(struct comm *c, int *state)

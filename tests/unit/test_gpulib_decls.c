@@ -70,6 +70,7 @@ CUDA_FN(cudaEventElapsedTime);
 NCCL_FN(ncclGetVersion);
 NCCL_FN(ncclGetUniqueId);
 NCCL_FN(ncclCommInitRankConfig);
+NCCL_FN(ncclCommSplit);
 NCCL_FN(ncclCommDestroy);
 NCCL_FN(ncclCommAbort);
 NCCL_FN(ncclCommGetAsyncError);

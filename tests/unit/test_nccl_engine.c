@@ -196,8 +196,9 @@ Test(nccl_engine, one_process_drives_every_visible_gpu)
     cr_assert_eq(e.nranks, 3);
     cr_assert_eq(e.local_ranks, 3);
     cr_assert_eq(trace_count("init rank"), 3);
+    cr_assert_eq(trace_count("split rank"), 3);
     e.ops->close(&e);
-    cr_assert_eq(trace_count("destroy rank"), 3);
+    cr_assert_eq(trace_count("destroy rank"), 6);   /* children, parents */
     cr_assert_eq(trace_count("abort rank"), 0);
 }
 
@@ -381,7 +382,7 @@ Test(nccl_engine, async_error_mid_sweep_aborts_and_stays_failed)
     cr_assert_lt(pf_now_ms() - t0, 1000);      /* not the deadline */
     cr_assert(strstr(err, "remote process exited"), "%s", err);
     cr_assert(strstr(err, "double: injected remote error"), "%s", err);
-    cr_assert_eq(trace_count("abort rank"), 2);
+    cr_assert_eq(trace_count("abort rank"), 4);     /* children, parents */
     cr_assert_eq(e.ops->run(&e, 256, false, 1, &secs, pf_deadline_in(5000),
                             err), PF_ERR_ENGINE);
     cr_assert(strstr(err, "aborted earlier"), "%s", err);
@@ -405,7 +406,7 @@ Test(nccl_engine, collective_that_never_completes_is_aborted_on_time)
     cr_assert_geq(took, 250);
     cr_assert_lt(took, 1500, "took %lld ms", (long long)took);
     cr_assert(strstr(err, "all_reduce of 1024 bytes"), "%s", err);
-    cr_assert_eq(trace_count("abort rank"), 2);
+    cr_assert_eq(trace_count("abort rank"), 4);
     e.ops->close(&e);
 }
 
@@ -424,7 +425,7 @@ Test(nccl_engine, lost_peer_aborts_without_waiting_for_the_deadline)
                             err), PF_ERR_LOST);
     cr_assert_lt(pf_now_ms() - t0, 2000);
     cr_assert(strstr(err, "rank 1 (10.254.0.2) hung up"), "%s", err);
-    cr_assert_eq(trace_count("abort rank"), 2);
+    cr_assert_eq(trace_count("abort rank"), 4);
     e.ops->close(&e);
 }
 
@@ -443,8 +444,60 @@ Test(nccl_engine, peers_in_another_process_that_never_come_time_out)
     cr_assert_eq(e.ops->run(&e, 64, false, 2, &secs, pf_deadline_in(200),
                             err), PF_ERR_TIMEOUT);
     cr_assert(strstr(err, "ranks 2-3 of 4"), "%s", err);
-    cr_assert_eq(trace_count("abort rank"), 2);
+    cr_assert_eq(trace_count("abort rank"), 4);
     e.ops->close(&e);
+}
+
+Test(nccl_engine, collectives_run_on_a_blocking_split_child)
+{
+    struct pf_engine e;
+    char err[PF_ERRLEN] = "";
+    double secs;
+    long wrong = -1;
+
+    unsetenv("NCCL_RUNTIME_CONNECT");
+    cr_assert_eq(open_engine(&e, 512, 5000, err), PF_OK, "%s", err);
+    cr_assert_str_eq(getenv("NCCL_RUNTIME_CONNECT"), "0");
+    cr_assert_eq(trace_count("split rank"), 2);
+    cr_assert_eq(e.ops->fill(&e, 512, false, err), PF_OK);
+    cr_assert_eq(e.ops->run(&e, 512, false, 3, &secs, pf_deadline_in(5000),
+                            err), PF_OK, "%s", err);
+    cr_assert_eq(e.ops->check(&e, 512, false, &wrong, err), PF_OK);
+    cr_assert_eq(wrong, 0);
+    e.ops->close(&e);
+    cr_assert_null(getenv("NCCL_RUNTIME_CONNECT"));
+    cr_assert_eq(trace_count("destroy rank"), 4);
+}
+
+Test(nccl_engine, users_runtime_connect_is_left_alone)
+{
+    struct pf_engine e;
+    char err[PF_ERRLEN] = "";
+
+    setenv("NCCL_RUNTIME_CONNECT", "1", 1);
+    cr_assert_eq(open_engine(&e, 64, 5000, err), PF_OK, "%s", err);
+    e.ops->close(&e);
+    cr_assert_str_eq(getenv("NCCL_RUNTIME_CONNECT"), "1");
+}
+
+Test(nccl_engine, failed_split_falls_back_to_the_nonblocking_comm)
+{
+    struct pf_engine e;
+    char err[PF_ERRLEN] = "";
+    double secs;
+    long wrong = -1;
+
+    setenv("PF_DOUBLE_FAULT", "split_error", 1);
+    cr_assert_eq(open_engine(&e, 512, 5000, err), PF_OK, "%s", err);
+    cr_assert_eq(trace_count("split rank"), 0);
+    cr_assert_eq(e.ops->fill(&e, 512, false, err), PF_OK);
+    cr_assert_eq(e.ops->run(&e, 512, false, 3, &secs, pf_deadline_in(5000),
+                            err), PF_OK, "%s", err);
+    cr_assert_eq(e.ops->check(&e, 512, false, &wrong, err), PF_OK);
+    cr_assert_eq(wrong, 0);
+    e.ops->close(&e);
+    cr_assert_eq(trace_count("destroy rank"), 2);
+    cr_assert_eq(trace_count("abort rank"), 0);
 }
 
 Test(nccl_engine, transport_facts_reach_the_run)
