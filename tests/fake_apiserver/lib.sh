@@ -1,7 +1,7 @@
 # Helpers for tests/integration/test_k8s_*.sh (sourced, bash).
 #   pfk8s_init            temp dir, certs, tokens; installs the cleanup trap
 #   pfk8s_server BIND OBJECTS_JSON [extra server args...]
-#   pfk8s_admin METHOD PATH [JSON]
+#   pfk8s_admin METHOD PATH [JSON]   (pfk8s_http prints the reply)
 #   pfk8s_state FILE      copy the server's stored objects + request log
 #   pfk8s_check STATE 'python statements using s (the state dict)'
 #   pfk8s_netns_up N      bridge pfk8s-br 10.254.40.1/24 + N "pod" namespaces
@@ -69,7 +69,7 @@ pfk8s_server() {
     for i in $(seq 1 50); do
         kill -0 "$PFK8S_SERVER_PID" 2>/dev/null || break
         grep -q "^fake-apiserver: https://" "$PFK8S_TMP/out/server.log" &&
-            curl -sf "http://127.0.0.1:$PFK8S_ADMIN_PORT/faults" >/dev/null &&
+            pfk8s_http GET /faults >/dev/null 2>&1 &&
             return 0
         sleep 0.1
     done
@@ -77,15 +77,23 @@ pfk8s_server() {
     pfk8s_die "fake API server did not start"
 }
 
+# pfk8s_http METHOD ADMIN_PATH [JSON]: the admin port's reply on stdout.
+pfk8s_http() {
+    python3 "$PFK8S_LIB/admin_call.py" "$1" "http://127.0.0.1:$PFK8S_ADMIN_PORT$2" \
+        ${3:+--data "$3"}
+}
+
 pfk8s_admin() {
-    curl -sf -X "$1" "http://127.0.0.1:$PFK8S_ADMIN_PORT$2" \
-        ${3:+-H 'Content-Type: application/json' --data "$3"} >/dev/null ||
-        pfk8s_die "admin $1 $2 failed"
+    pfk8s_http "$@" >/dev/null || pfk8s_die "admin $1 $2 failed"
 }
 
 pfk8s_state() {
-    curl -sf "http://127.0.0.1:$PFK8S_ADMIN_PORT/state" > "$1" ||
-        pfk8s_die "cannot read the server state"
+    pfk8s_http GET /state > "$1" || pfk8s_die "cannot read the server state"
+}
+
+# pfk8s_elapsed START: seconds since START (date +%s.%N), 2 decimals.
+pfk8s_elapsed() {
+    awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }'
 }
 
 # pfk8s_check STATE_FILE 'python code'; helpers: node(name), labels(name),
@@ -135,7 +143,9 @@ pfk8s_netns_up() {
 pfk8s_netns_check() {
     local i code
     for i in $(seq 1 "$PFK8S_NS_MAX"); do
-        code=$(ip netns exec "pfk8s-$i" curl -s -o /dev/null -w '%{http_code}'             --max-time 3 --cacert "$PFK8S_TMP/certs/ca.crt"             "https://$PFK8S_HOST_IP:$PFK8S_API_PORT/api/v1/nodes")
+        code=$(ip netns exec "pfk8s-$i" python3 "$PFK8S_LIB/admin_call.py" --status \
+            --cacert "$PFK8S_TMP/certs/ca.crt" --timeout 3 \
+            GET "https://$PFK8S_HOST_IP:$PFK8S_API_PORT/api/v1/nodes")
         [ "$code" = 401 ] || pfk8s_die "namespace pfk8s-$i: API server answered '$code', want 401 without a token"
     done
 }

@@ -348,6 +348,7 @@ class Handler(BaseHTTPRequestHandler):
 
         auth = self.headers.get('Authorization', '')
         token = auth[7:] if auth.startswith('Bearer ') else None
+        self.token = token
         with st.lock:
             role = st.tokens.get(token) if token else None
         self.auth_class = role or ('unknown' if token else 'none')
@@ -501,6 +502,9 @@ class Handler(BaseHTTPRequestHandler):
                 sent = since
                 while time.time() < end:
                     with st.lock:
+                        # A revoked (rotated) token ends its open streams.
+                        if self.token not in st.tokens:
+                            break
                         evs = [(rv, t, copy.deepcopy(o)) for rv, t, o in st.log
                                if rv > sent and
                                o['metadata'].get('namespace') == ns and

@@ -97,6 +97,6 @@ for p in $pids; do
     rc=$?
     [ $rc -eq 0 ] || pfk8s_die "agent exited $rc after SIGTERM, want 0"
 done
-echo "all 4 agents idled, then exited 0 within $(echo "$(date +%s.%N) - $t0" | bc | cut -c1-4)s of SIGTERM"
+echo "all 4 agents idled, then exited 0 within $(pfk8s_elapsed "$t0")s of SIGTERM"
 pfk8s_no_token_in "$T/out"
 echo "PASS"

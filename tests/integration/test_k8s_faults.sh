@@ -47,9 +47,18 @@ agent() {   # agent INDEX TAG [extra args]
 start=$(date +%s.%N)
 agent 0 run & p0=$!
 agent 1 run & p1=$!
-# Token rotation while the agents wait for pod 1: the file first, then the
-# server (which forgets the old token), so a re-read after 401 succeeds.
-sleep 1.5
+# Token rotation while the agents wait for pod 1 (both watching): the file
+# first, then the server, which forgets the old token and ends its watches;
+# the agents' next requests get 401, re-read the file and carry on.
+for t in $(seq 1 100); do
+    pfk8s_state "$T/early.json"
+    watching=$(python3 -c "
+import json; r = json.load(open('$T/early.json'))['requests']
+print(sum(1 for x in r if 'watch=1' in x['path'] and x['status'] == 200))")
+    [ "$watching" -ge 3 ] && break   # one watch ends on the injected 410
+    sleep 0.2
+done
+[ "$watching" -ge 3 ] || pfk8s_die "the agents never started watching pods"
 printf '%s' "$PFK8S_TOKEN2" > "$T/token.new" && mv "$T/token.new" "$T/token"
 pfk8s_admin POST /tokens "{\"$PFK8S_TOKEN2\":\"admin\",\"$PFK8S_TOKEN_RO\":\"read\",\"$PFK8S_TOKEN_NONE\":\"none\"}"
 sleep 1
@@ -60,9 +69,9 @@ for p in $p0 $p1; do
     rc=$?
     [ $rc -eq 0 ] || { for f in "$T"/out/run-*.stderr; do tail -n 30 "$f"; done; pfk8s_die "agent exited $rc under faults, want 0"; }
 done
-echo "both agents exit 0 under faults in $(echo "$(date +%s.%N) - $start" | bc | cut -c1-5)s"
+echo "both agents exit 0 under faults in $(pfk8s_elapsed "$start")s"
 
-curl -sf "http://127.0.0.1:$PFK8S_ADMIN_PORT/faults" > "$T/faults-after.json"
+pfk8s_http GET /faults > "$T/faults-after.json"
 pfk8s_state "$T/state.json"
 pfk8s_check "$T/state.json" '
 faults = json.load(open("'"$T/faults-after.json"'"))

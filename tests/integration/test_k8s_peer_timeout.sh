@@ -28,7 +28,7 @@ start=$(date +%s.%N)
 pids=""
 for i in 0 1 2; do agent $i a$i & pids="$pids $!"; done
 wait $pids
-elapsed=$(echo "$(date +%s.%N) - $start" | bc)
+elapsed=$(pfk8s_elapsed "$start")
 echo "three agents returned after ${elapsed}s (deadline ${DEADLINE}s)"
 awk -v e="$elapsed" -v d="$DEADLINE" 'BEGIN { exit !(e <= d + 2) }' ||
     pfk8s_die "agents took ${elapsed}s, more than deadline + 2 s"
