@@ -15,11 +15,12 @@
 #define SECRET_MAX (64 * 1024)
 
 /* Rank 0 gives up joining a little before the others do, so its ABORT
- * naming the missing ranks reaches them before their own deadline. */
+ * naming the missing ranks reaches them before their own deadline and
+ * everyone still has time to report within it. */
 static int64_t root_margin_ms(int timeout_s)
 {
-    int64_t m = (int64_t)timeout_s * 100;     /* a tenth of the timeout */
-    return m > 2000 ? 2000 : m;
+    int64_t m = (int64_t)timeout_s * 200;     /* a fifth of the timeout */
+    return m > 3000 ? 3000 : m;
 }
 
 static void warn_mixed_types(const struct pf_rdv_facts *t, int world)
@@ -70,8 +71,10 @@ pf_err pf_boot_open(struct pf_run *run, struct pf_boot **out, char *err)
     rc_cfg.world = p->world;
     snprintf(rc_cfg.root_host, sizeof(rc_cfg.root_host), "%s", p->list[0].host);
     rc_cfg.root_port = p->list[0].port > 0 ? p->list[0].port : run->cfg.port;
+    /* local ranks never leave the machine: keep the port off the network. */
     snprintf(rc_cfg.bind_addr, sizeof(rc_cfg.bind_addr), "%s",
-             run->cfg.bind_addr);
+             run->cfg.bind_addr[0] ? run->cfg.bind_addr
+             : !strcmp(p->bootstrap, "local") ? "127.0.0.1" : "");
     snprintf(rc_cfg.run_id, sizeof(rc_cfg.run_id), "%s", p->run_id);
     rc_cfg.secret = (const uint8_t *)secret;
     rc_cfg.secret_len = secret_len;

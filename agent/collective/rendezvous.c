@@ -1279,10 +1279,15 @@ pf_err pf_rdv_open(const struct pf_rdv_cfg *cfg, struct pf_boot **out,
     r->boot.impl = r;
     r->coll = cfg->coll;
     for (int i = 0; i < cfg->world; i++) {
+        const struct pf_peer *e = cfg->expected ? &cfg->expected[i] : NULL;
         pf_conn_init(&r->conns[i], -1);
-        if (cfg->expected)
-            snprintf(r->facts[i].addr, sizeof(r->facts[i].addr), "%s",
-                     cfg->expected[i].host);
+        if (!e)
+            continue;
+        /* Until HELLO says otherwise, a rank is named as discovery saw it
+         * (pod name in k8s), so a rank that never comes is named too. */
+        snprintf(r->facts[i].addr, sizeof(r->facts[i].addr), "%s", e->host);
+        snprintf(r->facts[i].hostname, sizeof(r->facts[i].hostname), "%s",
+                 e->pod[0] ? e->pod : e->node);
     }
     r->facts[cfg->rank] = cfg->self;
     if (cfg->expected)

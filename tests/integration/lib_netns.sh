@@ -1,7 +1,7 @@
 # Network namespaces joined by a bridge, one per rank, for multi-rank tests.
 # Source it, then: pfb_setup N; pfb_start R ARGS... (background agent in
 # rank R's namespace, log in $PFB_TMP/rR.log, report in $PFB_TMP/rR.json);
-# pfb_wait R (sets PFB_RC and PFB_SECS). Everything is named pfb1-* and
+# pfb_wait R (sets PFB_RC, PFB_SECS and PFB_END). Everything is named pfb1-* and
 # lives in 10.254.1.0/24; the EXIT trap always removes it. Tests use ports
 # 30000-30999 only.
 PFB_PREFIX=pfb1-
@@ -72,21 +72,42 @@ pfb_setup() {
 }
 
 # pfb_start RANK ARGS...: the agent in RANK's namespace, in the background.
+# Its exit code and exit time are written as it ends, so pfb_wait measures
+# when the agent finished, not when the test got round to asking.
 pfb_start() {
     local r=$1
     shift
+    rm -f "$PFB_TMP/r$r.pid" "$PFB_TMP/r$r.rc" "$PFB_TMP/r$r.end"
     PFB_T0[$r]=$(date +%s.%N)
-    ip netns exec "$(pfb_ns "$r")" "$PF_BIN" "$@" --report "$PFB_TMP/r$r.json" \
-        >"$PFB_TMP/r$r.out" 2>"$PFB_TMP/r$r.log" &
+    (
+        ip netns exec "$(pfb_ns "$r")" "$PF_BIN" "$@" --report "$PFB_TMP/r$r.json" \
+            >"$PFB_TMP/r$r.out" 2>"$PFB_TMP/r$r.log" &
+        echo $! >"$PFB_TMP/r$r.pid"
+        wait $!
+        echo $? >"$PFB_TMP/r$r.rc"
+        date +%s.%N >"$PFB_TMP/r$r.end"
+    ) &
     PFB_PID[$r]=$!
 }
 
-# pfb_wait RANK: PFB_RC = its exit code, PFB_SECS = seconds since its start.
+# pfb_agent_pid RANK: the agent's own pid (ip netns exec execs it).
+pfb_agent_pid() {
+    local i
+    for ((i = 0; i < 50; i++)); do
+        [ -s "$PFB_TMP/r$1.pid" ] && { cat "$PFB_TMP/r$1.pid"; return 0; }
+        sleep 0.1
+    done
+    return 1
+}
+
+# pfb_wait RANK: PFB_RC = its exit code, PFB_SECS = seconds from its start
+# to its exit, PFB_END = when it exited (epoch seconds).
 pfb_wait() {
     local r=$1
     wait "${PFB_PID[$r]}"
-    PFB_RC=$?
-    PFB_SECS=$(python3 -c "import time; print(round(time.time() - ${PFB_T0[$r]}, 2))")
+    PFB_RC=$(cat "$PFB_TMP/r$r.rc" 2>/dev/null || echo 255)
+    PFB_END=$(cat "$PFB_TMP/r$r.end" 2>/dev/null || date +%s.%N)
+    PFB_SECS=$(python3 -c "print(round($PFB_END - ${PFB_T0[$r]}, 2))")
 }
 
 # pfb_json RANK EXPR: a value from rank RANK's report (Python expression on r).

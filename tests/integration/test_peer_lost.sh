@@ -24,15 +24,16 @@ for ((i = 0; i < 150; i++)); do
     sleep 0.1
 done
 [ "$n" -eq 3 ] || fail "the sweep did not start on all 3 ranks within 15 s"
-[ "$(cat /proc/${PFB_PID[2]}/comm)" = efa-preflight ] || fail "rank 2's pid is not the agent"
+victim=$(pfb_agent_pid 2) || fail "rank 2 has no pid"
+[ "$(cat /proc/$victim/comm)" = efa-preflight ] || fail "rank 2's pid is not the agent"
 sleep 1
-kill -9 "${PFB_PID[2]}"
+kill -9 "$victim"
 killed=$(date +%s.%N)
 pfb_wait 2
 [ "$PFB_RC" -eq 137 ] || fail "rank 2 exited $PFB_RC, want 137 (SIGKILL)"
 for r in 0 1; do
     pfb_wait $r
-    secs=$(python3 -c "import time; print(round(time.time() - $killed, 2))")
+    secs=$(python3 -c "print(round($PFB_END - $killed, 2))")
     [ "$PFB_RC" -eq 1 ] || fail "rank $r exited $PFB_RC, want 1"
     python3 -c "import sys; sys.exit(0 if $secs <= 15 else 1)" ||
         fail "rank $r needed $secs s after the kill"
