@@ -266,10 +266,10 @@ cJSON *pf_node_event(const struct pf_run *run, const char *node,
         n += (size_t)snprintf(nums + n, sizeof(nums) - n, "/%d", expect);
     if (run->coll.ran && n < sizeof(nums))
         n += (size_t)snprintf(nums + n, sizeof(nums) - n,
-                              ", busbw %.2f GB/s over %d nodes (floor %.1f)",
+                              ", busbw %.2f GB/s over %d nodes, floor %.1f",
                               run->coll.peak_busbw, run->coll.nnodes, floor);
     if (c)
-        snprintf(msg, sizeof(msg), "%s: %s (%s)", pf_status_name(v->overall),
+        snprintf(msg, sizeof(msg), "%s: %s; %s", pf_status_name(v->overall),
                  c->message, nums);
     else
         snprintf(msg, sizeof(msg), "%s: %s", pf_status_name(v->overall), nums);

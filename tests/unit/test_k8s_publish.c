@@ -221,7 +221,7 @@ Test(k8s_publish, event_type_reason_and_numbers)
     cr_assert_str_eq(pf_json_str(ev, "involvedObject.uid"), "uid-1");
     cr_assert_str_eq(pf_json_str(ev, "metadata.namespace"), "default");
     cr_assert_str_eq(pf_json_str(ev, "message"),
-                     "pass: efa 32, busbw 335.24 GB/s over 4 nodes (floor 0.0)");
+                     "pass: efa 32, busbw 335.24 GB/s over 4 nodes, floor 0.0");
     cJSON_Delete(ev);
     free(run);
 
@@ -229,7 +229,9 @@ Test(k8s_publish, event_type_reason_and_numbers)
     ev = pf_node_event(run, "n1", NULL, "pod-a", "2026-11-22T01:02:03Z", "e");
     cr_assert_str_eq(pf_json_str(ev, "type"), "Warning");
     cr_assert_str_eq(pf_json_str(ev, "reason"), "BandwidthBelowFloor");
-    cr_assert(strstr(pf_json_str(ev, "message"), "below floor 300"));
+    cr_assert_str_eq(pf_json_str(ev, "message"),
+                     "fail: busbw 3.1 GB/s below floor 300; efa 32, busbw "
+                     "335.24 GB/s over 4 nodes, floor 0.0");
     cJSON_Delete(ev);
     free(run);
 }
