@@ -24,6 +24,9 @@
 #define DIAL_MS 3000          /* one connect attempt */
 #define BACKOFF_MAX_MS 1000
 #define ATTRIBUTE_MS 500      /* abort: wait this long for a cause elsewhere */
+/* Wire reason of an ABORT from a rank that gave up on its own; receivers
+ * report it as PeerLost (pf_rdv_reason_err). */
+#define ABORT_OWN "PeerAborted"
 #define OP_GATHER 1
 #define OP_BCAST 2
 #define DATA_HEAD 5           /* u8 op + u32 seq */
@@ -179,7 +182,17 @@ static void spread_abort(struct rdv *r, int skip, const char *reason,
             send_reason(&r->conns[i], PF_RDV_ABORT, reason, msg);
 }
 
-/* A failure after the join: sticky, recorded, and spread by rank 0. */
+/* A failure after the join: sticky, recorded, and spread by rank 0 under
+ * the wire reason (reason_of(code) unless relaying a peer's own). */
+static pf_err stop(struct rdv *r, pf_err code, const char *wire, int culprit,
+                   char *err)
+{
+    r->broken = code;
+    record(r->coll, code, r->broken_msg);
+    spread_abort(r, culprit, wire ? wire : reason_of(code), r->broken_msg);
+    return pf_fail(err, code, "%s", r->broken_msg);
+}
+
 static pf_err broke(struct rdv *r, pf_err code, int culprit, char *err,
                     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
@@ -191,10 +204,7 @@ static pf_err broke(struct rdv *r, pf_err code, int culprit, char *err,
     va_start(ap, fmt);
     vsnprintf(r->broken_msg, sizeof(r->broken_msg), fmt, ap);
     va_end(ap);
-    r->broken = code;
-    record(r->coll, code, r->broken_msg);
-    spread_abort(r, culprit, reason_of(code), r->broken_msg);
-    return pf_fail(err, code, "%s", r->broken_msg);
+    return stop(r, code, NULL, culprit, err);
 }
 
 static pf_err from_abort(struct rdv *r, const struct pf_msg *m, int from,
@@ -204,10 +214,11 @@ static pf_err from_abort(struct rdv *r, const struct pf_msg *m, int from,
 
     read_reason(m, reason, msg);
     if (r->boot.rank == 0)
-        return broke(r, pf_rdv_reason_err(reason), from, err, "%s gave up: %s",
-                     who(r, from, name), msg);
-    /* Rank 0 relays: keep its words, they name the rank at fault. */
-    return broke(r, pf_rdv_reason_err(reason), -1, err, "%s", msg);
+        snprintf(r->broken_msg, sizeof(r->broken_msg), "%s gave up: %s",
+                 who(r, from, name), msg);
+    else   /* rank 0 relays: keep its words, they name the rank at fault */
+        snprintf(r->broken_msg, sizeof(r->broken_msg), "%s", msg);
+    return stop(r, pf_rdv_reason_err(reason), reason, from, err);
 }
 
 /* ------------------------------------------------------------- HELLO */
@@ -1155,10 +1166,13 @@ static pf_err rdv_barrier(struct pf_boot *b, int64_t deadline, char *err)
     return rdv_allgather(b, NULL, 0, NULL, deadline, err);
 }
 
-/* Non-blocking look at every connection: EOF without BYE or an ABORT. */
-static pf_err rdv_poll(struct pf_boot *b, char *err)
+/* Non-blocking look at every connection: EOF without BYE, or an ABORT.
+ * deaths_only ignores ranks that gave up on their own (ABORT PeerAborted):
+ * while this rank is aborting for its own reason, only a dead peer may
+ * take the blame. */
+static pf_err poll_conns(struct rdv *r, bool deaths_only, char *err)
 {
-    struct rdv *r = impl(b);
+    struct pf_boot *b = &r->boot;
     int first = b->rank == 0 ? 1 : 0, last = b->rank == 0 ? b->world : 1;
     char msg[PF_ERRLEN], name[WHO_LEN];
 
@@ -1174,8 +1188,13 @@ static pf_err rdv_poll(struct pf_boot *b, char *err)
             continue;
         if (poll(&p, 1, 0) > 0)
             closed = pf_wire_pump(c, msg) != PF_OK;
-        if (pf_wire_has(c, PF_RDV_ABORT, &m))
+        if (pf_wire_has(c, PF_RDV_ABORT, &m)) {
+            char reason[48], text[PF_ERRLEN];
+            read_reason(&m, reason, text);
+            if (deaths_only && !strcmp(reason, ABORT_OWN))
+                continue;
             return from_abort(r, &m, i, err);
+        }
         if (pf_wire_has(c, PF_RDV_BYE, &m)) {
             if (b->rank == 0)
                 r->bye[i] = true;
@@ -1186,6 +1205,11 @@ static pf_err rdv_poll(struct pf_boot *b, char *err)
                          "(exited or was killed)", who(r, i, name));
     }
     return PF_OK;
+}
+
+static pf_err rdv_poll(struct pf_boot *b, char *err)
+{
+    return poll_conns(impl(b), false, err);
 }
 
 static void rdv_abort(struct pf_boot *b, const char *why)
@@ -1199,7 +1223,7 @@ static void rdv_abort(struct pf_boot *b, const char *why)
      * connections a moment to say which, so every rank reports the rank at
      * fault rather than its own symptom (poll records and spreads it). */
     for (int64_t until = pf_deadline_in(ATTRIBUTE_MS); pf_ms_left(until) > 0;) {
-        if (rdv_poll(b, NULL) != PF_OK)
+        if (poll_conns(r, true, NULL) != PF_OK)
             return;
         pf_sleep_ms(10);
     }
@@ -1207,9 +1231,9 @@ static void rdv_abort(struct pf_boot *b, const char *why)
     r->broken = PF_ERR_LOST;
     snprintf(r->broken_msg, sizeof(r->broken_msg), "%s", msg);
     if (b->rank == 0)
-        spread_abort(r, -1, "PeerLost", msg);
+        spread_abort(r, -1, ABORT_OWN, msg);
     else if (r->conns[0].fd >= 0)
-        send_reason(&r->conns[0], PF_RDV_ABORT, "PeerLost", msg);
+        send_reason(&r->conns[0], PF_RDV_ABORT, ABORT_OWN, msg);
 }
 
 static void rdv_close(struct pf_boot *b)

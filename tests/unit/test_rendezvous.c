@@ -312,6 +312,7 @@ Test(hello, reason_words_map_to_error_codes)
     cr_assert_eq(pf_rdv_reason_err("PeerTimeout"), PF_ERR_TIMEOUT);
     cr_assert_eq(pf_rdv_reason_err("PeerRejected"), PF_ERR_REJECTED);
     cr_assert_eq(pf_rdv_reason_err("PeerLost"), PF_ERR_LOST);
+    cr_assert_eq(pf_rdv_reason_err("PeerAborted"), PF_ERR_LOST);
 }
 
 /* ------------------------------------------------------------- groups */
@@ -661,4 +662,95 @@ Test(rendezvous, stray_connections_are_ignored)
     cr_assert_eq(full_rank(&(struct rank_spec){ 0, 2, 30710, NULL, NULL, 5000 }), 0);
     cr_assert_eq(exit_of(kid), 0);
     exit_of(stray);
+}
+
+/* Ranks 1 and 2 give up for their own reason at once: each keeps its own
+ * (nothing recorded by the bootstrap), while rank 0, healthy and polling,
+ * reports PeerLost naming one of them. */
+static int own_abort_rank(const struct rank_spec *s)
+{
+    static struct pf_coll coll;
+    struct pf_rdv_cfg c = mkcfg(s, &coll);
+    struct pf_boot *b;
+    char err[PF_ERRLEN], why[32];
+    int64_t dl = pf_deadline_in(3000);
+    pf_err rc = PF_OK;
+
+    if (pf_rdv_open(&c, &b, NULL, err) != PF_OK ||
+        pf_boot_barrier(b, dl, err) != PF_OK)
+        return 60;
+    if (s->rank != 0) {
+        snprintf(why, sizeof(why), "own-%d", s->rank);
+        pf_boot_abort(b, why);
+        pf_boot_close(b);
+        if (coll.reason[0]) {
+            fprintf(stderr, "rank %d took the blame elsewhere: %s %s\n",
+                    s->rank, coll.reason, coll.errmsg);
+            return 61;
+        }
+        return 0;
+    }
+    while (rc == PF_OK && pf_ms_left(dl) > 0) {
+        rc = pf_boot_poll(b, err);
+        pf_sleep_ms(10);
+    }
+    if (rc != PF_ERR_LOST || strcmp(coll.reason, "PeerLost") ||
+        (!strstr(err, "gave up: own-1") && !strstr(err, "gave up: own-2"))) {
+        fprintf(stderr, "rank 0: %d %s %s\n", rc, coll.reason, err);
+        return 62;
+    }
+    pf_boot_close(b);
+    return 0;
+}
+
+Test(rendezvous, a_rank_failing_on_its_own_keeps_its_own_reason)
+{
+    pid_t k1 = spawn(own_abort_rank, (struct rank_spec){ 1, 3, 30711, NULL, NULL, 3000 }, 0);
+    pid_t k2 = spawn(own_abort_rank, (struct rank_spec){ 2, 3, 30711, NULL, NULL, 3000 }, 0);
+    cr_assert_eq(own_abort_rank(&(struct rank_spec){ 0, 3, 30711, NULL, NULL, 3000 }), 0);
+    cr_assert_eq(exit_of(k1), 0);
+    cr_assert_eq(exit_of(k2), 0);
+}
+
+/* Rank 2 dies; rank 1 notices on its fabric first and aborts: the
+ * bootstrap blames rank 2 for it (PeerLost), as rank 0 does. */
+static int blamed_rank(const struct rank_spec *s)
+{
+    static struct pf_coll coll;
+    struct pf_rdv_cfg c = mkcfg(s, &coll);
+    struct pf_boot *b;
+    char err[PF_ERRLEN];
+    int64_t dl = pf_deadline_in(3000);
+    pf_err rc = PF_OK;
+
+    if (pf_rdv_open(&c, &b, NULL, err) != PF_OK ||
+        pf_boot_barrier(b, dl, err) != PF_OK)
+        return 70;
+    if (s->rank == 2)
+        raise(SIGKILL);
+    if (s->rank == 1) {
+        pf_boot_abort(b, "send to rank 2 failed: connection reset");
+        pf_boot_close(b);
+    } else {
+        while (rc == PF_OK && pf_ms_left(dl) > 0) {
+            rc = pf_boot_poll(b, err);
+            pf_sleep_ms(10);
+        }
+        pf_boot_close(b);
+    }
+    if (strcmp(coll.reason, "PeerLost") ||
+        !strstr(coll.errmsg, "rank 2 (host-2, 127.0.0.1) closed its connection")) {
+        fprintf(stderr, "rank %d: %s %s\n", s->rank, coll.reason, coll.errmsg);
+        return 71;
+    }
+    return 0;
+}
+
+Test(rendezvous, an_abort_caused_by_a_dead_peer_blames_that_peer)
+{
+    pid_t k1 = spawn(blamed_rank, (struct rank_spec){ 1, 3, 30712, NULL, NULL, 3000 }, 0);
+    pid_t k2 = spawn(blamed_rank, (struct rank_spec){ 2, 3, 30712, NULL, NULL, 3000 }, 0);
+    cr_assert_eq(blamed_rank(&(struct rank_spec){ 0, 3, 30712, NULL, NULL, 3000 }), 0);
+    cr_assert_eq(exit_of(k1), 0);
+    cr_assert_eq(exit_of(k2), 128 + SIGKILL);
 }
