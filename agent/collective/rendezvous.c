@@ -19,6 +19,7 @@
 #include "../util/sha256.h"
 
 #define MAX_PENDING 64        /* accepted connections that have not said HELLO */
+#define HELLO_LIMIT 4096      /* largest frame taken before HELLO */
 #define PENDING_MS 10000      /* ... and must within this */
 #define CTRL_MS 2000          /* small control sends: challenge, reject, abort */
 #define DIAL_MS 3000          /* one connect attempt */
@@ -414,6 +415,9 @@ static void accept_new(int lfd, struct pending *pend, int64_t now)
         if (slot->c.fd >= 0)
             drop_pending(slot, "too many connections waiting for HELLO");
         pf_conn_init(&slot->c, fd);
+        /* Nobody has proven membership yet: a HELLO is small, so a stranger
+         * cannot make rank 0 buffer megabytes per connection. */
+        slot->c.limit = HELLO_LIMIT;
         slot->since = now;
         addr_string((struct sockaddr *)&ss, sl, slot->addr, sizeof(slot->addr));
         tune_socket(fd);
@@ -567,6 +571,7 @@ static pf_err take_hello(struct rdv *r, const struct pf_rdv_cfg *cfg,
         return PF_OK;
     }
     r->conns[h.rank] = p->c;
+    r->conns[h.rank].limit = 0;
     pf_conn_init(&p->c, -1);
     r->facts[h.rank] = h.facts;
     snprintf(r->facts[h.rank].addr, sizeof(r->facts[h.rank].addr), "%s",

@@ -13,6 +13,12 @@
 
 #define HEADER 4
 
+static uint32_t limit_of(const struct pf_conn *c)
+{
+    return c->limit && c->limit < PF_WIRE_MAX_FRAME ? c->limit
+                                                    : PF_WIRE_MAX_FRAME;
+}
+
 void pf_conn_init(struct pf_conn *c, int fd)
 {
     memset(c, 0, sizeof(*c));
@@ -115,13 +121,13 @@ pf_err pf_wire_pump(struct pf_conn *c, char *err)
                 uint32_t flen = (uint32_t)c->buf[0] << 24 |
                                 (uint32_t)c->buf[1] << 16 |
                                 (uint32_t)c->buf[2] << 8 | c->buf[3];
-                if (flen > PF_WIRE_MAX_FRAME)
+                if (flen > limit_of(c))
                     return PF_OK; /* pf_wire_take reports it */
                 if (want < HEADER + (size_t)flen)
                     want = HEADER + (size_t)flen;
             }
-            if (want > HEADER + PF_WIRE_MAX_FRAME)
-                want = HEADER + PF_WIRE_MAX_FRAME;
+            if (want > HEADER + (size_t)limit_of(c))
+                want = HEADER + (size_t)limit_of(c);
             if (want <= c->cap)
                 return PF_OK;
             uint8_t *nb = realloc(c->buf, want);
@@ -161,9 +167,9 @@ static int frame_at(const struct pf_conn *c, size_t off, uint32_t *flen,
     p = c->buf + off;
     *flen = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
             (uint32_t)p[2] << 8 | p[3];
-    if (*flen == 0 || *flen > PF_WIRE_MAX_FRAME) {
+    if (*flen == 0 || *flen > limit_of(c)) {
         pf_fail(err, PF_ERR_PROTOCOL, "frame length %u is outside 1..%u "
-                "(not an efa-preflight peer?)", *flen, PF_WIRE_MAX_FRAME);
+                "(not an efa-preflight peer?)", *flen, limit_of(c));
         return -1;
     }
     return c->have - off - HEADER >= *flen ? 1 : 0;

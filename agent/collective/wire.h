@@ -21,6 +21,7 @@ struct pf_conn {
     int fd;                           /* -1 = closed */
     uint8_t *buf;
     size_t off, have, cap;            /* unread bytes are buf[off..have) */
+    uint32_t limit;                   /* largest frame taken; 0 = the max */
 };
 
 struct pf_msg {

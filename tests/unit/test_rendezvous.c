@@ -76,6 +76,28 @@ Test(wire, oversized_frame_is_a_protocol_error)
     pf_conn_close(&b);
 }
 
+Test(wire, a_connection_limit_caps_frames_below_the_maximum)
+{
+    struct pf_conn a, b;
+    struct pf_msg m;
+    char err[PF_ERRLEN];
+    static uint8_t body[5000];
+
+    pair(&a, &b);
+    b.limit = 4096;
+    cr_assert_eq(pf_wire_send(&a, 2, body, 4095, pf_deadline_in(1000), err), PF_OK);
+    cr_assert_eq(pf_wire_send(&a, 2, body, sizeof(body), pf_deadline_in(1000), err),
+                 PF_OK);
+    cr_assert_eq(pf_wire_recv(&b, &m, pf_deadline_in(1000), err), PF_OK, "%s", err);
+    cr_assert_eq(m.len, 4095);
+    cr_assert_eq(pf_wire_recv(&b, &m, pf_deadline_in(1000), err), PF_ERR_PROTOCOL);
+    cr_assert_str_eq(err, "frame length 5001 is outside 1..4096 (not an "
+                          "efa-preflight peer?)");
+    cr_assert_leq(b.cap, 4 + 4096 + 4096, "buffer grew to %zu", b.cap);
+    pf_conn_close(&a);
+    pf_conn_close(&b);
+}
+
 Test(wire, zero_length_frame_is_a_protocol_error)
 {
     struct pf_conn a, b;
