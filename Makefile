@@ -69,4 +69,4 @@ clean:
 	rm -rf $(BUILD) build
 
 -include mk/*.mk
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/agent $(BUILD)/tests -name '*.d' 2>/dev/null)
