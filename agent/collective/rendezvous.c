@@ -25,9 +25,10 @@
 #define DIAL_MS 3000          /* one connect attempt */
 #define BACKOFF_MAX_MS 1000
 #define ATTRIBUTE_MS 500      /* abort: wait this long for a cause elsewhere */
-/* Wire reason of an ABORT from a rank that gave up on its own; receivers
- * report it as PeerLost (pf_rdv_reason_err). */
-#define ABORT_OWN "PeerAborted"
+/* Wire reason of an ABORT from a rank that gave up on its own. Not a
+ * reason anyone reports (hence not CamelCase): receivers report PeerLost
+ * (pf_rdv_reason_err). */
+#define ABORT_OWN "gave-up"
 #define OP_GATHER 1
 #define OP_BCAST 2
 #define DATA_HEAD 5           /* u8 op + u32 seq */
@@ -1172,7 +1173,7 @@ static pf_err rdv_barrier(struct pf_boot *b, int64_t deadline, char *err)
 }
 
 /* Non-blocking look at every connection: EOF without BYE, or an ABORT.
- * deaths_only ignores ranks that gave up on their own (ABORT PeerAborted):
+ * deaths_only ignores ranks that gave up on their own (ABORT gave-up):
  * while this rank is aborting for its own reason, only a dead peer may
  * take the blame. */
 static pf_err poll_conns(struct rdv *r, bool deaths_only, char *err)

@@ -334,7 +334,7 @@ Test(hello, reason_words_map_to_error_codes)
     cr_assert_eq(pf_rdv_reason_err("PeerTimeout"), PF_ERR_TIMEOUT);
     cr_assert_eq(pf_rdv_reason_err("PeerRejected"), PF_ERR_REJECTED);
     cr_assert_eq(pf_rdv_reason_err("PeerLost"), PF_ERR_LOST);
-    cr_assert_eq(pf_rdv_reason_err("PeerAborted"), PF_ERR_LOST);
+    cr_assert_eq(pf_rdv_reason_err("gave-up"), PF_ERR_LOST);
 }
 
 /* ------------------------------------------------------------- groups */
