@@ -13,6 +13,7 @@
 #include <yaml.h>
 
 #include "../util/fsutil.h"
+#include "../util/yamldoc.h"
 
 #define CATALOG_MAX 1024
 
@@ -304,23 +305,15 @@ static pf_err parse_instances(struct ctx *c, yaml_node_t *map,
 pf_err pf_catalog_parse(struct pf_catalog *cat, const char *name,
                         const char *buf, size_t len, char *err)
 {
-    yaml_parser_t parser;
     yaml_document_t doc;
     yaml_node_t *root;
     struct ctx c = { &doc, name, err };
     bool have_instances = false;
     pf_err rc = PF_OK;
 
-    if (!yaml_parser_initialize(&parser))
-        return pf_fail(err, PF_ERR_NOMEM, "%s: YAML parser init failed", name);
-    yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
-    if (!yaml_parser_load(&parser, &doc)) {
-        rc = pf_fail(err, PF_ERR_CONFIG, "%s:%zu:%zu: invalid YAML: %s", name,
-                     parser.problem_mark.line + 1, parser.problem_mark.column + 1,
-                     parser.problem ? parser.problem : "parse error");
-        yaml_parser_delete(&parser);
+    rc = pf_yaml_load(&doc, name, buf, len, err);
+    if (rc != PF_OK)
         return rc;
-    }
     root = yaml_document_get_root_node(&doc);
     if (!root || root->type != YAML_MAPPING_NODE) {
         rc = pf_fail(err, PF_ERR_CONFIG, "%s:1: a catalog is a mapping with "
@@ -348,7 +341,6 @@ pf_err pf_catalog_parse(struct pf_catalog *cat, const char *name,
         rc = pf_fail(err, PF_ERR_CONFIG, "%s: no 'instances' mapping", name);
 out:
     yaml_document_delete(&doc);
-    yaml_parser_delete(&parser);
     return rc;
 }
 

@@ -17,6 +17,7 @@
 #include <yaml.h>
 
 #include "../util/fsutil.h"
+#include "../util/yamldoc.h"
 
 enum opt_type { OPT_STR, OPT_INT, OPT_DOUBLE, OPT_BOOL, OPT_SIZE, OPT_ENUM };
 
@@ -385,23 +386,15 @@ static pf_err join_sequence(yaml_document_t *doc, yaml_node_t *seq, char *out,
 pf_err pf_config_load_yaml_buf(struct pf_config *cfg, const char *name,
                                const char *buf, size_t len, char *err)
 {
-    yaml_parser_t parser;
     yaml_document_t doc;
     yaml_node_t *root;
     pf_err rc = PF_OK;
     unsigned char seen[NOPTS];
 
     memset(seen, 0, sizeof(seen));
-    if (!yaml_parser_initialize(&parser))
-        return pf_fail(err, PF_ERR_NOMEM, "%s: YAML parser init failed", name);
-    yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
-    if (!yaml_parser_load(&parser, &doc)) {
-        rc = pf_fail(err, PF_ERR_CONFIG, "%s:%zu:%zu: invalid YAML: %s", name,
-                     parser.problem_mark.line + 1, parser.problem_mark.column + 1,
-                     parser.problem ? parser.problem : "parse error");
-        yaml_parser_delete(&parser);
+    rc = pf_yaml_load(&doc, name, buf, len, err);
+    if (rc != PF_OK)
         return rc;
-    }
     root = yaml_document_get_root_node(&doc);
     if (!root) /* empty file: nothing to set */
         goto out;
@@ -461,7 +454,6 @@ pf_err pf_config_load_yaml_buf(struct pf_config *cfg, const char *name,
     }
 out:
     yaml_document_delete(&doc);
-    yaml_parser_delete(&parser);
     return rc;
 }
 
