@@ -18,6 +18,8 @@ for t in "$here"/test_*.sh; do
     timeout -k 5 "$limit" bash "$t" >"$log" 2>&1
     rc=$?
     secs=$(( $(date +%s) - start ))
+    # exit code and seconds beside the log, for scripts/reliability_table.py
+    echo "$rc $secs" >"${log%.log}.rc"
     if [ $rc -eq 0 ]; then
         pass=$((pass + 1)); echo "PASS $name (${secs}s)"
     elif [ $rc -eq 77 ]; then
