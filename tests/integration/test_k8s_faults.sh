@@ -7,7 +7,8 @@
 # Both must finish with exit 0 and labels on both Nodes; every fault must
 # have fired; the retry after the 429 waits >= 1 s. Then: a wrong CA fails
 # closed (clear error, exit 3, nothing written); a token without rights gets
-# 403 (exit 3, nothing written). No token appears in any log or report.
+# 403 (exit 3, nothing written); a read-only token discovers but cannot
+# write (exit 3, nothing written). No token appears in any log or report.
 set -u
 . "$PF_ROOT/tests/fake_apiserver/lib.sh"
 pfk8s_init
@@ -128,6 +129,24 @@ assert new and all(r["status"] == 403 for r in new), new
 assert all(r["method"] == "GET" for r in new), new
 '
 echo "token without rights: exit 3, HTTP 403 reported, only GETs tried"
+
+# A read-only token: discovery works (one pod by --peer-selector and
+# --world-size 1), the first write is refused: exit 3, nothing written.
+printf '%s' "$PFK8S_TOKEN_RO" > "$T/token"
+agent 0 readonly --timeout 20 --peer-selector batch.kubernetes.io/job-name=train-workers-0 \
+    --world-size 1
+rc=$?
+[ $rc -eq 3 ] || { cat "$T/out/readonly-0.stderr"; pfk8s_die "read-only token: exit $rc, want 3"; }
+grep -q "writing conditions on Node node-0: PATCH /api/v1/nodes/node-0/status: HTTP 403" \
+    "$T/out/readonly-0.stderr" || { cat "$T/out/readonly-0.stderr"; pfk8s_die "read-only: no clear 403"; }
+pfk8s_state "$T/state4.json"
+pfk8s_check "$T/state4.json" '
+before = json.load(open("'"$T/state3.json"'"))
+assert [n["metadata"] for n in s["nodes"]] == [n["metadata"] for n in before["nodes"]]
+assert len(s["events"]) == len(before["events"])
+assert any(r["method"] == "PATCH" and r["status"] == 403 for r in s["requests"])
+'
+echo "read-only token: discovery ok, 'writing conditions on Node node-0: ... HTTP 403', exit 3, nothing written"
 
 pfk8s_no_token_in "$T/out"
 echo "no token in $(ls "$T/out" | wc -l) log/report files"
