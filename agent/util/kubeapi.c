@@ -595,10 +595,14 @@ pf_err pf_kube_do(struct pf_kube *k, const char *method, const char *path,
             }
             if (status != 429 && status < 500)
                 return PF_OK;
-            rc = PF_OK;
             if (attempt == k->o.max_attempts)
                 return PF_OK;     /* the caller reports the status */
             pf_debug("%s %s: HTTP %ld, retrying", method, path, status);
+            rc = pf_fail(err, PF_ERR_API, "%s %s: HTTP %ld%s%s%s (attempt %d "
+                         "of %d)", method, path, status,
+                         resp->message[0] ? " (" : "", resp->message,
+                         resp->message[0] ? ")" : "", attempt,
+                         k->o.max_attempts);
             pf_kube_resp_free(resp);
         }
         if (attempt == k->o.max_attempts)
@@ -610,7 +614,7 @@ pf_err pf_kube_do(struct pf_kube *k, const char *method, const char *path,
                        ? k->o.backoff_cap_ms * 4 : retry_after;
         if (k->o.deadline && pf_ms_left(k->o.deadline) < wait) {
             pf_err_prefix(err, "deadline reached while retrying");
-            return rc != PF_OK ? rc : PF_ERR_TIMEOUT;
+            return rc;
         }
         pf_sleep_ms(wait);
     }
