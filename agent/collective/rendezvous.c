@@ -1169,7 +1169,8 @@ static pf_err rdv_bcast(struct pf_boot *b, void *buf, size_t len, int root,
 
 static pf_err rdv_barrier(struct pf_boot *b, int64_t deadline, char *err)
 {
-    return rdv_allgather(b, NULL, 0, NULL, deadline, err);
+    uint8_t none = 0;  /* not NULL: no arithmetic on null pointers below */
+    return rdv_allgather(b, &none, 0, &none, deadline, err);
 }
 
 /* Non-blocking look at every connection: EOF without BYE, or an ABORT.

@@ -1,8 +1,12 @@
 #include "mpi.h"
 
+#include <arpa/inet.h>
 #include <dlfcn.h>
+#include <ifaddrs.h>
 #include <limits.h>
+#include <net/if.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,12 +96,24 @@ static int ms_left(int64_t deadline)
     return left > INT_MAX ? INT_MAX : (int)left;
 }
 
-/* The address other ranks reach this one on: --bind-addr, else what the
- * hostname resolves to; "" lets the fabric pick. */
+static bool is_loopback(const struct sockaddr *sa)
+{
+    if (sa->sa_family == AF_INET)
+        return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+    if (sa->sa_family == AF_INET6)
+        return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr);
+    return false;
+}
+
+/* The address other ranks reach this one on: --bind-addr; else what the
+ * hostname resolves to unless that is loopback (Debian maps the hostname
+ * to 127.0.1.1); else the first interface that is up and not loopback;
+ * else "" and the fabric picks. */
 static void own_address(const struct pf_run *run, const char *hostname,
                         char *out, size_t cap)
 {
     struct addrinfo hints = { 0 }, *res = NULL;
+    struct ifaddrs *ifs = NULL;
 
     out[0] = '\0';
     if (run->cfg.bind_addr[0]) {
@@ -106,10 +122,24 @@ static void own_address(const struct pf_run *run, const char *hostname,
     }
     hints.ai_socktype = SOCK_STREAM;
     if (getaddrinfo(hostname, NULL, &hints, &res) == 0 && res) {
-        getnameinfo(res->ai_addr, res->ai_addrlen, out, (socklen_t)cap, NULL,
-                    0, NI_NUMERICHOST);
+        if (!is_loopback(res->ai_addr))
+            getnameinfo(res->ai_addr, res->ai_addrlen, out, (socklen_t)cap,
+                        NULL, 0, NI_NUMERICHOST);
         freeaddrinfo(res);
+        if (out[0])
+            return;
     }
+    if (getifaddrs(&ifs) != 0)
+        return;
+    for (struct ifaddrs *i = ifs; i; i = i->ifa_next) {
+        if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET ||
+            !(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK))
+            continue;
+        getnameinfo(i->ifa_addr, sizeof(struct sockaddr_in), out,
+                    (socklen_t)cap, NULL, 0, NI_NUMERICHOST);
+        break;
+    }
+    freeifaddrs(ifs);
 }
 
 struct mpi_card {

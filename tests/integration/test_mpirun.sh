@@ -1,5 +1,6 @@
 #!/bin/bash
-# --bootstrap mpi under OpenMPI's mpirun: 4 ranks (oversubscribed, TCP only)
+# --bootstrap mpi under OpenMPI's mpirun: 4 ranks (oversubscribed, TCP only,
+# the fabric on loopback)
 # find each other through the dlopened shim (build/libpf-mpi.so), agree on
 # one run id, and pass with 0 wrong and 4 ranks in every report. The agent
 # itself must not link libmpi.
@@ -26,7 +27,7 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
 timeout -k 5 90 mpirun -np 4 --oversubscribe --allow-run-as-root \
     --mca btl tcp,self \
     sh -c 'exec "$0" run --bootstrap mpi --fabric-provider tcp --no-imds \
-        --timeout 60 -e 1M -n 5 -w 2 --log-level info \
+        --bind-addr 127.0.0.1 --timeout 60 -e 1M -n 5 -w 2 --log-level info \
         --report "$1/r$OMPI_COMM_WORLD_RANK.json"' "$bin" "$tmp" \
     >"$tmp/out" 2>&1
 rc=$?
