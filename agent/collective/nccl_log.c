@@ -20,6 +20,10 @@ static void list_add(char *list, size_t len, const char *s)
     size_t n = strlen(s);
     const char *p = list;
 
+    /* An empty label ("via" with nothing after it) names nothing, and
+     * strstr would find it everywhere without advancing. */
+    if (n == 0)
+        return;
     while ((p = strstr(p, s)) != NULL) {
         bool starts = p == list || p[-1] == ',';
         bool ends = p[n] == '\0' || p[n] == ',';
