@@ -214,11 +214,27 @@ int cudaGetDeviceProperties(void *prop, int device)
     return SUCCESS;
 }
 
+/* The physical GPU behind visible device d: CUDA_VISIBLE_DEVICES' d-th
+ * entry, as the real runtime maps it. */
+static int physical(int device)
+{
+    const char *p = getenv("CUDA_VISIBLE_DEVICES");
+
+    if (!p || !*p)
+        return device;
+    for (int i = 0; i < device && p; i++) {
+        p = strchr(p, ',');
+        if (p)
+            p++;
+    }
+    return p ? atoi(p) : device;
+}
+
 int cudaDeviceGetPCIBusId(char *bus, int len, int device)
 {
     if (device < 0 || device >= device_count())
         return ERR_INVALID_VALUE;
-    snprintf(bus, (size_t)len, "0000:%02x:00.0", 0x18 + device);
+    snprintf(bus, (size_t)len, "0000:%02x:00.0", 0x18 + physical(device));
     return SUCCESS;
 }
 
