@@ -43,7 +43,7 @@ void pf_node_labels_make(const struct pf_run *run, time_t now,
     snprintf(l->efa_count, sizeof(l->efa_count), "%d", run->node.efa_count);
     if (run->coll.ran && run->coll.peak_busbw > 0 &&
         !pf_node_fabric_untested(run))
-        snprintf(l->busbw_gbps, sizeof(l->busbw_gbps), "%.1f",
+        snprintf(l->busbw_gbps, sizeof(l->busbw_gbps), "%.2f",
                  run->coll.peak_busbw);
     pf_node_label_time(l->validated_at, now);
     pf_node_label_time(l->valid_until,

@@ -67,7 +67,9 @@ for i in range(3):
     l = labels(n)
     assert l["efa-preflight.io/status"] == "warn", (n, l)   # tcp stands in for EFA
     assert l["efa-preflight.io/fabric"] == "tested", l
-    assert float(l["efa-preflight.io/busbw-gbps"]) > 0, l
+    rep = json.load(open("'"$T"'/out/ds-%d.json" % i))
+    want = "%.2f" % rep["collective"]["peak_busbw_gbps"]
+    assert l["efa-preflight.io/busbw-gbps"] == want, (l, want)
     f = cond(n, "EFAFabricReady")
     assert f["status"] == "True" and f["reason"] == "ProviderFallback", f
     assert len(events(n)) == 1, events(n)

@@ -64,7 +64,7 @@ Test(k8s_publish, labels_on_pass)
     p = pf_node_labels_patch("efa-preflight.io/", &l);
     cr_assert_str_eq(label(p, "efa-preflight.io/status"), "pass");
     cr_assert_str_eq(label(p, "efa-preflight.io/efa-count"), "32");
-    cr_assert_str_eq(label(p, "efa-preflight.io/busbw-gbps"), "335.2");
+    cr_assert_str_eq(label(p, "efa-preflight.io/busbw-gbps"), "335.24");
     cr_assert_str_eq(label(p, "efa-preflight.io/validated-at"),
                      "20261122T010203Z");
     cr_assert_str_eq(label(p, "efa-preflight.io/valid-until"),
