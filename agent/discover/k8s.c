@@ -23,7 +23,7 @@ struct wait_ctx {
     bool reauth;                      /* a watch just got 401 */
     bool done;
     int world, parallelism, port;
-    const char *own, *prefix;
+    const char *own, *own_ip, *prefix;
     struct pf_peers *peers;
     char missing[PF_ERRLEN];
     char err[PF_ERRLEN];
@@ -118,6 +118,16 @@ static pf_err resolve_world(struct pf_kube *k, const struct pf_config *cfg,
     return PF_OK;
 }
 
+/* Parse a pod; the own pod's IP may come from the downward API (POD_IP)
+ * before the API server shows it. */
+static void parse_pod(const struct wait_ctx *w, const cJSON *obj,
+                      struct pf_k8s_pod *p)
+{
+    pf_k8s_pod_parse(obj, p);
+    if (!p->ip[0] && w->own_ip[0] && !strcmp(p->name, w->own))
+        snprintf(p->ip, sizeof(p->ip), "%s", w->own_ip);
+}
+
 static void note_rv(struct wait_ctx *w, const cJSON *obj)
 {
     const char *rv = pf_json_str(obj, "metadata.resourceVersion");
@@ -160,7 +170,7 @@ static bool on_event(void *ctx, const cJSON *ev)
     note_rv(w, obj);
     if (!strcmp(type, "BOOKMARK"))
         return true;
-    pf_k8s_pod_parse(obj, &p);
+    parse_pod(w, obj, &p);
     if (!p.name[0])
         return true;
     if (!strcmp(type, "DELETED")) {
@@ -211,7 +221,7 @@ static pf_err list_pods(struct pf_kube *k, const char *base,
             }
             cJSON_ArrayForEach(item, pf_json_at(r.json, "items")) {
                 struct pf_k8s_pod p;
-                pf_k8s_pod_parse(item, &p);
+                parse_pod(w, item, &p);
                 rc = pf_k8s_podset_put(&w->set, &p, err);
                 if (rc != PF_OK) {
                     pf_kube_resp_free(&r);
@@ -360,6 +370,7 @@ pf_err pf_discover_k8s(struct pf_run *run, char *err)
     if (rc != PF_OK)
         goto out;
     w.own = id.pod;
+    w.own_ip = id.pod_ip;
     w.prefix = prefix;
     w.port = cfg->port;
     w.peers = &run->peers;
