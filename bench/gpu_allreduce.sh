@@ -76,11 +76,21 @@ echo "== c: b with P2P and SHM disabled"
 pods c $((port + 2)) "$sock_max" NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1
 
 echo "== t: torch.distributed.all_reduce"
-sizes=$(python3 -c 'import json,sys; print(",".join(str(int(r["bytes"])) for r in json.load(open(sys.argv[1]))["collective"]["rows"]))' "$out/a.json")
-timeout 900 torchrun --nproc_per_node=2 --master_port $((port + 5)) \
-    bench/torch_allreduce.py --sizes "$sizes" --iters "$iters" \
-    --warmup "$warmup" >"$out/torch.jsonl" 2>"$out/torch.err"
-echo "torch exit $?"
+# the agent's sizes: 8 B doubling up to max
+sizes=$(python3 -c '
+import sys
+m = sys.argv[1]
+unit = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(m[-1].upper())
+top = int(m[:-1]) * unit if unit else int(m)
+s, out = 8, []
+while s <= top:
+    out.append(str(s))
+    s *= 2
+print(",".join(out))' "$max")
+python3 -c "$measure" "$out/t.rss" timeout 900 torchrun --nproc_per_node=2 \
+    --master_port $((port + 5)) bench/torch_allreduce.py --sizes "$sizes" \
+    --iters "$iters" --warmup "$warmup" >"$out/torch.jsonl" 2>"$out/torch.err"
+cat "$out/t.rss"
 
 echo "== d: default efa-preflight local"
 python3 -c "$measure" "$out/d.rss" "$bin" local --no-imds --expect-efa 0 \
@@ -166,10 +176,11 @@ for name, rep in (("a", a), ("b", b0), ("c", c0), ("d", d)):
               col["transport"] or "-", col["nccl_network"] or "-",
               tc[0]["status"] if tc else "-", tc[0]["reason"] if tc else "",
               (col.get("error") or {}).get("reason")))
-for name in ("a", "b0", "b1", "c0", "c1", "d"):
+for name in ("a", "b0", "b1", "c0", "c1", "d", "t"):
     rc, wall, mib = rss(name + ".rss")
     if rc is not None:
-        print("- run %s: exit %d, wall %.1f s, peak RSS %.0f MiB" % (name, rc, wall, mib))
+        print("- run %s: exit %d, wall %.1f s, peak RSS %.0f MiB%s" % (
+            name, rc, wall, mib, " (torch worker, for reference)" if name == "t" else ""))
 sock = [c for c in (c0 or {}).get("checks", []) if c["name"] == "nccl_transport"]
 print()
 print("SocketFallback in (c): %s" % ("yes" if sock and sock[0]["reason"] == "SocketFallback" else "NO"))

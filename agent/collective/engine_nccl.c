@@ -35,7 +35,7 @@
 #include "../util/log.h"
 #include "nccl_log.h"
 
-#define CHUNK_ELEMS (31u * 65536u)    /* 7.75 MiB of float32 */
+#define CHUNK_ELEMS (31u * 16384u)    /* 1.94 MiB of float32 */
 #define CHUNK_BYTES ((size_t)CHUNK_ELEMS * sizeof(float))
 #define LAUNCH_WINDOW 256             /* all_reduces in flight per stream */
 #define WINDOW_MARKS 2                /* events marking launch batches */
@@ -166,8 +166,9 @@ static pf_err wait_checks(struct nccl_engine *g, const char *what,
     return PF_OK;
 }
 
-/* Wait until every communicator left ncclInProgress (nonblocking init,
- * or a group that NCCL finishes in the background). */
+/* Wait until every communicator (children and parents) left
+ * ncclInProgress: nonblocking init, split, or a group that NCCL finishes
+ * in the background. */
 static pf_err wait_comms_ready(struct nccl_engine *g, const char *what,
                                int64_t deadline, char *err)
 {
@@ -175,10 +176,13 @@ static pf_err wait_comms_ready(struct nccl_engine *g, const char *what,
 
     for (long spins = 0;; spins++) {
         bool busy = false;
-        for (int i = 0; i < g->nlocal; i++) {
+        for (int k = 0; k < 2 * g->nlocal; k++) {
+            int i = k / 2;
+            pf_nccl_comm_t comm = k % 2 ? g->r[i].parent : g->r[i].comm;
+            if (!comm)
+                continue;
             pf_nccl_result_t st = PF_NCCL_SUCCESS;
-            pf_nccl_result_t res =
-                g->nccl.ncclCommGetAsyncError(g->r[i].comm, &st);
+            pf_nccl_result_t res = g->nccl.ncclCommGetAsyncError(comm, &st);
             if (res != PF_NCCL_SUCCESS || (st != PF_NCCL_SUCCESS &&
                                            st != PF_NCCL_IN_PROGRESS)) {
                 char why[PF_ERRLEN];
@@ -489,12 +493,15 @@ static pf_err alloc_rank(struct nccl_engine *g, struct nccl_rank *r,
 /* A nonblocking communicator hands every group launch to a new NCCL
  * thread (~100 us an all_reduce, measured on H200 with NCCL 2.28), so the
  * collectives run on a blocking child split off the initialised one. The
+ * split itself runs nonblocking like its parent (NCCL returns
+ * ncclInProgress) and is polled under the same deadline as the init. The
  * child shares the parent's resources (splitShare) and the parent was
  * created with NCCL_RUNTIME_CONNECT=0, so every connection - the part that
- * hangs on a broken fabric - was made during the bounded, abortable init.
- * Kernels that never finish are still caught by polling and abort. If the
- * split fails, the collectives stay on the parent: slower, still correct. */
-static void split_blocking(struct nccl_engine *g)
+ * hangs on a broken fabric - is made while we can still abort. Kernels
+ * that never finish are caught by polling and abort as before. If NCCL
+ * refuses the split, the collectives stay on the parent: slower, correct. */
+static pf_err split_blocking(struct nccl_engine *g, int64_t deadline,
+                             char *err)
 {
     pf_nccl_comm_t child[PF_MAX_GPUS] = { 0 };
     pf_nccl_config_t cfg;
@@ -509,11 +516,13 @@ static void split_blocking(struct nccl_engine *g)
         g->cuda.cudaSetDevice(g->r[i].dev);
         res = g->nccl.ncclCommSplit(g->r[i].comm, 0, g->r[i].rank, &child[i],
                                     &cfg);
-        if (res != PF_NCCL_SUCCESS)
+        if (res == PF_NCCL_IN_PROGRESS)
+            res = PF_NCCL_SUCCESS;
+        else if (res != PF_NCCL_SUCCESS)
             failed = i;
     }
     pf_nccl_result_t end = g->nccl.ncclGroupEnd();
-    if (res == PF_NCCL_SUCCESS)
+    if (res == PF_NCCL_SUCCESS && end != PF_NCCL_IN_PROGRESS)
         res = end;
     for (int i = 0; res == PF_NCCL_SUCCESS && i < g->nlocal; i++)
         if (!child[i])
@@ -526,13 +535,15 @@ static void split_blocking(struct nccl_engine *g)
                 pf_nccl_strerror(&g->nccl, res));
         for (int i = 0; i < g->nlocal; i++)
             if (child[i])
-                g->nccl.ncclCommDestroy(child[i]);
-        return;
+                g->nccl.ncclCommAbort(child[i]);
+        /* the parents may still be finishing their part of the split */
+        return wait_comms_ready(g, "NCCL communicator split", deadline, err);
     }
     for (int i = 0; i < g->nlocal; i++) {
         g->r[i].parent = g->r[i].comm;
         g->r[i].comm = child[i];
     }
+    return wait_comms_ready(g, "NCCL communicator split", deadline, err);
 }
 
 static pf_err init_comms(struct nccl_engine *g, int64_t deadline, char *err)
@@ -582,7 +593,7 @@ static pf_err init_comms(struct nccl_engine *g, int64_t deadline, char *err)
     }
     rc = wait_comms_ready(g, "NCCL communicator init", deadline, err);
     if (rc == PF_OK)
-        split_blocking(g);
+        rc = split_blocking(g, deadline, err);
     return rc;
 }
 

@@ -22,6 +22,7 @@
  *                                         never completes
  *                             hang        the same without an error
  *                             split_error ncclCommSplit fails
+ *                             split_hang  the split never completes
  *   PF_DOUBLE_FAULT_AT=K      default 0
  *   PF_DOUBLE_CORRUPT=R:N     after each all_reduce, add 1 to the first N
  *                             elements of rank R's result
@@ -72,6 +73,7 @@ struct comm {
     int rank, nranks;
     bool blocking;
     int state;                   /* what ncclCommGetAsyncError reports */
+    bool split;                  /* made by ncclCommSplit */
     long ops;                    /* all_reduces launched */
 };
 
@@ -93,6 +95,7 @@ static struct {
     int npending;
     FILE *log;
     bool log_opened;
+    bool split_async;            /* this group holds a nonblocking split */
     long ids;
 } dbl;
 
@@ -439,16 +442,20 @@ int ncclCommSplit(struct comm *parent, int color, int key, struct comm **out,
     c->id.internal[ID_BYTES - 1] ^= 0x55;     /* its own clique */
     c->rank = key;
     c->ops = 0;
+    c->split = true;
     c->blocking = !cfg || cfg->blocking != 0;
     c->state = NCCL_IN_PROGRESS;
     *out = c;
     trace("split rank %d", key);
+    /* as NCCL 2.28 does, a split of a nonblocking parent finishes in the
+     * background whatever the child's own mode */
     if (dbl.group_depth > 0) {
         dbl.pending_init[dbl.npending++] = c;
-        return c->blocking ? NCCL_OK : NCCL_IN_PROGRESS;
+        dbl.split_async |= !parent->blocking;
+        return parent->blocking ? NCCL_OK : NCCL_IN_PROGRESS;
     }
     c->state = NCCL_OK;
-    return NCCL_OK;
+    return parent->blocking ? NCCL_OK : NCCL_IN_PROGRESS;
 }
 
 int ncclCommGetAsyncError(struct comm *c, int *state)
@@ -570,8 +577,11 @@ int ncclGroupEnd(void)
     bool nonblocking = false;
     for (int i = 0; i < dbl.npending; i++) {
         struct comm *c = dbl.pending_init[i];
-        c->state = fault_is("init_hang") ? NCCL_IN_PROGRESS
-                 : fault_is("init_error") ? NCCL_SYSTEM : NCCL_OK;
+        if (c->split)
+            c->state = fault_is("split_hang") ? NCCL_IN_PROGRESS : NCCL_OK;
+        else
+            c->state = fault_is("init_hang") ? NCCL_IN_PROGRESS
+                     : fault_is("init_error") ? NCCL_SYSTEM : NCCL_OK;
         nonblocking |= !c->blocking;
         if (c->state == NCCL_OK)
             log_line(c->rank, "Channel 00/0 : %d[%d] -> %d[%d] via %s",
@@ -580,6 +590,8 @@ int ncclGroupEnd(void)
                      env_or("PF_DOUBLE_TRANSPORT", "P2P/CUMEM/read"));
     }
     dbl.npending = 0;
+    nonblocking |= dbl.split_async;
+    dbl.split_async = false;
 
     bool done[MAX_OPS] = { false };
     for (int i = 0; i < dbl.nops; i++)

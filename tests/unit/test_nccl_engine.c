@@ -480,6 +480,20 @@ Test(nccl_engine, users_runtime_connect_is_left_alone)
     cr_assert_str_eq(getenv("NCCL_RUNTIME_CONNECT"), "1");
 }
 
+Test(nccl_engine, split_that_never_completes_is_aborted_on_time)
+{
+    struct pf_engine e;
+    char err[PF_ERRLEN] = "";
+
+    setenv("PF_DOUBLE_FAULT", "split_hang", 1);
+    int64_t t0 = pf_now_ms();
+    cr_assert_eq(open_engine(&e, 64, 300, err), PF_ERR_TIMEOUT);
+    cr_assert_lt(pf_now_ms() - t0, 2000);
+    cr_assert(strstr(err, "NCCL communicator split"), "%s", err);
+    cr_assert_eq(trace_count("abort rank"), 4);     /* children, parents */
+    cr_assert_null(e.impl);
+}
+
 Test(nccl_engine, failed_split_falls_back_to_the_nonblocking_comm)
 {
     struct pf_engine e;
