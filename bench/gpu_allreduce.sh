@@ -13,7 +13,7 @@
 #
 # usage: bench/gpu_allreduce.sh [out-dir]
 # env:   PF_BIN (build/efa-preflight), MAX_BYTES (8G), SOCK_MAX (64M),
-#        ITERS (20), WARMUP (5), PORT (29710), TIMEOUT (900 s a run);
+#        ITERS (50: steadier ratios than nccl-tests' 20), WARMUP (5), PORT (29710), TIMEOUT (900 s a run);
 #        EFA_PREFLIGHT_NCCL defaults
 #        to torch's own libnccl.so.2 so both sides run the same NCCL.
 set -u
@@ -23,7 +23,7 @@ bin=${PF_BIN:-$root/build/efa-preflight}
 out=${1:-${OUT:-/tmp/pf-gpu-bench}}
 max=${MAX_BYTES:-8G}
 sock_max=${SOCK_MAX:-64M}
-iters=${ITERS:-20}
+iters=${ITERS:-50}
 warmup=${WARMUP:-5}
 port=${PORT:-29710}
 mkdir -p "$out"
@@ -135,7 +135,7 @@ print("NCCL %d.%d.%d engine vs torch.distributed.all_reduce, 2 GPUs, "
       "float32 sum, %s iterations; (a) 1 process x 2 GPUs, (b) 2 processes "
       "x 1 GPU, torch 2 processes. Times in us per op, busbw in GB/s; "
       "ratio = (b) in place / torch." % (nccl // 10000, nccl // 100 % 100,
-                                         nccl % 100, os.environ.get("ITERS", "20")))
+                                         nccl % 100, os.environ.get("ITERS", "50")))
 print()
 print("| size | (a) oop us | (a) ip us | (b) oop us | (b) ip us | torch us | ratio | (a) ip busbw | (b) ip busbw | torch busbw | ratio | target |")
 print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")

@@ -47,6 +47,8 @@ struct nccl_rank {
     int rank;                         /* global rank */
     pf_nccl_comm_t comm;              /* the collectives' (blocking) */
     pf_nccl_comm_t parent;            /* nonblocking init; NULL unsplit */
+    pf_nccl_comm_t split;             /* NCCL writes the child here when
+                                       * the split completes */
     pf_cuda_stream_t stream;
     pf_cuda_event_t start, stop;
     pf_cuda_event_t marks[WINDOW_MARKS];
@@ -503,10 +505,10 @@ static pf_err alloc_rank(struct nccl_engine *g, struct nccl_rank *r,
 static pf_err split_blocking(struct nccl_engine *g, int64_t deadline,
                              char *err)
 {
-    pf_nccl_comm_t child[PF_MAX_GPUS] = { 0 };
     pf_nccl_config_t cfg;
     pf_nccl_result_t res;
     int failed = -1;
+    pf_err rc;
 
     pf_nccl_config_init(&cfg);
     cfg.blocking = 1;
@@ -514,8 +516,9 @@ static pf_err split_blocking(struct nccl_engine *g, int64_t deadline,
     res = g->nccl.ncclGroupStart();
     for (int i = 0; res == PF_NCCL_SUCCESS && i < g->nlocal; i++) {
         g->cuda.cudaSetDevice(g->r[i].dev);
-        res = g->nccl.ncclCommSplit(g->r[i].comm, 0, g->r[i].rank, &child[i],
-                                    &cfg);
+        g->r[i].split = NULL;
+        res = g->nccl.ncclCommSplit(g->r[i].comm, 0, g->r[i].rank,
+                                    &g->r[i].split, &cfg);
         if (res == PF_NCCL_IN_PROGRESS)
             res = PF_NCCL_SUCCESS;
         else if (res != PF_NCCL_SUCCESS)
@@ -524,24 +527,33 @@ static pf_err split_blocking(struct nccl_engine *g, int64_t deadline,
     pf_nccl_result_t end = g->nccl.ncclGroupEnd();
     if (res == PF_NCCL_SUCCESS && end != PF_NCCL_IN_PROGRESS)
         res = end;
+    /* The split runs on the parents' background threads and writes
+     * r->split when done: wait for the parents either way. */
+    rc = wait_comms_ready(g, "NCCL communicator split", deadline, err);
+    if (rc != PF_OK)
+        return rc;
     for (int i = 0; res == PF_NCCL_SUCCESS && i < g->nlocal; i++)
-        if (!child[i])
+        if (!g->r[i].split)
             res = PF_NCCL_INTERNAL_ERROR;
     if (res != PF_NCCL_SUCCESS) {
         pf_warn("ncclCommSplit (blocking collectives) failed%s%d: %s; "
                 "all_reduces stay on the nonblocking communicator",
                 failed >= 0 ? " on local rank " : ", result ",
                 failed >= 0 ? failed : (int)res,
-                pf_nccl_strerror(&g->nccl, res));
-        for (int i = 0; i < g->nlocal; i++)
-            if (child[i])
-                g->nccl.ncclCommAbort(child[i]);
-        /* the parents may still be finishing their part of the split */
-        return wait_comms_ready(g, "NCCL communicator split", deadline, err);
+                failed >= 0 || end != PF_NCCL_SUCCESS
+                    ? pf_nccl_strerror(&g->nccl, res)
+                    : "no child communicator");
+        for (int i = 0; i < g->nlocal; i++) {
+            if (g->r[i].split)
+                g->nccl.ncclCommAbort(g->r[i].split);
+            g->r[i].split = NULL;
+        }
+        return PF_OK;
     }
     for (int i = 0; i < g->nlocal; i++) {
         g->r[i].parent = g->r[i].comm;
-        g->r[i].comm = child[i];
+        g->r[i].comm = g->r[i].split;
+        g->r[i].split = NULL;
     }
     return wait_comms_ready(g, "NCCL communicator split", deadline, err);
 }

@@ -74,6 +74,8 @@ struct comm {
     bool blocking;
     int state;                   /* what ncclCommGetAsyncError reports */
     bool split;                  /* made by ncclCommSplit */
+    struct comm **out;           /* where a background split reports it */
+    struct comm *parent_of;      /* the comm it was split from */
     long ops;                    /* all_reduces launched */
 };
 
@@ -445,16 +447,20 @@ int ncclCommSplit(struct comm *parent, int color, int key, struct comm **out,
     c->split = true;
     c->blocking = !cfg || cfg->blocking != 0;
     c->state = NCCL_IN_PROGRESS;
-    *out = c;
     trace("split rank %d", key);
     /* as NCCL 2.28 does, a split of a nonblocking parent finishes in the
-     * background whatever the child's own mode */
+     * background whatever the child's own mode, and *out stays NULL until
+     * it is done */
+    *out = NULL;
+    c->out = out;
+    c->parent_of = parent;
     if (dbl.group_depth > 0) {
         dbl.pending_init[dbl.npending++] = c;
         dbl.split_async |= !parent->blocking;
         return parent->blocking ? NCCL_OK : NCCL_IN_PROGRESS;
     }
     c->state = NCCL_OK;
+    *out = c;
     return parent->blocking ? NCCL_OK : NCCL_IN_PROGRESS;
 }
 
@@ -463,6 +469,11 @@ int ncclCommGetAsyncError(struct comm *c, int *state)
     if (!c || !c->used)
         return NCCL_ARG;
     *state = c->state;
+    /* a parent is busy while its split is */
+    for (int i = 0; i < MAX_COMMS && *state == NCCL_OK; i++)
+        if (dbl.comms[i].used && dbl.comms[i].parent_of == c &&
+            dbl.comms[i].state == NCCL_IN_PROGRESS)
+            *state = NCCL_IN_PROGRESS;
     return NCCL_OK;
 }
 
@@ -577,8 +588,11 @@ int ncclGroupEnd(void)
     bool nonblocking = false;
     for (int i = 0; i < dbl.npending; i++) {
         struct comm *c = dbl.pending_init[i];
-        if (c->split)
+        if (c->split) {
             c->state = fault_is("split_hang") ? NCCL_IN_PROGRESS : NCCL_OK;
+            if (c->state == NCCL_OK && c->out)
+                *c->out = c;
+        }
         else
             c->state = fault_is("init_hang") ? NCCL_IN_PROGRESS
                      : fault_is("init_error") ? NCCL_SYSTEM : NCCL_OK;
