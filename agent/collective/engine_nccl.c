@@ -9,11 +9,15 @@
  * pf_boot_bcast.
  *
  * Nothing may hang the agent: communicators are created nonblocking
- * (config.blocking = 0) and polled with ncclCommGetAsyncError; every wait on
- * the GPU polls cudaStreamQuery / cudaEventQuery, the communicators' async
- * errors and pf_boot_poll, and calls ncclCommAbort on the deadline, on an
- * async error or on a lost peer. At most LAUNCH_WINDOW all_reduces are in
- * flight per stream, so a dead peer cannot block us inside a launch.
+ * (config.blocking = 0, NCCL_RUNTIME_CONNECT=0 so every connection is made
+ * then) and polled with ncclCommGetAsyncError, as is the split into the
+ * blocking child the collectives run on (split_blocking says why); every
+ * wait on the GPU polls cudaStreamQuery / cudaEventQuery, the
+ * communicators' async errors and pf_boot_poll, and calls ncclCommAbort on
+ * the deadline, on an async error or on a lost peer. At most
+ * 2 * LAUNCH_WINDOW all_reduces are in flight per stream, so a dead peer
+ * cannot block us inside a launch. Timing: CUDA events around the
+ * back-to-back launches, the slowest local GPU's.
  *
  * Data: the pattern is periodic with period 31 (engine.h), so a host chunk
  * of CHUNK_ELEMS (a multiple of 31) is uploaded once and doubled on the
