@@ -227,3 +227,50 @@ Test(nccl_log, missing_log_is_not_found)
     cr_assert_eq(f.channels, 0);
     pf_nccl_log_disarm(&l);
 }
+
+/* Every line FACTS.md lists, as written there. */
+Test(nccl_log, facts_md_lines)
+{
+    struct pf_nccl_facts f;
+
+    pf_nccl_log_parse(P "NCCL version 2.21.5+cuda12.4\n"
+                      P "Successfully loaded external network plugin /opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so\n"
+                      P "NET/OFI Selected provider is efa, fabric is efa-direct (found 4 nics)\n"
+                      P "Using network IB\n"
+                      P "Channel 00/0 : 0[0] -> 8[0] [send] via NET/Libfabric/0/GDRDMA\n"
+                      P "Channel 01/0 : 8[0] -> 0[0] [receive] via NET/Socket/0\n"
+                      P "Channel 02/0 : 0[0] -> 1[1] via P2P/CUMEM/read\n"
+                      P "Channel 03/0 : 1[1] -> 2[2] via P2P/direct pointer\n"
+                      P "Channel 04/0 : 2[2] -> 3[3] via SHM/direct/direct\n",
+                      &f);
+    cr_assert_str_eq(f.version, "2.21.5+cuda12.4");
+    cr_assert(f.plugin_loaded);
+    cr_assert_str_eq(f.network, "IB");
+    cr_assert_eq(f.channels, 5);
+    cr_assert_eq(f.net_channels, 2);
+    cr_assert_eq(f.socket_channels, 1);
+    cr_assert_eq(f.gdr_channels, 1);
+    cr_assert_eq(f.p2p_channels, 2);
+    cr_assert_eq(f.shm_channels, 1);
+    cr_assert_str_eq(f.transports,
+                     "NET/Libfabric/GDRDMA,NET/Socket,P2P/CUMEM/read,"
+                     "P2P/direct pointer,SHM/direct/direct");
+}
+
+/* NCCL 2.28.9 without a plugin, with the transport it reported on 2x H200
+ * (bench/results/gpu_h200x2.md). */
+Test(nccl_log, nccl_2_28_lines_seen_on_h200)
+{
+    struct pf_nccl_facts f;
+
+    pf_nccl_log_parse(P "NCCL version 2.28.9+cuda13.0\n"
+                      P "NET/Plugin: Could not find: libnccl-net.so.\n"
+                      P "Using network Socket\n"
+                      PT "Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM\n"
+                      PT "Channel 01/0 : 1[1] -> 0[0] via P2P/CUMEM\n", &f);
+    cr_assert_str_eq(f.version, "2.28.9+cuda13.0");
+    cr_assert(f.plugin_missing);
+    cr_assert_not(f.plugin_loaded);
+    cr_assert_str_eq(f.transports, "P2P/CUMEM");
+    cr_assert_eq(f.socket_channels, 0);
+}
