@@ -9,6 +9,7 @@
 #include "engine.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +48,22 @@ void *pf_host_desc(const struct host *h, const void *ptr)
 }
 
 /* ------------------------------------------------------------ columns */
+
+/* restrict lets the compiler vectorize: the staging area never overlaps
+ * the data buffers. */
+static void add_in_place(float *restrict d, const float *restrict in,
+                         uint64_t n)
+{
+    for (uint64_t k = 0; k < n; k++)
+        d[k] += in[k];
+}
+
+static void add_out_of_place(float *restrict d, const float *restrict s,
+                             const float *restrict in, uint64_t n)
+{
+    for (uint64_t k = 0; k < n; k++)
+        d[k] = s[k] + in[k];
+}
 
 static void col_setup(struct host *h, struct host_col *c)
 {
@@ -91,10 +108,11 @@ static void col_advance(struct host *h, struct host_col *c)
 {
     while (c->active && c->send_done && c->recv_done) {
         if (pf_ring_is_reduce(h->n, c->step)) {
-            float *d = h->dst + c->recv_off;
-            const float *s = h->src + c->recv_off;
-            for (uint64_t k = 0; k < c->recv_len; k++)
-                d[k] = s[k] + c->stage[k];
+            if (h->src == h->dst)
+                add_in_place(h->dst + c->recv_off, c->stage, c->recv_len);
+            else
+                add_out_of_place(h->dst + c->recv_off, h->src + c->recv_off,
+                                 c->stage, c->recv_len);
         }
         if (++c->step < pf_ring_steps(h->n)) {
             col_setup(h, c);
@@ -186,6 +204,22 @@ static pf_err cq_error(struct host *h, const char *what, char *err)
                    h->provider, h->fi.strerror(ee.err), detail);
 }
 
+/* Nothing completed: sleep on the queue's fd when the provider says it is
+ * safe (fi_trywait), with our own bound; else let other ranks sharing
+ * these cores run. (Not fi_cq_sread: shm's ignores its timeout.) */
+static void idle(struct host *h, int64_t left_ms)
+{
+    struct fid *fids[1] = { &h->cq->fid };
+    struct pollfd pfd = { .fd = h->wait_fd, .events = POLLIN };
+
+    if (h->wait_fd >= 0 && fi_trywait(h->fabric, fids, 1) == FI_SUCCESS) {
+        poll(&pfd, 1, (int)(left_ms < PF_HOST_WAIT_MS ? left_ms
+                                                      : PF_HOST_WAIT_MS));
+        return;
+    }
+    sched_yield();
+}
+
 pf_err pf_host_progress(struct host *h, int64_t deadline, const char *what,
                         char *err)
 {
@@ -193,16 +227,17 @@ pf_err pf_host_progress(struct host *h, int64_t deadline, const char *what,
     ssize_t got = fi_cq_read(h->cq, ent, 16);
     int64_t now;
 
-    if (got > 0) {
+    if (got > 0)
         for (ssize_t i = 0; i < got; i++)
             on_complete(h, ent[i].op_context);
-        return PF_OK;
-    }
-    if (got == -FI_EAVAIL)
+    else if (got == -FI_EAVAIL)
         return cq_error(h, what, err);
-    if (got != -FI_EAGAIN)
+    else if (got != -FI_EAGAIN)
         return pf_fail(err, PF_ERR_ENGINE, "%s: fi_cq_read (%s): %s", what,
                        h->provider, h->fi.strerror((int)-got));
+    /* Checked on every call, busy or not: a fabric that crawls must stop
+     * at the deadline too, and a lost peer shows even while the other
+     * neighbour still delivers. */
     now = pf_now_ms();
     if (now >= h->next_boot_poll) {
         pf_err rc = pf_boot_poll(h->boot, err);
@@ -214,13 +249,12 @@ pf_err pf_host_progress(struct host *h, int64_t deadline, const char *what,
     }
     if (now >= deadline)
         return pf_fail(err, PF_ERR_TIMEOUT,
-                       "%s: the fabric (%s) stopped completing sends to rank "
-                       "%d / receives from rank %d before the deadline", what,
+                       "%s: not finished by the deadline over %s (sending to "
+                       "rank %d, receiving from rank %d)", what,
                        h->provider, (h->rank + 1) % h->n,
                        (h->rank + h->n - 1) % h->n);
-    /* Other ranks may share these cores: let them run. (No fi_cq_sread:
-     * shm's ignores its timeout, and efa has no wait objects.) */
-    sched_yield();
+    if (got == -FI_EAGAIN)
+        idle(h, deadline - now);
     return PF_OK;
 }
 

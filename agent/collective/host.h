@@ -25,6 +25,8 @@
 #define PF_HOST_ADDR_MAX 240
 /* How often a wait on the fabric also asks the bootstrap about peers. */
 #define PF_HOST_BOOT_POLL_MS 100
+/* Longest single sleep on the queue's fd. */
+#define PF_HOST_WAIT_MS 10
 
 enum host_op_kind { OP_SEND, OP_RECV, OP_HS_SEND, OP_HS_RECV };
 
@@ -61,6 +63,7 @@ struct host {
     struct fid_domain *domain;
     struct fid_av *av;
     struct fid_cq *cq;
+    int wait_fd;                      /* the queue's fd, -1 = poll only */
     struct fid_ep *ep;
     struct fid_mr *mr[3];             /* send, recv, stage when FI_MR_LOCAL */
     void *desc[3];

@@ -120,6 +120,9 @@ static pf_err open_objects(struct host *h, char *err)
     struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_CONTEXT,
                                   .size = 4 * PF_HOST_MAX_DEPTH + 16,
                                   .wait_obj = FI_WAIT_NONE };
+    struct fi_cq_attr cq_attr_fd = { .format = FI_CQ_FORMAT_CONTEXT,
+                                     .size = 4 * PF_HOST_MAX_DEPTH + 16,
+                                     .wait_obj = FI_WAIT_FD };
     struct fi_av_attr av_attr = { .type = FI_AV_UNSPEC,
                                   .count = (size_t)h->n };
     int rc;
@@ -128,8 +131,16 @@ static pf_err open_objects(struct host *h, char *err)
         return fi_failed(h, err, "fi_fabric", rc);
     if ((rc = fi_domain(h->fabric, h->info, &h->domain, NULL)))
         return fi_failed(h, err, "fi_domain", rc);
-    if ((rc = fi_cq_open(h->domain, &cq_attr, &h->cq, NULL)))
+    /* A queue with a file descriptor lets a rank with nothing to do sleep
+     * in poll() (bounded by our own timeout) instead of spinning on cores
+     * that other ranks need; efa and shm have none and are polled. */
+    h->wait_fd = -1;
+    if (fi_cq_open(h->domain, &cq_attr_fd, &h->cq, NULL) == 0) {
+        if (fi_control(&h->cq->fid, FI_GETWAIT, &h->wait_fd) != 0)
+            h->wait_fd = -1;
+    } else if ((rc = fi_cq_open(h->domain, &cq_attr, &h->cq, NULL))) {
         return fi_failed(h, err, "fi_cq_open", rc);
+    }
     if ((rc = fi_av_open(h->domain, &av_attr, &h->av, NULL)))
         return fi_failed(h, err, "fi_av_open", rc);
     if ((rc = fi_endpoint(h->domain, h->info, &h->ep, NULL)))
