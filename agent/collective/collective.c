@@ -76,14 +76,19 @@ static const char *reason_for(pf_err rc)
     }
 }
 
-/* Record a failure; an engine may already have named a finer reason. */
+/* Record a failure. The first one a rank detects is the one its report
+ * carries: the rendezvous or an engine may have recorded it already. */
 static void record(struct pf_coll *c, pf_err rc, const char *msg)
 {
-    c->err = rc;
-    if (!c->reason[0])
+    if (!c->reason[0]) {
+        c->err = rc;
         snprintf(c->reason, sizeof(c->reason), "%s", reason_for(rc));
-    snprintf(c->errmsg, sizeof(c->errmsg), "%s", msg);
-    pf_error("collective: %s: %s", c->reason, msg);
+        snprintf(c->errmsg, sizeof(c->errmsg), "%s", msg);
+    } else if (c->err == PF_OK) {
+        c->err = rc;
+        snprintf(c->errmsg, sizeof(c->errmsg), "%s", msg);
+    }
+    pf_error("collective: %s: %s", c->reason, c->errmsg);
 }
 
 pf_err pf_collective(struct pf_run *run, char *err)

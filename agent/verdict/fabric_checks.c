@@ -38,6 +38,12 @@ static const char *remedy_for(const char *reason)
     if (!strcmp(reason, "FabricUnavailable"))
         return "install libfabric with the provider asked for (the EFA "
                "installer for efa), or pick one with --fabric-provider";
+    if (!strcmp(reason, "Forbidden"))
+        return "grant the service account the RBAC in k8s/ (pods get/list/"
+               "watch, nodes get/patch, nodes/status patch, events create)";
+    if (!strcmp(reason, "APIUnavailable"))
+        return "check that the pod reaches the Kubernetes API server "
+               "(address, network policy, CA)";
     return "read the message and the rank logs; re-run with --log-level "
            "debug";
 }

@@ -1,0 +1,165 @@
+/* pf_verdict_fabric: reasons, floors and exit codes from a filled
+ * run->coll, no fabric needed. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collective/collective.h"
+#include "collective/sweep.h"
+#include "verdict/verdict.h"
+
+static struct pf_instance gpu_type = {
+    .name = "p5.48xlarge", .accel_kind = "gpu", .nfloors = 2,
+    .floors = { { 1, 400 }, { 2, 300 } },
+};
+static struct pf_instance cpu_type = {
+    .name = "c5n.18xlarge", .accel_kind = "none", .nfloors = 1,
+    .floors = { { 2, 5 } },
+};
+
+/* A finished sweep of one row whose best busbw is busbw. */
+static struct pf_run *ran(const char *engine, const char *provider,
+                          double busbw, int nnodes)
+{
+    struct pf_run *run = calloc(1, sizeof(*run));
+    struct pf_coll *c = &run->coll;
+
+    c->ran = true;
+    snprintf(c->engine, sizeof(c->engine), "%s", engine);
+    snprintf(c->provider, sizeof(c->provider), "%s", provider);
+    c->provider_is_fallback = strncmp(provider, "efa", 3) != 0;
+    c->nranks = 2 * nnodes;
+    c->nnodes = nnodes;
+    c->nrows = 1;
+    /* busbw = 1e9 B / t x 2(n-1)/n with n = nranks */
+    pf_sweep_fill_row(&c->rows[0], 1000000000ull, c->nranks,
+                      pf_busbw_factor(c->nranks) / busbw,
+                      pf_busbw_factor(c->nranks) / busbw, 0, 0);
+    pf_sweep_summarize(c);
+    return run;
+}
+
+static const struct pf_check *find(const struct pf_run *run, const char *name)
+{
+    for (int i = 0; i < run->verdict.n; i++)
+        if (!strcmp(run->verdict.checks[i].name, name))
+            return &run->verdict.checks[i];
+    return NULL;
+}
+
+Test(fabric_checks, peer_timeout_is_infrastructure_exit_3)
+{
+    struct pf_run *run = calloc(1, sizeof(*run));
+    run->coll.err = PF_ERR_TIMEOUT;
+    snprintf(run->coll.reason, sizeof(run->coll.reason), "PeerTimeout");
+    snprintf(run->coll.errmsg, sizeof(run->coll.errmsg), "rank 3 never came");
+    pf_verdict_fabric(run);
+    pf_verdict_finish(run);
+    const struct pf_check *c = find(run, "collective");
+    cr_assert_not_null(c);
+    cr_assert_eq(c->status, PF_FAIL);
+    cr_assert_str_eq(c->reason, "PeerTimeout");
+    cr_assert_str_eq(c->condition, "EFAFabricReady");
+    cr_assert_str_eq(c->message, "rank 3 never came");
+    cr_assert(strstr(c->remedy, "security group"));
+    cr_assert_eq(run->verdict.exit_code, PF_EXIT_INFRA);
+    free(run);
+}
+
+Test(fabric_checks, peer_lost_fails_exit_1)
+{
+    struct pf_run *run = calloc(1, sizeof(*run));
+    run->coll.err = PF_ERR_LOST;
+    snprintf(run->coll.reason, sizeof(run->coll.reason), "PeerLost");
+    pf_verdict_fabric(run);
+    pf_verdict_finish(run);
+    cr_assert_str_eq(find(run, "collective")->reason, "PeerLost");
+    cr_assert_eq(run->verdict.exit_code, PF_EXIT_FAIL);
+    free(run);
+}
+
+Test(fabric_checks, wrong_elements_are_data_corruption)
+{
+    struct pf_run *run = ran("host", "efa", 50, 2);
+    run->coll.rows[0].ip_wrong = 7;
+    pf_sweep_summarize(&run->coll);
+    pf_verdict_fabric(run);
+    pf_verdict_finish(run);
+    const struct pf_check *c = find(run, "data");
+    cr_assert_not_null(c);
+    cr_assert_str_eq(c->reason, "DataCorruption");
+    cr_assert(strstr(c->message, "7 wrong elements"), "%s", c->message);
+    cr_assert_null(find(run, "busbw"));
+    cr_assert_eq(run->verdict.exit_code, PF_EXIT_FAIL);
+    free(run);
+}
+
+Test(fabric_checks, fallback_provider_warns_and_has_no_catalog_floor)
+{
+    struct pf_run *run = ran("host", "tcp;ofi_rxm", 0.5, 2);
+    run->instance = &cpu_type;                    /* floor 5 GB/s at 2 */
+    pf_verdict_fabric(run);
+    pf_verdict_finish(run);
+    cr_assert_str_eq(find(run, "fabric_provider")->reason, "ProviderFallback");
+    cr_assert_eq(find(run, "fabric_provider")->status, PF_WARN);
+    cr_assert_eq(find(run, "busbw")->status, PF_PASS);
+    cr_assert(strstr(find(run, "busbw")->message,
+                     "no floor: provider tcp;ofi_rxm is not EFA"),
+              "%s", find(run, "busbw")->message);
+    cr_assert_eq(run->verdict.overall, PF_WARN);
+    cr_assert_eq(run->verdict.exit_code, PF_EXIT_PASS);
+    free(run);
+}
+
+Test(fabric_checks, catalog_floor_by_node_count)
+{
+    struct pf_run *run = ran("nccl", "efa", 250, 2);
+    run->instance = &gpu_type;                    /* 300 at 2 nodes */
+    pf_verdict_fabric(run);
+    pf_verdict_finish(run);
+    const struct pf_check *c = find(run, "busbw");
+    cr_assert_str_eq(c->reason, "BandwidthBelowThreshold");
+    cr_assert(strstr(c->message, "busbw 250.00 GB/s at 1000000000 B is "
+                                 "below"), "%s", c->message);
+    cr_assert(strstr(c->message, "floor 300.00 GB/s (catalog floor for "
+                                 "p5.48xlarge at 2 node(s))"), "%s",
+              c->message);
+    cr_assert_eq(run->verdict.exit_code, PF_EXIT_FAIL);
+    free(run);
+
+    run = ran("nccl", "efa", 350, 2);
+    run->instance = &gpu_type;
+    pf_verdict_fabric(run);
+    pf_verdict_finish(run);
+    cr_assert_eq(find(run, "busbw")->status, PF_PASS);
+    cr_assert(strstr(find(run, "busbw")->message, "floor 300.00 GB/s"));
+    cr_assert_eq(run->verdict.exit_code, PF_EXIT_PASS);
+    free(run);
+}
+
+Test(fabric_checks, gpu_floor_does_not_judge_the_host_engine)
+{
+    struct pf_run *run = ran("host", "efa", 10, 2);
+    run->instance = &gpu_type;
+    pf_verdict_fabric(run);
+    pf_verdict_finish(run);
+    cr_assert_eq(find(run, "busbw")->status, PF_PASS);
+    cr_assert(strstr(find(run, "busbw")->message, "measure the nccl engine"),
+              "%s", find(run, "busbw")->message);
+    free(run);
+}
+
+Test(fabric_checks, min_busbw_overrides_everything)
+{
+    struct pf_run *run = ran("host", "tcp;ofi_rxm", 0.5, 1);
+    run->cfg.min_busbw_gbps = 2;
+    pf_verdict_fabric(run);
+    pf_verdict_finish(run);
+    const struct pf_check *c = find(run, "busbw");
+    cr_assert_str_eq(c->reason, "BandwidthBelowThreshold");
+    cr_assert(strstr(c->message, "below the floor 2.00 GB/s (--min-busbw)"),
+              "%s", c->message);
+    cr_assert_eq(run->verdict.exit_code, PF_EXIT_FAIL);
+    free(run);
+}
