@@ -59,6 +59,10 @@ static int one_rank(struct pf_boot *b, void *arg)
             rc = e.ops->check(&e, j->count, ip, &wrong, err);
         total += wrong;
     }
+    /* Leave together: the fork boot has no orderly goodbye, so a rank that
+     * exits early would look lost to the others. */
+    if (rc == PF_OK)
+        rc = pf_boot_barrier(b, deadline, err);
     if (rc != PF_OK)
         fprintf(stderr, "rank %d: %s\n", b->rank, err);
     else
@@ -220,4 +224,62 @@ Test(engine_host, silent_fabric_times_out_with_security_group_hint,
     cr_assert(strstr(out->msg, "security group"), "%s", out->msg);
     cr_assert_geq(out->ms, 1900);
     cr_assert_lt(out->ms, 4000);
+}
+
+/* --debug-slow-rank: the slow rank sleeps debug_slow_ms before each of the
+ * 2(n-1) ring steps, and the ring makes every rank wait for it. */
+struct slow {
+    double secs[3];
+    pf_err rc[3];
+    int slow_rank;
+};
+
+static int slow_rank_fn(struct pf_boot *b, void *arg)
+{
+    struct slow *out = arg;
+    struct pf_run *run = new_run("tcp");
+    struct pf_engine e = { .ops = &pf_engine_host };
+    char err[PF_ERRLEN] = "";
+    int64_t deadline = pf_deadline_in(30000);
+    pf_err rc;
+
+    run->cfg.debug_slow_rank = out->slow_rank;
+    run->cfg.debug_slow_ms = 50;
+    rc = e.ops->open(&e, run, b, 4096, deadline, err);
+    if (rc == PF_OK)
+        rc = e.ops->fill(&e, 4096, false, err);
+    if (rc == PF_OK)
+        rc = e.ops->run(&e, 4096, false, 2, &out->secs[b->rank], deadline,
+                        err);
+    if (rc == PF_OK)
+        rc = pf_boot_barrier(b, deadline, err);
+    if (rc == PF_OK)
+        e.ops->close(&e);
+    else
+        fprintf(stderr, "rank %d: %s\n", b->rank, err);
+    out->rc[b->rank] = rc;
+    free(run);
+    return 0;
+}
+
+Test(engine_host, slow_rank_delays_every_rank, .timeout = 60)
+{
+    struct slow *out = pf_test_shared(sizeof(*out));
+    int codes[3];
+
+    /* 3 ranks: 4 steps x 50 ms x 2 all_reduces = 0.4 s of sleep */
+    out->slow_rank = 2;
+    cr_assert_eq(pf_test_fork_ranks(3, slow_rank_fn, out, 40, codes), 0);
+    /* the slow rank sleeps 0.4 s itself; the others wait for most of it
+     * (their clocks start a little later than its first sleep) */
+    for (int r = 0; r < 3; r++) {
+        cr_assert_eq(out->rc[r], PF_OK);
+        cr_assert_geq(out->secs[r], r == 2 ? 0.39 : 0.25,
+                      "rank %d took %.3f s", r, out->secs[r]);
+    }
+    out->slow_rank = -1;
+    cr_assert_eq(pf_test_fork_ranks(3, slow_rank_fn, out, 40, codes), 0);
+    for (int r = 0; r < 3; r++)
+        cr_assert_lt(out->secs[r], 0.39, "rank %d took %.3f s", r,
+                     out->secs[r]);
 }
