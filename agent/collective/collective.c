@@ -6,6 +6,7 @@
  * Engine contract: open releases what it allocated when it fails; close is
  * called only after a successful open. */
 #include "collective.h"
+#include "sweep.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -99,13 +100,20 @@ pf_err pf_collective(struct pf_run *run, char *err)
     struct pf_boot *boot = NULL;
     char msg[PF_ERRLEN] = "";
     double t0 = pf_now_s();
+    uint64_t sizes[PF_MAX_ROWS];
     int64_t deadline, timeout_ms;
+    int nsizes;
     pf_err rc;
 
     c->slow_rank = -1;
     c->nnodes = count_nodes(&run->peers);
     c->nranks = run->peers.world;
     if ((rc = choose_engine(run, &ops, err)) != PF_OK)
+        return rc;
+    /* Bad sizes are the user's to fix before any peer is waited for. */
+    if ((rc = pf_sweep_sizes(run->cfg.min_bytes, run->cfg.max_bytes,
+                             run->cfg.step_factor, sizes, PF_MAX_ROWS,
+                             &nsizes, err)) != PF_OK)
         return rc;
     snprintf(c->engine, sizeof(c->engine), "%s", ops->name);
     /* cfg.timeout_s bounds the whole run and the clock started before
