@@ -119,8 +119,10 @@ pf_err pf_collective(struct pf_run *run, char *err)
     /* cfg.timeout_s bounds the whole run and the clock started before
      * probe and discovery: keep a margin so a stuck fabric is reported as
      * PeerTimeout before a launcher or controller kills the rank. */
-    timeout_ms = (int64_t)(run->cfg.timeout_s > 0 ? run->cfg.timeout_s : 300)
-                 * 1000;
+    timeout_ms = run->peers.deadline_ms
+                     ? pf_ms_left(run->peers.deadline_ms)
+                     : (int64_t)(run->cfg.timeout_s > 0 ? run->cfg.timeout_s : 300)
+                           * 1000;
     deadline = pf_deadline_in(timeout_ms > 2 * REPORT_MARGIN_MS
                                   ? timeout_ms - REPORT_MARGIN_MS
                                   : timeout_ms / 2);
