@@ -213,6 +213,28 @@ struct pf_row {
     long ip_wrong;
 };
 
+/* Straggler localisation (collective/straggler.h): when the ring is below
+ * its floor, each pair of ring neighbours is re-tested alone. Link i joins
+ * rank i and rank (i+1) % n. */
+struct pf_link {
+    int a, b;                         /* bootstrap ranks, b = (a+1) % n */
+    double seconds;                   /* slower of the two ends' timings */
+    double gbps;                      /* bytes x iters / seconds / 1e9 */
+};
+
+struct pf_straggler {
+    char method[16];                  /* ""|pairwise|timings */
+    int self;                         /* this process's bootstrap rank */
+    int nprocs;                       /* bootstrap ranks = rank_seconds
+                                         entries; 0 = no sweep finished */
+    char note[320];                   /* what the localisation found */
+    double floor_gbps;                /* the floor the ring missed */
+    uint64_t pair_bytes;              /* bytes each way per exchange */
+    int pair_iters;                   /* timed exchanges per pair */
+    int nlinks;
+    struct pf_link links[PF_MAX_RANKS];
+};
+
 struct pf_coll {
     bool ran;
     char engine[16];                  /* nccl|host */
@@ -232,6 +254,7 @@ struct pf_coll {
     long wrong_total;
     double rank_seconds[PF_MAX_RANKS];/* per-rank time of the largest size */
     int slow_rank;                    /* straggler, -1 = none found */
+    struct pf_straggler strag;        /* how slow_rank was looked for */
     pf_err err;                       /* PF_OK unless the collective failed */
     char reason[48];                  /* PeerTimeout, PeerLost, ... */
     char errmsg[PF_ERRLEN];

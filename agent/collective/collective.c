@@ -1,11 +1,13 @@
-/* collective: connect the ranks, pick an engine, run the sweep, and record
- * in run->coll what happened. Fabric failures (a peer that never came, a
+/* collective: connect the ranks, pick an engine, run the sweep (then, when
+ * the ring missed its floor, the straggler re-test), and record in
+ * run->coll what happened. Fabric failures (a peer that never came, a
  * link that hangs, wrong data) are findings for the verdict, not errors of
  * this function: only bad input is returned.
  *
  * Engine contract: open releases what it allocated when it fails; close is
  * called only after a successful open. */
 #include "collective.h"
+#include "straggler.h"
 #include "sweep.h"
 
 #include <stdio.h>
@@ -106,6 +108,7 @@ pf_err pf_collective(struct pf_run *run, char *err)
     pf_err rc;
 
     c->slow_rank = -1;
+    memset(&c->strag, 0, sizeof(c->strag));
     c->nnodes = count_nodes(&run->peers);
     c->nranks = run->peers.world;
     if ((rc = choose_engine(run, &ops, err)) != PF_OK)
@@ -137,6 +140,8 @@ pf_err pf_collective(struct pf_run *run, char *err)
         if (rc == PF_OK) {
             c->nranks = engine.nranks;
             rc = pf_sweep(run, &engine, boot, deadline, msg);
+            if (rc == PF_OK)
+                rc = pf_straggler_retest(run, &engine, boot, deadline, msg);
             ops->close(&engine);
         }
         if (rc != PF_OK && !is_usage(rc))

@@ -32,6 +32,14 @@ struct pf_engine_ops {
     pf_err (*check)(struct pf_engine *e, uint64_t count, bool in_place,
                     long *wrong, char *err);
     void (*close)(struct pf_engine *e);
+    /* Optional, NULL when the engine has none (straggler.c then falls back
+     * to per-rank timings): a bounded bandwidth exchange with one peer
+     * (bootstrap rank) over the engine's own fabric endpoints. Warm-up
+     * once, then iters times count elements each way at once; *seconds is
+     * the time of the timed ones. Both ends call it with the same round.
+     * The buffers' contents are not kept. */
+    pf_err (*pair)(struct pf_engine *e, int peer, int round, uint64_t count,
+                   int iters, double *seconds, int64_t deadline, char *err);
 };
 
 struct pf_engine {

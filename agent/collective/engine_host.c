@@ -28,6 +28,9 @@
 #define TAG_CHUNK_MASK 0xffffffu
 #define CORRUPT_STRIDE 1024           /* --debug-corrupt-rank: 1 in 1024 */
 #define PATTERN_PERIOD 31             /* pf_pattern repeats every 31 */
+/* Pairwise re-test messages carry this step, which no ring step reaches
+ * (at most 2(PF_MAX_RANKS-1)), so they never match a ring receive. */
+#define PAIR_STEP 0xffff
 
 static uint64_t make_tag(uint32_t seq, int step, uint64_t chunk)
 {
@@ -197,6 +200,8 @@ static pf_err cq_error(struct host *h, const char *what, char *err)
     op = ee.op_context;
     to_right = op && (op->kind == OP_SEND || op->kind == OP_HS_SEND);
     peer = (h->rank + (to_right ? 1 : h->n - 1)) % h->n;
+    if (h->pair_peer >= 0)
+        peer = h->pair_peer;
     fi_cq_strerror(h->cq, ee.prov_errno, ee.err_data, detail, sizeof(detail));
     return pf_fail(err, is_conn_error(ee.err) ? PF_ERR_LOST : PF_ERR_ENGINE,
                    "%s: %s rank %d failed over %s: %s (%s)", what,
@@ -247,6 +252,10 @@ pf_err pf_host_progress(struct host *h, int64_t deadline, const char *what,
         }
         h->next_boot_poll = now + PF_HOST_BOOT_POLL_MS;
     }
+    if (now >= deadline && h->pair_peer >= 0)
+        return pf_fail(err, PF_ERR_TIMEOUT,
+                       "%s: not finished by the deadline over %s (exchanging "
+                       "with rank %d)", what, h->provider, h->pair_peer);
     if (now >= deadline)
         return pf_fail(err, PF_ERR_TIMEOUT,
                        "%s: not finished by the deadline over %s (sending to "
@@ -330,6 +339,7 @@ static pf_err host_open(struct pf_engine *e, struct pf_run *run,
     h->max_count = max_count;
     h->chunk_elems = PF_HOST_CHUNK_BYTES / sizeof(float);
     h->depth = PF_HOST_DEPTH;
+    h->pair_peer = -1;
     rc = pf_host_ep_open(h, deadline, err);
     if (rc != PF_OK) {
         pf_host_ep_close(h);
@@ -414,6 +424,105 @@ static pf_err host_check(struct pf_engine *e, uint64_t count, bool in_place,
     return PF_OK;
 }
 
+/* ------------------------------------------------ pairwise re-test */
+
+/* Post one half of a pair exchange, with the provider's back-pressure. */
+static pf_err pair_post(struct host *h, bool recv, void *buf, uint64_t len,
+                        fi_addr_t to, uint64_t tag, int64_t deadline,
+                        const char *what, char *err)
+{
+    struct host_op *op = &h->hs_ops[recv ? 1 : 0];
+    ssize_t rc;
+
+    op->col = NULL;
+    op->kind = recv ? OP_HS_RECV : OP_HS_SEND;
+    for (;;) {
+        if (recv)
+            rc = fi_trecv(h->ep, buf, len * sizeof(float),
+                          pf_host_desc(h, buf), FI_ADDR_UNSPEC, tag, 0,
+                          &op->ctx);
+        else
+            rc = fi_tsend(h->ep, buf, len * sizeof(float),
+                          pf_host_desc(h, buf), to, tag, &op->ctx);
+        if (rc == 0)
+            return PF_OK;
+        if (rc != -FI_EAGAIN)
+            return pf_fail(err, PF_ERR_ENGINE, "%s: %s (%s): %s", what,
+                           recv ? "fi_trecv" : "fi_tsend", h->provider,
+                           h->fi.strerror((int)-rc));
+        pf_err prc = pf_host_progress(h, deadline, what, err);
+        if (prc != PF_OK)
+            return prc;
+    }
+}
+
+/* One exchange: count elements each way, chunk by chunk, both directions
+ * at once. The slow rank (--debug-slow-rank) sleeps first, as it does
+ * before each ring step. */
+static pf_err pair_exchange(struct host *h, int peer, int round, int iter,
+                            uint64_t count, bool slow, int64_t deadline,
+                            const char *what, char *err)
+{
+    uint64_t nchunks = (count + h->chunk_elems - 1) / h->chunk_elems;
+
+    if (slow)
+        pf_sleep_ms(h->run->cfg.debug_slow_ms);
+    for (uint64_t c = 0; c < nchunks; c++) {
+        uint64_t off = c * h->chunk_elems;
+        uint64_t len = count - off < h->chunk_elems ? count - off
+                                                    : h->chunk_elems;
+        uint64_t tag = make_tag((uint32_t)round, PAIR_STEP,
+                                (uint64_t)iter * nchunks + c);
+        pf_err rc;
+
+        h->hs_send_done = h->hs_recv_done = false;
+        rc = pair_post(h, true, h->recvbuf + off, len, h->addrs[peer], tag,
+                       deadline, what, err);
+        if (rc == PF_OK)
+            rc = pair_post(h, false, h->sendbuf + off, len, h->addrs[peer],
+                           tag, deadline, what, err);
+        if (rc == PF_OK)
+            rc = pf_host_wait(h, &h->hs_send_done, &h->hs_recv_done,
+                              deadline, what, err);
+        if (rc != PF_OK)
+            return rc;
+    }
+    return PF_OK;
+}
+
+static pf_err host_pair(struct pf_engine *e, int peer, int round,
+                        uint64_t count, int iters, double *seconds,
+                        int64_t deadline, char *err)
+{
+    struct host *h = e->impl;
+    bool slow = h->rank == h->run->cfg.debug_slow_rank;
+    char what[64];
+    double t0;
+    pf_err rc = PF_OK;
+
+    if (peer < 0 || peer >= h->n || peer == h->rank)
+        return pf_fail(err, PF_ERR_USAGE, "host engine: no pair with rank %d "
+                       "(%d ranks)", peer, h->n);
+    if (count == 0 || count > h->max_count ||
+        (count + h->chunk_elems - 1) / h->chunk_elems * (uint64_t)(iters + 1)
+            > TAG_CHUNK_MASK)
+        return pf_fail(err, PF_ERR_USAGE, "host engine: pair exchange of %llu "
+                       "elements x %d does not fit (%llu max)",
+                       (unsigned long long)count, iters,
+                       (unsigned long long)h->max_count);
+    snprintf(what, sizeof(what), "pairwise test with rank %d", peer);
+    h->pair_peer = peer;
+    /* The warm-up also opens the connection where the ring never did. */
+    rc = pair_exchange(h, peer, round, 0, count, false, deadline, what, err);
+    t0 = pf_now_s();
+    for (int i = 1; i <= iters && rc == PF_OK; i++)
+        rc = pair_exchange(h, peer, round, i, count, slow, deadline, what,
+                           err);
+    *seconds = pf_now_s() - t0;
+    h->pair_peer = -1;
+    return rc;
+}
+
 static void host_close(struct pf_engine *e)
 {
     struct host *h = e->impl;
@@ -436,4 +545,5 @@ const struct pf_engine_ops pf_engine_host = {
     .run = host_run,
     .check = host_check,
     .close = host_close,
+    .pair = host_pair,
 };

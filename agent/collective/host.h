@@ -90,6 +90,8 @@ struct host {
     struct host_col cols[PF_HOST_MAX_DEPTH];
     struct host_op hs_ops[2];         /* handshake send, recv */
     bool hs_send_done, hs_recv_done;
+    int pair_peer;                    /* pairwise re-test partner, -1 none;
+                                         it reuses hs_ops */
 };
 
 /* host_ep.c: fabric objects, buffers, address exchange, the first

@@ -183,6 +183,35 @@ static cJSON *side_json(double us, double algbw, double busbw, long wrong)
     return o;
 }
 
+/* How the straggler was looked for (collective/straggler.h). */
+static cJSON *straggler_json(const struct pf_coll *c)
+{
+    const struct pf_straggler *s = &c->strag;
+    cJSON *o = cJSON_CreateObject(), *arr;
+
+    add_str(o, "method", s->method);
+    add_str(o, "note", s->note);
+    if (s->method[0])
+        cJSON_AddNumberToObject(o, "floor_gbps", s->floor_gbps);
+    else
+        cJSON_AddNullToObject(o, "floor_gbps");
+    cJSON_AddNumberToObject(o, "pair_bytes", (double)s->pair_bytes);
+    cJSON_AddNumberToObject(o, "pair_iters", s->pair_iters);
+    arr = cJSON_AddArrayToObject(o, "links");
+    for (int i = 0; i < s->nlinks && i < PF_MAX_RANKS; i++) {
+        cJSON *l = cJSON_CreateObject();
+        cJSON_AddNumberToObject(l, "a", s->links[i].a);
+        cJSON_AddNumberToObject(l, "b", s->links[i].b);
+        cJSON_AddNumberToObject(l, "seconds", s->links[i].seconds);
+        cJSON_AddNumberToObject(l, "gbps", s->links[i].gbps);
+        cJSON_AddItemToArray(arr, l);
+    }
+    arr = cJSON_AddArrayToObject(o, "rank_seconds");
+    for (int r = 0; r < s->nprocs && r < PF_MAX_RANKS; r++)
+        cJSON_AddItemToArray(arr, cJSON_CreateNumber(c->rank_seconds[r]));
+    return o;
+}
+
 static cJSON *collective_json(const struct pf_coll *c)
 {
     cJSON *o, *rows;
@@ -225,6 +254,7 @@ static cJSON *collective_json(const struct pf_coll *c)
         cJSON_AddNumberToObject(o, "slow_rank", c->slow_rank);
     else
         cJSON_AddNullToObject(o, "slow_rank");
+    cJSON_AddItemToObject(o, "straggler", straggler_json(c));
     cJSON_AddNumberToObject(o, "wall_s", c->wall_s);
     if (c->err != PF_OK) {
         cJSON *e = cJSON_AddObjectToObject(o, "error");

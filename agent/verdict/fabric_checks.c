@@ -6,13 +6,15 @@
  * thing: the provider is efa (tcp/shm numbers say nothing about EFA, so no
  * catalog floor applies to them) and the engine is the one the floors were
  * set for (NCCL for GPU types, host for the others). Order matters: the
- * first failing check is the run's headline reason. */
+ * first failing check is the run's headline reason. Below the floor,
+ * when the straggler re-test (collective/straggler.h) found one rank,
+ * only that rank fails (StragglerNode) and the others warn (SlowPeer). */
 #include "verdict.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "../config/catalog.h"
+#include "../collective/straggler.h"
 
 #define COND "EFAFabricReady"
 
@@ -60,61 +62,67 @@ static void human_bytes(char *out, size_t len, uint64_t b)
         snprintf(out, len, "%llu B", (unsigned long long)b);
 }
 
-/* The floor and a few words on where it came from ("" source = none). */
-static double floor_for(const struct pf_run *run, char *src, size_t len)
+/* Who rank r is, for messages: node name, else rendezvous address. */
+static const char *rank_host(const struct pf_run *run, int r)
+{
+    const struct pf_peers *p = &run->peers;
+
+    if (!p->list || r < 0 || r >= p->world)
+        return "?";
+    if (p->list[r].node[0])
+        return p->list[r].node;
+    return p->list[r].host[0] ? p->list[r].host : "?";
+}
+
+/* Below the floor with a straggler found: only the straggler fails; its
+ * peers warn, so only the guilty Node gets status=fail and the taint. */
+static void straggler_check(struct pf_run *run, const char *ring)
 {
     const struct pf_coll *c = &run->coll;
-    const struct pf_instance *it = run->instance;
-    bool gpu_type, nccl;
+    const struct pf_straggler *s = &c->strag;
+    int r = c->slow_rank;
 
-    if (run->cfg.min_busbw_gbps > 0) {
-        snprintf(src, len, "--min-busbw");
-        return run->cfg.min_busbw_gbps;
-    }
-    if (c->provider_is_fallback) {
-        snprintf(src, len, "no floor: provider %s is not EFA, so no catalog "
-                 "floor applies", c->provider);
-        return 0;
-    }
-    if (!it) {
-        snprintf(src, len, "no floor: instance type not in the catalog");
-        return 0;
-    }
-    gpu_type = !strcmp(it->accel_kind, "gpu");
-    nccl = !strcmp(c->engine, "nccl");
-    if (gpu_type != nccl) {
-        snprintf(src, len, "no floor: the catalog's floors for %s measure "
-                 "the %s engine", it->name, gpu_type ? "nccl" : "host");
-        return 0;
-    }
-    if (pf_instance_floor(it, c->nnodes) <= 0) {
-        snprintf(src, len, "no floor: none in the catalog for %s at %d "
-                 "node(s)", it->name, c->nnodes);
-        return 0;
-    }
-    snprintf(src, len, "catalog floor for %s at %d node(s)", it->name,
-             c->nnodes);
-    return pf_instance_floor(it, c->nnodes);
+    if (r == s->self)
+        pf_verdict_add(&run->verdict, "busbw", COND, PF_FAIL, "StragglerNode",
+                       "drain this node and run `efa-preflight node` on it "
+                       "(EFA count, ports, GDR, NCCL plugin; dmesg for EFA "
+                       "errors); its ring peers are fine",
+                       "this node (rank %d, %s) is the straggler: %s; %s", r,
+                       rank_host(run, r), ring, s->note);
+    else
+        pf_verdict_add(&run->verdict, "busbw", COND, PF_WARN, "SlowPeer",
+                       "nothing to fix here: the straggler's own report "
+                       "fails with StragglerNode; re-run once it is drained "
+                       "or replaced",
+                       "rank %d (%s) is the straggler, not this node (rank "
+                       "%d): %s; %s", r, rank_host(run, r), s->self, ring,
+                       s->note);
 }
 
 static void bandwidth_check(struct pf_run *run)
 {
     const struct pf_coll *c = &run->coll;
     const struct pf_row *last = &c->rows[c->nrows - 1];
-    char src[192], size[32], floor_txt[240];
-    double floor = floor_for(run, src, sizeof(src));
+    char src[192], size[32], floor_txt[240], ring[288];
+    double floor = pf_coll_floor(run, src, sizeof(src));
 
     human_bytes(size, sizeof(size), last->bytes);
     if (floor > 0 && c->peak_busbw < floor) {
+        snprintf(ring, sizeof(ring), "busbw %.2f GB/s at %s is below the "
+                 "floor %.2f GB/s (%s)", c->peak_busbw, size, floor, src);
+        if (c->slow_rank >= 0 && !strcmp(c->strag.method, "pairwise")) {
+            straggler_check(run, ring);
+            return;
+        }
         pf_verdict_add(&run->verdict, "busbw", COND, PF_FAIL,
                        "BandwidthBelowThreshold",
                        "run `efa-preflight node` on each host (EFA count, "
                        "GDR, NCCL plugin) and compare with the catalog; "
                        "replace the slow node",
-                       "busbw %.2f GB/s at %s is below the floor %.2f GB/s "
-                       "(%s): %d ranks on %d node(s), %s engine over %s",
-                       c->peak_busbw, size, floor, src, c->nranks, c->nnodes,
-                       c->engine, c->provider[0] ? c->provider : "-");
+                       "%s: %d ranks on %d node(s), %s engine over %s%s%s",
+                       ring, c->nranks, c->nnodes, c->engine,
+                       c->provider[0] ? c->provider : "-",
+                       c->strag.note[0] ? "; " : "", c->strag.note);
         return;
     }
     if (floor > 0)

@@ -1,0 +1,350 @@
+/* Straggler localisation (straggler.h): the decisions, then the re-test
+ * over the bootstrap and the engine's pair op. */
+#include "straggler.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../config/catalog.h"
+#include "../util/clock.h"
+#include "../util/log.h"
+
+/* Bytes each way per exchange: large enough to be bandwidth-bound, small
+ * enough that a slow link still finishes well inside the deadline. */
+#define PAIR_MAX_BYTES (4u << 20)
+#define PAIR_ITERS 3
+#define PAIR_MAX_PHASES 3
+
+enum plan_mode { PLAN_NONE = 0, PLAN_TIMINGS, PLAN_PAIRWISE };
+
+struct plan {                         /* rank 0's decision, broadcast */
+    int32_t mode;
+    int32_t iters;
+    uint64_t bytes;
+    char why[160];                    /* PLAN_TIMINGS: why not pairwise */
+};
+
+double pf_coll_floor(const struct pf_run *run, char *src, size_t len)
+{
+    const struct pf_coll *c = &run->coll;
+    const struct pf_instance *it = run->instance;
+    bool gpu_type, nccl;
+
+    if (run->cfg.min_busbw_gbps > 0) {
+        snprintf(src, len, "--min-busbw");
+        return run->cfg.min_busbw_gbps;
+    }
+    if (c->provider_is_fallback) {
+        snprintf(src, len, "no floor: provider %s is not EFA, so no catalog "
+                 "floor applies", c->provider);
+        return 0;
+    }
+    if (!it) {
+        snprintf(src, len, "no floor: instance type not in the catalog");
+        return 0;
+    }
+    gpu_type = !strcmp(it->accel_kind, "gpu");
+    nccl = !strcmp(c->engine, "nccl");
+    if (gpu_type != nccl) {
+        snprintf(src, len, "no floor: the catalog's floors for %s measure "
+                 "the %s engine", it->name, gpu_type ? "nccl" : "host");
+        return 0;
+    }
+    if (pf_instance_floor(it, c->nnodes) <= 0) {
+        snprintf(src, len, "no floor: none in the catalog for %s at %d "
+                 "node(s)", it->name, c->nnodes);
+        return 0;
+    }
+    snprintf(src, len, "catalog floor for %s at %d node(s)", it->name,
+             c->nnodes);
+    return pf_instance_floor(it, c->nnodes);
+}
+
+/* ------------------------------------------------------------ decisions */
+
+int pf_straggler_nphases(int n)
+{
+    if (n < 2)
+        return 0;
+    if (n == 2)
+        return 1;
+    return n % 2 ? 3 : 2;
+}
+
+int pf_straggler_link_phase(int n, int i)
+{
+    /* Odd n: the closing link (n-1, 0) shares rank 0 with link 0 and rank
+     * n-1 with link n-2, so it gets a phase of its own. */
+    if (n % 2 && n > 2 && i == n - 1)
+        return 2;
+    return i % 2;
+}
+
+int pf_straggler_peer(int rank, int n, int phase)
+{
+    int left;
+
+    if (n < 2 || rank < 0 || rank >= n)
+        return -1;
+    if (n == 2)
+        return phase == 0 ? 1 - rank : -1;
+    if (pf_straggler_link_phase(n, rank) == phase)
+        return (rank + 1) % n;
+    left = (rank + n - 1) % n;
+    if (pf_straggler_link_phase(n, left) == phase)
+        return left;
+    return -1;
+}
+
+static double good(double v)
+{
+    return isfinite(v) && v > 0 ? v : 0;
+}
+
+int pf_straggler_from_links(int n, const double *link_gbps, char *note,
+                            size_t len)
+{
+    double score[PF_MAX_RANKS], lo_link, hi_link;
+    int best = 0, lo_i = 0;
+
+    if (n < 2 || n > PF_MAX_RANKS) {
+        snprintf(note, len, "%d rank(s): no link to test", n);
+        return -1;
+    }
+    if (n == 2) {
+        snprintf(note, len, "2 ranks share one link (%.3f GB/s): a pairwise "
+                 "test cannot tell which end is slow", good(link_gbps[0]));
+        return -1;
+    }
+    /* A rank's score is its better link: only the straggler has no good
+     * link, while a healthy neighbour of it still has one. */
+    for (int r = 0; r < n; r++) {
+        double l = good(link_gbps[(r + n - 1) % n]), m = good(link_gbps[r]);
+        score[r] = l > m ? l : m;
+        if (score[r] < score[best])
+            best = r;
+    }
+    double second = -1;
+    for (int r = 0; r < n; r++)
+        if (r != best && (second < 0 || score[r] < second))
+            second = score[r];
+    if (score[best] < PF_STRAG_LINK_RATIO * second) {
+        int left = (best + n - 1) % n, right = (best + 1) % n;
+        snprintf(note, len, "pairwise: rank %d's links are both slow (%d-%d "
+                 "%.3f GB/s, %d-%d %.3f GB/s) while every other rank has a "
+                 "link of at least %.3f GB/s", best, left, best,
+                 good(link_gbps[left]), best, right, good(link_gbps[best]),
+                 second);
+        return best;
+    }
+    lo_link = hi_link = good(link_gbps[0]);
+    for (int i = 1; i < n; i++) {
+        double g = good(link_gbps[i]);
+        if (g < lo_link) {
+            lo_link = g;
+            lo_i = i;
+        }
+        if (g > hi_link)
+            hi_link = g;
+    }
+    if (lo_link < PF_STRAG_LINK_RATIO * hi_link)
+        snprintf(note, len, "pairwise: the slow links do not share one rank "
+                 "(slowest %d-%d %.3f GB/s, best %.3f GB/s): a slow link or "
+                 "several slow ranks, not one straggler", lo_i,
+                 (lo_i + 1) % n, lo_link, hi_link);
+    else
+        snprintf(note, len, "pairwise: every link alike (%.3f..%.3f GB/s): "
+                 "no single rank is slow, the fabric as a whole is", lo_link,
+                 hi_link);
+    return -1;
+}
+
+int pf_straggler_from_times(int n, const double *secs, char *note,
+                            size_t len)
+{
+    int worst = 0;
+    double next = -1;
+
+    if (n < 2 || n > PF_MAX_RANKS) {
+        snprintf(note, len, "%d rank(s): no timings to compare", n);
+        return -1;
+    }
+    for (int r = 1; r < n; r++)
+        if (good(secs[r]) > good(secs[worst]))
+            worst = r;
+    for (int r = 0; r < n; r++)
+        if (r != worst && good(secs[r]) > next)
+            next = good(secs[r]);
+    if (good(secs[worst]) > PF_STRAG_TIME_RATIO * next) {
+        snprintf(note, len, "per-rank timings: rank %d took %.4f s per "
+                 "all_reduce, the next slowest %.4f s", worst,
+                 good(secs[worst]), next);
+        return worst;
+    }
+    double fastest = good(secs[0]);
+    for (int r = 1; r < n; r++)
+        if (good(secs[r]) < fastest)
+            fastest = good(secs[r]);
+    snprintf(note, len, "per-rank timings %.4f..%.4f s per all_reduce single "
+             "out no rank (in a ring every rank waits for the slowest)",
+             fastest, good(secs[worst]));
+    return -1;
+}
+
+/* -------------------------------------------------------------- re-test */
+
+static double mean(const double *v, int n)
+{
+    double s = 0;
+    for (int i = 0; i < n; i++)
+        s += good(v[i]);
+    return n > 0 ? s / n : 0;
+}
+
+/* Rank 0: nothing to do, timings only (and why), or the pairwise test. */
+static void decide(const struct pf_run *run, const struct pf_engine *e,
+                   int world, int64_t deadline, struct plan *p)
+{
+    const struct pf_coll *c = &run->coll;
+    char src[192];
+    double floor = pf_coll_floor(run, src, sizeof(src));
+    uint64_t largest = c->nrows > 0 ? c->rows[c->nrows - 1].bytes : 0;
+    double per_op, need_s, left_s;
+
+    memset(p, 0, sizeof(*p));
+    if (floor <= 0 || c->nrows == 0 || c->peak_busbw >= floor || world < 2)
+        return;
+    p->mode = PLAN_TIMINGS;
+    if (!e->ops->pair) {
+        snprintf(p->why, sizeof(p->why), "the %s engine has no pairwise "
+                 "test", e->ops->name);
+        return;
+    }
+    if (world == 2) {
+        snprintf(p->why, sizeof(p->why), "2 ranks share one link: a "
+                 "pairwise test cannot tell which end is slow");
+        return;
+    }
+    /* One exchange of the largest size costs at most about one
+     * all_reduce of it; warm-up + iters per phase, with room to spare. */
+    per_op = mean(c->rank_seconds, world < PF_MAX_RANKS ? world
+                                                        : PF_MAX_RANKS);
+    need_s = 2.0 * pf_straggler_nphases(world) * (PAIR_ITERS + 1) * per_op
+             + 1.0;
+    left_s = (double)pf_ms_left(deadline) / 1000.0;
+    if (left_s < need_s) {
+        snprintf(p->why, sizeof(p->why), "%.1f s left before the deadline, "
+                 "the pairwise re-test needs about %.1f s", left_s, need_s);
+        return;
+    }
+    p->mode = PLAN_PAIRWISE;
+    p->iters = PAIR_ITERS;
+    p->bytes = largest < PAIR_MAX_BYTES ? largest : PAIR_MAX_BYTES;
+    p->bytes = p->bytes / sizeof(float) * sizeof(float);
+    if (p->bytes == 0)
+        p->bytes = sizeof(float);
+}
+
+static pf_err pairwise(struct pf_run *run, struct pf_engine *e,
+                       struct pf_boot *b, const struct plan *p,
+                       int64_t deadline, char *err)
+{
+    struct pf_straggler *s = &run->coll.strag;
+    double mine[PAIR_MAX_PHASES] = { 0 }, *all;
+    double gbps[PF_MAX_RANKS];
+    int n = b->world, nph = pf_straggler_nphases(n);
+    pf_err rc = PF_OK;
+
+    if (n > PF_MAX_RANKS)
+        return pf_fail(err, PF_ERR_USAGE, "straggler re-test: %d ranks, at "
+                       "most %d", n, PF_MAX_RANKS);
+    for (int ph = 0; ph < nph && rc == PF_OK; ph++) {
+        int peer = pf_straggler_peer(b->rank, n, ph);
+        /* Pairs of a phase start together and run alone. */
+        rc = pf_boot_barrier(b, deadline, err);
+        if (rc == PF_OK && peer >= 0)
+            rc = e->ops->pair(e, peer, ph, p->bytes / sizeof(float), p->iters,
+                              &mine[ph], deadline, err);
+    }
+    all = calloc((size_t)n, sizeof(mine));
+    if (!all)
+        return pf_fail(err, PF_ERR_NOMEM, "straggler re-test: out of memory");
+    if (rc == PF_OK)
+        rc = pf_boot_allgather(b, mine, sizeof(mine), all, deadline, err);
+    if (rc != PF_OK) {
+        pf_err_prefix(err, "pairwise re-test of ring neighbours");
+        free(all);
+        return rc;
+    }
+    s->nlinks = n;
+    for (int i = 0; i < n; i++) {
+        int a = i, bb = (i + 1) % n, ph = pf_straggler_link_phase(n, i);
+        double ta = all[a * PAIR_MAX_PHASES + ph];
+        double tb = all[bb * PAIR_MAX_PHASES + ph];
+        struct pf_link *l = &s->links[i];
+
+        l->a = a;
+        l->b = bb;
+        l->seconds = ta > tb ? ta : tb;
+        l->gbps = l->seconds > 0
+                      ? (double)p->bytes * p->iters / l->seconds / 1e9 : 0;
+        gbps[i] = l->gbps;
+        pf_info("straggler: link %d-%d %.3f GB/s (%llu bytes x %d each way)",
+                a, bb, l->gbps, (unsigned long long)p->bytes, p->iters);
+    }
+    free(all);
+    run->coll.slow_rank = pf_straggler_from_links(n, gbps, s->note,
+                                                  sizeof(s->note));
+    return PF_OK;
+}
+
+pf_err pf_straggler_retest(struct pf_run *run, struct pf_engine *e,
+                           struct pf_boot *b, int64_t deadline, char *err)
+{
+    struct pf_straggler *s = &run->coll.strag;
+    struct plan p;
+    char src[192], times[320];
+    int n = b->world < PF_MAX_RANKS ? b->world : PF_MAX_RANKS;
+    pf_err rc;
+
+    s->self = b->rank;
+    s->nprocs = n;
+    if (b->rank == 0)
+        decide(run, e, b->world, deadline, &p);
+    rc = pf_boot_bcast(b, &p, sizeof(p), 0, deadline, err);
+    if (rc != PF_OK) {
+        pf_err_prefix(err, "straggler re-test plan");
+        return rc;
+    }
+    p.why[sizeof(p.why) - 1] = '\0';
+    if (p.mode == PLAN_NONE)
+        return PF_OK;
+    s->floor_gbps = pf_coll_floor(run, src, sizeof(src));
+    if (p.mode == PLAN_TIMINGS) {
+        int suspect = pf_straggler_from_times(n, run->coll.rank_seconds,
+                                              times, sizeof(times));
+        snprintf(s->method, sizeof(s->method), "timings");
+        snprintf(s->note, sizeof(s->note), "%s, so per-rank timings only: "
+                 "%s%s", p.why, times,
+                 suspect >= 0 ? " (a suspect, not proof: no node is singled "
+                                "out)" : "");
+        pf_info("straggler: %s", s->note);
+        return PF_OK;
+    }
+    if (p.bytes == 0 || p.iters <= 0 || p.iters > 64)
+        return pf_fail(err, PF_ERR_PROTOCOL, "straggler re-test: rank 0 "
+                       "sent a bad plan (%llu bytes x %d)",
+                       (unsigned long long)p.bytes, p.iters);
+    snprintf(s->method, sizeof(s->method), "pairwise");
+    s->pair_bytes = p.bytes;
+    s->pair_iters = p.iters;
+    pf_info("straggler: busbw %.3f GB/s below the floor %.3f GB/s: pairwise "
+            "re-test of %d ring links", run->coll.peak_busbw, s->floor_gbps,
+            b->world);
+    rc = pairwise(run, e, b, &p, deadline, err);
+    if (rc == PF_OK)
+        pf_info("straggler: %s", s->note);
+    return rc;
+}
