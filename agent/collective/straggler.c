@@ -227,12 +227,13 @@ static void decide(const struct pf_run *run, const struct pf_engine *e,
                  "pairwise test cannot tell which end is slow");
         return;
     }
-    /* One exchange of the largest size costs at most about one
-     * all_reduce of it; warm-up + iters per phase, with room to spare. */
+    /* A ring all_reduce of B bytes moves 2(n-1)/n x B over every link;
+     * an exchange moves B (at most that size) each way: scale the
+     * measured time, then warm-up + iters per phase, plus a second. */
     per_op = mean(c->rank_seconds, world < PF_MAX_RANKS ? world
                                                         : PF_MAX_RANKS);
-    need_s = 2.0 * pf_straggler_nphases(world) * (PAIR_ITERS + 1) * per_op
-             + 1.0;
+    need_s = pf_straggler_nphases(world) * (PAIR_ITERS + 1) * per_op *
+             world / (2.0 * (world - 1)) + 1.0;
     left_s = (double)pf_ms_left(deadline) / 1000.0;
     if (left_s < need_s) {
         snprintf(p->why, sizeof(p->why), "%.1f s left before the deadline, "

@@ -1,0 +1,426 @@
+/* Straggler localisation: the pure decisions (pairing phases, link
+ * bandwidths -> slow rank, timings -> suspect), then the re-test itself
+ * over forked ranks (host engine on tcp loopback, an engine without a pair
+ * op, 2 ranks, a rank dying during the re-test). */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "collective/collective.h"
+#include "collective/straggler.h"
+#include "fork_boot.h"
+#include "util/clock.h"
+#include "verdict/verdict.h"
+
+/* ------------------------------------------------------------ phases */
+
+Test(straggler, phases_cover_every_link_once_with_disjoint_pairs)
+{
+    cr_assert_eq(pf_straggler_nphases(1), 0);
+    cr_assert_eq(pf_straggler_nphases(2), 1);
+    cr_assert_eq(pf_straggler_nphases(3), 3);
+    cr_assert_eq(pf_straggler_nphases(4), 2);
+    cr_assert_eq(pf_straggler_nphases(7), 3);
+    cr_assert_eq(pf_straggler_nphases(8), 2);
+    for (int n = 3; n <= 8; n++) {
+        int seen[8] = { 0 };
+        for (int ph = 0; ph < pf_straggler_nphases(n); ph++) {
+            for (int r = 0; r < n; r++) {
+                int p = pf_straggler_peer(r, n, ph);
+                if (p < 0)
+                    continue;
+                /* symmetric, and a ring neighbour */
+                cr_assert_eq(pf_straggler_peer(p, n, ph), r, "n=%d ph=%d r=%d",
+                             n, ph, r);
+                cr_assert(p == (r + 1) % n || r == (p + 1) % n);
+                if (p == (r + 1) % n) {
+                    cr_assert_eq(pf_straggler_link_phase(n, r), ph);
+                    seen[r]++;
+                }
+            }
+        }
+        for (int i = 0; i < n; i++)
+            cr_assert_eq(seen[i], 1, "n=%d link %d tested %d times", n, i,
+                         seen[i]);
+    }
+    /* 4 ranks: (0,1),(2,3) then (1,2),(3,0) */
+    cr_assert_eq(pf_straggler_peer(0, 4, 0), 1);
+    cr_assert_eq(pf_straggler_peer(2, 4, 0), 3);
+    cr_assert_eq(pf_straggler_peer(1, 4, 1), 2);
+    cr_assert_eq(pf_straggler_peer(3, 4, 1), 0);
+    /* 3 ranks: rank 2 sits phase 0 out, rank 1 phase 2 */
+    cr_assert_eq(pf_straggler_peer(2, 3, 0), -1);
+    cr_assert_eq(pf_straggler_peer(1, 3, 2), -1);
+    cr_assert_eq(pf_straggler_peer(0, 1, 0), -1);
+}
+
+/* ------------------------------------------------------------- links */
+
+static void links_with_slow_rank(int n, int slow, double *l)
+{
+    for (int i = 0; i < n; i++)
+        l[i] = 1.0;
+    l[slow] = 0.1;                    /* slow - slow+1 */
+    l[(slow + n - 1) % n] = 0.12;     /* slow-1 - slow */
+}
+
+Test(straggler, every_rank_of_3_to_8_is_found)
+{
+    double l[8];
+    char note[320];
+
+    for (int n = 3; n <= 8; n++)
+        for (int s = 0; s < n; s++) {
+            links_with_slow_rank(n, s, l);
+            cr_assert_eq(pf_straggler_from_links(n, l, note, sizeof(note)), s,
+                         "n=%d slow %d: %s", n, s, note);
+        }
+    links_with_slow_rank(4, 2, l);
+    pf_straggler_from_links(4, l, note, sizeof(note));
+    cr_assert_str_eq(note, "pairwise: rank 2's links are both slow (1-2 "
+                     "0.120 GB/s, 2-3 0.100 GB/s) while every other rank "
+                     "has a link of at least 1.000 GB/s");
+}
+
+Test(straggler, two_ranks_cannot_tell)
+{
+    double l[2] = { 0.1, 0.1 };
+    char note[320];
+
+    cr_assert_eq(pf_straggler_from_links(2, l, note, sizeof(note)), -1);
+    cr_assert_str_eq(note, "2 ranks share one link (0.100 GB/s): a pairwise "
+                     "test cannot tell which end is slow");
+    cr_assert_eq(pf_straggler_from_links(1, l, note, sizeof(note)), -1);
+}
+
+Test(straggler, links_alike_fast_or_slow_name_no_rank)
+{
+    double fast[6] = { 1.0, 0.9, 1.1, 1.0, 0.95, 1.05 };
+    double slow[6] = { 0.01, 0.01, 0.01, 0.01, 0.01, 0.01 };
+    char note[320];
+
+    cr_assert_eq(pf_straggler_from_links(6, fast, note, sizeof(note)), -1);
+    cr_assert_str_eq(note, "pairwise: every link alike (0.900..1.100 GB/s): "
+                     "no single rank is slow, the fabric as a whole is");
+    cr_assert_eq(pf_straggler_from_links(6, slow, note, sizeof(note)), -1);
+    cr_assert(strstr(note, "every link alike (0.010..0.010 GB/s)"), "%s",
+              note);
+}
+
+Test(straggler, ties_and_scattered_slow_links_name_no_rank)
+{
+    /* adjacent slow ranks 1 and 2 of 4: links 0-1, 1-2, 2-3 slow */
+    double adj[4] = { 0.1, 0.1, 0.1, 1.0 };
+    /* slow ranks 1 and 4 of 6, far apart */
+    double apart[6] = { 0.1, 0.1, 1.0, 0.1, 0.1, 1.0 };
+    /* one slow link 1-2 of 5: a cable, not a rank */
+    double cable[5] = { 1.0, 0.1, 1.0, 1.0, 1.0 };
+    /* exactly half of the others: not below the ratio */
+    double half[4] = { 1.0, 0.5, 0.5, 1.0 };
+    char note[320];
+
+    cr_assert_eq(pf_straggler_from_links(4, adj, note, sizeof(note)), -1);
+    cr_assert(strstr(note, "do not share one rank"), "%s", note);
+    cr_assert_eq(pf_straggler_from_links(6, apart, note, sizeof(note)), -1);
+    cr_assert(strstr(note, "do not share one rank"), "%s", note);
+    cr_assert_eq(pf_straggler_from_links(5, cable, note, sizeof(note)), -1);
+    cr_assert(strstr(note, "slowest 1-2 0.100 GB/s, best 1.000 GB/s"), "%s",
+              note);
+    cr_assert_eq(pf_straggler_from_links(4, half, note, sizeof(note)), -1);
+}
+
+Test(straggler, noise_on_a_healthy_link_does_not_hide_the_straggler)
+{
+    /* rank 2 slow; link 0-1 is at 40% of the best, on a busy machine */
+    double l[4] = { 0.4, 0.08, 0.07, 1.0 };
+    /* a dead link (0) or a bad measurement (NaN) counts as slowest */
+    double dead[3] = { 1.0, 0.0, NAN };
+    char note[320];
+
+    cr_assert_eq(pf_straggler_from_links(4, l, note, sizeof(note)), 2, "%s",
+                 note);
+    cr_assert_eq(pf_straggler_from_links(3, dead, note, sizeof(note)), 2,
+                 "%s", note);
+}
+
+/* ----------------------------------------------------------- timings */
+
+Test(straggler, timings_name_an_outlier_only)
+{
+    double out[4] = { 0.10, 0.11, 0.35, 0.12 };
+    double ring[4] = { 0.30, 0.31, 0.31, 0.30 };
+    char note[320];
+
+    cr_assert_eq(pf_straggler_from_times(4, out, note, sizeof(note)), 2);
+    cr_assert_str_eq(note, "per-rank timings: rank 2 took 0.3500 s per "
+                     "all_reduce, the next slowest 0.1200 s");
+    cr_assert_eq(pf_straggler_from_times(4, ring, note, sizeof(note)), -1);
+    cr_assert_str_eq(note, "per-rank timings 0.3000..0.3100 s per all_reduce "
+                     "single out no rank (in a ring every rank waits for the "
+                     "slowest)");
+    cr_assert_eq(pf_straggler_from_times(1, ring, note, sizeof(note)), -1);
+}
+
+/* ------------------------------------------- the re-test, forked ranks */
+
+struct retest {
+    int slow_rank, slow_ms;
+    int die_rank;                     /* killed by SIGALRM in the re-test */
+    bool no_pair;                     /* engine without the pair op */
+    double floor;                     /* --min-busbw */
+    pf_err rc[8];
+    int slow_found[8];
+    int nlinks[8];
+    double gbps[8][8];
+    char method[8][16];
+    char note[8][320];
+    int64_t ms[8];
+};
+
+static const struct pf_engine_ops no_pair_ops = { .name = "nopair" };
+
+/* A finished sweep of one 1 MiB row at busbw, 10 ms per all_reduce. */
+static void fake_sweep(struct pf_run *run, int world, double busbw)
+{
+    struct pf_coll *c = &run->coll;
+
+    c->ran = true;
+    c->slow_rank = -1;
+    c->nrows = 1;
+    c->nranks = c->nnodes = world;
+    snprintf(c->engine, sizeof(c->engine), "host");
+    c->rows[0].bytes = 1 << 20;
+    c->peak_busbw = busbw;
+    for (int r = 0; r < world; r++)
+        c->rank_seconds[r] = 0.010;
+}
+
+static int retest_rank(struct pf_boot *b, void *arg)
+{
+    struct retest *t = arg;
+    struct pf_run *run = calloc(1, sizeof(*run));
+    struct pf_engine e = { .ops = &pf_engine_host };
+    char err[PF_ERRLEN] = "";
+    int64_t deadline = pf_deadline_in(20000), t0;
+    pf_err rc = PF_OK;
+    int r = b->rank;
+
+    snprintf(run->cfg.fabric_provider, sizeof(run->cfg.fabric_provider),
+             "tcp");
+    snprintf(run->cfg.bind_addr, sizeof(run->cfg.bind_addr), "127.0.0.1");
+    run->cfg.debug_corrupt_rank = -1;
+    run->cfg.debug_slow_rank = t->slow_rank;
+    run->cfg.debug_slow_ms = t->slow_ms;
+    run->cfg.min_busbw_gbps = t->floor;
+    if (t->no_pair)
+        e.ops = &no_pair_ops;
+    else
+        rc = e.ops->open(&e, run, b, 1 << 18, deadline, err);
+    fake_sweep(run, b->world, 0.5);
+    if (r == t->die_rank)
+        alarm(1);                     /* dies mid-exchange (slowed) */
+    t0 = pf_now_ms();
+    if (rc == PF_OK)
+        rc = pf_straggler_retest(run, &e, b, deadline, err);
+    t->ms[r] = pf_now_ms() - t0;
+    /* Leave together: the fork boot has no orderly goodbye. */
+    if (rc == PF_OK)
+        rc = pf_boot_barrier(b, deadline, err);
+    if (rc != PF_OK)
+        fprintf(stderr, "rank %d: %s\n", r, err);
+    if (!t->no_pair && e.impl)
+        e.ops->close(&e);
+    t->rc[r] = rc;
+    t->slow_found[r] = run->coll.slow_rank;
+    t->nlinks[r] = run->coll.strag.nlinks;
+    for (int i = 0; i < run->coll.strag.nlinks && i < 8; i++)
+        t->gbps[r][i] = run->coll.strag.links[i].gbps;
+    snprintf(t->method[r], sizeof(t->method[r]), "%s",
+             run->coll.strag.method);
+    snprintf(t->note[r], sizeof(t->note[r]), "%s", run->coll.strag.note);
+    free(run);
+    return 0;
+}
+
+static struct retest *new_retest(void)
+{
+    struct retest *t = pf_test_shared(sizeof(*t));
+    memset(t, 0, sizeof(*t));
+    t->slow_rank = t->die_rank = -1;
+    t->floor = 1.0;                   /* the fake sweep's 0.5 misses it */
+    for (int r = 0; r < 8; r++)
+        t->rc[r] = PF_ERR_SYS;
+    return t;
+}
+
+Test(straggler, host_engine_pairwise_finds_the_slowed_rank, .timeout = 90)
+{
+    struct retest *t = new_retest();
+    int codes[4];
+
+    t->slow_rank = 2;
+    t->slow_ms = 100;
+    cr_assert_eq(pf_test_fork_ranks(4, retest_rank, t, 60, codes), 0);
+    for (int r = 0; r < 4; r++) {
+        cr_assert_eq(t->rc[r], PF_OK, "rank %d rc %d", r, t->rc[r]);
+        cr_assert_str_eq(t->method[r], "pairwise");
+        cr_assert_eq(t->slow_found[r], 2, "rank %d: %s", r, t->note[r]);
+        cr_assert_eq(t->nlinks[r], 4);
+        /* 1 MiB x 3 with 3 x 100 ms of sleep: below 0.0105 GB/s */
+        cr_assert_lt(t->gbps[r][1], 0.0105, "link 1-2 %.4f", t->gbps[r][1]);
+        cr_assert_lt(t->gbps[r][2], 0.0105, "link 2-3 %.4f", t->gbps[r][2]);
+        cr_assert_gt(t->gbps[r][0], 0.021, "link 0-1 %.4f", t->gbps[r][0]);
+        cr_assert_gt(t->gbps[r][3], 0.021, "link 3-0 %.4f", t->gbps[r][3]);
+    }
+    /* above the floor: nothing is re-tested */
+    t = new_retest();
+    t->floor = 0.4;
+    cr_assert_eq(pf_test_fork_ranks(3, retest_rank, t, 60, codes), 0);
+    for (int r = 0; r < 3; r++) {
+        cr_assert_eq(t->rc[r], PF_OK);
+        cr_assert_str_eq(t->method[r], "");
+        cr_assert_eq(t->slow_found[r], -1);
+        cr_assert_eq(t->nlinks[r], 0);
+    }
+}
+
+Test(straggler, no_pair_op_or_two_ranks_fall_back_to_timings, .timeout = 60)
+{
+    struct retest *t = new_retest();
+    int codes[3];
+
+    t->no_pair = true;
+    cr_assert_eq(pf_test_fork_ranks(3, retest_rank, t, 30, codes), 0);
+    for (int r = 0; r < 3; r++) {
+        cr_assert_eq(t->rc[r], PF_OK);
+        cr_assert_str_eq(t->method[r], "timings");
+        cr_assert_eq(t->slow_found[r], -1);
+        cr_assert_str_eq(t->note[r], "the nopair engine has no pairwise test, "
+                         "so per-rank timings only: per-rank timings "
+                         "0.0100..0.0100 s per all_reduce single out no rank "
+                         "(in a ring every rank waits for the slowest)");
+    }
+    t = new_retest();
+    cr_assert_eq(pf_test_fork_ranks(2, retest_rank, t, 30, codes), 0);
+    for (int r = 0; r < 2; r++) {
+        cr_assert_eq(t->rc[r], PF_OK);
+        cr_assert_str_eq(t->method[r], "timings");
+        cr_assert_eq(t->nlinks[r], 0);
+        cr_assert(strstr(t->note[r], "2 ranks share one link: a pairwise "
+                         "test cannot tell which end is slow"), "%s",
+                  t->note[r]);
+    }
+}
+
+Test(straggler, rank_dying_in_the_retest_is_peer_lost, .timeout = 60)
+{
+    struct retest *t = new_retest();
+    int codes[3];
+
+    /* 3 ranks; rank 1 sleeps 3 s per exchange and is killed after 1 s,
+     * in phase 0 with rank 0, which must see it lost well before its
+     * 20 s deadline. */
+    t->slow_rank = 1;
+    t->slow_ms = 3000;
+    t->die_rank = 1;
+    pf_test_fork_ranks(3, retest_rank, t, 40, codes);
+    cr_assert_eq(codes[1], 128 + SIGALRM);
+    cr_assert_eq(t->rc[0], PF_ERR_LOST, "rc %d", t->rc[0]);
+    cr_assert_lt(t->ms[0], 5000, "rank 0 needed %lld ms", (long long)t->ms[0]);
+}
+
+/* ----------------------------------------------------------- verdict */
+
+static struct pf_peer four_peers[4] = {
+    { .rank = 0, .host = "10.0.0.10", .node = "node-a" },
+    { .rank = 1, .host = "10.0.0.11", .node = "node-b" },
+    { .rank = 2, .host = "10.0.0.12", .node = "node-c" },
+    { .rank = 3, .host = "10.0.0.13" },
+};
+
+/* Rank self of 4 after a pairwise re-test that blamed slow (-1 none). */
+static struct pf_run *judged(int self, int slow)
+{
+    struct pf_run *run = calloc(1, sizeof(*run));
+    struct pf_coll *c = &run->coll;
+
+    fake_sweep(run, 4, 0.02);
+    snprintf(c->provider, sizeof(c->provider), "tcp;ofi_rxm");
+    c->provider_is_fallback = true;
+    run->cfg.min_busbw_gbps = 0.1;
+    run->peers.world = 4;
+    run->peers.rank = self;
+    run->peers.list = four_peers;
+    c->slow_rank = slow;
+    snprintf(c->strag.method, sizeof(c->strag.method), "pairwise");
+    c->strag.self = self;
+    snprintf(c->strag.note, sizeof(c->strag.note), "%s",
+             slow >= 0 ? "pairwise: rank 2's links are both slow"
+                       : "pairwise: every link alike");
+    pf_verdict_fabric(run);
+    pf_verdict_finish(run);
+    return run;
+}
+
+static const struct pf_check *busbw(const struct pf_run *run)
+{
+    for (int i = 0; i < run->verdict.n; i++)
+        if (!strcmp(run->verdict.checks[i].name, "busbw"))
+            return &run->verdict.checks[i];
+    return NULL;
+}
+
+Test(straggler, only_the_straggler_fails)
+{
+    struct pf_run *run = judged(2, 2);
+    const struct pf_check *c = busbw(run);
+
+    cr_assert_not_null(c);
+    cr_assert_eq(c->status, PF_FAIL);
+    cr_assert_str_eq(c->reason, "StragglerNode");
+    cr_assert_str_eq(c->condition, "EFAFabricReady");
+    cr_assert_str_eq(c->message, "this node (rank 2, node-c) is the "
+                     "straggler: busbw 0.02 GB/s at 1 MiB is below the floor "
+                     "0.10 GB/s (--min-busbw); pairwise: rank 2's links are "
+                     "both slow");
+    cr_assert_eq(run->verdict.overall, PF_FAIL);
+    cr_assert_eq(run->verdict.exit_code, PF_EXIT_FAIL);
+    free(run);
+
+    for (int self = 0; self < 4; self += 1 + (self == 1)) {
+        run = judged(self, 2);
+        c = busbw(run);
+        cr_assert_eq(c->status, PF_WARN, "rank %d", self);
+        cr_assert_str_eq(c->reason, "SlowPeer");
+        cr_assert(strstr(c->message, "rank 2 (node-c) is the straggler, not "
+                         "this node"), "%s", c->message);
+        cr_assert_eq(run->verdict.overall, PF_WARN);
+        cr_assert_eq(run->verdict.exit_code, PF_EXIT_PASS);
+        free(run);
+    }
+    /* the straggler without a node name is named by its address */
+    run = judged(3, 3);
+    cr_assert(strstr(busbw(run)->message, "(rank 3, 10.0.0.13)"), "%s",
+              busbw(run)->message);
+    free(run);
+}
+
+Test(straggler, no_straggler_keeps_bandwidth_below_threshold_everywhere)
+{
+    for (int self = 0; self < 4; self++) {
+        struct pf_run *run = judged(self, -1);
+        const struct pf_check *c = busbw(run);
+        cr_assert_eq(c->status, PF_FAIL);
+        cr_assert_str_eq(c->reason, "BandwidthBelowThreshold");
+        cr_assert(strstr(c->message, "below the floor 0.10 GB/s "
+                         "(--min-busbw): 4 ranks on 4 node(s), host engine "
+                         "over tcp;ofi_rxm; pairwise: every link alike"),
+                  "%s", c->message);
+        cr_assert_eq(run->verdict.exit_code, PF_EXIT_FAIL);
+        free(run);
+    }
+}
