@@ -62,16 +62,23 @@ static void human_bytes(char *out, size_t len, uint64_t b)
         snprintf(out, len, "%llu B", (unsigned long long)b);
 }
 
-/* Who rank r is, for messages: node name, else rendezvous address. */
-static const char *rank_host(const struct pf_run *run, int r)
+/* Who rank r is, for messages: "node, address" (either alone when the
+ * other is unknown or the same). */
+static const char *rank_host(const struct pf_run *run, int r, char *buf,
+                             size_t len)
 {
     const struct pf_peers *p = &run->peers;
+    const char *node, *addr;
 
     if (!p->list || r < 0 || r >= p->world)
         return "?";
-    if (p->list[r].node[0])
-        return p->list[r].node;
-    return p->list[r].host[0] ? p->list[r].host : "?";
+    node = p->list[r].node;
+    addr = p->list[r].host;
+    if (node[0] && addr[0] && strcmp(node, addr))
+        snprintf(buf, len, "%s, %s", node, addr);
+    else
+        snprintf(buf, len, "%s", node[0] ? node : addr[0] ? addr : "?");
+    return buf;
 }
 
 /* Below the floor with a straggler found: only the straggler fails; its
@@ -81,6 +88,7 @@ static void straggler_check(struct pf_run *run, const char *ring)
     const struct pf_coll *c = &run->coll;
     const struct pf_straggler *s = &c->strag;
     int r = c->slow_rank;
+    char who[2 * PF_NAME_MAX + 4];
 
     if (r == s->self)
         pf_verdict_add(&run->verdict, "busbw", COND, PF_FAIL, "StragglerNode",
@@ -88,14 +96,15 @@ static void straggler_check(struct pf_run *run, const char *ring)
                        "(EFA count, ports, GDR, NCCL plugin; dmesg for EFA "
                        "errors); its ring peers are fine",
                        "this node (rank %d, %s) is the straggler: %s; %s", r,
-                       rank_host(run, r), ring, s->note);
+                       rank_host(run, r, who, sizeof(who)), ring, s->note);
     else
         pf_verdict_add(&run->verdict, "busbw", COND, PF_WARN, "SlowPeer",
                        "nothing to fix here: the straggler's own report "
                        "fails with StragglerNode; re-run once it is drained "
                        "or replaced",
                        "rank %d (%s) is the straggler, not this node (rank "
-                       "%d): %s; %s", r, rank_host(run, r), s->self, ring,
+                       "%d): %s; %s", r, rank_host(run, r, who, sizeof(who)),
+                       s->self, ring,
                        s->note);
 }
 

@@ -383,7 +383,7 @@ Test(straggler, only_the_straggler_fails)
     cr_assert_eq(c->status, PF_FAIL);
     cr_assert_str_eq(c->reason, "StragglerNode");
     cr_assert_str_eq(c->condition, "EFAFabricReady");
-    cr_assert_str_eq(c->message, "this node (rank 2, node-c) is the "
+    cr_assert_str_eq(c->message, "this node (rank 2, node-c, 10.0.0.12) is the "
                      "straggler: busbw 0.02 GB/s at 1 MiB is below the floor "
                      "0.10 GB/s (--min-busbw); pairwise: rank 2's links are "
                      "both slow");
@@ -396,7 +396,7 @@ Test(straggler, only_the_straggler_fails)
         c = busbw(run);
         cr_assert_eq(c->status, PF_WARN, "rank %d", self);
         cr_assert_str_eq(c->reason, "SlowPeer");
-        cr_assert(strstr(c->message, "rank 2 (node-c) is the straggler, not "
+        cr_assert(strstr(c->message, "rank 2 (node-c, 10.0.0.12) is the straggler, not "
                          "this node"), "%s", c->message);
         cr_assert_eq(run->verdict.overall, PF_WARN);
         cr_assert_eq(run->verdict.exit_code, PF_EXIT_PASS);

@@ -1,0 +1,130 @@
+#!/bin/bash
+# Straggler localisation, 4 ranks in 4 network namespaces (10.254.60.0/24,
+# pfsg-*, ports 36000-36099), static bootstrap, host engine over tcp, floor
+# --min-busbw-gbps 0.05 (healthy ~0.2 GB/s here, slowed ~0.01):
+#   1. no slow rank: busbw far above the floor, every rank exits 0 with the
+#      busbw check passing and nothing re-tested;
+#   2. --debug-slow-rank 2 --debug-slow-ms 100: the ring misses the floor,
+#      the pairwise re-test blames rank 2; rank 2 alone fails (exit 1,
+#      StragglerNode, its links named), ranks 0, 1, 3 warn SlowPeer naming
+#      rank 2 and its address and exit 0;
+#   3. 3 ranks, rank 2 slowed 400 ms per step and SIGKILLed during the
+#      re-test: ranks 0 and 1 report PeerLost naming rank 2 within 15 s.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib_netns.sh"
+# Our own names and subnet (lib_netns.sh reads these when called).
+PFB_PREFIX=pfsg-
+PFB_BRIDGE=${PFB_PREFIX}br
+PFB_NET=10.254.60
+pfb_need_root
+fail() { echo "FAIL $*"; for r in 0 1 2 3; do pfb_show $r; done; exit 1; }
+
+FLOOR=0.05
+common=(--fabric-provider tcp --no-imds --log-level info --min-busbw-gbps $FLOOR)
+
+# No log or report of an earlier case may be read as this one's.
+fresh() { rm -f "$PFB_TMP"/r*.log "$PFB_TMP"/r*.json "$PFB_TMP"/r*.out; }
+
+# run_ring PORT N ARGS...: N ranks, all waited for (RC_<r> per rank).
+run_ring() {
+    local port=$1 n=$2 r
+    shift 2
+    pfb_setup "$n" || fail "cannot build $n namespaces"
+    fresh
+    for ((r = 0; r < n; r++)); do
+        pfb_start $r run --bootstrap static --peers "$(pfb_peers "$n" "$port")" \
+            --rank $r "${common[@]}" "$@"
+    done
+    for ((r = 0; r < n; r++)); do
+        pfb_wait $r
+        eval "RC_$r=$PFB_RC"
+    done
+}
+
+busbw_check() {   # busbw_check RANK FIELD
+    pfb_json "$1" "[c['$2'] for c in r['checks'] if c['name'] == 'busbw'][0]"
+}
+
+# 1. healthy ring
+run_ring 36001 4 --timeout 40 -b 1M -e 4M -n 2 -w 1
+for r in 0 1 2 3; do
+    eval "rc=\$RC_$r"
+    [ "$rc" -eq 0 ] || fail "healthy: rank $r exited $rc"
+    [ "$(busbw_check $r status)" = pass ] || fail "healthy: rank $r busbw not pass"
+    [ "$(pfb_json $r 'r["collective"]["straggler"]["method"]')" = None ] ||
+        fail "healthy: rank $r re-tested although above the floor"
+    [ "$(pfb_json $r 'r["collective"]["slow_rank"]')" = None ] ||
+        fail "healthy: rank $r names a slow rank"
+done
+echo "ok   healthy 4 ranks: busbw $(pfb_json 0 'round(r["collective"]["peak_busbw_gbps"], 3)') GB/s" \
+    "above the floor $FLOOR, every rank exit 0, nothing re-tested"
+
+# 2. rank 2 slowed
+run_ring 36002 4 --timeout 50 -b 1M -e 4M -n 2 -w 1 \
+    --debug-slow-rank 2 --debug-slow-ms 100
+[ "$RC_2" -eq 1 ] || fail "slowed: rank 2 exited $RC_2, want 1"
+[ "$(pfb_json 2 'r["verdict"]["reason"]')" = StragglerNode ] ||
+    fail "slowed: rank 2 verdict.reason is $(pfb_json 2 'r["verdict"]["reason"]')"
+[ "$(busbw_check 2 status)" = fail ] || fail "slowed: rank 2 busbw check not fail"
+msg=$(busbw_check 2 message)
+grep -q "^this node (rank 2, [^,]*, 10.254.60.12) is the straggler: busbw .* below the floor 0.05 GB/s" <<<"$msg" ||
+    fail "slowed: rank 2 message: $msg"
+grep -q "pairwise: rank 2's links are both slow (1-2 .* GB/s, 2-3 .* GB/s)" <<<"$msg" ||
+    fail "slowed: rank 2 message lacks the links: $msg"
+echo "ok   slowed rank 2: exit 1 StragglerNode: $msg"
+for r in 0 1 3; do
+    eval "rc=\$RC_$r"
+    [ "$rc" -eq 0 ] || fail "slowed: rank $r exited $rc, want 0"
+    [ "$(pfb_json $r 'r["verdict"]["status"]')" = warn ] ||
+        fail "slowed: rank $r verdict status is not warn"
+    [ "$(busbw_check $r status)" = warn ] || fail "slowed: rank $r busbw not warn"
+    [ "$(busbw_check $r reason)" = SlowPeer ] || fail "slowed: rank $r reason not SlowPeer"
+    grep -q "^rank 2 ([^,]*, 10.254.60.12) is the straggler, not this node (rank $r)" <<<"$(busbw_check $r message)" ||
+        fail "slowed: rank $r message: $(busbw_check $r message)"
+done
+echo "ok   ranks 0, 1, 3: exit 0, SlowPeer naming rank 2 (10.254.60.12)"
+for r in 0 1 2 3; do
+    got=$(pfb_json $r '(r["collective"]["slow_rank"], r["collective"]["straggler"]["method"], len(r["collective"]["straggler"]["links"]), len(r["collective"]["straggler"]["rank_seconds"]), r["collective"]["straggler"]["floor_gbps"])')
+    [ "$got" = "(2, 'pairwise', 4, 4, 0.05)" ] || fail "slowed: rank $r report straggler = $got"
+done
+links=$(pfb_json 0 '" ".join("%d-%d:%.3f" % (l["a"], l["b"], l["gbps"]) for l in r["collective"]["straggler"]["links"])')
+python3 - "$PFB_TMP/r0.json" <<'EOF' || fail "slowed: link bandwidths do not single out rank 2: $links"
+import json, sys
+l = {(x["a"], x["b"]): x["gbps"] for x in json.load(open(sys.argv[1]))["collective"]["straggler"]["links"]}
+slow = max(l[(1, 2)], l[(2, 3)])
+sys.exit(0 if slow < 0.5 * min(l[(0, 1)], l[(3, 0)]) else 1)
+EOF
+echo "ok   every report: slow_rank 2, 4 links ($links GB/s)"
+
+# 3. a rank lost during the re-test
+pfb_setup 3 || fail "cannot build 3 namespaces"
+fresh
+peers=$(pfb_peers 3 36003)
+for r in 0 1 2; do
+    pfb_start $r run --bootstrap static --peers "$peers" --rank $r "${common[@]}" \
+        --timeout 60 -b 64K -e 64K -n 1 -w 0 --debug-slow-rank 2 --debug-slow-ms 400
+done
+for ((i = 0; i < 300; i++)); do
+    grep -q "pairwise re-test of" "$PFB_TMP/r2.log" 2>/dev/null && break
+    sleep 0.1
+done
+grep -q "pairwise re-test of" "$PFB_TMP/r2.log" || fail "lost: the re-test did not start within 30 s"
+sleep 0.5
+victim=$(pfb_agent_pid 2) || fail "lost: rank 2 has no pid"
+[ "$(cat /proc/$victim/comm)" = efa-preflight ] || fail "lost: rank 2's pid is not the agent"
+kill -9 "$victim"
+killed=$(date +%s.%N)
+pfb_wait 2
+for r in 0 1; do
+    pfb_wait $r
+    secs=$(python3 -c "print(round($PFB_END - $killed, 2))")
+    [ "$PFB_RC" -eq 1 ] || fail "lost: rank $r exited $PFB_RC, want 1"
+    python3 -c "import sys; sys.exit(0 if $secs <= 15 else 1)" ||
+        fail "lost: rank $r needed $secs s after the kill"
+    [ "$(pfb_json $r 'r["verdict"]["reason"]')" = PeerLost ] ||
+        fail "lost: rank $r verdict.reason is $(pfb_json $r 'r["verdict"]["reason"]')"
+    msg=$(pfb_json $r 'r["collective"]["error"]["message"]')
+    grep -q "rank 2" <<<"$msg" || fail "lost: rank $r does not name rank 2: $msg"
+    echo "ok   killed during the re-test: rank $r exit 1 PeerLost ${secs} s after: $msg"
+done
