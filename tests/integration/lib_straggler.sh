@@ -1,0 +1,52 @@
+# Straggler tests over a slowed link (test_straggler_netem.sh,
+# test_straggler_tbf.sh): 4 ranks in namespaces named pfsg-* in
+# 10.254.60.0/24 (lib_netns.sh with our own names), a qdisc on rank 2's
+# interface so that everything rank 2 sends is slow, then: rank 2 alone
+# fails with StragglerNode, ranks 0, 1, 3 warn SlowPeer naming it and exit
+# 0. Source it, then: sg_slow_link_case PORT FLOOR "QDISC ARGS" SWEEP_ARGS...
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$here/lib_netns.sh"
+PFB_PREFIX=pfsg-
+PFB_BRIDGE=${PFB_PREFIX}br
+PFB_NET=10.254.60
+pfb_need_root
+command -v tc >/dev/null || { echo "skip: tc (iproute2) is not installed"; exit 77; }
+fail() { echo "FAIL $*"; for r in 0 1 2 3; do pfb_show $r; done; exit 1; }
+
+sg_check() { pfb_json "$1" "[c['$2'] for c in r['checks'] if c['name'] == 'busbw'][0]"; }
+
+sg_slow_link_case() {
+    local port=$1 floor=$2 qdisc=$3 out r rc peers
+    shift 3
+    pfb_setup 4 || fail "cannot build 4 namespaces"
+    # shellcheck disable=SC2086 # the qdisc words are meant to split
+    if ! out=$(ip netns exec "$(pfb_ns 2)" tc qdisc add dev "${PFB_PREFIX}p2" \
+            root $qdisc 2>&1); then
+        echo "skip: this kernel cannot slow a link with 'tc qdisc add ... root $qdisc': $out"
+        exit 77
+    fi
+    peers=$(pfb_peers 4 "$port")
+    for r in 0 1 2 3; do
+        pfb_start $r run --bootstrap static --peers "$peers" --rank $r \
+            --fabric-provider tcp --no-imds --log-level info --timeout 90 \
+            --min-busbw-gbps "$floor" "$@"
+    done
+    for r in 0 1 2 3; do
+        pfb_wait $r
+        eval "RC_$r=$PFB_RC"
+    done
+    [ "$RC_2" -eq 1 ] || fail "rank 2 ($qdisc) exited $RC_2, want 1: $(sg_check 2 message)"
+    [ "$(sg_check 2 reason)" = StragglerNode ] ||
+        fail "rank 2 reason $(sg_check 2 reason): $(sg_check 2 message)"
+    grep -q "pairwise: rank 2's links are both slow" <<<"$(sg_check 2 message)" ||
+        fail "rank 2 message: $(sg_check 2 message)"
+    echo "ok   rank 2 behind '$qdisc': exit 1 StragglerNode: $(sg_check 2 message)"
+    for r in 0 1 3; do
+        eval "rc=\$RC_$r"
+        [ "$rc" -eq 0 ] || fail "rank $r exited $rc, want 0"
+        [ "$(sg_check $r reason)" = SlowPeer ] || fail "rank $r reason $(sg_check $r reason)"
+        [ "$(pfb_json $r 'r["collective"]["slow_rank"]')" = 2 ] || fail "rank $r slow_rank not 2"
+    done
+    echo "ok   ranks 0, 1, 3: exit 0, SlowPeer naming rank 2; links" \
+        "$(pfb_json 0 '" ".join("%d-%d:%.3f" % (l["a"], l["b"], l["gbps"]) for l in r["collective"]["straggler"]["links"])') GB/s"
+}
