@@ -86,6 +86,7 @@ FUZZ_INPUTS = {
     "fuzz_rdv_hello": "rendezvous HELLO body",
     "fuzz_rdv_wire": "rendezvous frames on a socket",
     "fuzz_rdv_peer": "a lying rank 0 (peer side, end to end)",
+    "fuzz_rdv_root": "a lying rank 1 after joining (rank 0 side)",
     "fuzz_nccl_log": "NCCL INFO log",
     "fuzz_peers": "--peers list",
     "fuzz_report": "report and table from hostile strings",
