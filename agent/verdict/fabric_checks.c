@@ -30,13 +30,6 @@ static const char *remedy_for(const char *reason)
     if (!strcmp(reason, "PeerRejected"))
         return "give every rank the same --secret-file, run id and world "
                "size";
-    if (!strcmp(reason, "Forbidden"))
-        return "grant the service account what the message names (Role: "
-               "pods get/list/watch, jobs get; ClusterRole: nodes get/patch, "
-               "nodes/status patch, events create/patch)";
-    if (!strcmp(reason, "APIUnavailable"))
-        return "check the API server address (KUBERNETES_SERVICE_HOST or "
-               "--api-server), the CA file and the network path from the pod";
     if (!strcmp(reason, "FabricUnavailable"))
         return "install libfabric with the provider asked for (the EFA "
                "installer for efa), or pick one with --fabric-provider";
