@@ -74,31 +74,55 @@ static const char *rank_host(const struct pf_run *run, int r, char *buf,
     return buf;
 }
 
-/* Below the floor with a straggler found: only the straggler fails; its
- * peers warn, so only the guilty Node gets status=fail and the taint. */
+/* Whether ranks a and b run on one node, which then fails with its
+ * straggler. Kubernetes names Nodes; elsewhere a hostname alone can repeat
+ * (network namespaces share it), so the address must match too. */
+static bool same_node(const struct pf_run *run, int a, int b)
+{
+    const struct pf_peers *p = &run->peers;
+    const struct pf_peer *x, *y;
+
+    if (a == b)
+        return true;
+    if (!p->list || a < 0 || b < 0 || a >= p->world || b >= p->world)
+        return false;
+    x = &p->list[a];
+    y = &p->list[b];
+    if (!strcmp(p->bootstrap, "k8s") && x->node[0])
+        return !strcmp(x->node, y->node);
+    return x->host[0] && !strcmp(x->host, y->host) &&
+           !strcmp(x->node, y->node);
+}
+
+/* Below the floor with a straggler found: only the straggler's node
+ * fails; the others warn, so only the guilty Node gets status=fail and the
+ * taint. */
 static void straggler_check(struct pf_run *run, const char *ring)
 {
     const struct pf_coll *c = &run->coll;
     const struct pf_straggler *s = &c->strag;
     int r = c->slow_rank;
     char who[2 * PF_NAME_MAX + 4];
+    const char *fix = "drain this node and run `efa-preflight node` on it "
+                      "(EFA count, ports, GDR, NCCL plugin; dmesg for EFA "
+                      "errors); its ring peers are fine";
 
+    rank_host(run, r, who, sizeof(who));
     if (r == s->self)
         pf_verdict_add(&run->verdict, "busbw", COND, PF_FAIL, "StragglerNode",
-                       "drain this node and run `efa-preflight node` on it "
-                       "(EFA count, ports, GDR, NCCL plugin; dmesg for EFA "
-                       "errors); its ring peers are fine",
-                       "this node (rank %d, %s) is the straggler: %s; %s", r,
-                       rank_host(run, r, who, sizeof(who)), ring, s->note);
+                       fix, "this node (rank %d, %s) is the straggler: %s; %s",
+                       r, who, ring, s->note);
+    else if (same_node(run, r, s->self))
+        pf_verdict_add(&run->verdict, "busbw", COND, PF_FAIL, "StragglerNode",
+                       fix, "this node (%s) runs the straggler, rank %d (this "
+                       "is rank %d): %s; %s", who, r, s->self, ring, s->note);
     else
         pf_verdict_add(&run->verdict, "busbw", COND, PF_WARN, "SlowPeer",
                        "nothing to fix here: the straggler's own report "
                        "fails with StragglerNode; re-run once it is drained "
                        "or replaced",
                        "rank %d (%s) is the straggler, not this node (rank "
-                       "%d): %s; %s", r, rank_host(run, r, who, sizeof(who)),
-                       s->self, ring,
-                       s->note);
+                       "%d): %s; %s", r, who, s->self, ring, s->note);
 }
 
 static void bandwidth_check(struct pf_run *run)

@@ -343,7 +343,8 @@ static struct pf_peer four_peers[4] = {
 };
 
 /* Rank self of 4 after a pairwise re-test that blamed slow (-1 none). */
-static struct pf_run *judged(int self, int slow)
+static struct pf_run *judged_on(int self, int slow, struct pf_peer *peers,
+                                const char *bootstrap)
 {
     struct pf_run *run = calloc(1, sizeof(*run));
     struct pf_coll *c = &run->coll;
@@ -354,7 +355,9 @@ static struct pf_run *judged(int self, int slow)
     run->cfg.min_busbw_gbps = 0.1;
     run->peers.world = 4;
     run->peers.rank = self;
-    run->peers.list = four_peers;
+    run->peers.list = peers;
+    snprintf(run->peers.bootstrap, sizeof(run->peers.bootstrap), "%s",
+             bootstrap);
     c->slow_rank = slow;
     snprintf(c->strag.method, sizeof(c->strag.method), "pairwise");
     c->strag.self = self;
@@ -364,6 +367,11 @@ static struct pf_run *judged(int self, int slow)
     pf_verdict_fabric(run);
     pf_verdict_finish(run);
     return run;
+}
+
+static struct pf_run *judged(int self, int slow)
+{
+    return judged_on(self, slow, four_peers, "static");
 }
 
 static const struct pf_check *busbw(const struct pf_run *run)
@@ -423,4 +431,44 @@ Test(straggler, no_straggler_keeps_bandwidth_below_threshold_everywhere)
         cr_assert_eq(run->verdict.exit_code, PF_EXIT_FAIL);
         free(run);
     }
+}
+
+Test(straggler, ranks_on_the_stragglers_node_fail_with_it)
+{
+    /* efa-preflight local: every rank on this host */
+    struct pf_peer local[4] = {
+        { .rank = 0, .host = "127.0.0.1", .node = "vm" },
+        { .rank = 1, .host = "127.0.0.1", .node = "vm" },
+        { .rank = 2, .host = "127.0.0.1", .node = "vm" },
+        { .rank = 3, .host = "127.0.0.1", .node = "vm" },
+    };
+    /* k8s, two pods per Node: rank 3 shares node-b with straggler 2 */
+    struct pf_peer pods[4] = {
+        { .rank = 0, .host = "10.1.0.5", .node = "node-a" },
+        { .rank = 1, .host = "10.1.0.6", .node = "node-a" },
+        { .rank = 2, .host = "10.1.1.7", .node = "node-b" },
+        { .rank = 3, .host = "10.1.1.8", .node = "node-b" },
+    };
+    struct pf_run *run = judged_on(0, 2, local, "local");
+
+    cr_assert_eq(busbw(run)->status, PF_FAIL);
+    cr_assert_str_eq(busbw(run)->reason, "StragglerNode");
+    cr_assert(strstr(busbw(run)->message, "this node (vm, 127.0.0.1) runs "
+                     "the straggler, rank 2 (this is rank 0)"), "%s",
+              busbw(run)->message);
+    cr_assert_eq(run->verdict.exit_code, PF_EXIT_FAIL);
+    free(run);
+
+    for (int self = 0; self < 4; self++) {
+        run = judged_on(self, 2, pods, "k8s");
+        cr_assert_eq(busbw(run)->status, self >= 2 ? PF_FAIL : PF_WARN,
+                     "rank %d: %s", self, busbw(run)->message);
+        cr_assert_str_eq(busbw(run)->reason,
+                         self >= 2 ? "StragglerNode" : "SlowPeer");
+        free(run);
+    }
+    /* the same addresses outside k8s are different hosts: only rank 2 */
+    run = judged_on(3, 2, pods, "static");
+    cr_assert_str_eq(busbw(run)->reason, "SlowPeer");
+    free(run);
 }
