@@ -312,6 +312,7 @@ pf_err pf_straggler_retest(struct pf_run *run, struct pf_engine *e,
 
     s->self = b->rank;
     s->nprocs = n;
+    memset(&p, 0, sizeof(p));         /* every rank sends its copy */
     if (b->rank == 0)
         decide(run, e, b->world, deadline, &p);
     rc = pf_boot_bcast(b, &p, sizeof(p), 0, deadline, err);
