@@ -222,6 +222,11 @@ static void decide(const struct pf_run *run, const struct pf_engine *e,
                  "test", e->ops->name);
         return;
     }
+    if (world > PF_MAX_RANKS) {
+        snprintf(p->why, sizeof(p->why), "%d ranks are more than the %d a "
+                 "re-test records", world, PF_MAX_RANKS);
+        return;
+    }
     if (world == 2) {
         snprintf(p->why, sizeof(p->why), "2 ranks share one link: a "
                  "pairwise test cannot tell which end is slow");
@@ -258,9 +263,9 @@ static pf_err pairwise(struct pf_run *run, struct pf_engine *e,
     int n = b->world, nph = pf_straggler_nphases(n);
     pf_err rc = PF_OK;
 
-    if (n > PF_MAX_RANKS)
-        return pf_fail(err, PF_ERR_USAGE, "straggler re-test: %d ranks, at "
-                       "most %d", n, PF_MAX_RANKS);
+    if (n > PF_MAX_RANKS)             /* decide() never plans this */
+        return pf_fail(err, PF_ERR_PROTOCOL, "straggler re-test: %d ranks, "
+                       "at most %d", n, PF_MAX_RANKS);
     for (int ph = 0; ph < nph && rc == PF_OK; ph++) {
         int peer = pf_straggler_peer(b->rank, n, ph);
         /* Pairs of a phase start together and run alone. */
