@@ -164,8 +164,16 @@ static pf_err wait_checks(struct nccl_engine *g, const char *what,
         }
     }
     if (pf_ms_left(deadline) <= 0) {
-        snprintf(why, sizeof(why), "%s: deadline passed (ranks %d-%d of %d)",
-                 what, g->r[0].rank, g->r[g->nlocal - 1].rank, g->nranks);
+        /* The rendezvous already reached every rank, so a communicator
+         * that never connects points at the fabric path itself. */
+        bool connecting = !strncmp(what, "NCCL communicator", 17) &&
+                          g->nlocal < g->nranks;
+        snprintf(why, sizeof(why), "%s: deadline passed (ranks %d-%d of %d)%s",
+                 what, g->r[0].rank, g->r[g->nlocal - 1].rank, g->nranks,
+                 connecting ? ", although the TCP rendezvous reached every "
+                              "rank; on EFA this is the symptom of a security "
+                              "group without a rule allowing all traffic to "
+                              "and from itself" : "");
         abort_comms(g, why);
         return pf_fail(err, PF_ERR_TIMEOUT, "%s", why);
     }

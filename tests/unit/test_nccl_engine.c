@@ -352,6 +352,32 @@ Test(nccl_engine, init_that_never_completes_is_aborted_on_time)
     cr_assert_null(e.impl);
 }
 
+Test(nccl_engine, init_hang_across_processes_names_the_security_group)
+{
+    struct pf_engine e;
+    char err[PF_ERRLEN] = "";
+
+    /* rank 1 of 2 processes: the rendezvous worked, NCCL never connects */
+    boot.world = 2;
+    boot.rank = 1;
+    fk.counts[0] = 2;
+    setenv("PF_DOUBLE_FAULT", "init_hang", 1);
+    cr_assert_eq(open_engine(&e, 1024, 300, err), PF_ERR_TIMEOUT);
+    cr_assert(strstr(err, "NCCL communicator init: deadline passed"), "%s", err);
+    cr_assert(strstr(err, "security group without a rule allowing all traffic"),
+              "%s", err);
+}
+
+Test(nccl_engine, init_hang_in_one_process_gives_no_security_group_hint)
+{
+    struct pf_engine e;
+    char err[PF_ERRLEN] = "";
+
+    setenv("PF_DOUBLE_FAULT", "init_hang", 1);
+    cr_assert_eq(open_engine(&e, 1024, 300, err), PF_ERR_TIMEOUT);
+    cr_assert_null(strstr(err, "security group"), "%s", err);
+}
+
 Test(nccl_engine, init_error_is_reported_and_aborted)
 {
     struct pf_engine e;
