@@ -86,5 +86,22 @@ printf '*\n!Makefile\n!agent\n' >"$tmp/root/.dockerignore"
 expect "COPY of a file .dockerignore excludes" 's/a/a/' \
     "COPY source mk/ is excluded by .dockerignore" "$tmp/root"
 
+# The Dockerfile's libcurl and `make static-debian`'s are the same build: the
+# two ./configure flag lists (kept apart because the image cannot run the
+# host script) must not drift.
+if python3 - "$root/Dockerfile" "$root/mk/static-sources.sh" <<'PY'
+import re, sys
+def flags(path):
+    text = open(path).read().replace("\\\n", " ")
+    m = re.search(r"\./configure (.*?)(?:&&|>|\n)", text)
+    return sorted(f for f in m.group(1).split() if f.startswith("--") and not f.startswith("--prefix"))
+a, b = flags(sys.argv[1]), flags(sys.argv[2])
+if a != b:
+    print("curl configure flags differ:", sorted(set(a) ^ set(b)))
+    sys.exit(1)
+print("ok   curl configure flags agree (%d flags)" % len(a))
+PY
+then :; else failures=$((failures + 1)); fi
+
 echo "dockerfile: $failures failed checks"
 [ $failures -eq 0 ]
