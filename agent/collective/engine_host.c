@@ -224,14 +224,24 @@ static pf_err cq_error(struct host *h, const char *what, char *err)
                    h->provider, h->fi.strerror(ee.err), detail);
 }
 
-/* Nothing completed: sleep on the queue's fd when the provider says it is
- * safe (fi_trywait), with our own bound; else let other ranks sharing
- * these cores run. (Not fi_cq_sread: shm's ignores its timeout.) */
+/* Nothing completed. For the first PF_HOST_SPIN_US keep polling, yielding
+ * to other ranks that share these cores: the next message is usually that
+ * close, and waking a halted (virtual) CPU costs tens of us per hop of a
+ * rendezvous. After that, sleep on the queue's fd when the provider says
+ * it is safe (fi_trywait), with our own bound; else yield. (Not
+ * fi_cq_sread: shm's ignores its timeout.) */
 static void idle(struct host *h, int64_t left_ms)
 {
     struct fid *fids[1] = { &h->cq->fid };
     struct pollfd pfd = { .fd = h->wait_fd, .events = POLLIN };
+    double now = pf_now_s();
 
+    if (h->idle_since == 0)
+        h->idle_since = now;
+    if (now - h->idle_since < PF_HOST_SPIN_US * 1e-6) {
+        sched_yield();
+        return;
+    }
     if (h->wait_fd >= 0 && fi_trywait(h->fabric, fids, 1) == FI_SUCCESS) {
         poll(&pfd, 1, (int)(left_ms < PF_HOST_WAIT_MS ? left_ms
                                                       : PF_HOST_WAIT_MS));
@@ -247,9 +257,11 @@ pf_err pf_host_progress(struct host *h, int64_t deadline, const char *what,
     ssize_t got = fi_cq_read(h->cq, ent, 16);
     int64_t now;
 
-    if (got > 0)
+    if (got > 0) {
+        h->idle_since = 0;
         for (ssize_t i = 0; i < got; i++)
             on_complete(h, ent[i].op_context);
+    }
     else if (got == -FI_EAVAIL)
         return cq_error(h, what, err);
     else if (got != -FI_EAGAIN)

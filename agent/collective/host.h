@@ -27,6 +27,10 @@
 #define PF_HOST_BOOT_POLL_MS 100
 /* Longest single sleep on the queue's fd. */
 #define PF_HOST_WAIT_MS 10
+/* How long an idle rank keeps polling before it sleeps: 200 us measured
+ * best for 1-4 MiB (2 ranks, 1 MiB: 1.09 -> 1.76 GB/s), neutral at 16 MiB
+ * and up (bench/results/host_allreduce.md). */
+#define PF_HOST_SPIN_US 200
 
 enum host_op_kind { OP_SEND, OP_RECV, OP_HS_SEND, OP_HS_RECV };
 
@@ -81,6 +85,7 @@ struct host {
     int depth;
     uint32_t seq;                     /* all_reduce counter, part of tags */
     int64_t next_boot_poll;
+    double idle_since;                /* first empty poll, 0 while busy */
 
     /* the all_reduce in progress */
     const float *src;
