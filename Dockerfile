@@ -77,6 +77,12 @@ RUN curl -fsSL -o curl.tar.xz "https://curl.se/download/curl-${CURL_VERSION}.tar
         --without-ca-bundle --without-ca-path \
  && make -j"$(nproc)" \
  && make install
+# The MPI shim for --bootstrap mpi, built with the installer's Open MPI (the
+# same one the full image carries); the agent finds it next to itself.
+COPY agent/mpishim/ /src/mpishim/
+RUN mkdir -p /opt/efa-preflight \
+ && /opt/amazon/openmpi/bin/mpicc -std=c11 -D_GNU_SOURCE -O2 -fPIC -shared \
+        -o /opt/efa-preflight/libpf-mpi.so /src/mpishim/pf_mpi_shim.c
 
 RUN curl -fsSL -o cjson.zip "https://github.com/DaveGamble/cJSON/archive/refs/tags/v${CJSON_VERSION}.zip" \
  && echo "${CJSON_SHA256}  cjson.zip" | sha256sum -c - \
@@ -138,6 +144,12 @@ RUN curl -fsSL -o ofi.tar.gz \
         --with-cuda=/usr/local/cuda --enable-platform-aws --disable-tests \
  && make -j"$(nproc)" \
  && make install
+# The MPI shim for --bootstrap mpi, built with the installer's Open MPI (the
+# same one the full image carries); the agent finds it next to itself.
+COPY agent/mpishim/ /src/mpishim/
+RUN mkdir -p /opt/efa-preflight \
+ && /opt/amazon/openmpi/bin/mpicc -std=c11 -D_GNU_SOURCE -O2 -fPIC -shared \
+        -o /opt/efa-preflight/libpf-mpi.so /src/mpishim/pf_mpi_shim.c
 
 ########################################################################
 # full: binary + NCCL + aws-ofi-nccl + EFA libfabric on a CUDA runtime.
@@ -170,7 +182,8 @@ RUN cuda_mm=$(echo "${CUDA_VERSION}" | cut -d. -f1,2) \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=ofi-build /opt/aws-ofi-nccl /opt/aws-ofi-nccl
 COPY --from=builder /src/efa-preflight/build/static/efa-preflight /usr/local/bin/efa-preflight
-ENV LD_LIBRARY_PATH=/opt/aws-ofi-nccl/lib:/opt/amazon/efa/lib:${LD_LIBRARY_PATH}
+COPY --from=ofi-build /opt/efa-preflight/libpf-mpi.so /usr/local/bin/libpf-mpi.so
+ENV LD_LIBRARY_PATH=/opt/aws-ofi-nccl/lib:/opt/amazon/efa/lib:/opt/amazon/openmpi/lib:${LD_LIBRARY_PATH}
 LABEL org.opencontainers.image.title="efa-preflight (full)" \
       org.opencontainers.image.description="efa-preflight with NCCL, aws-ofi-nccl and the EFA libfabric"
 CMD ["efa-preflight", "version"]
