@@ -77,12 +77,6 @@ RUN curl -fsSL -o curl.tar.xz "https://curl.se/download/curl-${CURL_VERSION}.tar
         --without-ca-bundle --without-ca-path \
  && make -j"$(nproc)" \
  && make install
-# The MPI shim for --bootstrap mpi, built with the installer's Open MPI (the
-# same one the full image carries); the agent finds it next to itself.
-COPY agent/mpishim/ /src/mpishim/
-RUN mkdir -p /opt/efa-preflight \
- && /opt/amazon/openmpi/bin/mpicc -std=c11 -D_GNU_SOURCE -O2 -fPIC -shared \
-        -o /opt/efa-preflight/libpf-mpi.so /src/mpishim/pf_mpi_shim.c
 
 RUN curl -fsSL -o cjson.zip "https://github.com/DaveGamble/cJSON/archive/refs/tags/v${CJSON_VERSION}.zip" \
  && echo "${CJSON_SHA256}  cjson.zip" | sha256sum -c - \

@@ -261,8 +261,7 @@ pf_err pf_host_progress(struct host *h, int64_t deadline, const char *what,
         h->idle_since = 0;
         for (ssize_t i = 0; i < got; i++)
             on_complete(h, ent[i].op_context);
-    }
-    else if (got == -FI_EAVAIL)
+    } else if (got == -FI_EAVAIL)
         return cq_error(h, what, err);
     else if (got != -FI_EAGAIN)
         return pf_fail(err, PF_ERR_ENGINE, "%s: fi_cq_read (%s): %s", what,

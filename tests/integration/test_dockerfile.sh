@@ -83,6 +83,10 @@ expect "agent binary elsewhere" 's|/build/static/efa-preflight /usr/local/bin/ef
 mkdir -p "$tmp/root"
 ln -s "$root/Makefile" "$root/agent" "$root/mk" "$tmp/root/"
 printf '*\n!Makefile\n!agent\n' >"$tmp/root/.dockerignore"
+expect "EFA path before the installer" 's|^RUN make static |RUN /opt/amazon/openmpi/bin/mpicc --version \&\& make static |' \
+    "RUN uses /opt/amazon/ in stage builder before the EFA installer ran there"
+expect "MPI shim not shipped" '/libpf-mpi.so \/usr\/local\/bin\/libpf-mpi.so/d' \
+    "stage full does not put the MPI shim at /usr/local/bin/libpf-mpi.so"
 expect "COPY of a file .dockerignore excludes" 's/a/a/' \
     "COPY source mk/ is excluded by .dockerignore" "$tmp/root"
 

@@ -18,7 +18,9 @@ instructions) and checks:
     and it runs `make static`, the target whose link check enforces a
     glibc-only binary;
   - the agent image holds /usr/local/bin/efa-preflight (the path the
-    copy-in initContainers copy) and the full image puts it on PATH.
+    copy-in initContainers copy) and the full image puts it on PATH, with
+    the MPI shim libpf-mpi.so beside it;
+  - a RUN that uses /opt/amazon/ comes after the EFA installer in its stage.
 Prints one line per problem; exit 1 if any.
 """
 import fnmatch
@@ -150,6 +152,10 @@ def main():
                         problems.append("line %d: COPY source %s is excluded by "
                                         ".dockerignore" % (line, src))
         elif kw == "RUN" and current is not None:
+            # /opt/amazon exists only where the EFA installer ran in this stage.
+            if "/opt/amazon/" in rest and not any("efa_installer.sh" in r for r in runs[current]):
+                problems.append("line %d: RUN uses /opt/amazon/ in stage %s before the EFA "
+                                "installer ran there" % (line, current))
             runs[current].append(rest)
     for target in ("agent", "full"):
         if target not in stages:
@@ -182,6 +188,11 @@ def main():
         if dest not in got:
             problems.append("stage %s does not put the agent at %s (copies to %s)"
                             % (target, dest, got))
+
+    got = [a[-1] for _, fl, a in copies.get("full", []) if "libpf-mpi.so" in " ".join(a)]
+    if "/usr/local/bin/libpf-mpi.so" not in got:
+        problems.append("stage full does not put the MPI shim at /usr/local/bin/libpf-mpi.so "
+                        "(copies to %s)" % got)
 
     for p in problems:
         print("FAIL " + p)
