@@ -177,6 +177,14 @@ struct pf_node {
     bool nccl_loaded;
     int nccl_version;                 /* X*10000+Y*100+Z */
     char nccl_error[256];
+
+    /* NCCL's net plugin (aws-ofi-nccl), looked up as NCCL would; only
+     * when NCCL loads (probe/net_plugin.c). */
+    char net_plugin_name[96];         /* the name that loaded, else the
+                                         first one tried */
+    char net_plugin_path[PF_PATH_MAX];/* "" = not found */
+    int net_plugin_api;               /* highest ncclNetPlugin_vN, 0 none */
+    char net_plugin_error[512];       /* dlopen errors, or not a plugin */
 };
 
 /* -------------------------------------------------------------- discover */

@@ -63,4 +63,6 @@ void pf_probe_gpu(struct pf_node *node)
     node->cuda_error[0] = node->nccl_error[0] = '\0';
     probe_cuda(node);
     probe_nccl(node);
+    if (node->nccl_loaded)
+        pf_probe_net_plugin(node);
 }

@@ -37,7 +37,12 @@ void pf_probe_limits(const struct pf_config *cfg, struct pf_node *node);
  * asked only when the device scan found EFA devices (node->efa_count). */
 void pf_probe_fabric(const struct pf_config *cfg, struct pf_node *node);
 
-/* gpu.c: CUDA runtime and NCCL by dlopen (util/gpulib.h). */
+/* gpu.c: CUDA runtime and NCCL by dlopen (util/gpulib.h), then, when
+ * NCCL loads, its net plugin. */
 void pf_probe_gpu(struct pf_node *node);
+
+/* net_plugin.c: NCCL's net plugin by NCCL's own lookup (NCCL_NET_PLUGIN,
+ * then libnccl-net.so), and the plugin API version it exports. */
+void pf_probe_net_plugin(struct pf_node *node);
 
 #endif

@@ -48,6 +48,9 @@ static pf_err read_node(struct pub *p, cJSON **node, char *err)
 static pf_err patch_node(struct pub *p, enum patch_kind kind, char *err)
 {
     static const char *what[] = { "labels", "conditions", "taint" };
+    /* The RBAC each write needs (k8s/10-rbac.yaml), named on a 403. */
+    static const char *need[] = { "patch on nodes", "patch on nodes/status",
+                                  "patch on nodes" };
     char path[PF_PATH_MAX];
     pf_err rc = PF_OK;
 
@@ -100,7 +103,12 @@ static pf_err patch_node(struct pub *p, enum patch_kind kind, char *err)
         if (r.status < 200 || r.status > 299) {
             rc = pf_kube_status_err(&r, "PATCH", path, err);
             pf_kube_resp_free(&r);
-            pf_err_prefix(err, "writing %s on Node %s", what[kind], p->node);
+            if (rc == PF_ERR_FORBIDDEN)
+                pf_err_prefix(err, "writing %s on Node %s needs %s",
+                              what[kind], p->node, need[kind]);
+            else
+                pf_err_prefix(err, "writing %s on Node %s", what[kind],
+                              p->node);
             return rc;
         }
         pf_kube_resp_free(&r);
@@ -147,9 +155,12 @@ static pf_err post_event(struct pub *p, char *err)
             pf_kube_resp_free(&r);
             continue;
         }
-        if (r.status < 200 || r.status > 299)
+        if (r.status < 200 || r.status > 299) {
             rc = pf_kube_status_err(&r, "POST",
                                     "/api/v1/namespaces/default/events", err);
+            if (rc == PF_ERR_FORBIDDEN)
+                pf_err_prefix(err, "needs create on events");
+        }
         pf_kube_resp_free(&r);
         break;
     }

@@ -123,6 +123,13 @@ static cJSON *node_json(const struct pf_node *n)
     cJSON_AddBoolToObject(o, "loaded", n->nccl_loaded);
     cJSON_AddNumberToObject(o, "version", n->nccl_version);
     add_str(o, "error", n->nccl_error);
+    if (n->nccl_loaded) {
+        cJSON *plugin = cJSON_AddObjectToObject(o, "net_plugin");
+        add_str(plugin, "name", n->net_plugin_name);
+        add_str(plugin, "path", n->net_plugin_path);
+        cJSON_AddNumberToObject(plugin, "api", n->net_plugin_api);
+        add_str(plugin, "error", n->net_plugin_error);
+    }
     return node;
 }
 

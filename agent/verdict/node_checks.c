@@ -297,6 +297,40 @@ static void check_provider(struct ctx *c)
     }
 }
 
+/* NCCL reaches EFA only through its net plugin (aws-ofi-nccl); without
+ * one it sends inter-node traffic over sockets. Judged only where NCCL
+ * itself loads: a node-check image without NCCL says nothing about the
+ * job's image. A warning, not a failure: it is the image, not the node. */
+static void check_net_plugin(struct ctx *c)
+{
+    const struct pf_node *n = c->node;
+
+    if (skipped(c, "nccl_net_plugin"))
+        return;
+    if (!is_gpu_type(c->it) || c->it->no_nccl || !n->nccl_loaded) {
+        pf_verdict_add(c->v, "nccl_net_plugin", COND, PF_SKIP,
+                       "NotApplicable", "", "%s",
+                       n->nccl_loaded ? "not a GPU instance type: NCCL's net "
+                                        "plugin not used"
+                                      : "NCCL not loaded: no plugin to look for");
+        return;
+    }
+    if (n->net_plugin_path[0] && n->net_plugin_api > 0) {
+        pf_verdict_add(c->v, "nccl_net_plugin", COND, PF_PASS,
+                       "NetPluginFound", "", "%s -> %s (ncclNetPlugin_v%d)",
+                       n->net_plugin_name, n->net_plugin_path,
+                       n->net_plugin_api);
+        return;
+    }
+    pf_verdict_add(c->v, "nccl_net_plugin", COND, PF_WARN,
+                   "NetPluginNotFound",
+                   "install aws-ofi-nccl in the image and add its lib folder "
+                   "(e.g. /opt/amazon/ofi-nccl/lib) to LD_LIBRARY_PATH, or "
+                   "name the library with NCCL_NET_PLUGIN",
+                   "NCCL would load no net plugin, so traffic between nodes "
+                   "would go over sockets: %s", n->net_plugin_error);
+}
+
 static void check_libfabric_version(struct ctx *c)
 {
     const struct pf_node *n = c->node;
@@ -310,6 +344,13 @@ static void check_libfabric_version(struct ctx *c)
                        n->libfabric_loaded ? "not a GPU instance type: "
                                              "aws-ofi-nccl not used"
                                            : "libfabric not loaded");
+        return;
+    }
+    if (n->nccl_loaded && !n->net_plugin_path[0]) {
+        pf_verdict_add(c->v, "libfabric_version", COND, PF_SKIP,
+                       "NotApplicable", "", "libfabric %s: no aws-ofi-nccl "
+                       "found to use it (see nccl_net_plugin)",
+                       n->libfabric_version);
         return;
     }
     if (sscanf(n->libfabric_version, "%d.%d", &major, &minor) != 2 ||
@@ -473,6 +514,7 @@ void pf_verdict_node(struct pf_run *run)
     check_ports(&c);
     check_files(&c);
     check_provider(&c);
+    check_net_plugin(&c);
     check_libfabric_version(&c);
     check_memlock(&c);
     check_hugepages(&c);

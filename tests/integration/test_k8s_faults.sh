@@ -137,7 +137,7 @@ agent 0 readonly --timeout 20 --peer-selector batch.kubernetes.io/job-name=train
     --world-size 1
 rc=$?
 [ $rc -eq 3 ] || { cat "$T/out/readonly-0.stderr"; pfk8s_die "read-only token: exit $rc, want 3"; }
-grep -q "writing conditions on Node node-0: PATCH /api/v1/nodes/node-0/status: HTTP 403" \
+grep -q "writing conditions on Node node-0 needs patch on nodes/status: PATCH /api/v1/nodes/node-0/status: HTTP 403" \
     "$T/out/readonly-0.stderr" || { cat "$T/out/readonly-0.stderr"; pfk8s_die "read-only: no clear 403"; }
 pfk8s_state "$T/state4.json"
 pfk8s_check "$T/state4.json" '
@@ -146,7 +146,31 @@ assert [n["metadata"] for n in s["nodes"]] == [n["metadata"] for n in before["no
 assert len(s["events"]) == len(before["events"])
 assert any(r["method"] == "PATCH" and r["status"] == 403 for r in s["requests"])
 '
-echo "read-only token: discovery ok, 'writing conditions on Node node-0: ... HTTP 403', exit 3, nothing written"
+echo "read-only token: discovery ok, 'writing conditions on Node node-0 needs patch on nodes/status: ... HTTP 403', exit 3, nothing written"
+
+# RBAC without events: the Event is refused (a warning naming the verb),
+# the verdict is still written and the exit code is the verdict's.
+printf '%s' "$PFK8S_TOKEN2" > "$T/token"
+pfk8s_admin POST /faults '[{"method": "POST", "path": "/events$", "status": 403, "count": 1}]'
+agent 0 noevents --timeout 20 --peer-selector batch.kubernetes.io/job-name=train-workers-0 \
+    --world-size 1
+rc=$?
+[ $rc -eq 0 ] || { cat "$T/out/noevents-0.stderr"; pfk8s_die "events forbidden: exit $rc, want 0"; }
+grep -q "event not written: needs create on events: POST /api/v1/namespaces/default/events: HTTP 403" \
+    "$T/out/noevents-0.stderr" || { cat "$T/out/noevents-0.stderr"; pfk8s_die "events forbidden: no clear warning"; }
+pfk8s_state "$T/state5.json"
+pfk8s_check "$T/state5.json" '
+before = json.load(open("'"$T/state4.json"'"))
+assert len(s["events"]) == len(before["events"]), "an Event was written"
+assert labels("node-0")["efa-preflight.io/status"] == "warn", labels("node-0")
+assert cond("node-0", "EFAFabricReady")["status"] == "True"
+refused = [r for r in s["requests"] if r["method"] == "POST" and r["status"] == 403]
+assert len(refused) == 1, refused
+later = [r["path"] for r in s["requests"] if r["method"] == "PATCH" and
+         r["status"] == 200 and r["t"] > refused[0]["t"]]
+assert later == ["/api/v1/nodes/node-0"], ("labels not written after the refused Event", later)
+'
+echo "events forbidden: 'event not written: needs create on events ... HTTP 403', verdict still written, exit 0"
 
 pfk8s_no_token_in "$T/out"
 echo "no token in $(ls "$T/out" | wc -l) log/report files"

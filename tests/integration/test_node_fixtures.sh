@@ -3,13 +3,20 @@
 # headline reason (verdict.reason), plus the DMI path, the report file and
 # the memlock requirement. Libfabric is the fake one (domains = devices),
 # GPUs are not expected (--expect-gpus 0): each broken tree fails for its
-# own reason only.
+# own reason only. NCCL and the CUDA runtime are pinned to "absent" so
+# this machine's own libraries cannot change a verdict; the net plugin
+# cases load the NCCL/CUDA double instead.
 set -u
 case $BUILD in /*) B=$BUILD ;; *) B=$PF_ROOT/$BUILD ;; esac
 FX=$B/fixtures/sysfs
 FAKE=$B/test-helpers/libfabric-fake.so.1
 "$PF_ROOT/tests/fixtures/make_sysfs.sh" "$FX" || { echo "fixture build failed"; exit 1; }
 [ -r "$FAKE" ] || { echo "missing $FAKE (make test-helpers)"; exit 1; }
+DOUBLE=$B/double/libgpu-double.so
+[ -r "$DOUBLE" ] || { echo "missing $DOUBLE (make test-helpers)"; exit 1; }
+export EFA_PREFLIGHT_NCCL=/nonexistent/libnccl.so.2
+export EFA_PREFLIGHT_CUDART=/nonexistent/libcudart.so
+unset NCCL_NET_PLUGIN
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
@@ -63,6 +70,31 @@ expect p5-31            31 0 None --expect-efa 31
 PF_FAKE_FI_VERSION=1.17 expect p5.48xlarge 32 0 LibfabricTooOld
 # the provider asked for is tcp: EFA checks skip, nothing fails
 expect p5-nomodule       0 0 None --fabric-provider tcp
+
+# NCCL's net plugin, looked up as NCCL does, with NCCL and 8 GPUs from the
+# double. check_plugin STATUS REASON MESSAGE-PART: the nccl_net_plugin check.
+check_plugin() {
+    local got
+    got=$(python3 -c 'import json,sys
+c = [c for c in json.load(open(sys.argv[1]))["checks"] if c["name"] == "nccl_net_plugin"][0]
+print(c["status"], c["reason"], sys.argv[2] in c["message"])' "$tmp/out.json" "$3")
+    if [ "$got" = "$1 $2 True" ]; then
+        echo "ok   net plugin: $1 $2 ($3)"
+    else
+        echo "FAIL net plugin: got '$got', want '$1 $2 True' for '$3'"
+        fails=$((fails + 1))
+    fi
+}
+with_gpus() { # run "$@" with NCCL, 8 GPUs and the plugin stand-ins
+    EFA_PREFLIGHT_NCCL=$DOUBLE EFA_PREFLIGHT_CUDART=$DOUBLE PF_DOUBLE_GPUS=8 \
+        LD_LIBRARY_PATH=$B/test-helpers "$@"
+}
+NCCL_NET_PLUGIN=fake with_gpus expect p5.48xlarge 32 0 None --expect-gpus 8
+check_plugin pass NetPluginFound "libnccl-net-fake.so (ncclNetPlugin_v9)"
+with_gpus expect p5.48xlarge 32 0 NetPluginNotFound --expect-gpus 8
+check_plugin warn NetPluginNotFound "libnccl-net.so: cannot open shared object file"
+NCCL_NET_PLUGIN=broken with_gpus expect p5.48xlarge 32 0 NetPluginNotFound --expect-gpus 8
+check_plugin warn NetPluginNotFound "libpf-plugin-dep.so: cannot open shared object file"
 
 # p6-b200: exactly 8 EFA counted, the 2 ibp* devices reported apart
 run_fx p6-b200.48xlarge 8

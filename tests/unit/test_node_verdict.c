@@ -66,6 +66,16 @@ static void healthy_host(struct pf_run *run)
         run->node.gpu_count = run->instance->accel_count;
         snprintf(run->node.gpus[0].model, sizeof(run->node.gpus[0].model),
                  "NVIDIA %s", run->instance->accel_model);
+        /* NCCL and aws-ofi-nccl as an EFA training image has them, whatever
+         * this machine's library path holds. */
+        run->node.nccl_loaded = true;
+        run->node.nccl_version = 22809;
+        snprintf(run->node.net_plugin_name, sizeof(run->node.net_plugin_name),
+                 "libnccl-net.so");
+        snprintf(run->node.net_plugin_path, sizeof(run->node.net_plugin_path),
+                 "/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so");
+        run->node.net_plugin_api = 10;
+        run->node.net_plugin_error[0] = '\0';
     }
 }
 
@@ -358,6 +368,58 @@ Test(node_verdict, old_libfabric_warns_on_gpu_types_only)
     run->cfg.expect_efa = 32;
     judge(run);
     cr_assert_eq(check(run, "libfabric_version")->status, PF_SKIP);
+    free_run(run);
+}
+
+Test(node_verdict, net_plugin_found_missing_or_not_applicable)
+{
+    struct pf_run *run = probe_fixture("p5.48xlarge", 32);
+
+    judge(run);
+    cr_assert_eq(check(run, "nccl_net_plugin")->status, PF_PASS);
+    cr_assert_str_eq(check(run, "nccl_net_plugin")->message,
+                     "libnccl-net.so -> /opt/amazon/ofi-nccl/lib/"
+                     "libnccl-net-ofi.so (ncclNetPlugin_v10)");
+
+    /* NCCL loads, no plugin: a warning naming what dlopen said, and the
+     * libfabric version is then not judged (nothing would use it). */
+    run->node.net_plugin_path[0] = '\0';
+    run->node.net_plugin_api = 0;
+    snprintf(run->node.net_plugin_error, sizeof(run->node.net_plugin_error),
+             "libnccl-net.so: cannot open shared object file");
+    snprintf(run->node.libfabric_version, sizeof(run->node.libfabric_version),
+             "1.17");
+    judge(run);
+    cr_assert_eq(run->verdict.overall, PF_WARN);
+    cr_assert_eq(run->verdict.exit_code, 0);
+    cr_assert_str_eq(headline(run), "NetPluginNotFound");
+    cr_assert_str_eq(check(run, "nccl_net_plugin")->message,
+                     "NCCL would load no net plugin, so traffic between nodes "
+                     "would go over sockets: libnccl-net.so: cannot open "
+                     "shared object file");
+    cr_assert_eq(check(run, "libfabric_version")->status, PF_SKIP);
+
+    /* A library that loads but is no plugin is not found either. */
+    snprintf(run->node.net_plugin_path, sizeof(run->node.net_plugin_path),
+             "/usr/lib/libnccl-net.so");
+    judge(run);
+    cr_assert_str_eq(check(run, "nccl_net_plugin")->reason,
+                     "NetPluginNotFound");
+
+    /* No NCCL in this image: nothing to say about the job's plugin. */
+    run->node.nccl_loaded = false;
+    judge(run);
+    cr_assert_eq(check(run, "nccl_net_plugin")->status, PF_SKIP);
+    cr_assert_str_eq(headline(run), "LibfabricTooOld");
+
+    /* CPU type: not used. */
+    run->node.nccl_loaded = true;
+    run->instance = pf_catalog_find(&run->catalog, "c5n.18xlarge");
+    cr_assert_not_null(run->instance);
+    run->cfg.expect_efa = 32;
+    judge(run);
+    cr_assert_eq(check(run, "nccl_net_plugin")->status, PF_SKIP);
+    cr_assert_str_eq(check(run, "nccl_net_plugin")->reason, "NotApplicable");
     free_run(run);
 }
 

@@ -422,3 +422,84 @@ Test(probe, p5en_recount_finds_late_device)
     cr_assert_lt(run.node.efa_recounts, 6);
     pf_catalog_free(&run.catalog);
 }
+
+/* NCCL's net plugin lookup: each test runs in its own process, so what one
+ * dlopen leaves loaded does not leak into the next. */
+static const char *helper(const char *name)
+{
+    static char path[PATH_MAX];
+    char rel[128];
+
+    snprintf(rel, sizeof(rel), "test-helpers/%s", name);
+    build_path(path, sizeof(path), rel);
+    cr_assert_eq(access(path, R_OK), 0, "%s missing: make test-helpers", path);
+    return path;
+}
+
+Test(probe, net_plugin_by_path_reports_its_api)
+{
+    struct pf_node node;
+    const char *fake = helper("libnccl-net-fake.so");
+
+    memset(&node, 0, sizeof(node));
+    setenv("NCCL_NET_PLUGIN", fake, 1);
+    pf_probe_net_plugin(&node);
+    cr_assert_str_eq(node.net_plugin_name, fake);
+    cr_assert_str_eq(node.net_plugin_path, fake);
+    cr_assert_eq(node.net_plugin_api, 9);
+    cr_assert_str_eq(node.net_plugin_error, "");
+}
+
+Test(probe, net_plugin_missing_names_both_tries)
+{
+    struct pf_node node;
+
+    memset(&node, 0, sizeof(node));
+    setenv("NCCL_NET_PLUGIN", "pfnosuch", 1);
+    pf_probe_net_plugin(&node);
+    cr_assert_str_eq(node.net_plugin_path, "");
+    cr_assert_eq(node.net_plugin_api, 0);
+    cr_assert_str_eq(node.net_plugin_name, "pfnosuch");
+    cr_assert(strstr(node.net_plugin_error, "pfnosuch: cannot open shared "
+                                            "object file") &&
+              strstr(node.net_plugin_error, "; libnccl-net-pfnosuch.so: "
+                                            "cannot open shared object file"),
+              "%s", node.net_plugin_error);
+
+    /* Unset: only NCCL's default name, no second try. */
+    unsetenv("NCCL_NET_PLUGIN");
+    memset(&node, 0, sizeof(node));
+    pf_probe_net_plugin(&node);
+    cr_assert_str_eq(node.net_plugin_name, "libnccl-net.so");
+    cr_assert_eq(node.net_plugin_path[0], '\0');
+    cr_assert(strstr(node.net_plugin_error, "libnccl-net.so: cannot open") ==
+                  node.net_plugin_error && !strchr(node.net_plugin_error, ';'),
+              "%s", node.net_plugin_error);
+}
+
+Test(probe, net_plugin_with_missing_dependency_says_which)
+{
+    struct pf_node node;
+
+    memset(&node, 0, sizeof(node));
+    setenv("NCCL_NET_PLUGIN", helper("libnccl-net-broken.so"), 1);
+    pf_probe_net_plugin(&node);
+    cr_assert_str_eq(node.net_plugin_path, "");
+    cr_assert(strstr(node.net_plugin_error, "libpf-plugin-dep.so: cannot open "
+                                            "shared object file"),
+              "%s", node.net_plugin_error);
+}
+
+Test(probe, library_without_plugin_table_is_not_a_plugin)
+{
+    struct pf_node node;
+
+    memset(&node, 0, sizeof(node));
+    setenv("NCCL_NET_PLUGIN", fake_fabric(), 1);
+    pf_probe_net_plugin(&node);
+    cr_assert_str_eq(node.net_plugin_path, fake_fabric());
+    cr_assert_eq(node.net_plugin_api, 0);
+    cr_assert(strstr(node.net_plugin_error, "exports no ncclNetPlugin_v2..v11 "
+                                            "table: not an NCCL net plugin"),
+              "%s", node.net_plugin_error);
+}
