@@ -50,6 +50,13 @@ static struct pf_run *p5_run(void)
     run->node.gdr_supported = true;
     run->node.gpu_count = 8;
     run->node.cuda_loaded = true;
+    run->node.nccl_loaded = true;
+    run->node.nccl_version = 22809;
+    snprintf(run->node.net_plugin_name, sizeof(run->node.net_plugin_name),
+             "ofi");
+    snprintf(run->node.net_plugin_path, sizeof(run->node.net_plugin_path),
+             "/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so");
+    run->node.net_plugin_api = 10;
     pf_verdict_node(run);
     pf_verdict_finish(run);
     return run;
@@ -129,6 +136,11 @@ Test(report, json_has_schema_facts_checks_and_verdict)
     cr_assert(cJSON_IsTrue(at(doc, "node.memlock.soft_unlimited")));
     cr_assert_str_eq(at(doc, "instance.name")->valuestring, "p5.48xlarge");
     cr_assert_eq(at(doc, "instance.efa_count")->valueint, 32);
+    cr_assert_eq(at(doc, "node.nccl.version")->valueint, 22809);
+    cr_assert_str_eq(at(doc, "node.nccl.net_plugin.path")->valuestring,
+                     "/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so");
+    cr_assert_eq(at(doc, "node.nccl.net_plugin.api")->valueint, 10);
+    cr_assert(cJSON_IsNull(at(doc, "node.nccl.net_plugin.error")));
 
     checks = at(doc, "checks");
     cr_assert_eq(cJSON_GetArraySize(checks), run->verdict.n);
@@ -204,7 +216,10 @@ Test(report, table_lists_checks_remedies_and_summary)
     cr_assert(strstr(t, "FAIL   efa_devices        EFADeviceCountMismatch   "
                         "found 31 of 32 EFA devices"), "%s", t);
     cr_assert(strstr(t, "remedy: check that every EFA interface"), "%s", t);
-    cr_assert(strstr(t, "summary: FAIL EFADeviceCountMismatch - 10 passed, 0 "
+    cr_assert(strstr(t, "PASS   nccl_net_plugin    NetPluginFound           "
+                        "ofi -> /opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so "
+                        "(ncclNetPlugin_v10)"), "%s", t);
+    cr_assert(strstr(t, "summary: FAIL EFADeviceCountMismatch - 11 passed, 0 "
                         "warnings, 1 failed, 0 skipped (exit 1)"), "%s", t);
     cr_assert_null(strstr(t, "Avg bus bandwidth"));
     free(t);
