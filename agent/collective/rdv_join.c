@@ -113,6 +113,10 @@ pf_err pf_rdv_check_hello(const struct pf_rdv_view *v, const uint8_t *body,
         return pf_fail(err, PF_ERR_PROTOCOL, "not an efa-preflight HELLO "
                        "(magic 0x%08x)", h->magic);
     h->version = pf_get_u16(&rb);
+    /* A frame cut inside the version is malformed, not another version. */
+    if (rb.bad)
+        return pf_fail(err, PF_ERR_PROTOCOL, "malformed HELLO (%zu bytes)",
+                       len);
     h->rank = (int)pf_get_u32(&rb);
     h->world = (int)pf_get_u32(&rb);
     pf_get_str(&rb, h->run_id, sizeof(h->run_id));

@@ -329,6 +329,24 @@ Test(hello, garbage_is_a_protocol_error_not_a_rejection)
     cr_assert(strstr(err, "protocol version 9"), "%s", err);
 }
 
+Test(hello, a_hello_cut_before_its_version_is_malformed_not_a_rejection)
+{
+    uint8_t buf[2048];
+    bool joined[4] = { true, false, false, false };
+    struct pf_hello h;
+    char err[PF_ERRLEN];
+
+    make_hello(buf, sizeof(buf), 1, 4, "run-a", NULL);
+    /* The magic alone, then the magic and half the version. */
+    cr_assert_eq(check(buf, 4, NULL, joined, &h, err), PF_ERR_PROTOCOL);
+    cr_assert_str_eq(err, "malformed HELLO (4 bytes)");
+    cr_assert_eq(check(buf, 5, NULL, joined, &h, err), PF_ERR_PROTOCOL);
+    cr_assert_str_eq(err, "malformed HELLO (5 bytes)");
+    /* With the whole version present a cut is still malformed. */
+    cr_assert_eq(check(buf, 6, NULL, joined, &h, err), PF_ERR_PROTOCOL);
+    cr_assert_str_eq(err, "malformed HELLO (6 bytes)");
+}
+
 Test(hello, reason_words_map_to_error_codes)
 {
     cr_assert_eq(pf_rdv_reason_err("PeerTimeout"), PF_ERR_TIMEOUT);
