@@ -167,6 +167,7 @@ pf_err pf_local_spawn(struct pf_run *run, bool *is_child, int *exit_code,
     int status[LOCAL_MAX_RANKS];
     bool done[LOCAL_MAX_RANKS] = { false }, stopped[LOCAL_MAX_RANKS] = { false };
     bool crashed = false;
+    struct sigaction chld_default = { .sa_handler = SIG_DFL }, chld_saved;
     int64_t deadline;
     pf_err rc;
 
@@ -190,6 +191,10 @@ pf_err pf_local_spawn(struct pf_run *run, bool *is_child, int *exit_code,
     }
     pf_info("local: starting %d ranks, rendezvous on 127.0.0.1:%d", n,
             run->cfg.port);
+    /* SIGCHLD ignored (inherited through exec from a parent that ignores
+     * it) makes the kernel reap the ranks itself, and waitpid would never
+     * see their exit codes: take the default while they run. */
+    sigaction(SIGCHLD, &chld_default, &chld_saved);
     fflush(stdout);
     fflush(stderr);
     for (int i = 0; i < n; i++) {
@@ -198,6 +203,7 @@ pf_err pf_local_spawn(struct pf_run *run, bool *is_child, int *exit_code,
             int e = errno;
             signal_rest(pids, done, i, SIGKILL);
             reap(pids, status, done, i, pf_deadline_in(TERM_MS));
+            sigaction(SIGCHLD, &chld_saved, NULL);
             return pf_fail(err, PF_ERR_SYS, "fork for rank %d: %s", i,
                            strerror(e));
         }
@@ -226,6 +232,7 @@ pf_err pf_local_spawn(struct pf_run *run, bool *is_child, int *exit_code,
             reap(pids, status, done, n, pf_deadline_in(TERM_MS));
         }
     }
+    sigaction(SIGCHLD, &chld_saved, NULL);
     for (int i = 0; i < n; i++) {
         int code;
         if (!done[i] || stopped[i]) {

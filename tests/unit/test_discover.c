@@ -294,6 +294,28 @@ Test(local_launcher, hung_rank_is_stopped_after_timeout_plus_grace, .timeout = 2
     free_run(run);
 }
 
+/* A parent that ignores SIGCHLD passes that on through exec; the kernel
+ * then reaps the ranks itself and waitpid finds no status to report. */
+Test(local_launcher, exit_codes_are_read_even_when_sigchld_was_ignored,
+     .timeout = 20)
+{
+    struct pf_run *run = new_run("auto");
+    struct sigaction ign = { .sa_handler = SIG_IGN }, old;
+    int64_t t0 = pf_now_ms();
+    int code = -1;
+
+    run->cfg.ranks = 2;
+    run->cfg.port = 30723;
+    run->cfg.timeout_s = 2;
+    cr_assert_eq(sigaction(SIGCHLD, &ign, &old), 0);
+    cr_assert_eq(spawn_with(run, exit_rank, &code), PF_OK);
+    sigaction(SIGCHLD, &old, NULL);
+    cr_assert_eq(code, 1, "rank 0 exited 1, the launcher answered %d", code);
+    cr_assert_lt(pf_now_ms() - t0, 2000, "the launcher waited for ranks "
+                 "that had already exited");
+    free_run(run);
+}
+
 static void report_rank(int rank)
 {
     (void)rank;
