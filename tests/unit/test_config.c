@@ -88,6 +88,31 @@ Test(config, bad_yaml_gives_position)
     cr_assert_str_eq(err, "t.yaml:2: key 'port' given twice");
 }
 
+Test(config, second_yaml_document_is_an_error)
+{
+    struct pf_config c;
+    char err[PF_ERRLEN];
+    /* The second document would otherwise be dropped unread. */
+    cr_assert_eq(yaml(&c, "port: 1234\n---\nport: 99999999\nbogus: 1\n", err),
+                 PF_ERR_CONFIG);
+    cr_assert_str_eq(err, "t.yaml:2: a second YAML document (after '---'); "
+                     "put everything in one");
+    cr_assert_eq(yaml(&c, "port: 1234\n---\na: b: c\n", err), PF_ERR_CONFIG);
+    cr_assert(strstr(err, "t.yaml:3:") == err, "%s", err);
+    cr_assert_eq(yaml(&c, "---\nport: 1234\n...\n", err), PF_OK, "%s", err);
+    cr_assert_eq(c.port, 1234);
+}
+
+Test(config, non_utf8_names_the_line_of_the_bad_byte)
+{
+    struct pf_config c;
+    char err[PF_ERRLEN];
+    cr_assert_eq(yaml(&c, "port: 1\nlog_level: info\nrun_id: ab\xff\xfe\n", err),
+                 PF_ERR_CONFIG);
+    cr_assert_str_eq(err, "t.yaml:3:11: invalid YAML: invalid leading UTF-8 "
+                     "octet (byte 0xFF)");
+}
+
 Test(config, flags_beat_env_beat_file)
 {
     struct pf_config c;
