@@ -99,6 +99,22 @@ static const char *scalar(yaml_node_t *n)
                                             : NULL;
 }
 
+/* True when a key before pair `upto` of map is the scalar `key` (after
+ * stripping "ml." when strip is set). Duplicate keys are errors: a
+ * repeated field or instance would otherwise let the last one win without
+ * a word. The callers reject unknown keys, so maps stay small. */
+static bool key_seen_before(struct ctx *c, yaml_node_t *map,
+                            yaml_node_pair_t *upto, const char *key,
+                            bool strip)
+{
+    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < upto; p++) {
+        const char *k = scalar(yaml_document_get_node(c->doc, p->key));
+        if (k && !strcmp(strip ? strip_ml(k) : k, key))
+            return true;
+    }
+    return false;
+}
+
 static pf_err get_int(struct ctx *c, yaml_node_t *v, const char *inst,
                       const char *key, int lo, int hi, int *out)
 {
@@ -164,6 +180,10 @@ static pf_err get_floors(struct ctx *c, yaml_node_t *v, struct pf_instance *it)
         gbps = strtod(s, &end);
         if (errno || end == s || *end || !isfinite(gbps) || gbps < 0 || gbps > 1e6)
             return at(c, x, "%s: floor '%s' is not a bandwidth in GB/s", it->name, s);
+        for (int f = 0; f < it->nfloors; f++)
+            if (it->floors[f].nodes == nodes)
+                return at(c, k, "%s: floor for %d nodes given twice",
+                          it->name, nodes);
         if (it->nfloors >= PF_MAX_FLOORS)
             return at(c, x, "%s: more than %d floors", it->name, PF_MAX_FLOORS);
         it->floors[it->nfloors].nodes = nodes;
@@ -209,6 +229,8 @@ static pf_err parse_instance(struct ctx *c, yaml_node_t *map,
 
         if (!key)
             return at(c, k, "%s: field names must be scalars", it->name);
+        if (key_seen_before(c, map, p, key, false))
+            return at(c, k, "%s: field '%s' given twice", it->name, key);
         if (!strcmp(key, "efa"))
             rc = get_int(c, v, it->name, key, 0, PF_MAX_EFA, &it->efa_count);
         else if (!strcmp(key, "accelerators"))
@@ -272,6 +294,8 @@ static pf_err parse_instances(struct ctx *c, yaml_node_t *map,
             return at(c, k, "'%s' is not an instance type name",
                       name ? name : "?");
         name = strip_ml(name);
+        if (key_seen_before(c, map, p, name, true))
+            return at(c, k, "instance type '%s' given twice", name);
         /* An override starts from the entry it overrides, so a file may
          * change one field; it is parsed into a copy so a bad file leaves
          * the catalog whole. */
@@ -325,7 +349,9 @@ pf_err pf_catalog_parse(struct pf_catalog *cat, const char *name,
         yaml_node_t *k = yaml_document_get_node(&doc, p->key);
         yaml_node_t *v = yaml_document_get_node(&doc, p->value);
         const char *key = scalar(k);
-        if (key && !strcmp(key, "version")) {
+        if (key && key_seen_before(&c, root, p, key, false)) {
+            rc = at(&c, k, "key '%s' given twice", key);
+        } else if (key && !strcmp(key, "version")) {
             const char *ver = scalar(v);
             if (!ver || strcmp(ver, "1"))
                 rc = at(&c, v, "unsupported catalog version '%s' (expected 1)",

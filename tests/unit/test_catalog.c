@@ -114,6 +114,29 @@ Test(catalog, parse_errors)
     }
 }
 
+Test(catalog, duplicate_keys_are_errors)
+{
+    /* With duplicates the last (or, for floors, the first) silently won:
+     * {2: 1, 2: 900} gave a 2-node floor of 1 GB/s. */
+    struct { const char *text, *want; } cases[] = {
+        { "version: 1\ninstances:\n  p5.48xlarge:\n    efa: 4\n    efa: 32\n",
+          "x:5: p5.48xlarge: field 'efa' given twice" },
+        { "version: 1\ninstances:\n  p5.48xlarge:\n    floors: {2: 1, 2: 900}\n",
+          "x:4: p5.48xlarge: floor for 2 nodes given twice" },
+        { "version: 1\ninstances:\n  a.b: {efa: 1}\n  ml.a.b: {efa: 2}\n",
+          "x:4: instance type 'a.b' given twice" },
+        { "version: 1\ninstances: {}\nversion: 1\n", "x:3: key 'version' given twice" },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct pf_catalog c2 = { 0, NULL };
+        char err[PF_ERRLEN];
+        cr_assert_eq(pf_catalog_parse(&c2, "x", cases[i].text, strlen(cases[i].text), err),
+                     PF_ERR_CONFIG, "case %zu", i);
+        cr_assert_str_eq(err, cases[i].want, "case %zu", i);
+        pf_catalog_free(&c2);
+    }
+}
+
 Test(catalog, print_round_trips)
 {
     char *buf = NULL;
