@@ -21,6 +21,7 @@ struct wait_ctx {
     char rv[64];
     bool gone;                        /* 410: our resourceVersion expired */
     bool reauth;                      /* a watch just got 401 */
+    bool watch_error;                 /* an ERROR event other than 410 */
     bool done;
     int world, parallelism, port;
     const char *own, *own_ip, *prefix;
@@ -159,12 +160,14 @@ static bool on_event(void *ctx, const cJSON *ev)
         return true;
     if (!strcmp(type, "ERROR")) {
         const cJSON *code = pf_json_at(obj, "code");
-        if (cJSON_IsNumber(code) && code->valueint == 410)
+        if (cJSON_IsNumber(code) && code->valueint == 410) {
             w->gone = true;
-        else
+        } else {
+            w->watch_error = true;
             pf_warn("pod watch: ERROR event: %s",
                     pf_json_str(obj, "message") ? pf_json_str(obj, "message")
                                                 : "(no message)");
+        }
         return false;
     }
     note_rv(w, obj);
@@ -184,22 +187,25 @@ static bool on_event(void *ctx, const cJSON *ev)
     return !w->done;
 }
 
-/* List every page into w->set. A 410 on a continue token means the
+/* List every page into set. A 410 on a continue token means the
  * snapshot expired: start over (bounded). */
-static pf_err list_pods(struct pf_kube *k, const char *base,
-                        struct wait_ctx *w, char *err)
+static pf_err list_pages(struct pf_kube *k, const char *base,
+                         struct wait_ctx *w, struct pf_k8s_podset *set,
+                         int64_t deadline, char *err)
 {
     for (int restart = 0; restart < 10; restart++) {
         char cont[2048] = "", path[PF_PATH_MAX * 4];
         bool expired = false;
 
-        w->set.n = 0;
+        set->n = 0;
         for (int page = 0; page < 10000; page++) {
             struct pf_kube_resp r;
             const cJSON *item;
             const char *next;
             pf_err rc;
 
+            if (pf_ms_left(deadline) <= 0)
+                return PF_ERR_TIMEOUT;
             snprintf(path, sizeof(path), "%s&limit=500%s%s", base,
                      cont[0] ? "&continue=" : "", cont);
             rc = pf_kube_do(k, "GET", path, NULL, NULL, &r, err);
@@ -222,7 +228,7 @@ static pf_err list_pods(struct pf_kube *k, const char *base,
             cJSON_ArrayForEach(item, pf_json_at(r.json, "items")) {
                 struct pf_k8s_pod p;
                 parse_pod(w, item, &p);
-                rc = pf_k8s_podset_put(&w->set, &p, err);
+                rc = pf_k8s_podset_put(set, &p, err);
                 if (rc != PF_OK) {
                     pf_kube_resp_free(&r);
                     return rc;
@@ -247,6 +253,23 @@ static pf_err list_pods(struct pf_kube *k, const char *base,
                    "times in a row");
 }
 
+/* A complete list replaces w->set; a list cut short (deadline, error)
+ * leaves the last complete view, which the PeerTimeout message counts. */
+static pf_err list_pods(struct pf_kube *k, const char *base,
+                        struct wait_ctx *w, int64_t deadline, char *err)
+{
+    struct pf_k8s_podset fresh = { 0 };
+    pf_err rc = list_pages(k, base, w, &fresh, deadline, err);
+
+    if (rc != PF_OK) {
+        pf_k8s_podset_free(&fresh);
+        return rc;
+    }
+    pf_k8s_podset_free(&w->set);
+    w->set = fresh;
+    return PF_OK;
+}
+
 static pf_err wait_for_peers(struct pf_kube *k, const char *ns,
                              const char *selector, struct wait_ctx *w,
                              int64_t deadline, char *err)
@@ -259,7 +282,7 @@ static pf_err wait_for_peers(struct pf_kube *k, const char *ns,
     snprintf(base, sizeof(base), "/api/v1/namespaces/%s/pods?labelSelector=%s",
              ns, sel);
     for (int relist = 0; relist < MAX_RELISTS; relist++) {
-        rc = list_pods(k, base, w, err);
+        rc = list_pods(k, base, w, deadline, err);
         if (rc != PF_OK)
             return rc;
         check_done(w);
@@ -290,13 +313,19 @@ static pf_err wait_for_peers(struct pf_kube *k, const char *ns,
                 w->reauth = true;
                 break;
             }
-            if (rc != PF_OK || (status != 200 && status != 410)) {
+            /* A failed watch, or one the server ended with an ERROR
+             * event, is listed again after a pause, so a server in
+             * trouble is not asked again at once, over and over. */
+            if (rc != PF_OK || (status != 200 && status != 410) ||
+                w->watch_error) {
                 if (status == 401 || status == 403)
                     return pf_fail(err, PF_ERR_FORBIDDEN, "watching pods in "
                                    "%s: HTTP %ld (needs watch on pods)", ns,
                                    status);
                 pf_debug("pod watch ended (%s, HTTP %ld); listing again",
-                         rc != PF_OK ? err : "status", status);
+                         rc != PF_OK ? err
+                         : w->watch_error ? "ERROR event" : "status", status);
+                w->watch_error = false;
                 pf_sleep_ms(left < 1000 ? left : 1000);
                 break;
             }

@@ -1,0 +1,49 @@
+#!/bin/bash
+# The pod list + watch against a server that misbehaves without end. One
+# agent of a 2-pod JobSet whose 2nd pod never comes (--timeout 5):
+#  1. every watch ends with an ERROR event (code 500): the agent lists again
+#     after a pause instead of re-watching at once, so it sends at most one
+#     watch a second; it gives up at its deadline with PeerTimeout (exit 3).
+set -u
+. "$PF_ROOT/tests/fake_apiserver/lib.sh"
+pfk8s_init
+T=$PFK8S_TMP
+DEADLINE=5
+
+pfk8s_jobset_objects "$T/objects.json" 0:127.0.0.1 1:x
+pfk8s_server 127.0.0.1 "$T/objects.json"
+
+agent() {   # agent TAG
+    "$PF_BIN" run --api-server "https://127.0.0.1:$PFK8S_API_PORT" \
+        --token-file "$T/token" --ca-file "$T/certs/ca.crt" \
+        --pod-name train-workers-0-0-p0 --namespace ml \
+        --port "$PFK8S_RDV_PORT" --fabric-provider tcp --engine host \
+        --timeout "$DEADLINE" --no-imds --no-publish --report "$T/out/$1.json" \
+        > "$T/out/$1.stdout" 2> "$T/out/$1.stderr"
+}
+
+count() {   # count STATE 'python condition on r (one request)'
+    python3 -c "import json; print(sum(1 for r in json.load(open('$1'))['requests'] if $2))"
+}
+
+# 1. ERROR events on every watch.
+pfk8s_admin POST /faults '[{"method": "GET", "path": "/namespaces/ml/pods$", "query": "watch=1", "watch_error": 500, "count": 100000}]'
+start=$(date +%s.%N)
+agent errev
+rc=$?
+elapsed=$(pfk8s_elapsed "$start")
+[ $rc -eq 3 ] || { tail "$T/out/errev.stderr"; pfk8s_die "ERROR events: exit $rc, want 3"; }
+grep -q "PeerTimeout: 1 of 2 peer pods" "$T/out/errev.json" ||
+    { cat "$T/out/errev.json"; pfk8s_die "ERROR events: no PeerTimeout in the report"; }
+pfk8s_state "$T/s1.json"
+watches=$(count "$T/s1.json" "'watch=1' in r['path']")
+lists=$(count "$T/s1.json" "'limit=500' in r['path'] and 'watch=1' not in r['path']")
+echo "ERROR event on every watch: exit 3 after ${elapsed}s, $watches watches, $lists lists"
+[ "$watches" -ge 2 ] || pfk8s_die "only $watches watch(es): the agent did not retry"
+[ "$watches" -le $((DEADLINE + 2)) ] ||
+    pfk8s_die "$watches watches in ${DEADLINE}s: re-watched without a pause"
+[ "$lists" -eq "$watches" ] || [ "$lists" -eq $((watches + 1)) ] ||
+    pfk8s_die "$lists lists for $watches watches: not listed again after each ERROR"
+
+pfk8s_no_token_in "$T/out"
+echo "PASS"
