@@ -194,7 +194,7 @@ static pf_err list_pages(struct pf_kube *k, const char *base,
                          int64_t deadline, char *err)
 {
     for (int restart = 0; restart < 10; restart++) {
-        char cont[2048] = "", path[PF_PATH_MAX * 4];
+        char cont[2048] = "", next_cont[2048], path[PF_PATH_MAX * 4];
         bool expired = false;
 
         set->n = 0;
@@ -240,10 +240,18 @@ static pf_err list_pages(struct pf_kube *k, const char *base,
                 pf_kube_resp_free(&r);
                 return PF_OK;
             }
-            rc = pf_kube_query_escape(next, cont, sizeof(cont), err);
+            rc = pf_kube_query_escape(next, next_cont, sizeof(next_cont),
+                                      err);
             pf_kube_resp_free(&r);
             if (rc != PF_OK)
                 return rc;
+            /* A server (or proxy) that hands back the token it was given
+             * would have us fetch the same page until the deadline. */
+            if (!strcmp(next_cont, cont))
+                return pf_fail(err, PF_ERR_API, "pod list: the API server "
+                               "answered page %d with the continue token it "
+                               "was sent; the list would never end", page + 1);
+            memcpy(cont, next_cont, sizeof(cont));
         }
         if (!expired)
             return pf_fail(err, PF_ERR_API, "pod list did not end after "

@@ -390,7 +390,7 @@ class Handler(BaseHTTPRequestHandler):
             if res == 'pods' and len(parts) == 5 and method == 'GET':
                 if q.get('watch') in ('1', 'true'):
                     return self.watch_pods(ns, q, fault)
-                return self.list_pods(ns, q)
+                return self.list_pods(ns, q, fault)
             if res == 'pods' and len(parts) == 6 and method == 'GET':
                 with st.lock:
                     pod = st.pods.get((ns, parts[5]))
@@ -436,7 +436,7 @@ class Handler(BaseHTTPRequestHandler):
                          'requested resource (%s %s)' % (method, path))
 
     # ---------------------------------------------------------------- pods
-    def list_pods(self, ns, q):
+    def list_pods(self, ns, q, fault=None):
         st = self.server.store
         try:
             reqs = parse_selector(q.get('labelSelector', ''))
@@ -466,6 +466,9 @@ class Handler(BaseHTTPRequestHandler):
                 {"start": items[-1]['metadata']['name'], "rv": rv}).encode()
             ).decode()
             meta['remainingItemCount'] = 0
+        if fault and 'continue_token' in fault:
+            # A broken server or proxy: this page ends with a fixed token.
+            meta['continue'] = fault['continue_token']
         return self.send_json(200, {"kind": "PodList", "apiVersion": "v1",
                                     "metadata": meta, "items": items})
 

@@ -4,6 +4,9 @@
 #  1. every watch ends with an ERROR event (code 500): the agent lists again
 #     after a pause instead of re-watching at once, so it sends at most one
 #     watch a second; it gives up at its deadline with PeerTimeout (exit 3).
+#  2. every list page carries the same continue token: the agent stops at
+#     the second page with a message that says so (exit 3, APIUnavailable)
+#     instead of fetching that page until its deadline.
 set -u
 . "$PF_ROOT/tests/fake_apiserver/lib.sh"
 pfk8s_init
@@ -44,6 +47,27 @@ echo "ERROR event on every watch: exit 3 after ${elapsed}s, $watches watches, $l
     pfk8s_die "$watches watches in ${DEADLINE}s: re-watched without a pause"
 [ "$lists" -eq "$watches" ] || [ "$lists" -eq $((watches + 1)) ] ||
     pfk8s_die "$lists lists for $watches watches: not listed again after each ERROR"
+
+# 2. The same continue token on every page (a valid token of this server:
+# it restarts the list from the first pod).
+tok=$(python3 -c 'import base64, json; print(base64.b64encode(json.dumps({"start": "", "rv": "100"}).encode()).decode())')
+pfk8s_admin POST /faults "[{\"method\": \"GET\", \"path\": \"/namespaces/ml/pods$\", \"query\": \"limit=\", \"continue_token\": \"$tok\", \"count\": 100000}]"
+start=$(date +%s.%N)
+agent samecont
+rc=$?
+elapsed=$(pfk8s_elapsed "$start")
+[ $rc -eq 3 ] || { tail "$T/out/samecont.stderr"; pfk8s_die "same continue token: exit $rc, want 3"; }
+grep -q "APIUnavailable" "$T/out/samecont.json" ||
+    pfk8s_die "same continue token: reason is not APIUnavailable"
+grep -q "pod list: the API server answered page 2 with the continue token it was sent" \
+    "$T/out/samecont.json" ||
+    { cat "$T/out/samecont.json"; pfk8s_die "same continue token: no message naming it"; }
+pfk8s_state "$T/s2.json"
+lists=$(( $(count "$T/s2.json" "'limit=500' in r['path']") - $(count "$T/s1.json" "'limit=500' in r['path']") ))
+echo "same continue token on every page: exit 3 after ${elapsed}s, $lists list requests"
+[ "$lists" -eq 2 ] || pfk8s_die "$lists list requests, want 2 (first page, then the repeated token)"
+awk -v e="$elapsed" -v d="$DEADLINE" 'BEGIN { exit !(e < d - 1) }' ||
+    pfk8s_die "took ${elapsed}s: ran into the deadline instead of stopping"
 
 pfk8s_no_token_in "$T/out"
 echo "PASS"
