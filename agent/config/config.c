@@ -526,8 +526,14 @@ static pf_err validate(struct pf_config *cfg, char *err)
     for (size_t i = 0; i + 1 < n; i++) {
         char c = lp[i];
         bool edge = i == 0 || i + 2 == n;
+        /* Each dot-separated part starts and ends alphanumeric, or the
+         * API server refuses the labels (422) after the conditions and
+         * the Event are already written. */
+        bool part_edge = c == '.' && !edge &&
+                         (lp[i - 1] == '.' || lp[i - 1] == '-' ||
+                          lp[i + 1] == '-');
         if (!(islower((unsigned char)c) || isdigit((unsigned char)c) ||
-              (!edge && (c == '-' || c == '.'))))
+              (!edge && (c == '-' || c == '.'))) || part_edge)
             return pf_fail(err, PF_ERR_USAGE, "label_prefix: '%s' must be a "
                            "lowercase DNS subdomain followed by '/'", lp);
     }

@@ -88,6 +88,11 @@ bool pf_kube_name_ok(const char *s)
         if (!(islower((unsigned char)c) || isdigit((unsigned char)c) ||
               c == '-' || c == '.'))
             return false;
+        /* DNS-1123: every dot-separated part starts and ends with an
+         * alphanumeric, as the API server checks ("a..b", "a-.b" fail). */
+        if (c == '.' && i > 0 && i + 1 < n &&
+            (s[i - 1] == '.' || s[i - 1] == '-' || s[i + 1] == '-'))
+            return false;
     }
     return isalnum((unsigned char)s[0]) && isalnum((unsigned char)s[n - 1]);
 }

@@ -164,6 +164,19 @@ Test(config, flag_errors)
     cr_assert(strstr(err, "min_bytes (2097152) is larger than max_bytes"), "%s", err);
     cr_assert_eq(load(&c, PF_CMD_RUN, a4, 3, NULL, err), PF_ERR_USAGE);
     cr_assert(strstr(err, "label_prefix"), "%s", err);
+    /* The API server refuses these prefixes (422) only after the
+     * conditions and the Event are written: refuse them up front. */
+    const char *bad[] = { "efa..preflight.io/", "efa-.preflight.io/",
+                          "efa.-preflight.io/" };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char *a5[] = { "run", "--label-prefix", (char *)bad[i], NULL };
+        cr_assert_eq(load(&c, PF_CMD_RUN, a5, 3, NULL, err), PF_ERR_USAGE,
+                     "%s", bad[i]);
+        cr_assert(strstr(err, "must be a lowercase DNS subdomain followed by "
+                         "'/'"), "%s", err);
+    }
+    char *a6[] = { "run", "--label-prefix", "a-b.c-d.io/", NULL };
+    cr_assert_eq(load(&c, PF_CMD_RUN, a6, 3, NULL, err), PF_OK, "%s", err);
 }
 
 Test(config, bootstrap_auto_resolves_from_environment)

@@ -42,6 +42,11 @@ Test(kubeapi, names_and_labels)
     cr_assert_not(pf_kube_name_ok("a/b"));
     cr_assert_not(pf_kube_name_ok("-a"));
     cr_assert_not(pf_kube_name_ok(""));
+    /* The API server's DNS-1123 subdomain: parts start and end alnum. */
+    cr_assert_not(pf_kube_name_ok("a..b"));
+    cr_assert_not(pf_kube_name_ok("a-.b"));
+    cr_assert_not(pf_kube_name_ok("a.-b"));
+    cr_assert(pf_kube_name_ok("a-b.c-d.e"));
 
     cr_assert(pf_label_value_ok(""));
     cr_assert(pf_label_value_ok("20261122T010203Z"));
@@ -58,6 +63,7 @@ Test(kubeapi, names_and_labels)
     cr_assert_not(pf_label_key_ok("Efa.io/status"));
     cr_assert_not(pf_label_key_ok("/status"));
     cr_assert_not(pf_label_key_ok("efa-preflight.io/"));
+    cr_assert_not(pf_label_key_ok("efa..preflight.io/status"));
 }
 
 Test(kubeapi, retry_after)
