@@ -22,6 +22,7 @@ struct wait_ctx {
     bool gone;                        /* 410: our resourceVersion expired */
     bool reauth;                      /* a watch just got 401 */
     bool watch_error;                 /* an ERROR event other than 410 */
+    int events;                       /* events the current watch gave */
     bool done;
     int world, parallelism, port;
     const char *own, *own_ip, *prefix;
@@ -158,6 +159,7 @@ static bool on_event(void *ctx, const cJSON *ev)
 
     if (!type || !obj)
         return true;
+    w->events++;
     if (!strcmp(type, "ERROR")) {
         const cJSON *code = pf_json_at(obj, "code");
         if (cJSON_IsNumber(code) && code->valueint == 410) {
@@ -300,6 +302,8 @@ static pf_err wait_for_peers(struct pf_kube *k, const char *ns,
         while (!w->gone) {
             int64_t left = pf_ms_left(deadline);
             long status = 0;
+            int64_t started;
+            bool short_empty;
             int secs;
 
             if (left <= 0)
@@ -309,7 +313,13 @@ static pf_err wait_for_peers(struct pf_kube *k, const char *ns,
             snprintf(path, sizeof(path), "%s&watch=1&resourceVersion=%s"
                      "&allowWatchBookmarks=true&timeoutSeconds=%d", base,
                      w->rv, secs);
+            started = pf_now_ms();
+            w->events = 0;
             rc = pf_kube_watch(k, path, secs, on_event, w, &status, err);
+            /* Asked to stay open for >= 1 s: a stream that ends sooner with
+             * nothing in it is a server or proxy that cannot watch. */
+            short_empty = rc == PF_OK && status == 200 && w->events == 0 &&
+                          pf_now_ms() - started < 1000;
             if (w->done)
                 return w->rc == PF_OK ? PF_OK
                                       : pf_fail(err, w->rc, "%s", w->err);
@@ -321,18 +331,21 @@ static pf_err wait_for_peers(struct pf_kube *k, const char *ns,
                 w->reauth = true;
                 break;
             }
-            /* A failed watch, or one the server ended with an ERROR
-             * event, is listed again after a pause, so a server in
-             * trouble is not asked again at once, over and over. */
+            /* A failed watch, one the server ended with an ERROR event or
+             * one that ended at once and empty, is listed again after a
+             * pause, so a server in trouble is not asked again at once,
+             * over and over. */
             if (rc != PF_OK || (status != 200 && status != 410) ||
-                w->watch_error) {
+                w->watch_error || short_empty) {
                 if (status == 401 || status == 403)
                     return pf_fail(err, PF_ERR_FORBIDDEN, "watching pods in "
                                    "%s: HTTP %ld (needs watch on pods)", ns,
                                    status);
                 pf_debug("pod watch ended (%s, HTTP %ld); listing again",
                          rc != PF_OK ? err
-                         : w->watch_error ? "ERROR event" : "status", status);
+                         : w->watch_error ? "ERROR event"
+                         : short_empty ? "closed at once, empty" : "status",
+                         status);
                 w->watch_error = false;
                 pf_sleep_ms(left < 1000 ? left : 1000);
                 break;

@@ -495,7 +495,9 @@ class Handler(BaseHTTPRequestHandler):
         try:
             with st.lock:
                 gone = since and since < st.log_floor
-            if gone or (fault and fault.get('watch_error')):
+            if fault and fault.get('watch_close'):
+                pass    # a proxy that ends every stream at once, empty
+            elif gone or (fault and fault.get('watch_error')):
                 code = fault.get('watch_error', 410) if fault else 410
                 chunk({"type": "ERROR", "object": status_body(
                     code, 'Expired', 'too old resource version: %d' % since)})

@@ -7,6 +7,8 @@
 #  2. every list page carries the same continue token: the agent stops at
 #     the second page with a message that says so (exit 3, APIUnavailable)
 #     instead of fetching that page until its deadline.
+#  3. every watch stream ends at once, empty (a proxy that cannot stream):
+#     as in 1, at most one watch a second, then PeerTimeout (exit 3).
 set -u
 . "$PF_ROOT/tests/fake_apiserver/lib.sh"
 pfk8s_init
@@ -68,6 +70,23 @@ echo "same continue token on every page: exit 3 after ${elapsed}s, $lists list r
 [ "$lists" -eq 2 ] || pfk8s_die "$lists list requests, want 2 (first page, then the repeated token)"
 awk -v e="$elapsed" -v d="$DEADLINE" 'BEGIN { exit !(e < d - 1) }' ||
     pfk8s_die "took ${elapsed}s: ran into the deadline instead of stopping"
+
+# 3. Every watch ends at once with nothing in it.
+pfk8s_admin POST /faults '[{"method": "GET", "path": "/namespaces/ml/pods$", "query": "watch=1", "watch_close": true, "count": 100000}]'
+pfk8s_state "$T/s3a.json"
+start=$(date +%s.%N)
+agent closed
+rc=$?
+elapsed=$(pfk8s_elapsed "$start")
+[ $rc -eq 3 ] || { tail "$T/out/closed.stderr"; pfk8s_die "empty watches: exit $rc, want 3"; }
+grep -q "PeerTimeout: 1 of 2 peer pods" "$T/out/closed.json" ||
+    { cat "$T/out/closed.json"; pfk8s_die "empty watches: no PeerTimeout in the report"; }
+pfk8s_state "$T/s3.json"
+watches=$(( $(count "$T/s3.json" "'watch=1' in r['path']") - $(count "$T/s3a.json" "'watch=1' in r['path']") ))
+echo "every watch closed at once, empty: exit 3 after ${elapsed}s, $watches watches"
+[ "$watches" -ge 2 ] || pfk8s_die "only $watches watch(es): the agent did not retry"
+[ "$watches" -le $((DEADLINE + 2)) ] ||
+    pfk8s_die "$watches watches in ${DEADLINE}s: re-watched without a pause"
 
 pfk8s_no_token_in "$T/out"
 echo "PASS"
