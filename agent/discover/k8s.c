@@ -452,6 +452,12 @@ pf_err pf_discover_k8s(struct pf_run *run, char *err)
             run->peers.world, run->peers.list[0].pod,
             run->peers.list[0].host);
 out:
+    /* A name the API server does not know (own pod, its Job, own Node) or
+     * a token file that cannot be read is a deployment error (exit 2,
+     * nothing published), not a bad fabric: as a validation failure it
+     * would label the Node failed and taint it. */
+    if (rc == PF_ERR_NOTFOUND || rc == PF_ERR_IO)
+        rc = PF_ERR_USAGE;
     /* The verdict names why the fabric could not be tested; all three are
      * infrastructure (exit 3), not a bad fabric. */
     if (rc == PF_ERR_TIMEOUT)

@@ -1,0 +1,50 @@
+#!/bin/bash
+# k8s bootstrap with an identity the API server does not know: these are
+# deployment errors (exit 2, nothing written on the Node), not a failed
+# fabric (exit 1 would label the Node status=fail and taint it).
+#  1. --pod-name of a pod that does not exist (404 on the own pod);
+#  2. a --token-file that does not exist.
+set -u
+. "$PF_ROOT/tests/fake_apiserver/lib.sh"
+pfk8s_init
+T=$PFK8S_TMP
+
+pfk8s_jobset_objects "$T/objects.json" 0:127.0.0.1 1:127.0.0.1
+pfk8s_server 127.0.0.1 "$T/objects.json"
+pfk8s_state "$T/before.json"
+
+agent() {   # agent TAG POD TOKEN_FILE
+    "$PF_BIN" run --api-server "https://127.0.0.1:$PFK8S_API_PORT" \
+        --token-file "$3" --ca-file "$T/certs/ca.crt" \
+        --pod-name "$2" --namespace ml --node-name node-0 --taint-on-failure \
+        --port "$PFK8S_RDV_PORT" --fabric-provider tcp --engine host \
+        --timeout 10 --no-imds --report "$T/out/$1.json" \
+        > "$T/out/$1.stdout" 2> "$T/out/$1.stderr"
+}
+
+nothing_written() {   # nothing_written WHAT
+    pfk8s_state "$T/after.json"
+    pfk8s_check "$T/after.json" '
+before = json.load(open("'"$T/before.json"'"))
+assert [n for n in s["nodes"]] == [n for n in before["nodes"]], "a Node was changed"
+assert s["events"] == [], s["events"]
+assert all(r["method"] == "GET" for r in s["requests"]), [r for r in s["requests"] if r["method"] != "GET"]
+' || pfk8s_die "$1: something was written"
+}
+
+agent nopod train-workers-0-0-nosuch "$T/token"
+rc=$?
+[ $rc -eq 2 ] || { cat "$T/out/nopod.stderr"; pfk8s_die "unknown own pod: exit $rc, want 2"; }
+grep -q "reading own pod: GET /api/v1/namespaces/ml/pods/train-workers-0-0-nosuch: HTTP 404" \
+    "$T/out/nopod.stderr" || { cat "$T/out/nopod.stderr"; pfk8s_die "unknown own pod: no clear 404"; }
+nothing_written "unknown own pod"
+echo "unknown own pod: exit 2, 'reading own pod: GET ...: HTTP 404', Node untouched"
+
+agent notoken train-workers-0-0-p0 "$T/no-such-token"
+rc=$?
+[ $rc -eq 2 ] || { cat "$T/out/notoken.stderr"; pfk8s_die "missing token file: exit $rc, want 2"; }
+grep -q "cannot read token file $T/no-such-token" "$T/out/notoken.stderr" ||
+    { cat "$T/out/notoken.stderr"; pfk8s_die "missing token file: no clear message"; }
+nothing_written "missing token file"
+echo "missing token file: exit 2, 'cannot read token file ...', Node untouched"
+echo "PASS"
