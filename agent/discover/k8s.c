@@ -225,6 +225,9 @@ static pf_err list_pages(struct pf_kube *k, const char *base,
                 if (rc == PF_ERR_FORBIDDEN)
                     pf_err_prefix(err, "listing peer pods needs get/list/"
                                   "watch on pods in this namespace");
+                else if (rc == PF_ERR_USAGE)
+                    pf_err_prefix(err, "the API server refused the pod list "
+                                  "(check --peer-selector)");
                 return rc;
             }
             cJSON_ArrayForEach(item, pf_json_at(r.json, "items")) {

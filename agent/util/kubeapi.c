@@ -635,8 +635,8 @@ pf_err pf_kube_status_err(const struct pf_kube_resp *r, const char *method,
         code = PF_ERR_FORBIDDEN;
     else if (r->status == 404)
         code = PF_ERR_NOTFOUND;
-    else if (r->status == 422)
-        code = PF_ERR_USAGE;
+    else if (r->status == 400 || r->status == 422)
+        code = PF_ERR_USAGE;     /* the request itself is wrong: retry won't help */
     return pf_fail(err, code, "%s %s: HTTP %ld%s%s%s", method, path,
                    r->status, r->message[0] ? " (" : "", r->message,
                    r->message[0] ? ")" : "");

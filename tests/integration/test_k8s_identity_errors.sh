@@ -3,7 +3,8 @@
 # deployment errors (exit 2, nothing written on the Node), not a failed
 # fabric (exit 1 would label the Node status=fail and taint it).
 #  1. --pod-name of a pod that does not exist (404 on the own pod);
-#  2. a --token-file that does not exist.
+#  2. a --token-file that does not exist;
+#  3. a --peer-selector the API server refuses (400): not APIUnavailable.
 set -u
 . "$PF_ROOT/tests/fake_apiserver/lib.sh"
 pfk8s_init
@@ -13,13 +14,15 @@ pfk8s_jobset_objects "$T/objects.json" 0:127.0.0.1 1:127.0.0.1
 pfk8s_server 127.0.0.1 "$T/objects.json"
 pfk8s_state "$T/before.json"
 
-agent() {   # agent TAG POD TOKEN_FILE
+agent() {   # agent TAG POD TOKEN_FILE [extra args]
+    local tag=$1 pod=$2 token=$3
+    shift 3
     "$PF_BIN" run --api-server "https://127.0.0.1:$PFK8S_API_PORT" \
-        --token-file "$3" --ca-file "$T/certs/ca.crt" \
-        --pod-name "$2" --namespace ml --node-name node-0 --taint-on-failure \
+        --token-file "$token" --ca-file "$T/certs/ca.crt" \
+        --pod-name "$pod" --namespace ml --node-name node-0 --taint-on-failure \
         --port "$PFK8S_RDV_PORT" --fabric-provider tcp --engine host \
-        --timeout 10 --no-imds --report "$T/out/$1.json" \
-        > "$T/out/$1.stdout" 2> "$T/out/$1.stderr"
+        --timeout 10 --no-imds --report "$T/out/$tag.json" "$@" \
+        > "$T/out/$tag.stdout" 2> "$T/out/$tag.stderr"
 }
 
 nothing_written() {   # nothing_written WHAT
@@ -47,4 +50,11 @@ grep -q "cannot read token file $T/no-such-token" "$T/out/notoken.stderr" ||
     { cat "$T/out/notoken.stderr"; pfk8s_die "missing token file: no clear message"; }
 nothing_written "missing token file"
 echo "missing token file: exit 2, 'cannot read token file ...', Node untouched"
+agent badsel train-workers-0-0-p0 "$T/token" --peer-selector 'Bad/app=x'
+rc=$?
+[ $rc -eq 2 ] || { cat "$T/out/badsel.stderr"; pfk8s_die "refused selector: exit $rc, want 2"; }
+grep -q "the API server refused the pod list (check --peer-selector): GET /api/v1/namespaces/ml/pods?labelSelector=Bad%2Fapp%3Dx: HTTP 400" \
+    "$T/out/badsel.stderr" || { cat "$T/out/badsel.stderr"; pfk8s_die "refused selector: no clear message"; }
+nothing_written "refused selector"
+echo "refused peer selector: exit 2, 'the API server refused the pod list (check --peer-selector) ... HTTP 400', Node untouched"
 echo "PASS"

@@ -209,6 +209,28 @@ Test(kubeapi, token_file_with_control_bytes_is_refused)
     unlink(tok);
 }
 
+Test(kubeapi, status_errors_map_to_codes)
+{
+    /* 400 and 422: the request is wrong (a selector, a label), not the
+     * API server down: usage (exit 2), never APIUnavailable (exit 3). */
+    struct { long status; pf_err want; } cases[] = {
+        { 400, PF_ERR_USAGE }, { 422, PF_ERR_USAGE }, { 401, PF_ERR_FORBIDDEN },
+        { 403, PF_ERR_FORBIDDEN }, { 404, PF_ERR_NOTFOUND }, { 409, PF_ERR_API },
+        { 429, PF_ERR_API }, { 500, PF_ERR_API },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct pf_kube_resp r = { .status = cases[i].status };
+        char err[PF_ERRLEN];
+        snprintf(r.message, sizeof(r.message), "m%ld", cases[i].status);
+        cr_assert_eq(pf_kube_status_err(&r, "GET", "/x", err), cases[i].want,
+                     "HTTP %ld", cases[i].status);
+        char want[64];
+        snprintf(want, sizeof(want), "GET /x: HTTP %ld (m%ld)", cases[i].status,
+                 cases[i].status);
+        cr_assert_str_eq(err, want);
+    }
+}
+
 Test(kubeapi, json_paths)
 {
     cJSON *o = cJSON_Parse("{\"metadata\":{\"name\":\"p\",\"labels\":"
