@@ -1,6 +1,7 @@
 #include "kubeapi.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,11 +109,16 @@ int64_t pf_kube_retry_after_ms(const char *value)
         value++;
     if (!isdigit((unsigned char)*value))
         return -1;
+    errno = 0;
     v = strtol(value, &end, 10);
     while (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n')
         end++;
-    if (*end || v < 0 || v > 3600)
+    if (*end || v < 0)
         return -1;
+    /* A longer wait than an hour is still a request to wait, not to
+     * retry at the backoff pace: clamp it (the caller caps it again). */
+    if (errno == ERANGE || v > 3600)
+        v = 3600;
     return (int64_t)v * 1000;
 }
 

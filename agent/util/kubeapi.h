@@ -95,8 +95,8 @@ pf_err pf_kube_query_escape(const char *in, char *out, size_t len,
                             char *err);
 /* A DNS-1123 name (pod, node, namespace) safe to put in a path. */
 bool pf_kube_name_ok(const char *s);
-/* Retry-After header value -> ms (seconds form only); -1 when absent or
- * not a number. */
+/* Retry-After header value -> ms (seconds form only, clamped to an
+ * hour); -1 when absent or not a number. */
 int64_t pf_kube_retry_after_ms(const char *value);
 /* Delay before retry number attempt (1-based): base * 2^(attempt-1),
  * capped, then jittered into [d/2, d]. rng is xorshift state. */

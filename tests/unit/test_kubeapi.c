@@ -73,6 +73,10 @@ Test(kubeapi, retry_after)
     cr_assert_eq(pf_kube_retry_after_ms("Wed, 21 Oct 2015 07:28:00 GMT"), -1);
     cr_assert_eq(pf_kube_retry_after_ms("5s"), -1);
     cr_assert_eq(pf_kube_retry_after_ms(NULL), -1);
+    /* Over an hour: still a wait (clamped), never "retry at once". */
+    cr_assert_eq(pf_kube_retry_after_ms("3600"), 3600000);
+    cr_assert_eq(pf_kube_retry_after_ms("100000"), 3600000);
+    cr_assert_eq(pf_kube_retry_after_ms("99999999999999999999999"), 3600000);
 }
 
 Test(kubeapi, backoff_is_capped_and_jittered)
