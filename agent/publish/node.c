@@ -135,9 +135,9 @@ static pf_err post_event(struct pub *p, char *err)
         struct pf_kube_resp r;
         /* client-go's naming: object name + "." + time in hex. */
         clock_gettime(CLOCK_REALTIME, &ts);
-        snprintf(name, sizeof(name), "%s.%llx", p->node,
-                 (unsigned long long)ts.tv_sec * 1000000000ull +
-                     (unsigned long long)ts.tv_nsec);
+        pf_node_event_name(name, sizeof(name), p->node,
+                           (unsigned long long)ts.tv_sec * 1000000000ull +
+                               (unsigned long long)ts.tv_nsec);
         ev = pf_node_event(p->run, p->node, uid, p->reporter, p->now, name);
         body = cJSON_PrintUnformatted(ev);
         cJSON_Delete(ev);

@@ -48,6 +48,11 @@ cJSON *pf_node_conditions_patch(const struct pf_run *run, const cJSON *node,
 cJSON *pf_node_taints_patch(const cJSON *node, const char *prefix, bool add,
                             const char *value, bool *changed);
 
+/* The Event's name, client-go's way: node + "." + time in hex (ns), with
+ * the node part cut so the name stays within the 253 characters the API
+ * server allows. */
+void pf_node_event_name(char *out, size_t len, const char *node,
+                        unsigned long long ns);
 /* A core/v1 Event on the Node: Normal on pass, Warning otherwise. */
 cJSON *pf_node_event(const struct pf_run *run, const char *node,
                      const char *uid, const char *reporter, const char *now,

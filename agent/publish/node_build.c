@@ -242,6 +242,17 @@ cJSON *pf_node_taints_patch(const cJSON *node, const char *prefix, bool add,
     return root;
 }
 
+void pf_node_event_name(char *out, size_t len, const char *node,
+                        unsigned long long ns)
+{
+    char suffix[24];
+    int keep;
+
+    snprintf(suffix, sizeof(suffix), ".%llx", ns);
+    keep = PF_K8S_NAME_MAX - (int)strlen(suffix);
+    snprintf(out, len, "%.*s%s", keep, node, suffix);
+}
+
 cJSON *pf_node_event(const struct pf_run *run, const char *node,
                      const char *uid, const char *reporter, const char *now,
                      const char *name)

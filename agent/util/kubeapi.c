@@ -82,7 +82,7 @@ bool pf_kube_name_ok(const char *s)
 {
     size_t n = strlen(s);
 
-    if (n == 0 || n > 253)
+    if (n == 0 || n > PF_K8S_NAME_MAX)
         return false;
     for (size_t i = 0; i < n; i++) {
         char c = s[i];
@@ -176,7 +176,7 @@ bool pf_label_key_ok(const char *k)
     if (!slash)
         return label_name_ok(k, strlen(k));
     plen = (size_t)(slash - k);
-    if (plen == 0 || plen > 253)
+    if (plen == 0 || plen > PF_K8S_NAME_MAX)
         return false;
     memcpy(prefix, k, plen);
     prefix[plen] = '\0';

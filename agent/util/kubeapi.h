@@ -87,6 +87,9 @@ pf_err pf_kube_watch(struct pf_kube *k, const char *path, int timeout_s,
 
 /* ----------------------------------------------------------- helpers */
 
+/* Longest object name (a DNS-1123 subdomain), and a label key's prefix. */
+#define PF_K8S_NAME_MAX 253
+
 /* "https://host:port" with an IPv6 host in brackets. */
 pf_err pf_kube_server_url(const char *host, const char *port, char *out,
                           size_t len, char *err);

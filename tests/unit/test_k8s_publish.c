@@ -235,3 +235,21 @@ Test(k8s_publish, event_type_reason_and_numbers)
     cJSON_Delete(ev);
     free(run);
 }
+
+Test(k8s_publish, event_name_stays_a_valid_object_name)
+{
+    char node[254], name[PF_NAME_MAX + 32];
+
+    pf_node_event_name(name, sizeof(name), "ip-10-0-0-7.ec2.internal",
+                       0x1873a5b2c4d5e6f7ull);
+    cr_assert_str_eq(name, "ip-10-0-0-7.ec2.internal.1873a5b2c4d5e6f7");
+
+    /* A 253-character node name: the node part is cut, the time kept. */
+    memset(node, 'n', 253);
+    node[253] = '\0';
+    pf_node_event_name(name, sizeof(name), node, 0x1873a5b2c4d5e6f7ull);
+    cr_assert_eq(strlen(name), 253);
+    cr_assert(pf_kube_name_ok(name), "%s", name);
+    cr_assert_str_eq(name + 236, ".1873a5b2c4d5e6f7");
+    cr_assert_eq(strspn(name, "n"), 236);
+}
