@@ -122,49 +122,41 @@ static pf_err patch_node(struct pub *p, enum patch_kind kind, char *err)
 
 static pf_err post_event(struct pub *p, char *err)
 {
+    static const char *path = "/api/v1/namespaces/default/events";
     char name[PF_NAME_MAX + 32], *body;
-    const char *uid;
+    struct pf_kube_resp r;
     struct timespec ts;
     cJSON *node = NULL, *ev;
     pf_err rc = read_node(p, &node, err);
 
     if (rc != PF_OK)
         return rc;
-    uid = pf_json_str(node, "metadata.uid");
-    for (int attempt = 1; attempt <= CONFLICT_RETRIES; attempt++) {
-        struct pf_kube_resp r;
-        /* client-go's naming: object name + "." + time in hex. */
-        clock_gettime(CLOCK_REALTIME, &ts);
-        pf_node_event_name(name, sizeof(name), p->node,
-                           (unsigned long long)ts.tv_sec * 1000000000ull +
-                               (unsigned long long)ts.tv_nsec);
-        ev = pf_node_event(p->run, p->node, uid, p->reporter, p->now, name);
-        body = cJSON_PrintUnformatted(ev);
-        cJSON_Delete(ev);
-        if (!body) {
-            rc = pf_fail(err, PF_ERR_NOMEM, "out of memory");
-            break;
-        }
-        rc = pf_kube_do(p->k, "POST", "/api/v1/namespaces/default/events",
-                        "application/json", body, &r, err);
-        free(body);
-        if (rc != PF_OK)
-            break;
-        if (r.status == 409) {    /* name taken: a new timestamp */
-            rc = pf_kube_status_err(&r, "POST", "events", err);
-            pf_kube_resp_free(&r);
-            continue;
-        }
-        if (r.status < 200 || r.status > 299) {
-            rc = pf_kube_status_err(&r, "POST",
-                                    "/api/v1/namespaces/default/events", err);
-            if (rc == PF_ERR_FORBIDDEN)
-                pf_err_prefix(err, "needs create on events");
-        }
-        pf_kube_resp_free(&r);
-        break;
-    }
+    clock_gettime(CLOCK_REALTIME, &ts);
+    pf_node_event_name(name, sizeof(name), p->node,
+                       (unsigned long long)ts.tv_sec * 1000000000ull +
+                           (unsigned long long)ts.tv_nsec);
+    ev = pf_node_event(p->run, p->node, pf_json_str(node, "metadata.uid"),
+                       p->reporter, p->now, name);
     cJSON_Delete(node);
+    body = cJSON_PrintUnformatted(ev);
+    cJSON_Delete(ev);
+    if (!body)
+        return pf_fail(err, PF_ERR_NOMEM, "out of memory");
+    rc = pf_kube_do(p->k, "POST", path, "application/json", body, &r, err);
+    free(body);
+    if (rc != PF_OK)
+        return rc;
+    /* The name carries the time in ns, so a 409 AlreadyExists is this very
+     * Event: an earlier try of the POST landed and its answer was lost.
+     * Posting again under a new name would write it twice. */
+    if (r.status == 409) {
+        pf_debug("node %s: event %s already written", p->node, name);
+    } else if (r.status < 200 || r.status > 299) {
+        rc = pf_kube_status_err(&r, "POST", path, err);
+        if (rc == PF_ERR_FORBIDDEN)
+            pf_err_prefix(err, "needs create on events");
+    }
+    pf_kube_resp_free(&r);
     return rc;
 }
 

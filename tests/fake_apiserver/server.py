@@ -14,8 +14,9 @@ implements the handful of resources the agent uses with real semantics:
 
 Label keys/values are validated (422 with a Status body). Faults are rules
 (JSON list) that match a method + path regex and inject latency, an HTTP
-status (429 + Retry-After, 500, 409, 410 ...), an ERROR event in a watch, or a
-connection reset. Rules come from --faults FILE or POST /faults on the admin
+status (429 + Retry-After, 500, 409, 410 ...), an ERROR event in a watch, a
+connection reset, or ("reply_lost") a request carried out whose answer is
+replaced by a reset, as when a proxy drops the reply to a POST that landed. Rules come from --faults FILE or POST /faults on the admin
 port, which also serves GET /state, GET /log, POST /objects, POST /tokens,
 DELETE /objects. Every change is also written to --dump FILE (JSON).
 
@@ -284,6 +285,9 @@ class Handler(BaseHTTPRequestHandler):
 
     # -------------------------------------------------------------- replies
     def send_json(self, code, obj, extra=None):
+        if getattr(self, 'lose_reply', False):
+            self.lose_reply = False
+            return self.reset_connection()
         data = json.dumps(obj).encode()
         self.send_response(code)
         self.send_header('Content-Type', 'application/json')
@@ -340,6 +344,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def handle_api(self, method):
         self.auth_class = '-'
+        self.lose_reply = False
         url = urllib.parse.urlsplit(self.path)
         path, query = url.path, urllib.parse.parse_qs(url.query)
         q = {k: v[0] for k, v in query.items()}
@@ -376,6 +381,7 @@ class Handler(BaseHTTPRequestHandler):
                           }.get(code, 'Injected')
                 return self.fail(code, reason, 'injected fault %d' % code,
                                  extra)
+        self.lose_reply = bool(fault and fault.get('reply_lost'))
         try:
             self.route(method, path, q, body, fault)
         except (BrokenPipeError, ConnectionResetError):

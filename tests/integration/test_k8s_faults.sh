@@ -2,7 +2,8 @@
 # The API client under faults. Two agents in network-namespace pods run a
 # JobSet while the fake API server injects: latency, 429 + Retry-After: 1,
 # an expired continue token (410) on a short-paged list, a watch ERROR 410,
-# connection resets, 500s, 409 conflicts, a 503 on the Event, and a token
+# connection resets, 500s, 409 conflicts, a 503 on the Event, an Event POST
+# that lands but whose answer is lost (still one Event per Node), and a token
 # rotation mid-run (old token -> 401, the agent re-reads its token file).
 # Both must finish with exit 0 and labels on both Nodes; every fault must
 # have fired; the retry after the 429 waits >= 1 s. Then: a wrong CA fails
@@ -25,7 +26,8 @@ cat > "$T/faults.json" <<'EOF'
  {"method": "GET", "path": "/api/v1/nodes/node-\\d$", "reset": true, "count": 2},
  {"method": "PATCH", "path": "/api/v1/nodes/node-\\d/status$", "status": 500, "count": 2},
  {"method": "PATCH", "path": "/api/v1/nodes/node-\\d$", "status": 409, "count": 2},
- {"method": "POST", "path": "/events$", "status": 503, "retry_after": 0, "count": 1}
+ {"method": "POST", "path": "/events$", "status": 503, "retry_after": 0, "count": 1},
+ {"method": "POST", "path": "/events$", "reply_lost": true, "count": 1}
 ]
 EOF
 # --page-size 1: every pod list is paged, so continue tokens are used.
