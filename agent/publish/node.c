@@ -2,8 +2,9 @@
  * nodes/{name}/status), an Event, the optional taint (read-modify-write
  * with resourceVersion) and last the labels (merge patch), because in
  * DaemonSet mode the status label un-selects the node and the controller
- * then deletes this pod. Every write retries on 409 after reading the Node
- * again. Only our own labels, conditions and taint are ever written. */
+ * then deletes this pod. Every Node write retries on 409 after reading the
+ * Node again; the Event takes a 409 as itself already written. Only our own
+ * labels, conditions and taint are ever written. */
 #include "publish.h"
 #include "node.h"
 
