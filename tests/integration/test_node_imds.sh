@@ -4,7 +4,8 @@
 #     type taken from IMDS (ml. stripped), token never printed;
 #   - DMI says a non-AWS vendor -> IMDS never contacted;
 #   - a server that never answers -> given up within the 1 s budget.
-# Ports 35010-35012 on 127.0.0.1 only.
+# Fake servers on 127.0.0.1 only, on ports the kernel picks (port 0), so
+# two copies of the suite on one machine do not collide.
 set -u
 case $BUILD in /*) B=$BUILD ;; *) B=$PF_ROOT/$BUILD ;; esac
 FX=$B/fixtures/sysfs
@@ -19,11 +20,13 @@ trap cleanup EXIT
 fails=0
 TOKEN=tok-5ecret-d0-not-print
 
-# fake_imds PORT MODE LOG: MODE ok = IMDSv2, hang = accept and never reply
+# fake_imds MODE LOG: MODE ok = IMDSv2, hang = accept and never reply;
+# sets PORT to the port it listens on
 fake_imds() {
-    python3 - "$1" "$2" "$3" "$TOKEN" <<'PY' &
-import http.server, sys, time
-port, mode, log, token = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+    local portfile=$tmp/port.$1
+    python3 - "$portfile" "$1" "$2" "$TOKEN" <<'PY' &
+import http.server, os, sys, time
+portfile, mode, log, token = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 class H(http.server.BaseHTTPRequestHandler):
     def log_message(self, *a): pass
     def note(self, what):
@@ -48,15 +51,20 @@ class H(http.server.BaseHTTPRequestHandler):
         if self.path == "/latest/meta-data/instance-type":
             return self.reply(200, "ml.p5.48xlarge")
         self.reply(404, "")
-http.server.HTTPServer.allow_reuse_address = True
-http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
+srv = http.server.HTTPServer(("127.0.0.1", 0), H)
+with open(portfile + ".tmp", "w") as f: f.write(str(srv.server_address[1]))
+os.rename(portfile + ".tmp", portfile)
+srv.serve_forever()
 PY
     pids+=($!)
     for _ in $(seq 50); do
-        python3 -c "import socket; socket.create_connection(('127.0.0.1', $1), 0.2)" 2>/dev/null && return 0
+        if [ -s "$portfile" ]; then
+            PORT=$(cat "$portfile")
+            python3 -c "import socket; socket.create_connection(('127.0.0.1', $PORT), 0.2)" 2>/dev/null && return 0
+        fi
         sleep 0.1
     done
-    echo "fake IMDS on port $1 did not start"; exit 1
+    echo "fake IMDS ($1) did not start"; exit 1
 }
 
 field() {
@@ -72,9 +80,10 @@ mkdir -p "$tmp/nodmi"
 cp -a "$FX/p5.48xlarge/." "$tmp/nodmi/"
 rm -rf "$tmp/nodmi/sys/devices/virtual/dmi"
 
-fake_imds 35010 ok "$tmp/imds.log"
+fake_imds ok "$tmp/imds.log"
+OK_PORT=$PORT
 "$PF_BIN" node --sysfs-root "$tmp/nodmi" --dev-root "$tmp/nodmi" \
-    --imds-endpoint http://127.0.0.1:35010 --log-level debug --json \
+    --imds-endpoint http://127.0.0.1:$OK_PORT --log-level debug --json \
     >"$tmp/out.json" 2>"$tmp/err.txt"
 if [ "$(field "$tmp/out.json" node.instance_type)" = p5.48xlarge ] &&
    [ "$(field "$tmp/out.json" node.instance_source)" = imds ] &&
@@ -93,7 +102,7 @@ fi
 # non-AWS DMI vendor: the server must see nothing
 : >"$tmp/imds.log"
 "$PF_BIN" node --sysfs-root "$FX/plain" --dev-root "$FX/plain" \
-    --imds-endpoint http://127.0.0.1:35010 --json >"$tmp/out.json" 2>/dev/null
+    --imds-endpoint http://127.0.0.1:$OK_PORT --json >"$tmp/out.json" 2>/dev/null
 if [ ! -s "$tmp/imds.log" ] && [ "$(field "$tmp/out.json" node.instance_source)" = none ]; then
     echo "ok   non-AWS DMI vendor: IMDS not contacted"
 else
@@ -102,7 +111,7 @@ fi
 
 # --no-imds: nothing sent either
 "$PF_BIN" node --sysfs-root "$tmp/nodmi" --dev-root "$tmp/nodmi" --no-imds \
-    --imds-endpoint http://127.0.0.1:35010 --json >"$tmp/out.json" 2>/dev/null
+    --imds-endpoint http://127.0.0.1:$OK_PORT --json >"$tmp/out.json" 2>/dev/null
 if [ ! -s "$tmp/imds.log" ] && [ "$(field "$tmp/out.json" node.instance_source)" = none ]; then
     echo "ok   --no-imds: IMDS not contacted"
 else
@@ -110,13 +119,14 @@ else
 fi
 
 # a server that accepts and never answers: bounded by the 1 s budget
-fake_imds 35011 hang "$tmp/hang.log"
+fake_imds hang "$tmp/hang.log"
+HANG_PORT=$PORT
 start=$(date +%s%N)
 "$PF_BIN" node --sysfs-root "$tmp/nodmi" --dev-root "$tmp/nodmi" \
-    --imds-endpoint http://127.0.0.1:35011 --json >"$tmp/out.json" 2>/dev/null
+    --imds-endpoint http://127.0.0.1:$HANG_PORT --json >"$tmp/out.json" 2>/dev/null
 ms=$(( ($(date +%s%N) - start) / 1000000 ))
 if [ $ms -lt 2500 ] && [ "$(field "$tmp/out.json" node.instance_source)" = none ] &&
-   grep -q "IMDS PUT http://127.0.0.1:35011/latest/api/token" <(field "$tmp/out.json" node.instance_note); then
+   grep -q "IMDS PUT http://127.0.0.1:$HANG_PORT/latest/api/token" <(field "$tmp/out.json" node.instance_note); then
     echo "ok   hanging IMDS given up after ${ms} ms"
 else
     echo "FAIL hanging IMDS: ${ms} ms"; cat "$tmp/out.json"; fails=$((fails + 1))
