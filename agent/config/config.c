@@ -582,7 +582,9 @@ pf_err pf_config_load(struct pf_config *cfg, enum pf_command cmd, int argc,
     struct option *longopts = NULL;
     char (*names)[64] = NULL;
     struct flag_val *vals = NULL;
-    char shortopts[64] = "+hv";
+    /* ':' first (after '+'): a missing value comes back as ':', not as
+     * an unknown option. */
+    char shortopts[64] = "+:hv";
     size_t nlong = 0, nvals = 0;
     int verbose = 0;
     const char *config_path;
@@ -646,11 +648,17 @@ pf_err pf_config_load(struct pf_config *cfg, enum pf_command cmd, int argc,
         }
         if (c == '?' || c == ':') {
             const char *bad = argv[optind - 1];
-            if (optopt && optopt < 256)
+            bool is_long = !strncmp(bad, "--", 2);
+            if (c == '?' && optopt && is_long)
+                /* getopt sets optopt on '?' for a long option only when
+                 * it was given a value it does not take (--no-json=1). */
+                rc = pf_fail(err, PF_ERR_USAGE, "option '%.*s' takes no value",
+                             (int)strcspn(bad, "="), bad);
+            else if (c == ':' && is_long)
+                rc = pf_fail(err, PF_ERR_USAGE, "option '%s' needs a value", bad);
+            else if (optopt && optopt < 256)
                 rc = pf_fail(err, PF_ERR_USAGE, "option -%c %s", optopt,
                              c == ':' ? "needs a value" : "is unknown");
-            else if (optopt >= 256)
-                rc = pf_fail(err, PF_ERR_USAGE, "option '%s' needs a value", bad);
             else
                 rc = pf_fail(err, PF_ERR_USAGE, "unknown option '%s' for '%s'",
                              bad, argv[0]);

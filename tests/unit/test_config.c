@@ -179,6 +179,26 @@ Test(config, flag_errors)
     cr_assert_eq(load(&c, PF_CMD_RUN, a6, 3, NULL, err), PF_OK, "%s", err);
 }
 
+Test(config, missing_and_unwanted_values_are_named)
+{
+    struct pf_config c;
+    char err[PF_ERRLEN];
+    /* A short option without its value is not an unknown option, and a
+     * value given to a flag that takes none does not "need a value". */
+    char *a1[] = { "local", "-n", "3", "-b", NULL };
+    char *a2[] = { "local", "--no-check=yes", NULL };
+    char *a3[] = { "local", "--port", NULL };
+    char *a4[] = { "local", "-x", NULL };
+    cr_assert_eq(load(&c, PF_CMD_LOCAL, a1, 4, NULL, err), PF_ERR_USAGE);
+    cr_assert_str_eq(err, "option -b needs a value");
+    cr_assert_eq(load(&c, PF_CMD_LOCAL, a2, 2, NULL, err), PF_ERR_USAGE);
+    cr_assert_str_eq(err, "option '--no-check' takes no value");
+    cr_assert_eq(load(&c, PF_CMD_LOCAL, a3, 2, NULL, err), PF_ERR_USAGE);
+    cr_assert_str_eq(err, "option '--port' needs a value");
+    cr_assert_eq(load(&c, PF_CMD_LOCAL, a4, 2, NULL, err), PF_ERR_USAGE);
+    cr_assert_str_eq(err, "option -x is unknown");
+}
+
 Test(config, bootstrap_auto_resolves_from_environment)
 {
     struct pf_config c;
