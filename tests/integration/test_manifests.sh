@@ -86,6 +86,7 @@ expect_fail "values schema on bad-values.yaml" \
     "/mode: must be equal to one of the allowed values" \
     "/labelPrefix: must NOT be valid" \
     "/groupSize: must be >= 1" \
+    "/agentOptions: property name must be valid 'min_busbw_gbp'" \
     "/instanceTypes/0: must have required property 'resources'"
 
 # 4. Kubernetes schemas (kubernetes-models + unknown-field check; JobSet's
@@ -145,6 +146,26 @@ expect_fail "comparison on drifted copies of k8s/" \
     "indexed-job-full.yaml: initContainer efa-preflight requests {'requests': {'nvidia.com/gpu': '4'" \
     "EFA_PREFLIGHT_TIMEOUT_S is not an agent option" \
     "jobset-copy-in.yaml: copies to /preflight/efa-preflight-copy but runs /preflight/efa-preflight"
+
+# The values schema must admit only what the agent accepts: a groupSize
+# above the agent's 256 ranks (every pod would exit 2), agentOptions keys
+# the agent does not know (env it never reads).
+mkdir -p "$tmp/root2/agent/config"
+cp -r k8s charts "$tmp/root2/"
+cp agent/pf.h "$tmp/root2/agent/"
+cp agent/config/config.c "$tmp/root2/agent/config/"
+python3 - "$tmp/root2/$chart/values.schema.json" <<'EOF2'
+import json, sys
+p = sys.argv[1]
+s = json.load(open(p))
+s["properties"]["groupSize"]["maximum"] = 1024
+s["definitions"]["agentOptions"]["propertyNames"] = {"pattern": "^[a-z][a-z0-9_]*$"}
+json.dump(s, open(p, "w"), indent=2)
+EOF2
+echo "python3 $m/compare_manifests.py $tmp/root2 $tmp/default.yaml" >"$tmp/cmd"
+expect_fail "comparison on a values schema wider than the agent" \
+    "values.schema.json groupSize (the agent's group_size): 1..1024 admits values the agent refuses (exit 2): it takes 1..256" \
+    "values.schema.json agentOptions keys unlimited, the agent's options the chart does not set are ['api_server',"
 
 # 6. What the overrides must change, exactly.
 if python3 - "$tmp/hyperpod.yaml" "$tmp/initc.yaml" <<'EOF'

@@ -21,10 +21,16 @@ values, release name and namespace "efa-preflight". Checks:
      IPC_LOCK and an in-memory /dev/shm; copy-in copies the binary from the
      agent image into an emptyDir that the next initContainer runs it from,
      inside the training image;
-  6. every EFA_PREFLIGHT_* variable names an option of agent/config/config.c.
+  6. every EFA_PREFLIGHT_* variable names an option of agent/config/config.c;
+  7. values.schema.json admits only what the agent accepts: a value the
+     DaemonSet passes as an agent option stays inside that option's range
+     or choices, and agentOptions keys are exactly the agent's options but
+     those the chart sets itself (a misspelt key would be an env variable
+     the agent never reads).
 Prints one line per failed check and exits 1 if any failed.
 """
 import glob
+import json
 import os
 import re
 import sys
@@ -34,6 +40,9 @@ import yaml
 RELEASE = "efa-preflight"
 DEVICE_RESOURCES = ("nvidia.com/gpu", "vpc.amazonaws.com/efa")
 IDENTITY_ENV = ("POD_NAME", "POD_NAMESPACE", "NODE_NAME", "POD_IP")
+# The agent options whose defaults come from IDENTITY_ENV.
+IDENTITY_OPTIONS = ("pod_name", "namespace", "node_name", "pod_ip")
+CHART = "charts/efa-preflight"
 NODE_RULES = [
     {"apiGroups": [""], "resources": ["nodes"],
      "verbs": ["get", "list", "watch", "patch"]},
@@ -125,6 +134,82 @@ def agent_options(root):
     table = src[src.index("options[] = {"):]
     table = table[:table.index("\n};")]
     return set(re.findall(r'^\s*\{\s*"([a-z_]+)",', table, re.M))
+
+
+def agent_option_specs(root):
+    """{key: (type, min, max, choices)} from config.c's option table."""
+    with open(os.path.join(root, "agent/pf.h")) as f:
+        macros = dict(re.findall(r"^#define (PF_\w+) (\d+)\s*$", f.read(), re.M))
+    with open(os.path.join(root, "agent/config/config.c")) as f:
+        src = f.read()
+    table = src[src.index("options[] = {"):]
+    table = table[:table.index("\n};")]
+    specs = {}
+    for m in re.finditer(r'\{\s*"([a-z_]+)",\s*[^,]+,\s*(OPT_\w+),\s*F\(\w+\),'
+                         r'\s*([^,]+),\s*([^,]+),\s*(NULL|"[^"]*")', table):
+        key, typ, lo, hi, choices = m.groups()
+
+        def num(expr):
+            expr = re.sub(r"\bPF_\w+\b", lambda x: macros[x.group(0)], expr)
+            expr = re.sub(r"(\d)(?:ull|ul|u)\b", r"\1", expr)
+            if not re.fullmatch(r"[-0-9.e *()<]+", expr):
+                raise ValueError("option %s: cannot read bound %r" % (key, expr))
+            return eval(expr)
+        specs[key] = (typ, num(lo), num(hi),
+                      None if choices == "NULL" else choices.strip('"').split("|"))
+    return specs
+
+
+def check_values_schema(root, options):
+    schema_path = os.path.join(root, CHART, "values.schema.json")
+    template_path = os.path.join(root, CHART, "templates", "daemonset.yaml")
+    if not os.path.exists(schema_path) or not os.path.exists(template_path):
+        fail("no %s/values.schema.json or templates/daemonset.yaml" % CHART)
+        return
+    with open(schema_path) as f:
+        schema = json.load(f)
+    with open(template_path) as f:
+        template = f.read()
+    specs = agent_option_specs(root)
+    if set(specs) != set(options):
+        fail("could not read the range of %s in agent/config/config.c"
+             % sorted(set(options) - set(specs)))
+    props = schema.get("properties", {})
+    # Values the template hands to the agent as EFA_PREFLIGHT_<KEY>.
+    passed = re.findall(r"name: EFA_PREFLIGHT_(\w+)\s*\n\s*value: \{\{ \$\.Values\.(\w+)",
+                        template)
+    for env, value in passed:
+        key = env.lower()
+        if key not in specs:
+            continue        # named by check 6
+        typ, lo, hi, choices = specs[key]
+        p = props.get(value, {})
+        where = "values.schema.json %s (the agent's %s)" % (value, key)
+        if typ in ("OPT_INT", "OPT_DOUBLE"):
+            if "minimum" not in p or "maximum" not in p:
+                fail("%s: no minimum/maximum; the agent takes %g..%g" % (where, lo, hi))
+            elif p["minimum"] < lo or p["maximum"] > hi:
+                fail("%s: %g..%g admits values the agent refuses (exit 2): it takes "
+                     "%g..%g" % (where, p["minimum"], p["maximum"], lo, hi))
+        elif typ == "OPT_ENUM":
+            extra = sorted(set(p.get("enum", [None])) - set(choices))
+            if extra:
+                fail("%s: %s not among the agent's choices %s" % (where, extra, choices))
+        elif typ == "OPT_BOOL" and p.get("type") != "boolean":
+            fail("%s: not a boolean" % where)
+    set_by_chart = {e.lower() for e in re.findall(r"name: EFA_PREFLIGHT_(\w+)\s*$",
+                                                   template, re.M)}
+    want = sorted(set(options) - {"config"} - set_by_chart - set(IDENTITY_OPTIONS))
+    defn = schema.get("definitions", {}).get("agentOptions", {})
+    have = defn.get("propertyNames", {}).get("enum")
+    if have is None or sorted(have) != want:
+        fail("values.schema.json agentOptions keys %s, the agent's options the chart "
+             "does not set are %s" % (sorted(have) if have else "unlimited", want))
+    item_props = props.get("instanceTypes", {}).get("items", {}).get("properties", {})
+    for where, p in (("agentOptions", props.get("agentOptions", {})),
+                     ("instanceTypes[].agentOptions", item_props.get("agentOptions", {}))):
+        if p.get("$ref") != "#/definitions/agentOptions":
+            fail("values.schema.json %s does not use #/definitions/agentOptions" % where)
 
 
 def check_env_names(where, containers, options):
@@ -356,6 +441,9 @@ def main():
         if want not in seen:
             fail("no %s example with the %s pattern"
                  % (want[0], "copy-in" if want[1] else "full-image"))
+
+    # 7. The chart's values schema against the agent's options.
+    check_values_schema(root, options)
 
     n_checked = len(plain) + len(chart) + len(seen)
     print("%d objects compared, %d failures" % (n_checked, len(failures)))

@@ -116,7 +116,8 @@ function ajvErrors(validate, basePath) {
       `${basePath}${e.instancePath}: ${e.message}` +
       (e.params && e.params.additionalProperty
         ? ` '${e.params.additionalProperty}'`
-        : ""),
+        : "") +
+      (e.params && e.params.propertyName ? ` '${e.params.propertyName}'` : ""),
   );
 }
 
