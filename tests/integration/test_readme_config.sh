@@ -13,4 +13,25 @@ fi
 # The two set-up commands come first.
 head -5 README.md | grep -q '^make run' || { echo "FAIL: README does not start with make run"; exit 1; }
 head -5 README.md | grep -q '^make test' || { echo "FAIL: README does not start with make test"; exit 1; }
+# The catalog override example does what its comments say: the 2-node
+# floor of p5.48xlarge raised, everything else of the entry kept, p9 added.
+t=$(mktemp -d); trap 'rm -rf "$t"' EXIT
+python3 - README.md "$t/override.yaml" <<'EOF2' || { echo "FAIL: no catalog override example in README"; exit 1; }
+import re, sys
+blocks = re.findall(r"```yaml\n(.*?)```", open(sys.argv[1]).read(), re.S)
+ex = [b for b in blocks if "p9.48xlarge" in b and "instances:" in b]
+sys.exit(1) if not ex else open(sys.argv[2], "w").write(ex[0])
+EOF2
+entry() { awk -v e="  $1:" '$0 == e {on = 1; next} /^  [^ ]/ {on = 0} on'; }
+base=$("$PF_BIN" catalog | entry p5.48xlarge)
+over=$("$PF_BIN" catalog --catalog "$t/override.yaml") || {
+    echo "FAIL: the README's catalog example is refused"; exit 1; }
+want=$(sed 's/^\(    floors: {.*\)2: [0-9.]*}$/\12: 320}/' <<<"$base")
+if [ "$(entry p5.48xlarge <<<"$over")" != "$want" ]; then
+    echo "FAIL: the README's catalog example changes more of p5.48xlarge than its 2-node floor:"
+    diff <(echo "$want") <(entry p5.48xlarge <<<"$over")
+    exit 1
+fi
+entry p9.48xlarge <<<"$over" | grep -qx '    efa: 64' || {
+    echo "FAIL: the README's catalog example does not add p9.48xlarge"; exit 1; }
 echo "ok: README lists all $(grep -c '^| `' <<<"$want") options and starts with make run / make test"
