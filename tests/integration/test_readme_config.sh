@@ -34,4 +34,30 @@ if [ "$(entry p5.48xlarge <<<"$over")" != "$want" ]; then
 fi
 entry p9.48xlarge <<<"$over" | grep -qx '    efa: 64' || {
     echo "FAIL: the README's catalog example does not add p9.48xlarge"; exit 1; }
+# Every relative link of the operator docs leads somewhere: a file of the
+# repository, or a heading of the page for a #fragment.
+python3 - README.md docs/*.md charts/efa-preflight/README.md <<'EOF2' || exit 1
+import os, re, sys
+def anchors(path):
+    out = set()
+    for line in open(path):
+        m = re.match(r"#+\s+(.*)", line)
+        if m:
+            t = re.sub(r"[^\w\- ]", "", m.group(1).strip().lower())
+            out.add(t.replace(" ", "-"))
+    return out
+bad = 0
+for page in sys.argv[1:]:
+    text = re.sub(r"```.*?```", "", open(page).read(), flags=re.S)
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"[a-z]+:", target):
+            continue
+        path, _, frag = target.partition("#")
+        dest = os.path.normpath(os.path.join(os.path.dirname(page), path)) if path else page
+        if not os.path.exists(dest):
+            print("FAIL: %s links to %s, which does not exist" % (page, target)); bad += 1
+        elif frag and dest.endswith(".md") and frag not in anchors(dest):
+            print("FAIL: %s links to %s, which has no heading #%s" % (page, target, frag)); bad += 1
+sys.exit(1 if bad else 0)
+EOF2
 echo "ok: README lists all $(grep -c '^| `' <<<"$want") options and starts with make run / make test"
