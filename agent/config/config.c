@@ -280,6 +280,50 @@ static bool in_choices(const char *choices, const char *v)
     return false;
 }
 
+/* Text options with a syntax of their own, checked where they are set so
+ * the message names the flag, env variable or file:line. */
+static pf_err check_text(const struct opt_spec *o, const char *val,
+                         const char *where, char *err)
+{
+    size_t n = strlen(val);
+
+    if (!strcmp(o->key, "fabric_provider")) {
+        if (!n)
+            return pf_fail(err, PF_ERR_USAGE, "%s: provider name is empty", where);
+        for (const char *p = val; *p; p++)
+            if (!isalnum((unsigned char)*p) && *p != '_' && *p != ';' && *p != '-')
+                return pf_fail(err, PF_ERR_USAGE, "%s: '%s' is not a provider "
+                               "name", where, val);
+        return PF_OK;
+    }
+    if (strcmp(o->key, "label_prefix"))
+        return PF_OK;
+    /* The label prefix must make valid label keys: DNS subdomain + '/'. */
+    if (n < 2 || val[n - 1] != '/' || n - 1 > 253)
+        return pf_fail(err, PF_ERR_USAGE, "%s: label prefix '%s' must be a DNS "
+                       "subdomain followed by '/'", where, val);
+    for (size_t i = 0; i + 1 < n; i++) {
+        char c = val[i];
+        bool edge = i == 0 || i + 2 == n;
+        /* Each dot-separated part starts and ends alphanumeric, or the
+         * API server refuses the labels (422) after the conditions and
+         * the Event are already written. */
+        bool part_edge = c == '.' && !edge &&
+                         (val[i - 1] == '.' || val[i - 1] == '-' ||
+                          val[i + 1] == '-');
+        if (!(islower((unsigned char)c) || isdigit((unsigned char)c) ||
+              (!edge && (c == '-' || c == '.'))) || part_edge)
+            return pf_fail(err, PF_ERR_USAGE, "%s: label prefix '%s' must be a "
+                           "lowercase DNS subdomain followed by '/'", where, val);
+    }
+    if (!strcmp(val, "kubernetes.io/") || !strcmp(val, "k8s.io/") ||
+        (n > 15 && !strcmp(val + n - 15, ".kubernetes.io/")) ||
+        (n > 8 && !strcmp(val + n - 8, ".k8s.io/")))
+        return pf_fail(err, PF_ERR_USAGE, "%s: label prefix '%s' is reserved "
+                       "for Kubernetes", where, val);
+    return PF_OK;
+}
+
 /* Set one option from text. where names the source ("flag --port",
  * "EFA_PREFLIGHT_PORT", "cfg.yaml:3: key 'port'") for the message. */
 static pf_err set_option(struct pf_config *cfg, const struct opt_spec *o,
@@ -293,6 +337,8 @@ static pf_err set_option(struct pf_config *cfg, const struct opt_spec *o,
         if (strlen(val) >= o->size)
             return pf_fail(err, PF_ERR_USAGE, "%s: value longer than %zu characters",
                            where, o->size - 1);
+        if (check_text(o, val, where, err) != PF_OK)
+            return PF_ERR_USAGE;
         memcpy(field, val, strlen(val) + 1);
         return PF_OK;
     case OPT_ENUM:
@@ -506,42 +552,10 @@ static const char *env_get(char **envp, const char *name)
 /* Checks that need several options at once. */
 static pf_err validate(struct pf_config *cfg, char *err)
 {
-    const char *lp = cfg->label_prefix;
-    size_t n = strlen(lp);
-
     if (cfg->min_bytes > cfg->max_bytes)
         return pf_fail(err, PF_ERR_USAGE, "min_bytes (%llu) is larger than "
                        "max_bytes (%llu)", (unsigned long long)cfg->min_bytes,
                        (unsigned long long)cfg->max_bytes);
-    if (!cfg->fabric_provider[0])
-        return pf_fail(err, PF_ERR_USAGE, "fabric_provider: empty");
-    for (const char *p = cfg->fabric_provider; *p; p++)
-        if (!isalnum((unsigned char)*p) && *p != '_' && *p != ';' && *p != '-')
-            return pf_fail(err, PF_ERR_USAGE, "fabric_provider: '%s' is not a "
-                           "provider name", cfg->fabric_provider);
-    /* The label prefix must make valid label keys: DNS subdomain + '/'. */
-    if (n < 2 || lp[n - 1] != '/' || n - 1 > 253)
-        return pf_fail(err, PF_ERR_USAGE, "label_prefix: '%s' must be a DNS "
-                       "subdomain followed by '/'", lp);
-    for (size_t i = 0; i + 1 < n; i++) {
-        char c = lp[i];
-        bool edge = i == 0 || i + 2 == n;
-        /* Each dot-separated part starts and ends alphanumeric, or the
-         * API server refuses the labels (422) after the conditions and
-         * the Event are already written. */
-        bool part_edge = c == '.' && !edge &&
-                         (lp[i - 1] == '.' || lp[i - 1] == '-' ||
-                          lp[i + 1] == '-');
-        if (!(islower((unsigned char)c) || isdigit((unsigned char)c) ||
-              (!edge && (c == '-' || c == '.'))) || part_edge)
-            return pf_fail(err, PF_ERR_USAGE, "label_prefix: '%s' must be a "
-                           "lowercase DNS subdomain followed by '/'", lp);
-    }
-    if (!strcmp(lp, "kubernetes.io/") || !strcmp(lp, "k8s.io/") ||
-        (n > 15 && !strcmp(lp + n - 15, ".kubernetes.io/")) ||
-        (n > 8 && !strcmp(lp + n - 8, ".k8s.io/")))
-        return pf_fail(err, PF_ERR_USAGE, "label_prefix: '%s' is reserved for "
-                       "Kubernetes", lp);
     if (cfg->debug_slow_rank >= 0 && cfg->debug_slow_ms == 0)
         cfg->debug_slow_ms = 50;
     return PF_OK;

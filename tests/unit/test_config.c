@@ -163,7 +163,8 @@ Test(config, flag_errors)
     cr_assert_eq(load(&c, PF_CMD_RUN, a3, 5, NULL, err), PF_ERR_USAGE);
     cr_assert(strstr(err, "min_bytes (2097152) is larger than max_bytes"), "%s", err);
     cr_assert_eq(load(&c, PF_CMD_RUN, a4, 3, NULL, err), PF_ERR_USAGE);
-    cr_assert(strstr(err, "label_prefix"), "%s", err);
+    cr_assert_str_eq(err, "--label-prefix: label prefix 'Bad_Prefix/' must be a "
+                     "lowercase DNS subdomain followed by '/'");
     /* The API server refuses these prefixes (422) only after the
      * conditions and the Event are written: refuse them up front. */
     const char *bad[] = { "efa..preflight.io/", "efa-.preflight.io/",
@@ -197,6 +198,34 @@ Test(config, missing_and_unwanted_values_are_named)
     cr_assert_str_eq(err, "option '--port' needs a value");
     cr_assert_eq(load(&c, PF_CMD_LOCAL, a4, 2, NULL, err), PF_ERR_USAGE);
     cr_assert_str_eq(err, "option -x is unknown");
+}
+
+Test(config, bad_label_prefix_and_provider_name_their_source)
+{
+    struct pf_config c;
+    char err[PF_ERRLEN];
+    char *argv[] = { "run", NULL };
+    char *env_lp[] = { "EFA_PREFLIGHT_LABEL_PREFIX=kubernetes.io/", NULL };
+    char *env_fp[] = { "EFA_PREFLIGHT_FABRIC_PROVIDER=tcp x", NULL };
+    /* Checked where the value is set: the message says which of flag,
+     * env and file:line holds the bad value. */
+    cr_assert_eq(load(&c, PF_CMD_RUN, argv, 1, env_lp, err), PF_ERR_USAGE);
+    cr_assert_str_eq(err, "EFA_PREFLIGHT_LABEL_PREFIX: label prefix "
+                     "'kubernetes.io/' is reserved for Kubernetes");
+    cr_assert_eq(load(&c, PF_CMD_RUN, argv, 1, env_fp, err), PF_ERR_USAGE);
+    cr_assert_str_eq(err, "EFA_PREFLIGHT_FABRIC_PROVIDER: 'tcp x' is not a "
+                     "provider name");
+    cr_assert_eq(yaml(&c, "port: 1\nlabel_prefix: Example.com/\n", err),
+                 PF_ERR_CONFIG);
+    cr_assert_str_eq(err, "t.yaml:2: key 'label_prefix': label prefix "
+                     "'Example.com/' must be a lowercase DNS subdomain "
+                     "followed by '/'");
+    cr_assert_eq(yaml(&c, "fabric_provider: ''\n", err), PF_ERR_CONFIG);
+    cr_assert_str_eq(err, "t.yaml:1: key 'fabric_provider': provider name is "
+                     "empty");
+    cr_assert_eq(yaml(&c, "label_prefix: a-b.c-d.io/\nfabric_provider: tcp\n",
+                      err), PF_OK, "%s", err);
+    cr_assert_str_eq(c.label_prefix, "a-b.c-d.io/");
 }
 
 Test(config, bootstrap_auto_resolves_from_environment)
