@@ -60,4 +60,16 @@ for page in sys.argv[1:]:
             print("FAIL: %s links to %s, which has no heading #%s" % (page, target, frag)); bad += 1
 sys.exit(1 if bad else 0)
 EOF2
+# Every reason the operator docs name (a `CamelCase` word) is one the agent
+# emits, so a filter on a condition or Event reason copied from them
+# matches; HyperPod's own label values are the only other such words.
+hyperpod='^(InProgress|UnschedulablePendingReboot|UnschedulablePendingReplacement)$'
+grep -rhoE '"[A-Z][A-Za-z0-9]*[a-z][A-Za-z0-9]*"' "$PF_ROOT/agent" --include='*.c' \
+    --include='*.h' | tr -d '"' | sort -u >"$t/emitted"
+unknown=$(grep -ohE '`[A-Z][a-z0-9]+([A-Z][A-Za-z0-9]*)+`' README.md \
+              charts/efa-preflight/README.md docs/report-schema.md | tr -d '`' |
+          sort -u | grep -vE "$hyperpod" | comm -23 - "$t/emitted")
+if [ -n "$unknown" ]; then
+    echo "FAIL: the docs name reasons the agent never emits: $unknown"; exit 1
+fi
 echo "ok: README lists all $(grep -c '^| `' <<<"$want") options and starts with make run / make test"
