@@ -14,10 +14,11 @@ pf_err pf_collective(struct pf_run *run, char *err);
 pf_err pf_sweep(struct pf_run *run, struct pf_engine *e, struct pf_boot *b,
                 int64_t deadline, char *err);
 
-/* busbw factor for all_reduce: 2(n-1)/n. */
+/* busbw factor for all_reduce: 2(n-1)/n, as nccl-tests (0 for one rank,
+ * whose all_reduce crosses no bus). */
 static inline double pf_busbw_factor(int nranks)
 {
-    return nranks > 1 ? 2.0 * (nranks - 1) / nranks : 1.0;
+    return nranks > 1 ? 2.0 * (nranks - 1) / nranks : 0.0;
 }
 
 #endif

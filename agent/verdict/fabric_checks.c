@@ -133,6 +133,15 @@ static void bandwidth_check(struct pf_run *run)
     double floor = pf_coll_floor(run, src, sizeof(src));
 
     human_bytes(size, sizeof(size), last->bytes);
+    if (c->nranks < 2) {
+        /* One rank's all_reduce is a local copy: no bus was crossed. */
+        pf_verdict_add(&run->verdict, "busbw", COND, PF_SKIP,
+                       "NotApplicable", "", "one rank: the all_reduce moved "
+                       "nothing between ranks, so there is no bus bandwidth "
+                       "to judge (%s engine; run with 2 or more ranks)",
+                       c->engine);
+        return;
+    }
     if (floor > 0 && c->peak_busbw < floor) {
         snprintf(ring, sizeof(ring), "busbw %.2f GB/s at %s is below the "
                  "floor %.2f GB/s (%s)", c->peak_busbw, size, floor, src);

@@ -163,3 +163,32 @@ Test(fabric_checks, min_busbw_overrides_everything)
     cr_assert_eq(run->verdict.exit_code, PF_EXIT_FAIL);
     free(run);
 }
+
+Test(fabric_checks, one_rank_has_no_bus_to_judge)
+{
+    struct pf_run *run = calloc(1, sizeof(*run));
+    struct pf_coll *c = &run->coll;
+
+    /* One rank copying 1 GB in 1 ms: busbw 0 as in nccl-tests, and no
+     * floor can pass or fail it. */
+    c->ran = true;
+    snprintf(c->engine, sizeof(c->engine), "host");
+    snprintf(c->provider, sizeof(c->provider), "efa");
+    c->nranks = c->nnodes = 1;
+    c->nrows = 1;
+    pf_sweep_fill_row(&c->rows[0], 1000000000ull, 1, 0.001, 0.001, 0, 0);
+    pf_sweep_summarize(c);
+    cr_assert_float_eq(c->rows[0].oop_algbw, 1000.0, 1e-9);
+    cr_assert_float_eq(c->peak_busbw, 0.0, 1e-12);
+    run->cfg.min_busbw_gbps = 2;
+    pf_verdict_fabric(run);
+    pf_verdict_finish(run);
+    const struct pf_check *b = find(run, "busbw");
+    cr_assert_eq(b->status, PF_SKIP);
+    cr_assert_str_eq(b->reason, "NotApplicable");
+    cr_assert(strstr(b->message, "one rank: the all_reduce moved nothing "
+                                 "between ranks"), "%s", b->message);
+    cr_assert_null(find(run, "data"));      /* no wrong element, no row */
+    cr_assert_eq(run->verdict.exit_code, PF_EXIT_PASS);
+    free(run);
+}

@@ -13,7 +13,7 @@
 
 Test(sweep, busbw_factor_is_2n_minus_1_over_n)
 {
-    cr_assert_float_eq(pf_busbw_factor(1), 1.0, 1e-12);
+    cr_assert_float_eq(pf_busbw_factor(1), 0.0, 1e-12);
     cr_assert_float_eq(pf_busbw_factor(2), 1.0, 1e-12);
     cr_assert_float_eq(pf_busbw_factor(4), 1.5, 1e-12);
     cr_assert_float_eq(pf_busbw_factor(8), 1.75, 1e-12);
