@@ -33,7 +33,7 @@ double pf_coll_floor(const struct pf_run *run, char *src, size_t len)
     bool gpu_type, nccl;
 
     if (run->cfg.min_busbw_gbps > 0) {
-        snprintf(src, len, "--min-busbw");
+        snprintf(src, len, "--min-busbw-gbps");
         return run->cfg.min_busbw_gbps;
     }
     if (c->provider_is_fallback) {

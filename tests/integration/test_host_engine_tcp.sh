@@ -2,7 +2,7 @@
 # Host engine over the tcp provider on loopback (`local`): 2 and 4 ranks
 # pass with every element exact over sizes that no rank count divides
 # (12 B x 3^k), the report names the engine and the fallback provider, and
-# --min-busbw above what loopback can do fails BandwidthBelowThreshold.
+# --min-busbw-gbps above what loopback can do fails BandwidthBelowThreshold.
 # Ports 31000-31009.
 set -u
 root=${PF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -31,13 +31,13 @@ done
 
 # A floor no loopback reaches: BandwidthBelowThreshold, exit 1.
 timeout -k 5 60 "$bin" local --ranks 2 --fabric-provider tcp --no-imds \
-    --port 31009 --timeout 45 -b 64K -e 256K -n 2 -w 1 --min-busbw 10000 \
+    --port 31009 --timeout 45 -b 64K -e 256K -n 2 -w 1 --min-busbw-gbps 10000 \
     --report "$tmp/floor.json" >"$tmp/out" 2>"$tmp/err"
 rc=$?
-[ $rc -eq 1 ] || fail "--min-busbw 10000 exited $rc, want 1"
+[ $rc -eq 1 ] || fail "--min-busbw-gbps 10000 exited $rc, want 1"
 got=$(json "$tmp/floor.json" '[(c["name"], c["status"], c["reason"]) for c in r["checks"] if c["status"] == "fail"]')
 [ "$got" = "[('busbw', 'fail', 'BandwidthBelowThreshold')]" ] ||
-    fail "--min-busbw 10000 failing checks = $got"
-grep -q "below the floor 10000.00 GB/s (--min-busbw)" "$tmp/out" ||
+    fail "--min-busbw-gbps 10000 failing checks = $got"
+grep -q "below the floor 10000.00 GB/s (--min-busbw-gbps)" "$tmp/out" ||
     fail "the table does not state the floor and where it came from"
-echo "ok   --min-busbw 10000: BandwidthBelowThreshold, exit 1"
+echo "ok   --min-busbw-gbps 10000: BandwidthBelowThreshold, exit 1"

@@ -158,7 +158,7 @@ Test(fabric_checks, min_busbw_overrides_everything)
     pf_verdict_finish(run);
     const struct pf_check *c = find(run, "busbw");
     cr_assert_str_eq(c->reason, "BandwidthBelowThreshold");
-    cr_assert(strstr(c->message, "below the floor 2.00 GB/s (--min-busbw)"),
+    cr_assert(strstr(c->message, "below the floor 2.00 GB/s (--min-busbw-gbps)"),
               "%s", c->message);
     cr_assert_eq(run->verdict.exit_code, PF_EXIT_FAIL);
     free(run);

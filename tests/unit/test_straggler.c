@@ -171,7 +171,7 @@ struct retest {
     int slow_rank, slow_ms;
     int die_rank;                     /* killed by SIGALRM in the re-test */
     bool no_pair;                     /* engine without the pair op */
-    double floor;                     /* --min-busbw */
+    double floor;                     /* --min-busbw-gbps */
     pf_err rc[8];
     int slow_found[8];
     int nlinks[8];
@@ -393,7 +393,7 @@ Test(straggler, only_the_straggler_fails)
     cr_assert_str_eq(c->condition, "EFAFabricReady");
     cr_assert_str_eq(c->message, "this node (rank 2, node-c, 10.0.0.12) is the "
                      "straggler: busbw 0.02 GB/s at 1 MiB is below the floor "
-                     "0.10 GB/s (--min-busbw); pairwise: rank 2's links are "
+                     "0.10 GB/s (--min-busbw-gbps); pairwise: rank 2's links are "
                      "both slow");
     cr_assert_eq(run->verdict.overall, PF_FAIL);
     cr_assert_eq(run->verdict.exit_code, PF_EXIT_FAIL);
@@ -425,7 +425,7 @@ Test(straggler, no_straggler_keeps_bandwidth_below_threshold_everywhere)
         cr_assert_eq(c->status, PF_FAIL);
         cr_assert_str_eq(c->reason, "BandwidthBelowThreshold");
         cr_assert(strstr(c->message, "below the floor 0.10 GB/s "
-                         "(--min-busbw): 4 ranks on 4 node(s), host engine "
+                         "(--min-busbw-gbps): 4 ranks on 4 node(s), host engine "
                          "over tcp;ofi_rxm; pairwise: every link alike"),
                   "%s", c->message);
         cr_assert_eq(run->verdict.exit_code, PF_EXIT_FAIL);
