@@ -4,6 +4,7 @@
  *   efa-preflight run       node checks + collective with peers
  *   efa-preflight local     N ranks on this machine (the embedded default)
  *   efa-preflight catalog   print the effective instance catalog
+ *   efa-preflight reasons   print the table of reasons [--json|--markdown]
  *   efa-preflight version
  *
  * Exit codes: 0 pass, 1 validation failed, 2 usage/config error,
@@ -17,6 +18,7 @@
 #include "config/catalog.h"
 #include "config/config.h"
 #include "discover/discover.h"
+#include "launch/launch.h"
 #include "probe/probe.h"
 #include "publish/publish.h"
 #include "util/clock.h"
@@ -35,6 +37,9 @@ static const struct {
     { "local", PF_CMD_LOCAL, "node checks, then an all_reduce across N local ranks" },
     { "catalog", PF_CMD_CATALOG, "print the effective instance-type catalog" },
     { "version", PF_CMD_VERSION, "print the version" },
+    /* Handled before the config stage: it reads no option but its format. */
+    { "reasons", PF_CMD_VERSION, "print every reason, its class, exit code "
+                                 "and remedy [--json|--markdown]" },
 };
 
 static void usage(FILE *out)
@@ -55,11 +60,35 @@ static enum pf_log_level log_level_from(const char *s)
     return PF_LOG_WARN;
 }
 
+/* `efa-preflight reasons [--json|--markdown]` */
+static int reasons_command(int argc, char **argv)
+{
+    const char *format = "text";
+
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--json"))
+            format = "json";
+        else if (!strcmp(argv[i], "--markdown"))
+            format = "markdown";
+        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: efa-preflight reasons [--json|--markdown]\n");
+            return PF_EXIT_PASS;
+        } else {
+            fprintf(stderr, "efa-preflight: reasons: unknown option '%s' "
+                    "(expected --json or --markdown)\n", argv[i]);
+            return PF_EXIT_USAGE;
+        }
+    }
+    pf_reasons_print(stdout, format);
+    return PF_EXIT_PASS;
+}
+
 /* The pipeline after config: probe -> [discover -> collective] -> verdict
  * -> publish. Returns the exit code. */
 static int run_stages(struct pf_run *run, bool collective)
 {
     char err[PF_ERRLEN] = "";
+    bool node_written = false;
     pf_err rc;
 
     rc = pf_probe(run, err);
@@ -69,18 +98,24 @@ static int run_stages(struct pf_run *run, bool collective)
                                                          : PF_EXIT_INFRA;
     }
     if (collective) {
+        bool discovered;
+
         rc = pf_discover(run, err);
-        if (rc == PF_OK)
+        discovered = rc == PF_OK;
+        if (discovered)
             rc = pf_collective(run, err);
-        if (rc == PF_ERR_USAGE || rc == PF_ERR_CONFIG) {
+        /* Bad input stops here; a deployment error the collective named
+         * (RendezvousPortInUse) goes on to the verdict, whose usage class
+         * writes nothing to the cluster but still reports. */
+        if ((rc == PF_ERR_USAGE || rc == PF_ERR_CONFIG) &&
+            run->coll.fault.reason == PF_R_None) {
             fprintf(stderr, "efa-preflight: %s\n", err);
             return PF_EXIT_USAGE;
         }
-        if (rc != PF_OK && run->coll.err == PF_OK) {
-            /* Discovery failed before the collective could record it. */
-            run->coll.err = rc;
-            snprintf(run->coll.errmsg, sizeof(run->coll.errmsg), "%s", err);
-        }
+        if (!discovered)
+            /* Discovery failed in a way it did not name (a reason it did
+             * name was recorded first and stays). */
+            pf_fault_set(&run->peers.fault, rc, PF_R_CollectiveFailed, err);
     }
     /* Node checks run after discovery: in k8s mode the instance type may
      * come from the Node's label. A node that fails them still joins the
@@ -90,14 +125,18 @@ static int run_stages(struct pf_run *run, bool collective)
         pf_verdict_fabric(run);
     pf_verdict_finish(run);
 
-    rc = pf_publish(run, err);
+    rc = pf_publish(run, &node_written, err);
     if (rc != PF_OK) {
+        /* The report file could not be written; the Node already was. */
         fprintf(stderr, "efa-preflight: publish: %s\n", err);
-        if (rc == PF_ERR_USAGE || rc == PF_ERR_CONFIG)
-            return PF_EXIT_USAGE;
         return run->verdict.exit_code == PF_EXIT_PASS ? PF_EXIT_INFRA
                                                       : run->verdict.exit_code;
     }
+    /* DaemonSet: the status label un-selects the node; wait to be removed
+     * rather than exit and be restarted into a second validation. */
+    if (node_written && !strcmp(run->cfg.mode, "daemonset") &&
+        run->cfg.command == PF_CMD_RUN)
+        pf_idle_wait(PF_IDLE_MAX_MS);
     return run->verdict.exit_code;
 }
 
@@ -119,6 +158,8 @@ int main(int argc, char **argv)
         printf("efa-preflight %s\n", PF_VERSION);
         return PF_EXIT_PASS;
     }
+    if (!strcmp(argv[1], "reasons"))
+        return reasons_command(argc - 1, argv + 1);
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
         if (!strcmp(argv[1], commands[i].name)) {
             cmd = commands[i].cmd;
@@ -159,6 +200,8 @@ int main(int argc, char **argv)
         return PF_EXIT_PASS;
     }
 
+    /* One deadline for the whole run, probe and publishing included. */
+    pf_run_start_clock(run);
     rc = pf_catalog_load(&run->catalog, run->cfg.catalog_file, err);
     if (rc != PF_OK) {
         fprintf(stderr, "efa-preflight: %s\n", err);

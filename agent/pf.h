@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "reasons.h"
 #include "util/err.h"
 
 #define PF_VERSION "0.1.0"
@@ -203,8 +204,8 @@ struct pf_peers {
     int world;                        /* number of ranks (processes) */
     int rank;                         /* own rank */
     struct pf_peer *list;             /* world entries, rank order */
-    int64_t deadline_ms;              /* run deadline (util/clock.h), set by
-                                         pf_discover from cfg.timeout_s */
+    int64_t deadline_ms;              /* the run deadline (util/clock.h) */
+    struct pf_fault fault;            /* why the peers could not be found */
 };
 
 /* ------------------------------------------------------------ collective */
@@ -263,9 +264,7 @@ struct pf_coll {
     double rank_seconds[PF_MAX_RANKS];/* per-rank time of the largest size */
     int slow_rank;                    /* straggler, -1 = none found */
     struct pf_straggler strag;        /* how slow_rank was looked for */
-    pf_err err;                       /* PF_OK unless the collective failed */
-    char reason[48];                  /* PeerTimeout, PeerLost, ... */
-    char errmsg[PF_ERRLEN];
+    struct pf_fault fault;            /* the first failure: err, reason, msg */
     double wall_s;
 };
 
@@ -278,7 +277,7 @@ enum pf_status { PF_PASS = 0, PF_WARN, PF_FAIL, PF_SKIP };
 struct pf_check {
     char name[48];                    /* efa_devices, memlock, ... */
     enum pf_status status;
-    char reason[48];                  /* CamelCase, e.g. EFADeviceCountMismatch */
+    enum pf_reason reason;            /* reasons.h, e.g. EFADeviceCountMismatch */
     char message[384];                /* what was seen vs expected */
     char remedy[256];                 /* one-line fix */
     char condition[24];               /* EFADevicesReady | EFAFabricReady */
@@ -288,7 +287,9 @@ struct pf_verdict {
     int n;
     struct pf_check checks[PF_MAX_CHECKS];
     enum pf_status overall;
-    int exit_code;                    /* 0 pass, 1 failed, 3 infrastructure */
+    enum pf_reason headline;          /* the reason that decided the run */
+    enum pf_reason_class cls;         /* its class: exit code, label, taint */
+    int exit_code;                    /* pf_class_exit_code(cls) */
 };
 
 /* ------------------------------------------------------------------- run */
@@ -302,10 +303,18 @@ struct pf_run {
     struct pf_coll coll;
     struct pf_verdict verdict;
     char started_at[32];              /* RFC 3339 */
+    int64_t deadline_ms;              /* the one run deadline (util/clock.h):
+                                         set once in main before the probe,
+                                         read through pf_run_deadline */
 };
 
+/* After the run deadline, publishing the verdict may take this much longer
+ * (README, section Deadlines); then the agent exits whatever the API does. */
+#define PF_PUBLISH_GRACE_MS 20000
+
 /* Exit codes (DESIGN.md). */
-enum { PF_EXIT_PASS = 0, PF_EXIT_FAIL = 1, PF_EXIT_USAGE = 2, PF_EXIT_INFRA = 3 };
+enum { PF_EXIT_PASS = 0, PF_EXIT_FAIL = 1, PF_EXIT_USAGE = 2, PF_EXIT_INFRA = 3,
+       PF_EXIT_PEER = 4 };
 
 const char *pf_status_name(enum pf_status s);
 

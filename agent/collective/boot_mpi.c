@@ -20,7 +20,7 @@ struct mpib {
     struct pf_mpi_lib lib;
     pf_err broken;
     char broken_msg[PF_ERRLEN];
-    struct pf_coll *coll;
+    struct pf_fault *fault;
 };
 
 static int ms_left(int64_t deadline)
@@ -42,12 +42,9 @@ static pf_err result(struct mpib *m, int rc, const char *what, char *err)
              "%s%s", what, m->boot.rank, m->boot.world, m->lib.last_error(),
              rc == PF_MPI_TIMEOUT ? " (a rank is missing or stuck)" : "");
     m->broken = code;
-    if (m->coll && !m->coll->reason[0]) {
-        snprintf(m->coll->reason, sizeof(m->coll->reason), "%s",
-                 code == PF_ERR_TIMEOUT ? "PeerTimeout" : "PeerLost");
-        snprintf(m->coll->errmsg, sizeof(m->coll->errmsg), "%s", m->broken_msg);
-        m->coll->err = code;
-    }
+    pf_fault_set(m->fault, code,
+                 code == PF_ERR_TIMEOUT ? PF_R_PeerTimeout : PF_R_PeerLost,
+                 m->broken_msg);
     return pf_fail(err, code, "%s", m->broken_msg);
 }
 
@@ -152,7 +149,7 @@ pf_err pf_boot_open_mpi(struct pf_run *run, struct pf_boot **out, char *err)
     m->boot.rank = run->peers.rank;
     m->boot.world = run->peers.world;
     m->boot.impl = m;
-    m->coll = &run->coll;
+    m->fault = &run->coll.fault;
     *out = &m->boot;
     return PF_OK;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../config/config.h"
 #include "../util/clock.h"
 #include "../util/fsutil.h"
 #include "../util/log.h"
@@ -85,9 +86,8 @@ pf_err pf_boot_open(struct pf_run *run, struct pf_boot **out, char *err)
     rc_cfg.self.efa_count = run->node.efa_count;
     rc_cfg.self.gpu_count = run->node.gpu_count;
     rc_cfg.expected = p->list;
-    rc_cfg.coll = &run->coll;
-    deadline = p->deadline_ms ? p->deadline_ms
-                              : pf_deadline_in((int64_t)run->cfg.timeout_s * 1000);
+    rc_cfg.fault = &run->coll.fault;
+    deadline = pf_run_deadline(run);
     rc_cfg.deadline = p->rank == 0 ? deadline - root_margin_ms(run->cfg.timeout_s)
                                    : deadline;
 

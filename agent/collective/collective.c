@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../config/config.h"
 #include "../util/clock.h"
 #include "../util/log.h"
 
@@ -67,15 +68,15 @@ static int count_nodes(const struct pf_peers *p)
     return nodes > 0 ? nodes : 1;
 }
 
-static const char *reason_for(pf_err rc)
+static enum pf_reason reason_for(pf_err rc)
 {
     switch (rc) {
-    case PF_ERR_TIMEOUT: return "PeerTimeout";
-    case PF_ERR_LOST: return "PeerLost";
-    case PF_ERR_REJECTED: return "PeerRejected";
+    case PF_ERR_TIMEOUT: return PF_R_PeerTimeout;
+    case PF_ERR_LOST: return PF_R_PeerLost;
+    case PF_ERR_REJECTED: return PF_R_PeerRejected;
     case PF_ERR_UNSUPPORTED:
-    case PF_ERR_NOTFOUND: return "FabricUnavailable";
-    default: return "CollectiveFailed";
+    case PF_ERR_NOTFOUND: return PF_R_FabricUnavailable;
+    default: return PF_R_CollectiveFailed;
     }
 }
 
@@ -83,15 +84,15 @@ static const char *reason_for(pf_err rc)
  * carries: the rendezvous or an engine may have recorded it already. */
 static void record(struct pf_coll *c, pf_err rc, const char *msg)
 {
-    if (!c->reason[0]) {
-        c->err = rc;
-        snprintf(c->reason, sizeof(c->reason), "%s", reason_for(rc));
-        snprintf(c->errmsg, sizeof(c->errmsg), "%s", msg);
-    } else if (c->err == PF_OK) {
-        c->err = rc;
-        snprintf(c->errmsg, sizeof(c->errmsg), "%s", msg);
+    struct pf_fault *f = &c->fault;
+
+    if (f->reason == PF_R_None) {
+        pf_fault_set(f, rc, reason_for(rc), msg);
+    } else if (f->err == PF_OK) {
+        f->err = rc;
+        snprintf(f->msg, sizeof(f->msg), "%s", msg);
     }
-    pf_error("collective: %s: %s", c->reason, c->errmsg);
+    pf_error("collective: %s: %s", pf_reason_name(f->reason), f->msg);
 }
 
 pf_err pf_collective(struct pf_run *run, char *err)
@@ -122,10 +123,7 @@ pf_err pf_collective(struct pf_run *run, char *err)
     /* cfg.timeout_s bounds the whole run and the clock started before
      * probe and discovery: keep a margin so a stuck fabric is reported as
      * PeerTimeout before a launcher or controller kills the rank. */
-    timeout_ms = run->peers.deadline_ms
-                     ? pf_ms_left(run->peers.deadline_ms)
-                     : (int64_t)(run->cfg.timeout_s > 0 ? run->cfg.timeout_s : 300)
-                           * 1000;
+    timeout_ms = pf_ms_left(pf_run_deadline(run));
     deadline = pf_deadline_in(timeout_ms > 2 * REPORT_MARGIN_MS
                                   ? timeout_ms - REPORT_MARGIN_MS
                                   : timeout_ms / 2);

@@ -75,6 +75,7 @@ struct nccl_engine {
     long launches, launches_async;    /* groups, and those NCCL finished in
                                        * the background (ncclInProgress) */
     bool aborted;
+    bool connecting;                  /* waiting for communicators to connect */
     float *expect;                    /* host, CHUNK_ELEMS of pf_expected */
     struct nccl_rank r[PF_MAX_GPUS];
 };
@@ -166,8 +167,7 @@ static pf_err wait_checks(struct nccl_engine *g, const char *what,
     if (pf_ms_left(deadline) <= 0) {
         /* The rendezvous already reached every rank, so a communicator
          * that never connects points at the fabric path itself. */
-        bool connecting = !strncmp(what, "NCCL communicator", 17) &&
-                          g->nlocal < g->nranks;
+        bool connecting = g->connecting && g->nlocal < g->nranks;
         snprintf(why, sizeof(why), "%s: deadline passed (ranks %d-%d of %d)%s",
                  what, g->r[0].rank, g->r[g->nlocal - 1].rank, g->nranks,
                  connecting ? ", although the TCP rendezvous reached every "
@@ -541,7 +541,9 @@ static pf_err split_blocking(struct nccl_engine *g, int64_t deadline,
         res = end;
     /* The split runs on the parents' background threads and writes
      * r->split when done: wait for the parents either way. */
+    g->connecting = true;
     rc = wait_comms_ready(g, "NCCL communicator split", deadline, err);
+    g->connecting = false;
     if (rc != PF_OK)
         return rc;
     for (int i = 0; res == PF_NCCL_SUCCESS && i < g->nlocal; i++)
@@ -567,7 +569,10 @@ static pf_err split_blocking(struct nccl_engine *g, int64_t deadline,
         g->r[i].comm = g->r[i].split;
         g->r[i].split = NULL;
     }
-    return wait_comms_ready(g, "NCCL communicator split", deadline, err);
+    g->connecting = true;
+    rc = wait_comms_ready(g, "NCCL communicator split", deadline, err);
+    g->connecting = false;
+    return rc;
 }
 
 static pf_err init_comms(struct nccl_engine *g, int64_t deadline, char *err)
@@ -615,7 +620,9 @@ static pf_err init_comms(struct nccl_engine *g, int64_t deadline, char *err)
         abort_comms(g, err);
         return PF_ERR_ENGINE;
     }
+    g->connecting = true;
     rc = wait_comms_ready(g, "NCCL communicator init", deadline, err);
+    g->connecting = false;
     if (rc == PF_OK)
         rc = split_blocking(g, deadline, err);
     return rc;

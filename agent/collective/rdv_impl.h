@@ -19,13 +19,13 @@ struct rdv {
     uint32_t seq;                     /* collective calls so far */
     pf_err broken;                    /* sticky failure */
     char broken_msg[PF_ERRLEN];
-    struct pf_coll *coll;
+    struct pf_fault *fault;           /* first failure, for the verdict */
     uint8_t *scratch;
     size_t scratch_cap;
 };
 
-/* Record a failure in coll (first one wins) under its reason word. */
-pf_err rdv_record(struct pf_coll *coll, pf_err code, const char *msg);
+/* Record a failure in fault (first one wins) under its reason. */
+pf_err rdv_record(struct pf_fault *fault, pf_err code, const char *msg);
 /* "rank 2 (node-c, 10.0.1.9)" into buf (WHO_LEN bytes). */
 const char *rdv_who(const struct rdv *r, int rank, char *buf);
 /* REJECT / ABORT frames: {reason word, message}. */

@@ -226,9 +226,13 @@ static pf_err listen_on(const char *bind_addr, int port, int *out, char *err)
     }
     freeaddrinfo(res);
     if (fd < 0)
-        return pf_fail(err, PF_ERR_IO, "rank 0 cannot listen on %s: %s%s",
-                       where, strerror(saved),
-                       saved == EADDRINUSE ? " (another run on this port?)"
+        return pf_fail(err, saved == EADDRINUSE || saved == EACCES ||
+                                saved == EADDRNOTAVAIL ? PF_ERR_USAGE
+                                                       : PF_ERR_IO,
+                       "rank 0 cannot listen on %s: %s%s", where,
+                       strerror(saved),
+                       saved == EADDRINUSE ? " (another process holds the "
+                                             "port: pick one with --port)"
                                            : "");
     *out = fd;
     return PF_OK;
@@ -336,10 +340,10 @@ static pf_err send_welcomes(struct rdv *r, const uint8_t *secret,
     return PF_OK;
 }
 
-static pf_err join_fail(struct pf_coll *coll, pf_err code, char *err,
+static pf_err join_fail(struct pf_fault *fault, pf_err code, char *err,
                         const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
-static pf_err join_fail(struct pf_coll *coll, pf_err code, char *err,
+static pf_err join_fail(struct pf_fault *fault, pf_err code, char *err,
                         const char *fmt, ...)
 {
     char msg[PF_ERRLEN];
@@ -348,7 +352,7 @@ static pf_err join_fail(struct pf_coll *coll, pf_err code, char *err,
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    rdv_record(coll, code, msg);
+    rdv_record(fault, code, msg);
     return pf_fail(err, code, "%s", msg);
 }
 
@@ -388,7 +392,8 @@ static pf_err take_hello(struct rdv *r, const struct pf_rdv_cfg *cfg,
     case PF_ERR_REJECTED:
         snprintf(full, sizeof(full), "rank 0 rejected a peer from %s: %s",
                  p->addr, msg);
-        rdv_send_reason(&p->c, PF_RDV_REJECT, "PeerRejected", full);
+        rdv_send_reason(&p->c, PF_RDV_REJECT,
+                        pf_reason_name(PF_R_PeerRejected), full);
         pf_conn_close(&p->c);
         return rdv_broke(r, PF_ERR_REJECTED, -1, err, "%s", full);
     default:
@@ -429,8 +434,15 @@ pf_err rdv_root_join(struct rdv *r, const struct pf_rdv_cfg *cfg, char *err)
         pf_conn_init(&pend[i].c, -1);
     joined[0] = true;
     rc = listen_on(cfg->bind_addr, cfg->root_port, &lfd, msg);
+    if (rc == PF_ERR_USAGE) {
+        /* The port is taken or the address is wrong: a deployment fix,
+         * never a verdict on the fabric. */
+        pf_fault_set(r->fault, rc, PF_R_RendezvousPortInUse, msg);
+        rc = pf_fail(err, rc, "%s", msg);
+        goto out;
+    }
     if (rc != PF_OK) {
-        rc = join_fail(r->coll, rc, err, "%s", msg);
+        rc = join_fail(r->fault, rc, err, "%s", msg);
         goto out;
     }
     pf_info("rendezvous: rank 0 listening on port %d for %d ranks (run %s)",
@@ -460,7 +472,7 @@ pf_err rdv_root_join(struct rdv *r, const struct pf_rdv_cfg *cfg, char *err)
                                              .events = POLLIN };
         if (poll(pfds, (nfds_t)n, left > 500 ? 500 : (int)left) < 0 &&
             errno != EINTR) {
-            rc = join_fail(r->coll, PF_ERR_SYS, err, "rendezvous poll: %s",
+            rc = join_fail(r->fault, PF_ERR_SYS, err, "rendezvous poll: %s",
                            strerror(errno));
             goto out;
         }
@@ -606,7 +618,7 @@ static pf_err read_table(struct rdv *r, const struct pf_rdv_cfg *cfg,
         pf_get_bytes(&rb, mac, sizeof(mac));
     if (world != cfg->world || rb.bad || rb.off != m->len) {
         free(f);
-        return join_fail(cfg->coll, PF_ERR_PROTOCOL, err, "malformed peer "
+        return join_fail(cfg->fault, PF_ERR_PROTOCOL, err, "malformed peer "
                          "table from rank 0 at %s", root);
     }
     if (cfg->secret) {
@@ -617,7 +629,7 @@ static pf_err read_table(struct rdv *r, const struct pf_rdv_cfg *cfg,
         pf_hmac_final(&hm, want);
         if (!has_mac || !pf_digest_equal(mac, want, PF_RDV_MAC)) {
             free(f);
-            return join_fail(cfg->coll, PF_ERR_REJECTED, err, "the peer table "
+            return join_fail(cfg->fault, PF_ERR_REJECTED, err, "the peer table "
                              "from rank 0 at %s is not signed with this "
                              "rank's secret", root);
         }
@@ -651,22 +663,22 @@ static pf_err hello_exchange(struct rdv *r, const struct pf_rdv_cfg *cfg,
         return rc;
     }
     if (rc == PF_ERR_TIMEOUT)
-        return join_fail(cfg->coll, PF_ERR_TIMEOUT, err, "connected to %s but "
+        return join_fail(cfg->fault, PF_ERR_TIMEOUT, err, "connected to %s but "
                          "no rendezvous challenge came before the deadline "
                          "(is something else listening there?)", root);
     if (rc != PF_OK)
-        return join_fail(cfg->coll, PF_ERR_PROTOCOL, err, "%s: %s", root, msg);
+        return join_fail(cfg->fault, PF_ERR_PROTOCOL, err, "%s: %s", root, msg);
     rb = (struct pf_rbuf){ m.body, m.len, 0, false };
     if (m.type != PF_RDV_CHALLENGE || pf_get_u32(&rb) != PF_RDV_MAGIC)
-        return join_fail(cfg->coll, PF_ERR_PROTOCOL, err, "%s does not speak "
+        return join_fail(cfg->fault, PF_ERR_PROTOCOL, err, "%s does not speak "
                          "the efa-preflight rendezvous", root);
     h.version = pf_get_u16(&rb);
     pf_get_bytes(&rb, challenge, sizeof(challenge));
     if (rb.bad)
-        return join_fail(cfg->coll, PF_ERR_PROTOCOL, err, "malformed "
+        return join_fail(cfg->fault, PF_ERR_PROTOCOL, err, "malformed "
                          "challenge from %s", root);
     if (h.version != PF_RDV_VERSION)
-        return join_fail(cfg->coll, PF_ERR_REJECTED, err, "rank 0 at %s "
+        return join_fail(cfg->fault, PF_ERR_REJECTED, err, "rank 0 at %s "
                          "speaks rendezvous protocol version %u, this rank %u",
                          root, h.version, PF_RDV_VERSION);
 
@@ -691,27 +703,27 @@ static pf_err hello_exchange(struct rdv *r, const struct pf_rdv_cfg *cfg,
 
     rc = pf_wire_recv(c, &m, cfg->deadline, msg);
     if (rc == PF_ERR_TIMEOUT)
-        return join_fail(cfg->coll, PF_ERR_TIMEOUT, err, "rank 0 at %s "
+        return join_fail(cfg->fault, PF_ERR_TIMEOUT, err, "rank 0 at %s "
                          "accepted rank %d but did not complete the rendezvous "
                          "before the deadline (another rank never joined)",
                          root, cfg->rank);
     if (rc == PF_ERR_LOST)
-        return join_fail(cfg->coll, PF_ERR_LOST, err, "rank 0 at %s closed "
+        return join_fail(cfg->fault, PF_ERR_LOST, err, "rank 0 at %s closed "
                          "the connection during the rendezvous", root);
     if (rc != PF_OK)
-        return join_fail(cfg->coll, PF_ERR_PROTOCOL, err, "%s: %s", root, msg);
+        return join_fail(cfg->fault, PF_ERR_PROTOCOL, err, "%s: %s", root, msg);
     switch (m.type) {
     case PF_RDV_WELCOME:
         return read_table(r, cfg, &m, h.nonce, root, err);
     case PF_RDV_REJECT:
         rdv_read_reason(&m, reason, msg);
-        return join_fail(cfg->coll, PF_ERR_REJECTED, err, "%s", msg);
+        return join_fail(cfg->fault, PF_ERR_REJECTED, err, "%s", msg);
     case PF_RDV_ABORT:
         rdv_read_reason(&m, reason, msg);
-        return join_fail(cfg->coll, pf_rdv_reason_err(reason), err,
+        return join_fail(cfg->fault, pf_rdv_reason_err(reason), err,
                          "rank 0 at %s gave up: %s", root, msg);
     default:
-        return join_fail(cfg->coll, PF_ERR_PROTOCOL, err, "unexpected message "
+        return join_fail(cfg->fault, PF_ERR_PROTOCOL, err, "unexpected message "
                          "type %u from rank 0 at %s", m.type, root);
     }
 }
@@ -729,7 +741,7 @@ pf_err rdv_peer_join(struct rdv *r, const struct pf_rdv_cfg *cfg, char *err)
         pf_err rc;
 
         if (left <= 0)
-            return join_fail(cfg->coll, PF_ERR_TIMEOUT, err, "rank 0 at %s "
+            return join_fail(cfg->fault, PF_ERR_TIMEOUT, err, "rank 0 at %s "
                              "never answered within %.0f s (last error: %s)",
                              root, (double)(pf_now_ms() - start) / 1000.0,
                              last);

@@ -27,37 +27,32 @@ static const struct pf_boot_ops rdv_ops;
 
 /* ------------------------------------------------------------- helpers */
 
-static const char *reason_of(pf_err code)
+enum pf_reason pf_rdv_reason_of(pf_err code)
 {
     switch (code) {
-    case PF_ERR_TIMEOUT: return "PeerTimeout";
-    case PF_ERR_REJECTED: return "PeerRejected";
-    case PF_ERR_LOST: return "PeerLost";
-    case PF_ERR_PROTOCOL: return "PeerProtocolError";
-    default: return "RendezvousFailed";
+    case PF_ERR_TIMEOUT: return PF_R_PeerTimeout;
+    case PF_ERR_REJECTED: return PF_R_PeerRejected;
+    case PF_ERR_LOST: return PF_R_PeerLost;
+    case PF_ERR_PROTOCOL: return PF_R_PeerProtocolError;
+    default: return PF_R_RendezvousFailed;
     }
 }
 
+/* The wire carries the word; the table turns it back into a reason. */
 pf_err pf_rdv_reason_err(const char *reason)
 {
-    if (!strcmp(reason, "PeerTimeout"))
-        return PF_ERR_TIMEOUT;
-    if (!strcmp(reason, "PeerRejected"))
-        return PF_ERR_REJECTED;
-    if (!strcmp(reason, "PeerProtocolError"))
-        return PF_ERR_PROTOCOL;
-    return PF_ERR_LOST;
+    switch (pf_reason_by_name(reason)) {
+    case PF_R_PeerTimeout: return PF_ERR_TIMEOUT;
+    case PF_R_PeerRejected: return PF_ERR_REJECTED;
+    case PF_R_PeerProtocolError: return PF_ERR_PROTOCOL;
+    default: return PF_ERR_LOST;
+    }
 }
 
 /* The first failure a rank detects is the one its report carries. */
-pf_err rdv_record(struct pf_coll *coll, pf_err code, const char *msg)
+pf_err rdv_record(struct pf_fault *fault, pf_err code, const char *msg)
 {
-    if (coll && !coll->reason[0]) {
-        snprintf(coll->reason, sizeof(coll->reason), "%s", reason_of(code));
-        snprintf(coll->errmsg, sizeof(coll->errmsg), "%s", msg);
-        coll->err = code;
-    }
-    return code;
+    return pf_fault_set(fault, code, pf_rdv_reason_of(code), msg);
 }
 
 const char *rdv_who(const struct rdv *r, int rank, char *buf)
@@ -107,7 +102,7 @@ void rdv_read_reason(const struct pf_msg *m, char reason[48],
     pf_get_str(&rb, reason, 48);
     pf_get_str(&rb, msg, PF_ERRLEN);
     if (rb.bad) {
-        snprintf(reason, 48, "PeerLost");
+        snprintf(reason, 48, "%s", pf_reason_name(PF_R_PeerLost));
         snprintf(msg, PF_ERRLEN, "(malformed abort message)");
     }
 }
@@ -129,8 +124,9 @@ static pf_err stop(struct rdv *r, pf_err code, const char *wire, int culprit,
                    char *err)
 {
     r->broken = code;
-    rdv_record(r->coll, code, r->broken_msg);
-    spread_abort(r, culprit, wire ? wire : reason_of(code), r->broken_msg);
+    rdv_record(r->fault, code, r->broken_msg);
+    spread_abort(r, culprit, wire ? wire : pf_reason_name(pf_rdv_reason_of(code)),
+                 r->broken_msg);
     return pf_fail(err, code, "%s", r->broken_msg);
 }
 
@@ -568,7 +564,7 @@ pf_err pf_rdv_open(const struct pf_rdv_cfg *cfg, struct pf_boot **out,
     r->boot.rank = cfg->rank;
     r->boot.world = cfg->world;
     r->boot.impl = r;
-    r->coll = cfg->coll;
+    r->fault = cfg->fault;
     for (int i = 0; i < cfg->world; i++) {
         const struct pf_peer *e = cfg->expected ? &cfg->expected[i] : NULL;
         pf_conn_init(&r->conns[i], -1);

@@ -62,11 +62,11 @@ struct pf_rdv_cfg {
     struct pf_rdv_facts self;
     const struct pf_peer *expected;   /* world entries (for naming), or NULL */
     int64_t deadline;                 /* everyone must have joined by then */
-    struct pf_coll *coll;             /* failures recorded here, or NULL */
+    struct pf_fault *fault;           /* failures recorded here, or NULL */
 };
 
 /* Join the group. On success *out is a pf_boot; table (world entries, or
- * NULL) receives every rank's facts. Failures are recorded in cfg->coll
+ * NULL) receives every rank's facts. Failures are recorded in cfg->fault
  * (reason PeerTimeout / PeerRejected / PeerLost) and returned as
  * PF_ERR_TIMEOUT / PF_ERR_REJECTED / PF_ERR_LOST. */
 pf_err pf_rdv_open(const struct pf_rdv_cfg *cfg, struct pf_boot **out,
@@ -108,7 +108,9 @@ struct pf_rdv_view {
 pf_err pf_rdv_check_hello(const struct pf_rdv_view *v, const uint8_t *body,
                           size_t len, struct pf_hello *h, char *err);
 
-/* Reason word <-> error code used in ABORT frames. */
+/* Reason word of an ABORT frame -> the error code this rank reports. */
 pf_err pf_rdv_reason_err(const char *reason);
+/* The reason a rendezvous failure of this code is reported under. */
+enum pf_reason pf_rdv_reason_of(pf_err code);
 
 #endif

@@ -29,37 +29,10 @@ struct plan {                         /* rank 0's decision, broadcast */
 double pf_coll_floor(const struct pf_run *run, char *src, size_t len)
 {
     const struct pf_coll *c = &run->coll;
-    const struct pf_instance *it = run->instance;
-    bool gpu_type, nccl;
 
-    if (run->cfg.min_busbw_gbps > 0) {
-        snprintf(src, len, "--min-busbw-gbps");
-        return run->cfg.min_busbw_gbps;
-    }
-    if (c->provider_is_fallback) {
-        snprintf(src, len, "no floor: provider %s is not EFA, so no catalog "
-                 "floor applies", c->provider);
-        return 0;
-    }
-    if (!it) {
-        snprintf(src, len, "no floor: instance type not in the catalog");
-        return 0;
-    }
-    gpu_type = !strcmp(it->accel_kind, "gpu");
-    nccl = !strcmp(c->engine, "nccl");
-    if (gpu_type != nccl) {
-        snprintf(src, len, "no floor: the catalog's floors for %s measure "
-                 "the %s engine", it->name, gpu_type ? "nccl" : "host");
-        return 0;
-    }
-    if (pf_instance_floor(it, c->nnodes) <= 0) {
-        snprintf(src, len, "no floor: none in the catalog for %s at %d "
-                 "node(s)", it->name, c->nnodes);
-        return 0;
-    }
-    snprintf(src, len, "catalog floor for %s at %d node(s)", it->name,
-             c->nnodes);
-    return pf_instance_floor(it, c->nnodes);
+    return pf_floor_for(&run->cfg, run->instance, c->engine,
+                        c->provider_is_fallback ? c->provider : NULL,
+                        c->nnodes, src, len);
 }
 
 /* ------------------------------------------------------------ decisions */

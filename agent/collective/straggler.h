@@ -19,10 +19,9 @@
 /* Timings single a rank out when it took this many times the next one. */
 #define PF_STRAG_TIME_RATIO 1.5
 
-/* The busbw floor the ring must reach: cfg.min_busbw_gbps when set, else
- * the catalog's floor for the instance type and node count where it
- * measures the same thing (provider efa, the engine the floors were set
- * for); 0 = none, and src says why. Shared with the verdict. */
+/* The busbw floor this run's ring must reach: pf_floor_for (the one rule,
+ * config/catalog.h) applied to the collective's engine, provider and node
+ * count. */
 double pf_coll_floor(const struct pf_run *run, char *src, size_t len);
 
 /* The pure decisions, testable without a fabric. ---------------------- */

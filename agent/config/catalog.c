@@ -446,3 +446,41 @@ void pf_catalog_print(const struct pf_catalog *cat, FILE *out)
         }
     }
 }
+
+/* The one floor rule (catalog.h). */
+double pf_floor_for(const struct pf_config *cfg, const struct pf_instance *it,
+                    const char *engine, const char *fallback_provider,
+                    int nnodes, char *src, size_t len)
+{
+    bool gpu_type, nccl;
+
+    if (cfg->min_busbw_gbps > 0) {
+        snprintf(src, len, "--min-busbw-gbps");
+        return cfg->min_busbw_gbps;
+    }
+    if (fallback_provider) {
+        snprintf(src, len, "no floor: provider %s is not EFA, so no catalog "
+                 "floor applies", fallback_provider);
+        return 0;
+    }
+    if (!it) {
+        snprintf(src, len, "no floor: instance type not in the catalog");
+        return 0;
+    }
+    gpu_type = !strcmp(it->accel_kind, "gpu");
+    nccl = !strcmp(engine, "nccl");
+    if (gpu_type != nccl) {
+        snprintf(src, len, "no floor: the catalog's floors for %s measure "
+                 "the %s engine", it->name, gpu_type ? "nccl" : "host");
+        return 0;
+    }
+    if (pf_instance_floor(it, nnodes) <= 0) {
+        snprintf(src, len, "no floor: none in the catalog for %s at %d "
+                 "node(s)", it->name, nnodes);
+        return 0;
+    }
+    snprintf(src, len, "catalog floor for %s at %d node(s)", it->name,
+             nnodes);
+    return pf_instance_floor(it, nnodes);
+}
+

@@ -26,6 +26,15 @@ const struct pf_instance *pf_catalog_find(const struct pf_catalog *cat,
  * nodes <= n; 0 when none applies. */
 double pf_instance_floor(const struct pf_instance *it, int nodes);
 
+/* The one busbw floor rule, used by the verdict, the straggler re-test and
+ * publishing alike: cfg.min_busbw_gbps when set, else the catalog's floor
+ * for the instance type and node count where it measures the same thing
+ * (provider efa: fallback_provider NULL; the engine the floors were set
+ * for: nccl on GPU types, host elsewhere). 0 = none, and src says why. */
+double pf_floor_for(const struct pf_config *cfg, const struct pf_instance *it,
+                    const char *engine, const char *fallback_provider,
+                    int nnodes, char *src, size_t len);
+
 /* Print the effective catalog as YAML. */
 void pf_catalog_print(const struct pf_catalog *cat, FILE *out);
 

@@ -4,6 +4,8 @@
  * derived from its key, so the three can never drift apart. */
 #include "config.h"
 
+#include "../util/clock.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
@@ -798,4 +800,15 @@ void pf_config_usage(enum pf_command cmd, FILE *out)
     }
     fprintf(out, "  %-36s %s\n", "-v, --verbose", "more log output (twice: debug)");
     fprintf(out, "  %-36s %s\n", "-h, --help", "this help");
+}
+
+void pf_run_start_clock(struct pf_run *run)
+{
+    run->deadline_ms = pf_deadline_in((int64_t)run->cfg.timeout_s * 1000);
+}
+
+int64_t pf_run_deadline(const struct pf_run *run)
+{
+    return run->deadline_ms ? run->deadline_ms
+                            : pf_deadline_in((int64_t)run->cfg.timeout_s * 1000);
 }

@@ -32,4 +32,10 @@ void pf_config_usage(enum pf_command cmd, FILE *out);
 /* Parse "64M", "1G", "8" into bytes. */
 pf_err pf_parse_size(const char *s, uint64_t *out, char *err);
 
+/* The run deadline: start it once (main, before the probe) from
+ * cfg.timeout_s; every stage reads the same one. A run that was never
+ * started (unit tests) gets timeout_s from now. */
+void pf_run_start_clock(struct pf_run *run);
+int64_t pf_run_deadline(const struct pf_run *run);
+
 #endif

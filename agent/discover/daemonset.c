@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../config/config.h"
 #include "../util/clock.h"
 #include "../util/log.h"
 
@@ -168,9 +169,7 @@ pf_err pf_discover_daemonset(struct pf_run *run, struct pf_kube *k,
     char path[PF_PATH_MAX], type[128], zn[128];
     struct view cur = { 0 }, prev = { 0 };
     int64_t start = pf_now_ms(), stable_since = start;
-    int64_t deadline = run->peers.deadline_ms
-                           ? run->peers.deadline_ms
-                           : pf_deadline_in((int64_t)cfg->timeout_s * 1000);
+    int64_t deadline = pf_run_deadline(run);
     cJSON *node = NULL;
     int me = -1, first, count;
     uint64_t h;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../config/config.h"
 #include "../util/clock.h"
 #include "../util/log.h"
 #include "mpi.h"
@@ -27,7 +28,7 @@ static const char *auto_bootstrap(const struct pf_run *run)
 pf_err pf_discover(struct pf_run *run, char *err)
 {
     const char *b = run->cfg.bootstrap;
-    int64_t deadline = pf_deadline_in((int64_t)run->cfg.timeout_s * 1000);
+    int64_t deadline = pf_run_deadline(run);
     pf_err rc;
 
     pf_peers_free(&run->peers);
@@ -54,8 +55,7 @@ pf_err pf_discover(struct pf_run *run, char *err)
     }
     /* k8s fills the table itself; keep what every bootstrap must agree on. */
     snprintf(run->peers.bootstrap, sizeof(run->peers.bootstrap), "%s", b);
-    if (!run->peers.deadline_ms)
-        run->peers.deadline_ms = deadline;
+    run->peers.deadline_ms = deadline;
     if (run->peers.world < 1 || run->peers.world > PF_MAX_RANKS ||
         !run->peers.list || run->peers.rank < 0 ||
         run->peers.rank >= run->peers.world)

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../config/config.h"
 #include "../util/clock.h"
 #include "../util/log.h"
 
@@ -394,9 +395,7 @@ pf_err pf_discover_k8s(struct pf_run *run, char *err)
     struct wait_ctx w;
     cJSON *own = NULL;
     char selector[1024], prefix[PF_NAME_MAX * 2];
-    int64_t deadline = run->peers.deadline_ms
-                           ? run->peers.deadline_ms
-                           : pf_deadline_in((int64_t)cfg->timeout_s * 1000);
+    int64_t deadline = pf_run_deadline(run);
     int64_t t0 = pf_now_ms();
     pf_err rc;
 
@@ -464,11 +463,13 @@ out:
     /* The verdict names why the fabric could not be tested; all three are
      * infrastructure (exit 3), not a bad fabric. */
     if (rc == PF_ERR_TIMEOUT)
-        snprintf(run->coll.reason, sizeof(run->coll.reason), "PeerTimeout");
+        pf_fault_set(&run->peers.fault, rc, PF_R_PeerTimeout, err);
     else if (rc == PF_ERR_FORBIDDEN)
-        snprintf(run->coll.reason, sizeof(run->coll.reason), "Forbidden");
+        pf_fault_set(&run->peers.fault, rc, PF_R_Forbidden, err);
+    else if (rc == PF_ERR_UNAUTHORIZED)
+        pf_fault_set(&run->peers.fault, rc, PF_R_Unauthorized, err);
     else if (rc == PF_ERR_API || rc == PF_ERR_PROTOCOL)
-        snprintf(run->coll.reason, sizeof(run->coll.reason), "APIUnavailable");
+        pf_fault_set(&run->peers.fault, rc, PF_R_APIUnavailable, err);
     pf_k8s_podset_free(&w.set);
     cJSON_Delete(own);
     pf_kube_close(k);

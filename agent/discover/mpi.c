@@ -201,14 +201,12 @@ pf_err pf_discover_mpi(struct pf_run *run, char *err)
     }
     if (rc != PF_MPI_OK) {
         free(all);
-        snprintf(run->coll.reason, sizeof(run->coll.reason), "%s",
-                 rc == PF_MPI_TIMEOUT ? "PeerTimeout" : "PeerLost");
-        pf_fail(run->coll.errmsg, rc == PF_MPI_TIMEOUT ? PF_ERR_TIMEOUT
-                                                       : PF_ERR_LOST,
-                "MPI rank %d of %d: exchanging hosts failed: %s", rank, size,
-                lib.last_error());
-        run->coll.err = rc == PF_MPI_TIMEOUT ? PF_ERR_TIMEOUT : PF_ERR_LOST;
-        return pf_fail(err, run->coll.err, "%s", run->coll.errmsg);
+        pf_err code = rc == PF_MPI_TIMEOUT ? PF_ERR_TIMEOUT : PF_ERR_LOST;
+        pf_fail(err, code, "MPI rank %d of %d: exchanging hosts failed: %s",
+                rank, size, lib.last_error());
+        return pf_fault_set(&run->peers.fault, code,
+                            code == PF_ERR_TIMEOUT ? PF_R_PeerTimeout
+                                                   : PF_R_PeerLost, err);
     }
 
     p->list = calloc((size_t)size, sizeof(*p->list));

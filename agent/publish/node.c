@@ -13,12 +13,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "../config/config.h"
 #include "../util/clock.h"
 #include "../util/kubeapi.h"
 #include "../util/log.h"
 
 #define CONFLICT_RETRIES 5
-#define IDLE_MAX_MS (3600 * 1000)
 
 enum patch_kind { PATCH_LABELS, PATCH_CONDITIONS, PATCH_TAINT };
 
@@ -213,9 +213,9 @@ pf_err pf_publish_node(const struct pf_run *run, char *err)
              id.pod[0] ? id.pod : "efa-preflight");
 
     rc = pf_kube_opts_init(&o, cfg, err);
-    /* The run's own deadline may be spent by now: publishing gets its own
-     * bound so a verdict is never lost to a late collective. */
-    o.deadline = pf_deadline_in(120 * 1000);
+    /* The run deadline bounds publishing too, with a short grace so a
+     * verdict reached at the deadline can still be written. */
+    o.deadline = pf_run_deadline(run) + PF_PUBLISH_GRACE_MS;
     if (rc == PF_OK)
         rc = pf_kube_open(&o, &p.k, err);
     if (rc == PF_OK)
@@ -226,12 +226,13 @@ pf_err pf_publish_node(const struct pf_run *run, char *err)
         /* An Event is worth a warning, not the verdict. */
         if (post_event(&p, ev_err) != PF_OK)
             pf_warn("node %s: event not written: %s", p.node, ev_err);
-        /* Taint a node that failed validation (not one we could not
-         * test); clear our taint whenever it passes. */
-        p.taint = run->verdict.overall == PF_FAIL &&
-                  run->verdict.exit_code == PF_EXIT_FAIL;
+        /* The class decides: taint only a failure proven on this node
+         * (never one we could not test, nor a peer's); clear our taint
+         * when the node passed. */
+        enum pf_reason_class cls = run->verdict.cls;
+        p.taint = pf_class_may_taint(cls);
         if ((p.taint && cfg->taint_on_failure) ||
-            run->verdict.overall == PF_PASS || run->verdict.overall == PF_WARN)
+            cls == PF_CLASS_OK || cls == PF_CLASS_WARN)
             rc = patch_node(&p, PATCH_TAINT, err);
     }
     if (rc == PF_OK)
@@ -240,9 +241,5 @@ pf_err pf_publish_node(const struct pf_run *run, char *err)
         pf_info("node %s: verdict %s published", p.node,
                 pf_status_name(run->verdict.overall));
     pf_kube_close(p.k);
-    if (rc != PF_OK)
-        return rc;
-    if (!strcmp(cfg->mode, "daemonset") && cfg->command == PF_CMD_RUN)
-        pf_node_idle(IDLE_MAX_MS);
-    return PF_OK;
+    return rc;
 }

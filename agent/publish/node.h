@@ -61,8 +61,4 @@ cJSON *pf_node_event(const struct pf_run *run, const char *node,
  * (else warning) check's reason. */
 const char *pf_node_reason(const struct pf_run *run);
 
-/* DaemonSet mode: after publishing, wait for the pod to be removed:
- * returns on SIGTERM/SIGINT or after max_ms. */
-void pf_node_idle(int64_t max_ms);
-
 #endif

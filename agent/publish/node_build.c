@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../collective/straggler.h"
 #include "../config/catalog.h"
 #include "../util/clock.h"
 #include "../util/kubeapi.h"
@@ -26,7 +27,8 @@ bool pf_node_fabric_untested(const struct pf_run *run)
 static bool collective_attempted(const struct pf_run *run)
 {
     return run->cfg.command != PF_CMD_NODE &&
-           (run->coll.ran || run->coll.err != PF_OK || run->peers.world > 0);
+           (run->coll.ran || run->coll.fault.err != PF_OK ||
+            run->peers.fault.err != PF_OK || run->peers.world > 0);
 }
 
 void pf_node_labels_make(const struct pf_run *run, time_t now,
@@ -35,11 +37,12 @@ void pf_node_labels_make(const struct pf_run *run, time_t now,
     const struct pf_verdict *v = &run->verdict;
 
     memset(l, 0, sizeof(*l));
-    /* "error" keeps "we could not test" (peers never came, API down)
-     * apart from "the fabric is bad". */
-    snprintf(l->status, sizeof(l->status), "%s",
-             v->overall == PF_FAIL && v->exit_code == PF_EXIT_INFRA
-                 ? "error" : pf_status_name(v->overall));
+    /* The class decides: "error" keeps "we could not test" (peers never
+     * came, API down) apart from "the fabric is bad"; a usage error never
+     * gets here (nothing is written). */
+    const char *label = pf_class_status_label(v->cls);
+
+    snprintf(l->status, sizeof(l->status), "%s", label ? label : "error");
     snprintf(l->efa_count, sizeof(l->efa_count), "%d", run->node.efa_count);
     if (run->coll.ran && run->coll.peak_busbw > 0 &&
         !pf_node_fabric_untested(run))
@@ -101,11 +104,7 @@ static const struct pf_check *first_check(const struct pf_verdict *v,
 
 const char *pf_node_reason(const struct pf_run *run)
 {
-    const struct pf_check *c = first_check(&run->verdict, NULL, PF_FAIL);
-
-    if (!c)
-        c = first_check(&run->verdict, NULL, PF_WARN);
-    return c && c->reason[0] ? c->reason : "PreflightPassed";
+    return pf_reason_name(run->verdict.headline);
 }
 
 static const char *previous_transition(const cJSON *node, const char *type,
@@ -153,13 +152,18 @@ static void condition_from_checks(cJSON *list, const struct pf_run *run,
         return;
     if (st == PF_SKIP)
         add_condition(list, node, type, "Unknown",
-                      c->reason[0] ? c->reason : "NotTested", c->message, now);
+                      pf_reason_name(c->reason != PF_R_None ? c->reason
+                                                            : PF_R_NotTested),
+                      c->message, now);
     else if (st == PF_FAIL)
-        add_condition(list, node, type, "False", c->reason, c->message, now);
+        add_condition(list, node, type, "False", pf_reason_name(c->reason),
+                      c->message, now);
     else if (st == PF_WARN)
-        add_condition(list, node, type, "True", c->reason, c->message, now);
+        add_condition(list, node, type, "True", pf_reason_name(c->reason),
+                      c->message, now);
     else
-        add_condition(list, node, type, "True", "PreflightPassed",
+        add_condition(list, node, type, "True",
+                      pf_reason_name(PF_R_PreflightPassed),
                       pass_message, now);
 }
 
@@ -181,7 +185,8 @@ cJSON *pf_node_conditions_patch(const struct pf_run *run, const cJSON *node,
     condition_from_checks(list, run, node, PF_COND_DEVICES, msg, now);
 
     if (pf_node_fabric_untested(run)) {
-        add_condition(list, node, PF_COND_FABRIC, "Unknown", "FabricUntested",
+        add_condition(list, node, PF_COND_FABRIC, "Unknown",
+                      pf_reason_name(PF_R_FabricUntested),
                       "no other pending node of this instance type and zone "
                       "to test the fabric with", now);
     } else {
@@ -263,15 +268,13 @@ cJSON *pf_node_event(const struct pf_run *run, const char *node,
     cJSON *md, *io, *src;
     char msg[1024], nums[256];
     int expect = run->instance ? run->instance->efa_count : -1;
-    double floor = run->instance
-                       ? pf_instance_floor(run->instance, run->coll.nnodes)
-                       : 0;
+    char floor_src[192];
+    /* The floor the verdict applied, from the same rule. */
+    double floor = pf_coll_floor(run, floor_src, sizeof(floor_src));
     size_t n;
 
     if (!c)
         c = first_check(v, NULL, PF_WARN);
-    if (run->cfg.min_busbw_gbps > 0)
-        floor = run->cfg.min_busbw_gbps;
     n = (size_t)snprintf(nums, sizeof(nums), "efa %d", run->node.efa_count);
     if (expect >= 0 && n < sizeof(nums))
         n += (size_t)snprintf(nums + n, sizeof(nums) - n, "/%d", expect);

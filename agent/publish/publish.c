@@ -11,15 +11,52 @@
 #include <string.h>
 
 #include "../util/fsutil.h"
+#include "../util/log.h"
+#include "../verdict/verdict.h"
+#include "node.h"
 
-pf_err pf_publish(struct pf_run *run, char *err)
+/* A Node write that failed becomes a check of its own, so the table, the
+ * report and the exit code all tell the same story. */
+static void publish_failed(struct pf_run *run, pf_err rc, const char *msg)
+{
+    enum pf_reason reason = PF_R_PublishFailed;
+
+    if (rc == PF_ERR_FORBIDDEN)
+        reason = PF_R_Forbidden;
+    else if (rc == PF_ERR_UNAUTHORIZED)
+        reason = PF_R_Unauthorized;
+    else if (rc == PF_ERR_USAGE || rc == PF_ERR_CONFIG)
+        reason = PF_R_PublishRefused;
+    pf_verdict_add(&run->verdict, "publish", "", PF_FAIL, reason, "", "%s",
+                   msg);
+    pf_verdict_finish(run);
+}
+
+pf_err pf_publish(struct pf_run *run, bool *node_written, char *err)
 {
     const struct pf_config *cfg = &run->cfg;
     char *json = NULL;
+    char node_err[PF_ERRLEN] = "";
     pf_err rc = PF_OK;
 
+    if (node_written)
+        *node_written = false;
     if (cfg->command == PF_CMD_LOCAL && run->peers.rank != 0)
         return PF_OK;
+
+    /* The Node first: its outcome is part of what the table and the report
+     * say. A usage error writes nothing to the cluster. bootstrap "auto"
+     * resolves to k8s in a pod: discover records it. */
+    if (cfg->publish && run->verdict.cls != PF_CLASS_USAGE &&
+        (!strcmp(cfg->bootstrap, "k8s") || !strcmp(run->peers.bootstrap, "k8s"))) {
+        pf_err nrc = pf_publish_node(run, node_err);
+        if (nrc != PF_OK) {
+            pf_error("publish: %s", node_err);
+            publish_failed(run, nrc, node_err);
+        } else if (node_written) {
+            *node_written = true;
+        }
+    }
 
     if (cfg->json || cfg->report_file[0]) {
         json = pf_report_json(run);
@@ -40,12 +77,5 @@ pf_err pf_publish(struct pf_run *run, char *err)
             pf_err_prefix(err, "report");
     }
     free(json);
-    if (rc != PF_OK)
-        return rc;
-
-    /* bootstrap "auto" resolves to k8s in a pod: discover records it */
-    if (cfg->publish && (!strcmp(cfg->bootstrap, "k8s") ||
-                         !strcmp(run->peers.bootstrap, "k8s")))
-        return pf_publish_node(run, err);
-    return PF_OK;
+    return rc;
 }

@@ -8,7 +8,9 @@
 
 #include "../pf.h"
 
-pf_err pf_publish(struct pf_run *run, char *err);
+/* Writes the Node first (k8s), then stdout and the report, so all three
+ * tell the same verdict; *node_written says whether the Node got it. */
+pf_err pf_publish(struct pf_run *run, bool *node_written, char *err);
 
 /* Pieces, for tests and for the commands that need only one. */
 void pf_publish_table(const struct pf_run *run, FILE *out);

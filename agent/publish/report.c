@@ -172,7 +172,7 @@ static cJSON *checks_json(const struct pf_verdict *v)
         cJSON_AddStringToObject(o, "name", c->name);
         cJSON_AddStringToObject(o, "condition", c->condition);
         cJSON_AddStringToObject(o, "status", pf_status_name(c->status));
-        cJSON_AddStringToObject(o, "reason", c->reason);
+        cJSON_AddStringToObject(o, "reason", pf_reason_name(c->reason));
         cJSON_AddStringToObject(o, "message", c->message);
         add_str(o, "remedy", c->remedy);
         cJSON_AddItemToArray(arr, o);
@@ -219,11 +219,15 @@ static cJSON *straggler_json(const struct pf_coll *c)
     return o;
 }
 
-static cJSON *collective_json(const struct pf_coll *c)
+static cJSON *collective_json(const struct pf_run *run)
 {
+    const struct pf_coll *c = &run->coll;
+    /* Peers that were never found fail the collective before it starts. */
+    const struct pf_fault *f = run->peers.fault.err != PF_OK ? &run->peers.fault
+                                                             : &c->fault;
     cJSON *o, *rows;
 
-    if (!c->ran && c->err == PF_OK)
+    if (!c->ran && f->err == PF_OK)
         return cJSON_CreateNull();
     o = cJSON_CreateObject();
     cJSON_AddBoolToObject(o, "ran", c->ran);
@@ -263,27 +267,21 @@ static cJSON *collective_json(const struct pf_coll *c)
         cJSON_AddNullToObject(o, "slow_rank");
     cJSON_AddItemToObject(o, "straggler", straggler_json(c));
     cJSON_AddNumberToObject(o, "wall_s", c->wall_s);
-    if (c->err != PF_OK) {
+    if (f->err != PF_OK) {
         cJSON *e = cJSON_AddObjectToObject(o, "error");
-        cJSON_AddStringToObject(e, "code", pf_err_name(c->err));
-        add_str(e, "reason", c->reason);
-        add_str(e, "message", c->errmsg);
+        cJSON_AddStringToObject(e, "code", pf_err_name(f->err));
+        add_str(e, "reason", pf_reason_name(f->reason));
+        add_str(e, "message", f->msg);
     } else {
         cJSON_AddNullToObject(o, "error");
     }
     return o;
 }
 
-/* First failing reason, else first warning, else null. */
+/* The deciding reason; null when the run passed without a word to say. */
 static const char *headline(const struct pf_verdict *v)
 {
-    for (int i = 0; i < v->n; i++)
-        if (v->checks[i].status == PF_FAIL)
-            return v->checks[i].reason;
-    for (int i = 0; i < v->n; i++)
-        if (v->checks[i].status == PF_WARN)
-            return v->checks[i].reason;
-    return NULL;
+    return v->cls == PF_CLASS_OK ? NULL : pf_reason_name(v->headline);
 }
 
 static cJSON *verdict_json(const struct pf_verdict *v)
@@ -294,6 +292,7 @@ static cJSON *verdict_json(const struct pf_verdict *v)
     cJSON_AddStringToObject(o, "status", pf_status_name(v->overall));
     cJSON_AddNumberToObject(o, "exit_code", v->exit_code);
     add_str(o, "reason", headline(v));
+    cJSON_AddStringToObject(o, "class", pf_class_name(v->cls));
     c = cJSON_AddObjectToObject(o, "conditions");
     for (size_t i = 0; i < sizeof(conds) / sizeof(conds[0]); i++) {
         enum pf_status st = pf_verdict_condition(v, conds[i]);
@@ -327,7 +326,7 @@ char *pf_report_json(const struct pf_run *run)
     cJSON_AddItemToObject(root, "node", node_json(&run->node));
     cJSON_AddItemToObject(root, "instance", instance_json(run->instance));
     cJSON_AddItemToObject(root, "checks", checks_json(&run->verdict));
-    cJSON_AddItemToObject(root, "collective", collective_json(&run->coll));
+    cJSON_AddItemToObject(root, "collective", collective_json(run));
     cJSON_AddItemToObject(root, "verdict", verdict_json(&run->verdict));
     text = cJSON_Print(root);
     cJSON_Delete(root);

@@ -52,13 +52,14 @@ static void print_checks(const struct pf_verdict *v, FILE *out)
     for (int i = 0; i < v->n; i++) {
         const struct pf_check *c = &v->checks[i];
         fprintf(out, "%-6s %-18s %-24s %s\n", status_tag(c->status), c->name,
-                c->reason, c->message);
+                pf_reason_name(c->reason), c->message);
         if ((c->status == PF_WARN || c->status == PF_FAIL) && c->remedy[0])
             fprintf(out, "%-6s %-18s remedy: %s\n", "", "", c->remedy);
     }
 }
 
-static void print_coll(const struct pf_coll *c, FILE *out)
+static void print_coll(const struct pf_coll *c, const struct pf_fault *f,
+                       FILE *out)
 {
     fprintf(out, "\n# all_reduce: engine %s, provider %s%s, %d ranks on %d "
             "node%s%s%s\n",
@@ -86,25 +87,21 @@ static void print_coll(const struct pf_coll *c, FILE *out)
     fprintf(out, "# Out of bounds values : %ld %s\n", c->wrong_total,
             c->wrong_total == 0 ? "OK" : "FAILED");
     fprintf(out, "# Avg bus bandwidth : %g\n", c->avg_busbw);
-    if (c->err != PF_OK)
+    if (f->err != PF_OK)
         fprintf(out, "# collective failed: %s: %s\n",
-                c->reason[0] ? c->reason : pf_err_name(c->err), c->errmsg);
+                f->reason != PF_R_None ? pf_reason_name(f->reason)
+                                       : pf_err_name(f->err), f->msg);
 }
 
 static void print_summary(const struct pf_run *run, FILE *out)
 {
     const struct pf_verdict *v = &run->verdict;
     int count[4] = { 0, 0, 0, 0 };
-    const char *headline = "";
+    const char *headline = v->cls == PF_CLASS_OK ? ""
+                                                 : pf_reason_name(v->headline);
 
-    for (int i = 0; i < v->n; i++) {
+    for (int i = 0; i < v->n; i++)
         count[v->checks[i].status]++;
-        if (!headline[0] && v->checks[i].status == PF_FAIL)
-            headline = v->checks[i].reason;
-    }
-    for (int i = 0; i < v->n && !headline[0]; i++)
-        if (v->checks[i].status == PF_WARN)
-            headline = v->checks[i].reason;
     fprintf(out, "\nsummary: %s%s%s - %d passed, %d warnings, %d failed, %d "
             "skipped (exit %d)\n",
             status_tag(v->overall), headline[0] ? " " : "", headline,
@@ -120,7 +117,10 @@ void pf_publish_table(const struct pf_run *run, FILE *out)
 {
     print_header(run, out);
     print_checks(&run->verdict, out);
-    if (run->coll.ran || run->coll.err != PF_OK)
-        print_coll(&run->coll, out);
+    const struct pf_fault *f = run->peers.fault.err != PF_OK ? &run->peers.fault
+                                                             : &run->coll.fault;
+
+    if (run->coll.ran || f->err != PF_OK)
+        print_coll(&run->coll, f, out);
     print_summary(run, out);
 }

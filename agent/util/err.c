@@ -22,6 +22,7 @@ const char *pf_err_name(pf_err e)
     case PF_ERR_DATA: return "data corruption";
     case PF_ERR_API: return "api";
     case PF_ERR_FORBIDDEN: return "forbidden";
+    case PF_ERR_UNAUTHORIZED: return "unauthorized";
     case PF_ERR_ENGINE: return "engine";
     }
     return "unknown";

@@ -25,7 +25,8 @@ typedef enum {
     PF_ERR_PROTOCOL,    /* malformed message from a peer or server */
     PF_ERR_DATA,        /* collective produced wrong data */
     PF_ERR_API,         /* Kubernetes API / IMDS failure */
-    PF_ERR_FORBIDDEN,   /* API said 401/403 */
+    PF_ERR_FORBIDDEN,   /* API said 403: RBAC */
+    PF_ERR_UNAUTHORIZED,/* API said 401: the token itself */
     PF_ERR_ENGINE,      /* NCCL / libfabric / CUDA call failed */
 } pf_err;
 

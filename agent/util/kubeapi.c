@@ -637,7 +637,9 @@ pf_err pf_kube_status_err(const struct pf_kube_resp *r, const char *method,
 {
     pf_err code = PF_ERR_API;
 
-    if (r->status == 401 || r->status == 403)
+    if (r->status == 401)
+        code = PF_ERR_UNAUTHORIZED;
+    else if (r->status == 403)
         code = PF_ERR_FORBIDDEN;
     else if (r->status == 404)
         code = PF_ERR_NOTFOUND;

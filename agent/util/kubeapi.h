@@ -68,7 +68,7 @@ pf_err pf_kube_do(struct pf_kube *k, const char *method, const char *path,
                   struct pf_kube_resp *resp, char *err);
 void pf_kube_resp_free(struct pf_kube_resp *r);
 /* Turn a non-2xx response into an error naming the request, the status and
- * the server's message: 401/403 PF_ERR_FORBIDDEN, 404 PF_ERR_NOTFOUND,
+ * the server's message: 401 PF_ERR_UNAUTHORIZED, 403 PF_ERR_FORBIDDEN, 404 PF_ERR_NOTFOUND,
  * 400/422 PF_ERR_USAGE, else PF_ERR_API. */
 pf_err pf_kube_status_err(const struct pf_kube_resp *r, const char *method,
                           const char *path, char *err);

@@ -18,31 +18,6 @@
 
 #define COND "EFAFabricReady"
 
-static const char *remedy_for(const char *reason)
-{
-    if (!strcmp(reason, "PeerTimeout"))
-        return "check that every rank started and reaches rank 0's "
-               "rendezvous port, and that the security group allows all "
-               "traffic to and from itself";
-    if (!strcmp(reason, "PeerLost"))
-        return "a rank exited or its node failed mid-run: read that rank's "
-               "log, then re-run";
-    if (!strcmp(reason, "PeerRejected"))
-        return "give every rank the same --secret-file, run id and world "
-               "size";
-    if (!strcmp(reason, "FabricUnavailable"))
-        return "install libfabric with the provider asked for (the EFA "
-               "installer for efa), or pick one with --fabric-provider";
-    if (!strcmp(reason, "Forbidden"))
-        return "grant the service account the RBAC in k8s/ (pods get/list/"
-               "watch, nodes get/patch, nodes/status patch, events create)";
-    if (!strcmp(reason, "APIUnavailable"))
-        return "check that the pod reaches the Kubernetes API server "
-               "(address, network policy, CA)";
-    return "read the message and the rank logs; re-run with --log-level "
-           "debug";
-}
-
 static void human_bytes(char *out, size_t len, uint64_t b)
 {
     if (b >= (1ull << 30) && b % (1ull << 30) == 0)
@@ -109,15 +84,15 @@ static void straggler_check(struct pf_run *run, const char *ring)
 
     rank_host(run, r, who, sizeof(who));
     if (r == s->self)
-        pf_verdict_add(&run->verdict, "busbw", COND, PF_FAIL, "StragglerNode",
+        pf_verdict_add(&run->verdict, "busbw", COND, PF_FAIL, PF_R_StragglerNode,
                        fix, "this node (rank %d, %s) is the straggler: %s; %s",
                        r, who, ring, s->note);
     else if (same_node(run, r, s->self))
-        pf_verdict_add(&run->verdict, "busbw", COND, PF_FAIL, "StragglerNode",
+        pf_verdict_add(&run->verdict, "busbw", COND, PF_FAIL, PF_R_StragglerNode,
                        fix, "this node (%s) runs the straggler, rank %d (this "
                        "is rank %d): %s; %s", who, r, s->self, ring, s->note);
     else
-        pf_verdict_add(&run->verdict, "busbw", COND, PF_WARN, "SlowPeer",
+        pf_verdict_add(&run->verdict, "busbw", COND, PF_WARN, PF_R_SlowPeer,
                        "nothing to fix here: the straggler's own report "
                        "fails with StragglerNode; re-run once it is drained "
                        "or replaced",
@@ -136,7 +111,7 @@ static void bandwidth_check(struct pf_run *run)
     if (c->nranks < 2) {
         /* One rank's all_reduce is a local copy: no bus was crossed. */
         pf_verdict_add(&run->verdict, "busbw", COND, PF_SKIP,
-                       "NotApplicable", "", "one rank: the all_reduce moved "
+                       PF_R_NotApplicable, "", "one rank: the all_reduce moved "
                        "nothing between ranks, so there is no bus bandwidth "
                        "to judge (%s engine; run with 2 or more ranks)",
                        c->engine);
@@ -150,7 +125,7 @@ static void bandwidth_check(struct pf_run *run)
             return;
         }
         pf_verdict_add(&run->verdict, "busbw", COND, PF_FAIL,
-                       "BandwidthBelowThreshold",
+                       PF_R_BandwidthBelowThreshold,
                        "run `efa-preflight node` on each host (EFA count, "
                        "GDR, NCCL plugin) and compare with the catalog; "
                        "replace the slow node",
@@ -165,7 +140,7 @@ static void bandwidth_check(struct pf_run *run)
                  src);
     else
         snprintf(floor_txt, sizeof(floor_txt), "%s", src);
-    pf_verdict_add(&run->verdict, "busbw", COND, PF_PASS, "", "",
+    pf_verdict_add(&run->verdict, "busbw", COND, PF_PASS, PF_R_None, "",
                    "busbw %.2f GB/s at %s, avg %.2f GB/s over %d sizes, "
                    "0 wrong: %d ranks on %d node(s), %s engine over %s; %s",
                    c->peak_busbw, size, c->avg_busbw, c->nrows, c->nranks,
@@ -178,14 +153,18 @@ void pf_verdict_fabric(struct pf_run *run)
     const struct pf_coll *c = &run->coll;
     struct pf_verdict *v = &run->verdict;
 
-    if (c->err != PF_OK) {
-        const char *reason = c->reason[0] ? c->reason : "CollectiveFailed";
-        pf_verdict_add(v, "collective", COND, PF_FAIL, reason,
-                       remedy_for(reason), "%s",
-                       c->errmsg[0] ? c->errmsg : pf_err_name(c->err));
+    /* Peers that could not be found, else a collective that failed. */
+    const struct pf_fault *f = run->peers.fault.err != PF_OK ? &run->peers.fault
+                                                             : &c->fault;
+
+    if (f->err != PF_OK) {
+        enum pf_reason reason = f->reason != PF_R_None ? f->reason
+                                                       : PF_R_CollectiveFailed;
+        pf_verdict_add(v, "collective", COND, PF_FAIL, reason, "", "%s",
+                       f->msg[0] ? f->msg : pf_err_name(f->err));
     } else if (c->ran && c->nrows > 0) {
         if (c->wrong_total > 0)
-            pf_verdict_add(v, "data", COND, PF_FAIL, "DataCorruption",
+            pf_verdict_add(v, "data", COND, PF_FAIL, PF_R_DataCorruption,
                            "a rank's memory, NIC or driver corrupts data: run "
                            "`efa-preflight node` on every host, check dmesg "
                            "for EFA errors and drain the node at fault",
@@ -194,7 +173,7 @@ void pf_verdict_fabric(struct pf_run *run)
                            c->wrong_total, c->nranks, c->nrows);
         if (c->provider_is_fallback)
             pf_verdict_add(v, "fabric_provider", COND, PF_WARN,
-                           "ProviderFallback",
+                           PF_R_ProviderFallback,
                            "drop --fabric-provider (default efa) to test "
                            "the EFA fabric itself",
                            "provider %s in use because it was asked for: "

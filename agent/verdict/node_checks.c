@@ -37,7 +37,7 @@ struct ctx {
     bool efa_required;         /* provider is efa */
     bool not_efa;              /* NotAnEFAInstance was raised */
     char skip_msg[96];         /* why EFA checks are skipped */
-    const char *skip_reason;
+    enum pf_reason skip_reason;
 };
 
 static const char *type_label(const struct pf_node *n)
@@ -71,7 +71,7 @@ static void check_instance(struct ctx *c)
 
     if (c->it) {
         pf_verdict_add(c->v, "instance_type", COND, PF_PASS,
-                       "InstanceTypeKnown", "",
+                       PF_R_InstanceTypeKnown, "",
                        "%s (from %s): %d EFA, %d x %s%s", type_label(n),
                        n->instance_source, c->it->efa_count,
                        c->it->accel_count,
@@ -80,14 +80,14 @@ static void check_instance(struct ctx *c)
         return;
     }
     if (!c->efa_required) {
-        pf_verdict_add(c->v, "instance_type", COND, PF_SKIP, "EFANotRequired",
+        pf_verdict_add(c->v, "instance_type", COND, PF_SKIP, PF_R_EFANotRequired,
                        "", "%s; %s", c->skip_msg,
                        n->instance_type[0] ? n->instance_type
                                            : "instance type unknown");
         return;
     }
     if (c->expect_efa == 0) {
-        pf_verdict_add(c->v, "instance_type", COND, PF_SKIP, "NotApplicable",
+        pf_verdict_add(c->v, "instance_type", COND, PF_SKIP, PF_R_NotApplicable,
                        "", "%s (from %s): not in the catalog; no EFA device "
                        "expected (expect_efa 0)", type_label(n),
                        n->instance_source);
@@ -95,7 +95,7 @@ static void check_instance(struct ctx *c)
     }
     if (n->efa_count > 0 || c->expect_efa > 0) {
         pf_verdict_add(c->v, "instance_type", COND, PF_WARN,
-                       "UnknownInstanceType",
+                       PF_R_UnknownInstanceType,
                        "pass --instance-type, or add the type to the catalog "
                        "(--catalog FILE)",
                        "%s%s%s is not in the catalog; checking the %d EFA "
@@ -107,18 +107,18 @@ static void check_instance(struct ctx *c)
         return;
     }
     c->not_efa = true;
-    c->skip_reason = "NotApplicable";
+    c->skip_reason = PF_R_NotApplicable;
     snprintf(c->skip_msg, sizeof(c->skip_msg), "not an EFA node: nothing to "
              "check");
     if (n->instance_type[0])
-        pf_verdict_add(c->v, "instance_type", COND, PF_FAIL, "NotAnEFAInstance",
+        pf_verdict_add(c->v, "instance_type", COND, PF_FAIL, PF_R_NotAnEFAInstance,
                        "run on an EFA-capable instance type, or pass "
                        "--fabric-provider tcp to test without EFA",
                        "'%s' (from %s) has no catalog entry and no EFA device "
                        "was found",
                        n->instance_type, n->instance_source);
     else
-        pf_verdict_add(c->v, "instance_type", COND, PF_FAIL, "NotAnEFAInstance",
+        pf_verdict_add(c->v, "instance_type", COND, PF_FAIL, PF_R_NotAnEFAInstance,
                        "run on an EFA-capable instance, pass --instance-type, "
                        "or pass --fabric-provider tcp to test without EFA",
                        "instance type unknown (%s) and no EFA device under "
@@ -134,13 +134,13 @@ static void check_module(struct ctx *c)
     if (skipped(c, "efa_module"))
         return;
     if (n->efa_module_loaded) {
-        pf_verdict_add(c->v, "efa_module", COND, PF_PASS, "EFAModuleLoaded", "",
+        pf_verdict_add(c->v, "efa_module", COND, PF_PASS, PF_R_EFAModuleLoaded, "",
                        "efa kernel module loaded%s%s",
                        n->efa_module_version[0] ? ", version " : "",
                        n->efa_module_version);
         return;
     }
-    pf_verdict_add(c->v, "efa_module", COND, PF_FAIL, "EFAModuleNotLoaded",
+    pf_verdict_add(c->v, "efa_module", COND, PF_FAIL, PF_R_EFAModuleNotLoaded,
                    "load the driver on the host: modprobe efa (installed by "
                    "the EFA installer / EKS GPU AMI)",
                    "efa kernel module not loaded (/sys/module/efa absent); "
@@ -164,12 +164,12 @@ static void check_devices(struct ctx *c)
 
     if (c->expect_efa < 0) {
         pf_verdict_add(c->v, "efa_devices", COND, PF_PASS,
-                       "EFADeviceCountMatches", "",
+                       PF_R_EFADeviceCountMatches, "",
                        "%d EFA devices (no expected count for %s)%s",
                        n->efa_count, type_label(n), extra);
     } else if (n->efa_count < c->expect_efa) {
         pf_verdict_add(c->v, "efa_devices", COND, PF_FAIL,
-                       "EFADeviceCountMismatch",
+                       PF_R_EFADeviceCountMismatch,
                        "check that every EFA interface was attached at launch "
                        "and the efa driver is healthy (dmesg | grep efa); "
                        "replace the node if devices are missing",
@@ -178,7 +178,7 @@ static void check_devices(struct ctx *c)
                        n->efa_count, c->expect_efa, type_label(n), extra);
     } else if (n->efa_count > c->expect_efa) {
         pf_verdict_add(c->v, "efa_devices", COND, PF_WARN,
-                       "EFADeviceCountMismatch",
+                       PF_R_EFADeviceCountMismatch,
                        "fix the catalog entry (--catalog FILE) or set "
                        "--expect-efa",
                        "found %d EFA devices, more than the %d expected for "
@@ -186,7 +186,7 @@ static void check_devices(struct ctx *c)
                        n->efa_count, c->expect_efa, type_label(n), extra);
     } else {
         pf_verdict_add(c->v, "efa_devices", COND, PF_PASS,
-                       "EFADeviceCountMatches", "",
+                       PF_R_EFADeviceCountMatches, "",
                        "%d of %d EFA devices%s", n->efa_count, c->expect_efa,
                        extra);
     }
@@ -197,7 +197,7 @@ static bool no_devices(struct ctx *c, const char *name)
 {
     if (c->node->efa_count > 0)
         return false;
-    pf_verdict_add(c->v, name, COND, PF_SKIP, "NotApplicable", "",
+    pf_verdict_add(c->v, name, COND, PF_SKIP, PF_R_NotApplicable, "",
                    "no EFA device found");
     return true;
 }
@@ -219,12 +219,12 @@ static void check_ports(struct ctx *c)
                      n->efa[i].port_state);
     }
     if (ndown == 0) {
-        pf_verdict_add(c->v, "efa_ports", COND, PF_PASS, "EFAPortsActive", "",
+        pf_verdict_add(c->v, "efa_ports", COND, PF_PASS, PF_R_EFAPortsActive, "",
                        "%d of %d EFA ports ACTIVE", n->efa_ports_active,
                        stored_efa(n));
         return;
     }
-    pf_verdict_add(c->v, "efa_ports", COND, PF_FAIL, "EFAPortDown",
+    pf_verdict_add(c->v, "efa_ports", COND, PF_FAIL, PF_R_EFAPortDown,
                    "check the network interface attachment and the efa "
                    "driver log (dmesg | grep efa); replace the node if it "
                    "stays down",
@@ -243,19 +243,19 @@ static void check_files(struct ctx *c)
         return;
     if (n->uverbs_present < n->efa_count) {
         pf_verdict_add(c->v, "efa_device_files", COND, PF_FAIL,
-                       "EFADeviceFilesMissing", remedy,
+                       PF_R_EFADeviceFilesMissing, remedy,
                        "%d /dev/infiniband/uverbs* files for %d EFA devices%s%s",
                        n->uverbs_present, n->efa_count,
                        n->uverbs_error[0] ? ": " : "", n->uverbs_error);
     } else if (n->uverbs_openable < n->uverbs_present) {
         pf_verdict_add(c->v, "efa_device_files", COND, PF_FAIL,
-                       "EFADeviceFilesMissing", remedy,
+                       PF_R_EFADeviceFilesMissing, remedy,
                        "%d of %d uverbs files cannot be opened: %s",
                        n->uverbs_present - n->uverbs_openable,
                        n->uverbs_present, n->uverbs_error);
     } else {
         pf_verdict_add(c->v, "efa_device_files", COND, PF_PASS,
-                       "EFADeviceFilesPresent", "",
+                       PF_R_EFADeviceFilesPresent, "",
                        "%d uverbs files present and openable",
                        n->uverbs_openable);
     }
@@ -272,17 +272,17 @@ static void check_provider(struct ctx *c)
         return;
     if (!n->libfabric_loaded) {
         pf_verdict_add(c->v, "efa_provider", COND, PF_FAIL,
-                       "EFAProviderUnavailable", remedy, "%s",
+                       PF_R_EFAProviderUnavailable, remedy, "%s",
                        n->libfabric_error);
     } else if (n->fi_efa_domains == 0) {
         pf_verdict_add(c->v, "efa_provider", COND, PF_FAIL,
-                       "EFAProviderUnavailable", remedy,
+                       PF_R_EFAProviderUnavailable, remedy,
                        "libfabric %s (%s): no efa RDM domain: %s",
                        n->libfabric_version, n->libfabric_path,
                        n->libfabric_error);
     } else if (n->fi_efa_domains < n->efa_count) {
         pf_verdict_add(c->v, "efa_provider", COND, PF_WARN,
-                       "EFAProviderUnavailable",
+                       PF_R_EFAProviderUnavailable,
                        "check FI_EFA_* / FI_PROVIDER settings and the uverbs "
                        "files of the missing devices",
                        "libfabric %s sees %d efa RDM domains for %d EFA "
@@ -290,7 +290,7 @@ static void check_provider(struct ctx *c)
                        n->efa_count);
     } else {
         pf_verdict_add(c->v, "efa_provider", COND, PF_PASS,
-                       "EFAProviderAvailable", "",
+                       PF_R_EFAProviderAvailable, "",
                        "libfabric %s (%s): %d efa RDM domains",
                        n->libfabric_version, n->libfabric_path,
                        n->fi_efa_domains);
@@ -309,7 +309,7 @@ static void check_net_plugin(struct ctx *c)
         return;
     if (!is_gpu_type(c->it) || c->it->no_nccl || !n->nccl_loaded) {
         pf_verdict_add(c->v, "nccl_net_plugin", COND, PF_SKIP,
-                       "NotApplicable", "", "%s",
+                       PF_R_NotApplicable, "", "%s",
                        n->nccl_loaded ? "not a GPU instance type: NCCL's net "
                                         "plugin not used"
                                       : "NCCL not loaded: no plugin to look for");
@@ -317,13 +317,13 @@ static void check_net_plugin(struct ctx *c)
     }
     if (n->net_plugin_path[0] && n->net_plugin_api > 0) {
         pf_verdict_add(c->v, "nccl_net_plugin", COND, PF_PASS,
-                       "NetPluginFound", "", "%s -> %s (ncclNetPlugin_v%d)",
+                       PF_R_NetPluginFound, "", "%s -> %s (ncclNetPlugin_v%d)",
                        n->net_plugin_name, n->net_plugin_path,
                        n->net_plugin_api);
         return;
     }
     pf_verdict_add(c->v, "nccl_net_plugin", COND, PF_WARN,
-                   "NetPluginNotFound",
+                   PF_R_NetPluginNotFound,
                    "install aws-ofi-nccl in the image and add its lib folder "
                    "(e.g. /opt/amazon/ofi-nccl/lib) to LD_LIBRARY_PATH, or "
                    "name the library with NCCL_NET_PLUGIN",
@@ -340,7 +340,7 @@ static void check_libfabric_version(struct ctx *c)
         return;
     if (!is_gpu_type(c->it) || c->it->no_nccl || !n->libfabric_loaded) {
         pf_verdict_add(c->v, "libfabric_version", COND, PF_SKIP,
-                       "NotApplicable", "", "%s",
+                       PF_R_NotApplicable, "", "%s",
                        n->libfabric_loaded ? "not a GPU instance type: "
                                              "aws-ofi-nccl not used"
                                            : "libfabric not loaded");
@@ -348,7 +348,7 @@ static void check_libfabric_version(struct ctx *c)
     }
     if (n->nccl_loaded && !n->net_plugin_path[0]) {
         pf_verdict_add(c->v, "libfabric_version", COND, PF_SKIP,
-                       "NotApplicable", "", "libfabric %s: no aws-ofi-nccl "
+                       PF_R_NotApplicable, "", "libfabric %s: no aws-ofi-nccl "
                        "found to use it (see nccl_net_plugin)",
                        n->libfabric_version);
         return;
@@ -357,7 +357,7 @@ static void check_libfabric_version(struct ctx *c)
         major < LIBFABRIC_MIN_MAJOR ||
         (major == LIBFABRIC_MIN_MAJOR && minor < LIBFABRIC_MIN_MINOR)) {
         pf_verdict_add(c->v, "libfabric_version", COND, PF_WARN,
-                       "LibfabricTooOld",
+                       PF_R_LibfabricTooOld,
                        "use the EFA installer's libfabric (>= 1.22) in the "
                        "image",
                        "libfabric %s (%s): aws-ofi-nccl needs >= %d.%d for EFA",
@@ -366,7 +366,7 @@ static void check_libfabric_version(struct ctx *c)
         return;
     }
     pf_verdict_add(c->v, "libfabric_version", COND, PF_PASS,
-                   "LibfabricVersionOK", "", "libfabric %s >= %d.%d",
+                   PF_R_LibfabricVersionOK, "", "libfabric %s >= %d.%d",
                    n->libfabric_version, LIBFABRIC_MIN_MAJOR,
                    LIBFABRIC_MIN_MINOR);
 }
@@ -399,10 +399,10 @@ static void check_memlock(struct ctx *c)
         snprintf(want, sizeof(want), "%d MiB", min);
     }
     if (ok)
-        pf_verdict_add(c->v, "memlock", COND, PF_PASS, "MemlockSufficient", "",
+        pf_verdict_add(c->v, "memlock", COND, PF_PASS, PF_R_MemlockSufficient, "",
                        "RLIMIT_MEMLOCK %s (need %s)", have, want);
     else
-        pf_verdict_add(c->v, "memlock", COND, PF_FAIL, "MemlockTooLow",
+        pf_verdict_add(c->v, "memlock", COND, PF_FAIL, PF_R_MemlockTooLow,
                        "raise the locked-memory limit: ulimit -l unlimited, "
                        "or the container runtime's memlock ulimit",
                        "RLIMIT_MEMLOCK soft limit is %s; EFA needs %s", have,
@@ -418,17 +418,17 @@ static void check_hugepages(struct ctx *c)
     if (skipped(c, "hugepages"))
         return;
     if (n->hugepages_total < 0)
-        pf_verdict_add(c->v, "hugepages", COND, PF_WARN, "HugePagesUnavailable",
+        pf_verdict_add(c->v, "hugepages", COND, PF_WARN, PF_R_HugePagesUnavailable,
                        remedy, "/proc/meminfo has no HugePages_Total");
     else if (n->hugepages_free <= 0)
-        pf_verdict_add(c->v, "hugepages", COND, PF_WARN, "HugePagesUnavailable",
+        pf_verdict_add(c->v, "hugepages", COND, PF_WARN, PF_R_HugePagesUnavailable,
                        remedy,
                        "%ld free of %ld huge pages: libfabric's EFA provider "
                        "falls back to regular pages",
                        n->hugepages_free < 0 ? 0 : n->hugepages_free,
                        n->hugepages_total);
     else
-        pf_verdict_add(c->v, "hugepages", COND, PF_PASS, "HugePagesAvailable",
+        pf_verdict_add(c->v, "hugepages", COND, PF_PASS, PF_R_HugePagesAvailable,
                        "", "%ld free of %ld huge pages of %ld kB",
                        n->hugepages_free, n->hugepages_total, n->hugepage_kb);
 }
@@ -440,14 +440,14 @@ static void check_gdr(struct ctx *c)
     if (skipped(c, "gdr") || no_devices(c, "gdr"))
         return;
     if (!c->it || !c->it->gdr_required)
-        pf_verdict_add(c->v, "gdr", COND, PF_SKIP, "NotApplicable", "",
+        pf_verdict_add(c->v, "gdr", COND, PF_SKIP, PF_R_NotApplicable, "",
                        "GPUDirect RDMA not required for %s (RDMA read %s)",
                        type_label(n), n->gdr_supported ? "supported" : "absent");
     else if (n->gdr_supported)
-        pf_verdict_add(c->v, "gdr", COND, PF_PASS, "GDRSupported", "",
+        pf_verdict_add(c->v, "gdr", COND, PF_PASS, PF_R_GDRSupported, "",
                        "EFA device 0x%04x supports RDMA read", n->efa[0].device);
     else
-        pf_verdict_add(c->v, "gdr", COND, PF_WARN, "GDRUnsupported",
+        pf_verdict_add(c->v, "gdr", COND, PF_WARN, PF_R_GDRUnsupported,
                        "check the EFA driver version (GPUDirect RDMA needs "
                        "RDMA read)",
                        "%s requires GPUDirect RDMA but EFA device 0x%04x shows "
@@ -463,7 +463,7 @@ static void check_gpus(struct ctx *c)
     char why[300] = "";
 
     if (expect < 0) {
-        pf_verdict_add(c->v, "gpu_count", COND, PF_SKIP, "NotApplicable", "",
+        pf_verdict_add(c->v, "gpu_count", COND, PF_SKIP, PF_R_NotApplicable, "",
                        "no GPU count expected for %s; %d GPUs found",
                        type_label(n), n->gpu_count);
         return;
@@ -471,14 +471,14 @@ static void check_gpus(struct ctx *c)
     if (!n->cuda_loaded || n->cuda_error[0])
         snprintf(why, sizeof(why), " (%s)", n->cuda_error);
     if (n->gpu_count == expect)
-        pf_verdict_add(c->v, "gpu_count", COND, PF_PASS, "GPUCountMatches", "",
+        pf_verdict_add(c->v, "gpu_count", COND, PF_PASS, PF_R_GPUCountMatches, "",
                        "%d of %d GPUs%s%s", n->gpu_count, expect,
                        n->gpu_count > 0 ? ": " : "",
                        n->gpu_count > 0 ? n->gpus[0].model : "");
     else
         pf_verdict_add(c->v, "gpu_count", COND,
                        n->gpu_count < expect ? PF_FAIL : PF_WARN,
-                       "GPUCountMismatch",
+                       PF_R_GPUCountMismatch,
                        "request all the node's GPUs (nvidia.com/gpu) and check "
                        "the NVIDIA driver (nvidia-smi)",
                        "found %d of %d GPUs expected for %s%s", n->gpu_count,
@@ -500,11 +500,11 @@ void pf_verdict_node(struct pf_run *run)
                                            : -1;
     c.efa_required = !prov[0] || !strncmp(prov, "efa", 3);
     if (!c.efa_required) {
-        c.skip_reason = "EFANotRequired";
+        c.skip_reason = PF_R_EFANotRequired;
         snprintf(c.skip_msg, sizeof(c.skip_msg),
                  "provider %s requested: EFA not required", prov);
     } else if (c.expect_efa == 0) {
-        c.skip_reason = "NotApplicable";
+        c.skip_reason = PF_R_NotApplicable;
         snprintf(c.skip_msg, sizeof(c.skip_msg), "no EFA device expected");
     }
 

@@ -61,14 +61,14 @@ static void socket_check(struct pf_run *run, bool known)
     const struct pf_coll *c = &run->coll;
 
     if (!c->transport[0]) {
-        pf_verdict_add(&run->verdict, "nccl_transport", COND, PF_SKIP, "", "",
+        pf_verdict_add(&run->verdict, "nccl_transport", COND, PF_SKIP, PF_R_None, "",
                        "NCCL's log showed no channel connections%s",
                        known ? "" : " (log unavailable)");
         return;
     }
     if (c->inter_node_socket) {
         pf_verdict_add(&run->verdict, "nccl_transport", COND, PF_FAIL,
-                       "SocketFallback",
+                       PF_R_SocketFallback,
                        "put aws-ofi-nccl (libnccl-net-ofi.so) in the image "
                        "and on LD_LIBRARY_PATH; unset NCCL_NET=Socket, "
                        "NCCL_P2P_DISABLE and NCCL_SHM_DISABLE",
@@ -79,7 +79,7 @@ static void socket_check(struct pf_run *run, bool known)
                        c->nccl_network[0] ? c->nccl_network : "?");
         return;
     }
-    pf_verdict_add(&run->verdict, "nccl_transport", COND, PF_PASS, "", "",
+    pf_verdict_add(&run->verdict, "nccl_transport", COND, PF_PASS, PF_R_None, "",
                    "transports %s, network %s", c->transport,
                    c->nccl_network[0] ? c->nccl_network : "?");
 }
@@ -90,19 +90,19 @@ static void plugin_check(struct pf_run *run, bool known)
     char why[160];
 
     if (!efa_expected(run, why, sizeof(why))) {
-        pf_verdict_add(&run->verdict, "nccl_net_plugin", COND, PF_SKIP, "",
+        pf_verdict_add(&run->verdict, "nccl_net_plugin", COND, PF_SKIP, PF_R_None,
                        "", "%s; net plugin %s", why,
                        c->net_plugin_loaded ? "loaded" : "not loaded");
         return;
     }
     if (!known) {
-        pf_verdict_add(&run->verdict, "nccl_net_plugin", COND, PF_SKIP, "",
+        pf_verdict_add(&run->verdict, "nccl_net_plugin", COND, PF_SKIP, PF_R_None,
                        "", "%s, but NCCL's log was unavailable", why);
         return;
     }
     if (!c->net_plugin_loaded) {
         pf_verdict_add(&run->verdict, "nccl_net_plugin", COND, PF_FAIL,
-                       "NetPluginMissing",
+                       PF_R_NetPluginMissing,
                        "install aws-ofi-nccl in the image and add its lib "
                        "folder (e.g. /opt/amazon/ofi-nccl/lib) to "
                        "LD_LIBRARY_PATH, or set NCCL_NET_PLUGIN",
@@ -112,7 +112,7 @@ static void plugin_check(struct pf_run *run, bool known)
                        c->nccl_network[0] ? c->nccl_network : "?");
         return;
     }
-    pf_verdict_add(&run->verdict, "nccl_net_plugin", COND, PF_PASS, "", "",
+    pf_verdict_add(&run->verdict, "nccl_net_plugin", COND, PF_PASS, PF_R_None, "",
                    "net plugin loaded, network %s",
                    c->nccl_network[0] ? c->nccl_network : "?");
 }
@@ -124,19 +124,19 @@ static void gdr_check(struct pf_run *run)
     bool required = it && it->gdr_required;
 
     if (!has_real_net(c->transport)) {
-        pf_verdict_add(&run->verdict, "nccl_gdr", COND, PF_SKIP, "", "",
+        pf_verdict_add(&run->verdict, "nccl_gdr", COND, PF_SKIP, PF_R_None, "",
                        "no channel over a network plugin (transports %s)",
                        c->transport[0] ? c->transport : "none seen");
         return;
     }
     if (c->net_gdr) {
-        pf_verdict_add(&run->verdict, "nccl_gdr", COND, PF_PASS, "", "",
+        pf_verdict_add(&run->verdict, "nccl_gdr", COND, PF_PASS, PF_R_None, "",
                        "GPUDirect RDMA in use (%s)", c->transport);
         return;
     }
     if (required) {
         pf_verdict_add(&run->verdict, "nccl_gdr", COND, PF_FAIL,
-                       "GDRDisabled",
+                       PF_R_GDRDisabled,
                        "load the GPU peer-memory support (nvidia-peermem or "
                        "dma-buf), check FI_EFA_USE_DEVICE_RDMA and "
                        "NCCL_NET_GDR_LEVEL",
@@ -144,7 +144,7 @@ static void gdr_check(struct pf_run *run)
                        "(%s) but %s requires it", c->transport, it->name);
         return;
     }
-    pf_verdict_add(&run->verdict, "nccl_gdr", COND, PF_PASS, "", "",
+    pf_verdict_add(&run->verdict, "nccl_gdr", COND, PF_PASS, PF_R_None, "",
                    "network channels without GPUDirect RDMA (%s), not "
                    "required on %s", c->transport,
                    it ? it->name : "an unknown instance type");

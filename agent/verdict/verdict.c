@@ -17,9 +17,10 @@ const char *pf_status_name(enum pf_status s)
 
 struct pf_check *pf_verdict_add(struct pf_verdict *v, const char *name,
                                 const char *condition, enum pf_status st,
-                                const char *reason, const char *remedy,
+                                enum pf_reason reason, const char *remedy,
                                 const char *fmt, ...)
 {
+    const struct pf_reason_info *ri = pf_reason_info(reason);
     struct pf_check *c;
     va_list ap;
 
@@ -28,9 +29,14 @@ struct pf_check *pf_verdict_add(struct pf_verdict *v, const char *name,
     c = &v->checks[v->n++];
     memset(c, 0, sizeof(*c));
     snprintf(c->name, sizeof(c->name), "%s", name);
-    snprintf(c->condition, sizeof(c->condition), "%s", condition);
-    snprintf(c->reason, sizeof(c->reason), "%s", reason ? reason : "");
-    snprintf(c->remedy, sizeof(c->remedy), "%s", remedy ? remedy : "");
+    /* A reason that feeds one condition feeds it wherever it is raised. */
+    snprintf(c->condition, sizeof(c->condition), "%s",
+             ri->condition[0] ? ri->condition : condition);
+    c->reason = reason;
+    if (remedy && *remedy)
+        snprintf(c->remedy, sizeof(c->remedy), "%s", remedy);
+    else if (st == PF_WARN || st == PF_FAIL)
+        snprintf(c->remedy, sizeof(c->remedy), "%s", ri->remedy);
     c->status = st;
     va_start(ap, fmt);
     vsnprintf(c->message, sizeof(c->message), fmt, ap);
@@ -58,34 +64,59 @@ enum pf_status pf_verdict_condition(const struct pf_verdict *v,
     return st;
 }
 
-/* Infrastructure failures (API down, peers never came) are exit 3 so that a
- * job controller can tell "the fabric is bad" from "we could not test". */
-static bool is_infra_reason(const char *reason)
+/* The class a check brings to the run's outcome. A failing check whose
+ * reason is of a non-failing class would be a table mistake: it still fails
+ * the run (a bad node must never start the job). */
+static enum pf_reason_class effect(const struct pf_check *c)
 {
-    static const char *infra[] = { "PeerTimeout", "APIUnavailable",
-                                   "Forbidden", NULL };
-    for (int i = 0; infra[i]; i++)
-        if (!strcmp(reason, infra[i]))
-            return true;
-    return false;
+    enum pf_reason_class cls = pf_reason_class_of(c->reason);
+
+    if (c->status == PF_FAIL)
+        return cls == PF_CLASS_OK || cls == PF_CLASS_WARN ? PF_CLASS_FABRIC
+                                                          : cls;
+    if (c->status == PF_WARN)
+        return cls == PF_CLASS_PEER ? PF_CLASS_PEER : PF_CLASS_WARN;
+    return PF_CLASS_OK;
+}
+
+/* Which class decides the run when several are present: a usage error
+ * first (nothing is written), then a failure proven here, then "could not
+ * test", then "a peer failed", then warnings. */
+static int precedence(enum pf_reason_class c)
+{
+    switch (c) {
+    case PF_CLASS_USAGE: return 6;
+    case PF_CLASS_NODE: return 5;
+    case PF_CLASS_FABRIC: return 4;
+    case PF_CLASS_INFRA: return 3;
+    case PF_CLASS_PEER: return 2;
+    case PF_CLASS_WARN: return 1;
+    case PF_CLASS_OK: return 0;
+    }
+    return 0;
 }
 
 void pf_verdict_finish(struct pf_run *run)
 {
     struct pf_verdict *v = &run->verdict;
-    bool only_infra = true;
+    const struct pf_check *decider = NULL;
+    enum pf_reason_class best = PF_CLASS_OK;
 
     v->overall = PF_SKIP;
     for (int i = 0; i < v->n; i++) {
+        enum pf_reason_class cls = effect(&v->checks[i]);
         v->overall = worse(v->overall, v->checks[i].status);
-        if (v->checks[i].status == PF_FAIL &&
-            !is_infra_reason(v->checks[i].reason))
-            only_infra = false;
+        if (precedence(cls) > precedence(best)) {
+            best = cls;
+            decider = &v->checks[i];
+        }
     }
     if (v->overall == PF_SKIP)
         v->overall = PF_PASS;
-    if (v->overall != PF_FAIL)
-        v->exit_code = PF_EXIT_PASS;
-    else
-        v->exit_code = only_infra ? PF_EXIT_INFRA : PF_EXIT_FAIL;
+    v->cls = best;
+    v->headline = decider && decider->reason != PF_R_None ? decider->reason
+                                                          : PF_R_PreflightPassed;
+    if (best == PF_CLASS_OK)
+        v->headline = PF_R_PreflightPassed;
+    v->exit_code = pf_class_exit_code(best);
 }

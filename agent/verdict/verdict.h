@@ -13,13 +13,16 @@ void pf_verdict_fabric(struct pf_run *run);
 /* NCCL transport checks (SocketFallback, NetPluginMissing, GDRDisabled):
  * transport_checks.c, called by pf_verdict_fabric. */
 void pf_verdict_transport(struct pf_run *run);
-/* Overall status and exit code: verdict.c */
+/* Overall status, the deciding reason and its class, the exit code:
+ * verdict.c. Nothing here looks at a reason's word. */
 void pf_verdict_finish(struct pf_run *run);
 
-/* Append a check; returns it for further editing (NULL when full). */
+/* Append a check; returns it for further editing (NULL when full). The
+ * condition is the reason's own where the table names one; an empty remedy
+ * takes the table's. */
 struct pf_check *pf_verdict_add(struct pf_verdict *v, const char *name,
                                 const char *condition, enum pf_status st,
-                                const char *reason, const char *remedy,
+                                enum pf_reason reason, const char *remedy,
                                 const char *fmt, ...)
     __attribute__((format(printf, 7, 8)));
 

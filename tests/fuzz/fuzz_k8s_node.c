@@ -15,12 +15,12 @@
 #define PREFIX "efa-preflight.io/"
 
 static void set_check(struct pf_check *c, const char *cond, enum pf_status st,
-                      const char *reason)
+                      enum pf_reason reason)
 {
     memset(c, 0, sizeof(*c));
     snprintf(c->name, sizeof(c->name), "check");
     snprintf(c->condition, sizeof(c->condition), "%s", cond);
-    snprintf(c->reason, sizeof(c->reason), "%s", reason);
+    c->reason = reason;
     snprintf(c->message, sizeof(c->message), "fuzz");
     c->status = st;
 }
@@ -117,9 +117,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(&run, 0, sizeof(run));
     run.verdict.n = 2;
     set_check(&run.verdict.checks[0], PF_COND_DEVICES, (enum pf_status)(pick & 3),
-              "EFADeviceCountMismatch");
+              PF_R_EFADeviceCountMismatch);
     set_check(&run.verdict.checks[1], PF_COND_FABRIC,
-              (enum pf_status)((pick >> 2) & 3), "BandwidthBelowThreshold");
+              (enum pf_status)((pick >> 2) & 3), PF_R_BandwidthBelowThreshold);
     run.coll.ran = pick & 16;
     run.coll.nnodes = pick & 32 ? 1 : 2;
     run.node.efa_count = 32;

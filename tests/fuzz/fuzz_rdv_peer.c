@@ -76,10 +76,10 @@ static int listener(int *port)
     return fd;
 }
 
-static bool known_reason(const char *r)
+static bool known_reason(enum pf_reason r)
 {
-    return !strcmp(r, "PeerTimeout") || !strcmp(r, "PeerLost") ||
-           !strcmp(r, "PeerRejected") || !strcmp(r, "PeerProtocolError");
+    return r == PF_R_PeerTimeout || r == PF_R_PeerLost ||
+           r == PF_R_PeerRejected || r == PF_R_PeerProtocolError;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -89,7 +89,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct fake_root f;
     struct pf_rdv_cfg cfg;
     struct pf_rdv_facts table[2];
-    struct pf_coll coll;
+    struct pf_fault coll;
     struct pf_boot *b = NULL;
     char err[PF_ERRLEN];
     pthread_t t;
@@ -114,7 +114,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     snprintf(cfg.self.hostname, sizeof(cfg.self.hostname), "fuzz-host");
     cfg.deadline = pf_deadline_in(8000);
-    cfg.coll = &coll;
+    cfg.fault = &coll;
     if (pthread_create(&t, NULL, play_root, &f))
         return 0;
 

@@ -126,10 +126,10 @@ static void *play_peer(void *arg)
     return NULL;
 }
 
-static bool known_reason(const char *r)
+static bool known_reason(enum pf_reason r)
 {
-    return !strcmp(r, "PeerTimeout") || !strcmp(r, "PeerLost") ||
-           !strcmp(r, "PeerRejected") || !strcmp(r, "PeerProtocolError");
+    return r == PF_R_PeerTimeout || r == PF_R_PeerLost ||
+           r == PF_R_PeerRejected || r == PF_R_PeerProtocolError;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -137,7 +137,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static int port;
     struct fake_peer f;
     struct pf_rdv_cfg cfg;
-    struct pf_coll coll;
+    struct pf_fault coll;
     struct pf_boot *b = NULL;
     char err[PF_ERRLEN];
     pthread_t t;
@@ -157,7 +157,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     snprintf(cfg.run_id, sizeof(cfg.run_id), "run-1");
     snprintf(cfg.self.hostname, sizeof(cfg.self.hostname), "fuzz-root");
     cfg.deadline = pf_deadline_in(8000);
-    cfg.coll = &coll;
+    cfg.fault = &coll;
     if (pthread_create(&t, NULL, play_peer, &f))
         return 0;
 

@@ -80,9 +80,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     run.node.memlock_soft = byte(&s) & 1 ? UINT64_MAX : 65536;
     run.node.gpu_count = (int)(byte(&s) % (PF_MAX_GPUS + 4));
     run.coll.ran = byte(&s) & 1;
-    run.coll.err = (pf_err)(byte(&s) % 16);
-    text(&s, run.coll.reason, sizeof(run.coll.reason));
-    text(&s, run.coll.errmsg, sizeof(run.coll.errmsg));
+    run.coll.fault.err = (pf_err)(byte(&s) % 17);
+    run.coll.fault.reason = (enum pf_reason)(byte(&s) % (PF_R_COUNT + 2));
+    text(&s, run.coll.fault.msg, sizeof(run.coll.fault.msg));
     text(&s, run.coll.transport, sizeof(run.coll.transport));
     run.coll.nranks = byte(&s);
     run.coll.nnodes = byte(&s);
@@ -103,11 +103,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         snprintf(c->condition, sizeof(c->condition), "%s",
                  i % 2 ? "EFAFabricReady" : "EFADevicesReady");
         text(&s, c->name, sizeof(c->name));
-        text(&s, c->reason, sizeof(c->reason));
+        c->reason = (enum pf_reason)(byte(&s) % (PF_R_COUNT + 2));
         text(&s, c->message, sizeof(c->message));
         text(&s, c->remedy, sizeof(c->remedy));
     }
     run.verdict.overall = (enum pf_status)(byte(&s) % 4);
+    run.verdict.headline = (enum pf_reason)(byte(&s) % (PF_R_COUNT + 2));
+    run.verdict.cls = (enum pf_reason_class)(byte(&s) % 8);
     run.verdict.exit_code = byte(&s) % 4;
 
     json = pf_report_json(&run);

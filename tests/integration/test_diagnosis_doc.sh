@@ -1,74 +1,80 @@
 #!/bin/bash
-# docs/diagnosis.md and the agent agree: every reason string the agent can
-# emit is documented, and every reason documented is one the agent emits.
-# Reasons are the CamelCase string literals in agent/ (minus the words
-# below, which are Kubernetes vocabulary, not reasons); documented reasons
-# are the "### `Name`" headings and the first column of the table of pass,
-# skip and condition reasons.
+# docs/diagnosis.md and the agent's one reason table agree:
+#  - the generated table in the doc is what `efa-preflight reasons
+#    --markdown` prints;
+#  - every reason of the table has a section (### heading) or a row of the
+#    pass/skip table, and every reason documented is in the table;
+#  - every reason of the table is emitted somewhere in agent/ (PF_R_<word>
+#    outside reasons.c), and no reason word is written as a string literal
+#    outside agent/reasons.c (a reason belongs to the one table).
 set -u
 root=${PF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+bin=${PF_BIN:-$root/build/efa-preflight}
 doc="$root/docs/diagnosis.md"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
 
-# Literals that are not reasons: condition types, taint effect, pod phases,
-# condition statuses, Event types and kinds, a /proc/meminfo key, the DMI
-# vendor string.
-not_reasons='^(EFADevicesReady|EFAFabricReady|NoSchedule|Pending|Failed|Succeeded|True|False|Unknown|Normal|Warning|Event|Node|Job|Kubernetes|Hugepagesize|Amazon)$'
+"$bin" reasons --json >"$tmp/table.json" || fail "reasons --json failed"
+python3 -c 'import json,sys; [print(r["reason"]) for r in json.load(open(sys.argv[1]))]' \
+    "$tmp/table.json" | sort >"$tmp/table"
+n=$(wc -l <"$tmp/table")
+[ "$n" -gt 40 ] || fail "the table lists only $n reasons"
 
-agent_reasons() {
-    grep -rhoE '"[A-Z][A-Za-z0-9]*[a-z][A-Za-z0-9]*"' "$1" \
-        --include='*.c' --include='*.h' | tr -d '"' |
-        grep -vE "$not_reasons" | sort -u
-}
+# 1. The generated block.
+sed -n '/^<!-- reasons:begin/,/^<!-- reasons:end/p' "$doc" | sed '1d;$d' >"$tmp/block"
+"$bin" reasons --markdown >"$tmp/generated"
+if ! diff -u "$tmp/generated" "$tmp/block" >"$tmp/diff"; then
+    cat "$tmp/diff"
+    fail "docs/diagnosis.md's reason table is stale: regenerate it with scripts/gen_reason_doc.sh"
+fi
 
+# 2. Documented outside the generated block.
 doc_reasons() {
-    { sed -n 's/^### `\([A-Za-z0-9]*\)`.*/\1/p' "$1"
-      sed -n 's/^| `\([A-Za-z0-9]*\)` |.*/\1/p' "$1"; } | sort -u
+    sed '/^<!-- reasons:begin/,/^<!-- reasons:end/d' "$1" >"$tmp/prose"
+    { sed -n 's/^### `\([A-Za-z0-9]*\)`.*/\1/p' "$tmp/prose"
+      sed -n 's/^| `\([A-Za-z0-9]*\)` |.*/\1/p' "$tmp/prose"; } | sort -u
 }
-
-# Prints what differs; exit 1 when anything does.
 compare() {
-    local emitted=$1 documented=$2 bad=0
-    for r in $(comm -23 "$emitted" "$documented"); do
-        echo "emitted by the agent but not in docs/diagnosis.md: $r"; bad=1
+    local table=$1 documented=$2 bad=0
+    for r in $(comm -23 "$table" "$documented"); do
+        echo "in the reason table but not in docs/diagnosis.md: $r"; bad=1
     done
-    for r in $(comm -13 "$emitted" "$documented"); do
-        echo "documented but never emitted by agent/: $r"; bad=1
+    for r in $(comm -13 "$table" "$documented"); do
+        echo "documented but not in the reason table: $r"; bad=1
     done
     return $bad
 }
-
-agent_reasons "$root/agent" >"$tmp/emitted"
 doc_reasons "$doc" >"$tmp/documented"
-n=$(wc -l <"$tmp/emitted")
-echo "agent emits $n reasons; docs/diagnosis.md documents $(wc -l <"$tmp/documented")"
-
-# The comparison must be able to fail: a doc missing one reason and naming
-# one that does not exist is caught, both ways.
+# The comparison must be able to fail, both ways.
 grep -v '^### `PeerLost`' "$doc" >"$tmp/short.md"
 echo '### `NoSuchReason`' >>"$tmp/short.md"
 doc_reasons "$tmp/short.md" >"$tmp/short"
-out=$(compare "$tmp/emitted" "$tmp/short")
+out=$(compare "$tmp/table" "$tmp/short")
 if [ $? -eq 0 ] || ! grep -q 'not in docs/diagnosis.md: PeerLost' <<<"$out" ||
-   ! grep -q 'never emitted by agent/: NoSuchReason' <<<"$out"; then
-    echo "FAIL: the comparison did not catch a doctored doc: $out"; exit 1
+   ! grep -q 'not in the reason table: NoSuchReason' <<<"$out"; then
+    fail "the comparison did not catch a doctored doc: $out"
 fi
+compare "$tmp/table" "$tmp/documented" || fail "docs/diagnosis.md and the reason table disagree"
 
-# The reasons the issue asks for are among them (and so documented).
+# 3. The sources: every row is used, no word is written outside the table.
+for r in $(cat "$tmp/table"); do
+    grep -rqw --include='*.c' --exclude=reasons.c "PF_R_$r" "$root/agent" ||
+        fail "reason $r is in the table but agent/ never emits it"
+    hits=$(grep -rn --include='*.c' --include='*.h' --exclude=reasons.c "\"$r\"" "$root/agent")
+    [ -z "$hits" ] || fail "reason word written outside agent/reasons.c: $hits"
+done
+
+# The reasons the product promises are among them.
 for r in EFADeviceCountMismatch EFAModuleNotLoaded EFADeviceFilesMissing \
          EFAProviderUnavailable MemlockTooLow HugePagesUnavailable \
          LibfabricTooOld NetPluginMissing SocketFallback GDRDisabled \
          PeerTimeout PeerLost PeerRejected BandwidthBelowThreshold \
-         DataCorruption APIUnavailable Forbidden; do
-    grep -qx "$r" "$tmp/emitted" || { echo "FAIL: agent/ never emits $r"; exit 1; }
+         DataCorruption APIUnavailable Forbidden RendezvousPortInUse; do
+    grep -qx "$r" "$tmp/table" || fail "the table has no $r"
 done
 # The security-group hint is documented where the agent gives it.
 grep -q 'security group without' "$root/agent/collective/host_ep.c" &&
     grep -q 'security group without' "$doc" ||
-    { echo "FAIL: security-group hint missing in the agent or the doc"; exit 1; }
-
-if ! compare "$tmp/emitted" "$tmp/documented"; then
-    echo "FAIL: docs/diagnosis.md and agent/ disagree"; exit 1
-fi
-echo "PASS: all $n reasons documented, none extra"
+    fail "security-group hint missing in the agent or the doc"
+echo "PASS: all $n reasons documented, the generated table current, none extra"

@@ -141,6 +141,18 @@ rc=$?
 [ $rc -eq 3 ] || { cat "$T/out/readonly-0.stderr"; pfk8s_die "read-only token: exit $rc, want 3"; }
 grep -q "writing conditions on Node node-0 needs patch on nodes/status: PATCH /api/v1/nodes/node-0/status: HTTP 403" \
     "$T/out/readonly-0.stderr" || { cat "$T/out/readonly-0.stderr"; pfk8s_die "read-only: no clear 403"; }
+# The table and the report tell the process's exit code and why: the
+# refused write is a check of its own (Forbidden, infrastructure).
+grep -q "summary: FAIL Forbidden .*(exit 3)" "$T/out/readonly-0.stdout" ||
+    { cat "$T/out/readonly-0.stdout"; pfk8s_die "read-only: the summary line does not say Forbidden, exit 3"; }
+python3 - "$T/out/readonly-0.json" <<'PY' || pfk8s_die "read-only: the report does not carry the refused write"
+import json, sys
+r = json.load(open(sys.argv[1]))
+v = r["verdict"]
+assert v["exit_code"] == 3 and v["reason"] == "Forbidden" and v["class"] == "infrastructure", v
+pub = [c for c in r["checks"] if c["name"] == "publish"]
+assert pub and pub[0]["status"] == "fail" and "HTTP 403" in pub[0]["message"], pub
+PY
 pfk8s_state "$T/state4.json"
 pfk8s_check "$T/state4.json" '
 before = json.load(open("'"$T/state3.json"'"))
@@ -148,7 +160,7 @@ assert [n["metadata"] for n in s["nodes"]] == [n["metadata"] for n in before["no
 assert len(s["events"]) == len(before["events"])
 assert any(r["method"] == "PATCH" and r["status"] == 403 for r in s["requests"])
 '
-echo "read-only token: discovery ok, 'writing conditions on Node node-0 needs patch on nodes/status: ... HTTP 403', exit 3, nothing written"
+echo "read-only token: discovery ok, 'writing conditions on Node node-0 needs patch on nodes/status: ... HTTP 403', exit 3 in the process, the summary and the report (Forbidden), nothing written"
 
 # RBAC without events: the Event is refused (a warning naming the verb),
 # the verdict is still written and the exit code is the verdict's.

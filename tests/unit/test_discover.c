@@ -9,6 +9,7 @@
 
 #include "config/config.h"
 #include "discover/discover.h"
+#include "launch/launch.h"
 #include "util/clock.h"
 
 static struct pf_run *new_run(const char *bootstrap)

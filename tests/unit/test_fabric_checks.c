@@ -51,15 +51,15 @@ static const struct pf_check *find(const struct pf_run *run, const char *name)
 Test(fabric_checks, peer_timeout_is_infrastructure_exit_3)
 {
     struct pf_run *run = calloc(1, sizeof(*run));
-    run->coll.err = PF_ERR_TIMEOUT;
-    snprintf(run->coll.reason, sizeof(run->coll.reason), "PeerTimeout");
-    snprintf(run->coll.errmsg, sizeof(run->coll.errmsg), "rank 3 never came");
+    run->coll.fault.err = PF_ERR_TIMEOUT;
+    run->coll.fault.reason = PF_R_PeerTimeout;
+    snprintf(run->coll.fault.msg, sizeof(run->coll.fault.msg), "rank 3 never came");
     pf_verdict_fabric(run);
     pf_verdict_finish(run);
     const struct pf_check *c = find(run, "collective");
     cr_assert_not_null(c);
     cr_assert_eq(c->status, PF_FAIL);
-    cr_assert_str_eq(c->reason, "PeerTimeout");
+    cr_assert_eq(c->reason, PF_R_PeerTimeout);
     cr_assert_str_eq(c->condition, "EFAFabricReady");
     cr_assert_str_eq(c->message, "rank 3 never came");
     cr_assert(strstr(c->remedy, "security group"));
@@ -67,15 +67,20 @@ Test(fabric_checks, peer_timeout_is_infrastructure_exit_3)
     free(run);
 }
 
-Test(fabric_checks, peer_lost_fails_exit_1)
+/* A survivor of a lost peer was not judged: exit 3 (the job still does
+ * not start), never status=fail or a taint on its healthy node. */
+Test(fabric_checks, peer_lost_is_infrastructure_exit_3)
 {
     struct pf_run *run = calloc(1, sizeof(*run));
-    run->coll.err = PF_ERR_LOST;
-    snprintf(run->coll.reason, sizeof(run->coll.reason), "PeerLost");
+    run->coll.fault.err = PF_ERR_LOST;
+    run->coll.fault.reason = PF_R_PeerLost;
     pf_verdict_fabric(run);
     pf_verdict_finish(run);
-    cr_assert_str_eq(find(run, "collective")->reason, "PeerLost");
-    cr_assert_eq(run->verdict.exit_code, PF_EXIT_FAIL);
+    cr_assert_eq(find(run, "collective")->reason, PF_R_PeerLost);
+    cr_assert_eq(run->verdict.exit_code, PF_EXIT_INFRA);
+    cr_assert_eq(run->verdict.cls, PF_CLASS_INFRA);
+    cr_assert_str_eq(pf_class_status_label(run->verdict.cls), "error");
+    cr_assert_not(pf_class_may_taint(run->verdict.cls));
     free(run);
 }
 
@@ -88,7 +93,7 @@ Test(fabric_checks, wrong_elements_are_data_corruption)
     pf_verdict_finish(run);
     const struct pf_check *c = find(run, "data");
     cr_assert_not_null(c);
-    cr_assert_str_eq(c->reason, "DataCorruption");
+    cr_assert_eq(c->reason, PF_R_DataCorruption);
     cr_assert(strstr(c->message, "7 wrong elements"), "%s", c->message);
     cr_assert_null(find(run, "busbw"));
     cr_assert_eq(run->verdict.exit_code, PF_EXIT_FAIL);
@@ -101,7 +106,7 @@ Test(fabric_checks, fallback_provider_warns_and_has_no_catalog_floor)
     run->instance = &cpu_type;                    /* floor 5 GB/s at 2 */
     pf_verdict_fabric(run);
     pf_verdict_finish(run);
-    cr_assert_str_eq(find(run, "fabric_provider")->reason, "ProviderFallback");
+    cr_assert_eq(find(run, "fabric_provider")->reason, PF_R_ProviderFallback);
     cr_assert_eq(find(run, "fabric_provider")->status, PF_WARN);
     cr_assert_eq(find(run, "busbw")->status, PF_PASS);
     cr_assert(strstr(find(run, "busbw")->message,
@@ -119,7 +124,7 @@ Test(fabric_checks, catalog_floor_by_node_count)
     pf_verdict_fabric(run);
     pf_verdict_finish(run);
     const struct pf_check *c = find(run, "busbw");
-    cr_assert_str_eq(c->reason, "BandwidthBelowThreshold");
+    cr_assert_eq(c->reason, PF_R_BandwidthBelowThreshold);
     cr_assert(strstr(c->message, "busbw 250.00 GB/s at 1000000000 B is "
                                  "below"), "%s", c->message);
     cr_assert(strstr(c->message, "floor 300.00 GB/s (catalog floor for "
@@ -157,7 +162,7 @@ Test(fabric_checks, min_busbw_overrides_everything)
     pf_verdict_fabric(run);
     pf_verdict_finish(run);
     const struct pf_check *c = find(run, "busbw");
-    cr_assert_str_eq(c->reason, "BandwidthBelowThreshold");
+    cr_assert_eq(c->reason, PF_R_BandwidthBelowThreshold);
     cr_assert(strstr(c->message, "below the floor 2.00 GB/s (--min-busbw-gbps)"),
               "%s", c->message);
     cr_assert_eq(run->verdict.exit_code, PF_EXIT_FAIL);
@@ -185,7 +190,7 @@ Test(fabric_checks, one_rank_has_no_bus_to_judge)
     pf_verdict_finish(run);
     const struct pf_check *b = find(run, "busbw");
     cr_assert_eq(b->status, PF_SKIP);
-    cr_assert_str_eq(b->reason, "NotApplicable");
+    cr_assert_eq(b->reason, PF_R_NotApplicable);
     cr_assert(strstr(b->message, "one rank: the all_reduce moved nothing "
                                  "between ranks"), "%s", b->message);
     cr_assert_null(find(run, "data"));      /* no wrong element, no row */

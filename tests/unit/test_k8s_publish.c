@@ -28,12 +28,14 @@ static struct pf_run *make_run(enum pf_status fabric, int exit_code)
     run->coll.avg_busbw = 120.5;
     snprintf(run->coll.engine, sizeof(run->coll.engine), "host");
     pf_verdict_add(&run->verdict, "efa_devices", PF_COND_DEVICES, PF_PASS,
-                   "EFADevicesOK", "", "32 of 32");
+                   PF_R_EFADeviceCountMatches, "", "32 of 32");
     pf_verdict_add(&run->verdict, "busbw", PF_COND_FABRIC, fabric,
-                   fabric == PF_PASS ? "BandwidthOK" : "BandwidthBelowFloor",
+                   fabric == PF_PASS ? PF_R_None
+                   : exit_code == PF_EXIT_INFRA ? PF_R_PeerTimeout
+                                                : PF_R_BandwidthBelowThreshold,
                    "check the fabric", "busbw 3.1 GB/s below floor 300");
-    run->verdict.overall = fabric;
-    run->verdict.exit_code = exit_code;
+    pf_verdict_finish(run);
+    cr_assert_eq(run->verdict.exit_code, exit_code);
     return run;
 }
 
@@ -88,6 +90,7 @@ Test(k8s_publish, labels_on_infra_failure_and_singleton)
     cr_assert_str_eq(label(p, "example.com/busbw-gbps"), "(null)");
     cJSON_Delete(p);
 
+    run->verdict.cls = PF_CLASS_FABRIC;
     run->verdict.exit_code = 1;
     run->coll.ran = true;
     snprintf(run->cfg.mode, sizeof(run->cfg.mode), "daemonset");
@@ -133,7 +136,7 @@ Test(k8s_publish, conditions_keep_transition_time_while_status_holds)
     cr_assert_str_eq(pf_json_str(dev, "lastTransitionTime"),
                      "2026-02-02T00:00:00Z");
     cr_assert_str_eq(pf_json_str(fab, "status"), "False");
-    cr_assert_str_eq(pf_json_str(fab, "reason"), "BandwidthBelowFloor");
+    cr_assert_str_eq(pf_json_str(fab, "reason"), "BandwidthBelowThreshold");
     cr_assert_str_eq(pf_json_str(fab, "message"),
                      "busbw 3.1 GB/s below floor 300");
     cr_assert_str_eq(pf_json_str(fab, "lastTransitionTime"),
@@ -189,7 +192,7 @@ Test(k8s_publish, taints_touch_only_ours)
     cJSON_Delete(p);
 
     p = pf_node_taints_patch(clean, "efa-preflight.io/", true,
-                             "BandwidthBelowFloor", &changed);
+                             "BandwidthBelowThreshold", &changed);
     cr_assert(changed);
     t = pf_json_at(p, "spec.taints");
     cr_assert_eq(cJSON_GetArraySize(t), 2);
@@ -199,7 +202,7 @@ Test(k8s_publish, taints_touch_only_ours)
     cr_assert_str_eq(pf_json_str(cJSON_GetArrayItem(t, 1), "effect"),
                      "NoSchedule");
     cr_assert_str_eq(pf_json_str(cJSON_GetArrayItem(t, 1), "value"),
-                     "BandwidthBelowFloor");
+                     "BandwidthBelowThreshold");
     cJSON_Delete(p);
 
     p = pf_node_taints_patch(clean, "efa-preflight.io/", false, NULL, &changed);
@@ -228,7 +231,7 @@ Test(k8s_publish, event_type_reason_and_numbers)
     run = make_run(PF_FAIL, 1);
     ev = pf_node_event(run, "n1", NULL, "pod-a", "2026-11-22T01:02:03Z", "e");
     cr_assert_str_eq(pf_json_str(ev, "type"), "Warning");
-    cr_assert_str_eq(pf_json_str(ev, "reason"), "BandwidthBelowFloor");
+    cr_assert_str_eq(pf_json_str(ev, "reason"), "BandwidthBelowThreshold");
     cr_assert_str_eq(pf_json_str(ev, "message"),
                      "fail: busbw 3.1 GB/s below floor 300; efa 32, busbw "
                      "335.24 GB/s over 4 nodes, floor 0.0");

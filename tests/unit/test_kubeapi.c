@@ -218,7 +218,7 @@ Test(kubeapi, status_errors_map_to_codes)
     /* 400 and 422: the request is wrong (a selector, a label), not the
      * API server down: usage (exit 2), never APIUnavailable (exit 3). */
     struct { long status; pf_err want; } cases[] = {
-        { 400, PF_ERR_USAGE }, { 422, PF_ERR_USAGE }, { 401, PF_ERR_FORBIDDEN },
+        { 400, PF_ERR_USAGE }, { 422, PF_ERR_USAGE }, { 401, PF_ERR_UNAUTHORIZED },
         { 403, PF_ERR_FORBIDDEN }, { 404, PF_ERR_NOTFOUND }, { 409, PF_ERR_API },
         { 429, PF_ERR_API }, { 500, PF_ERR_API },
     };

@@ -59,7 +59,7 @@ Test(nccl_verdict, socket_channels_fail_as_socket_fallback)
     pf_verdict_transport(&run);
     const struct pf_check *c = find("nccl_transport");
     cr_assert_eq(c->status, PF_FAIL);
-    cr_assert_str_eq(c->reason, "SocketFallback");
+    cr_assert_eq(c->reason, PF_R_SocketFallback);
     cr_assert(strstr(c->message, "NET/Socket,SHM/direct/direct"), "%s",
               c->message);
     /* no EFA expected on an unknown host: the plugin check is skipped */
@@ -75,7 +75,7 @@ Test(nccl_verdict, missing_plugin_on_an_efa_type_fails)
     pf_verdict_transport(&run);
     const struct pf_check *c = find("nccl_net_plugin");
     cr_assert_eq(c->status, PF_FAIL);
-    cr_assert_str_eq(c->reason, "NetPluginMissing");
+    cr_assert_eq(c->reason, PF_R_NetPluginMissing);
     cr_assert(strstr(c->message, "p5.48xlarge has 32 EFA interfaces"), "%s",
               c->message);
     cr_assert_eq(find("nccl_transport")->status, PF_PASS);
@@ -86,7 +86,7 @@ Test(nccl_verdict, efa_devices_seen_make_the_plugin_expected)
     run.node.efa_count = 4;
     coll("P2P/CUMEM/read", "IB", false, false, false);
     pf_verdict_transport(&run);
-    cr_assert_str_eq(find("nccl_net_plugin")->reason, "NetPluginMissing");
+    cr_assert_eq(find("nccl_net_plugin")->reason, PF_R_NetPluginMissing);
 }
 
 Test(nccl_verdict, net_without_gdr_fails_where_required)
@@ -96,7 +96,7 @@ Test(nccl_verdict, net_without_gdr_fails_where_required)
     pf_verdict_transport(&run);
     const struct pf_check *c = find("nccl_gdr");
     cr_assert_eq(c->status, PF_FAIL);
-    cr_assert_str_eq(c->reason, "GDRDisabled");
+    cr_assert_eq(c->reason, PF_R_GDRDisabled);
 }
 
 Test(nccl_verdict, net_without_gdr_passes_where_not_required)
@@ -115,8 +115,8 @@ Test(nccl_verdict, socket_alone_is_not_a_gdr_question)
     coll("NET/Socket", "Socket", false, false, true);
     pf_verdict_transport(&run);
     cr_assert_eq(find("nccl_gdr")->status, PF_SKIP);
-    cr_assert_str_eq(find("nccl_transport")->reason, "SocketFallback");
-    cr_assert_str_eq(find("nccl_net_plugin")->reason, "NetPluginMissing");
+    cr_assert_eq(find("nccl_transport")->reason, PF_R_SocketFallback);
+    cr_assert_eq(find("nccl_net_plugin")->reason, PF_R_NetPluginMissing);
 }
 
 Test(nccl_verdict, unknown_log_skips_instead_of_guessing)

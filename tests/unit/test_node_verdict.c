@@ -118,10 +118,10 @@ static const char *headline(const struct pf_run *run)
 {
     for (int i = 0; i < run->verdict.n; i++)
         if (run->verdict.checks[i].status == PF_FAIL)
-            return run->verdict.checks[i].reason;
+            return pf_reason_name(run->verdict.checks[i].reason);
     for (int i = 0; i < run->verdict.n; i++)
         if (run->verdict.checks[i].status == PF_WARN)
-            return run->verdict.checks[i].reason;
+            return pf_reason_name(run->verdict.checks[i].reason);
     return "";
 }
 
@@ -213,7 +213,7 @@ Test(node_verdict, expect_efa_overrides_catalog)
     run->cfg.expect_efa = 31;
     judge(run);
     cr_assert_eq(run->verdict.overall, PF_PASS);
-    cr_assert_str_eq(check(run, "efa_devices")->reason, "EFADeviceCountMatches");
+    cr_assert_eq(check(run, "efa_devices")->reason, PF_R_EFADeviceCountMatches);
     free_run(run);
 }
 
@@ -403,8 +403,8 @@ Test(node_verdict, net_plugin_found_missing_or_not_applicable)
     snprintf(run->node.net_plugin_path, sizeof(run->node.net_plugin_path),
              "/usr/lib/libnccl-net.so");
     judge(run);
-    cr_assert_str_eq(check(run, "nccl_net_plugin")->reason,
-                     "NetPluginNotFound");
+    cr_assert_eq(check(run, "nccl_net_plugin")->reason,
+                 PF_R_NetPluginNotFound);
 
     /* No NCCL in this image: nothing to say about the job's plugin. */
     run->node.nccl_loaded = false;
@@ -419,7 +419,7 @@ Test(node_verdict, net_plugin_found_missing_or_not_applicable)
     run->cfg.expect_efa = 32;
     judge(run);
     cr_assert_eq(check(run, "nccl_net_plugin")->status, PF_SKIP);
-    cr_assert_str_eq(check(run, "nccl_net_plugin")->reason, "NotApplicable");
+    cr_assert_eq(check(run, "nccl_net_plugin")->reason, PF_R_NotApplicable);
     free_run(run);
 }
 

@@ -364,7 +364,7 @@ struct rank_spec {
     int64_t ms;
 };
 
-static struct pf_rdv_cfg mkcfg(const struct rank_spec *s, struct pf_coll *coll)
+static struct pf_rdv_cfg mkcfg(const struct rank_spec *s, struct pf_fault *coll)
 {
     struct pf_rdv_cfg c;
 
@@ -380,7 +380,7 @@ static struct pf_rdv_cfg mkcfg(const struct rank_spec *s, struct pf_coll *coll)
     snprintf(c.self.instance_type, sizeof(c.self.instance_type), "test.large");
     c.self.efa_count = s->rank;
     c.deadline = pf_deadline_in(s->ms);
-    c.coll = coll;
+    c.fault = coll;
     return c;
 }
 
@@ -388,7 +388,7 @@ static struct pf_rdv_cfg mkcfg(const struct rank_spec *s, struct pf_coll *coll)
  * alone), barrier. */
 static int full_rank(const struct rank_spec *s)
 {
-    static struct pf_coll coll;
+    static struct pf_fault coll;
     struct pf_rdv_cfg c = mkcfg(s, &coll);
     struct pf_rdv_facts table[8];
     struct pf_boot *b;
@@ -479,7 +479,7 @@ static const char *want_reason, *want_needle;
 
 static int join_expect(const struct rank_spec *s)
 {
-    static struct pf_coll coll;
+    static struct pf_fault coll;
     struct pf_rdv_cfg c = mkcfg(s, &coll);
     struct pf_boot *b = NULL;
     char err[PF_ERRLEN];
@@ -490,10 +490,10 @@ static int join_expect(const struct rank_spec *s)
                 want_code);
         return 20;
     }
-    if (strcmp(coll.reason, want_reason) || !strstr(err, want_needle) ||
-        strcmp(coll.errmsg, err)) {
+    if (strcmp(pf_reason_name(coll.reason), want_reason) || !strstr(err, want_needle) ||
+        strcmp(coll.msg, err)) {
         fprintf(stderr, "rank %d: reason %s message '%s'\n", s->rank,
-                coll.reason, err);
+                pf_reason_name(coll.reason), err);
         return 21;
     }
     return 0;
@@ -556,7 +556,7 @@ Test(rendezvous, wrong_run_id_rejects_and_aborts_those_already_joined)
  * PeerLost naming it, through allgather or poll. */
 static int lost_rank(const struct rank_spec *s)
 {
-    static struct pf_coll coll;
+    static struct pf_fault coll;
     struct pf_rdv_cfg c = mkcfg(s, &coll);
     struct pf_boot *b;
     char err[PF_ERRLEN];
@@ -584,9 +584,9 @@ static int lost_rank(const struct rank_spec *s)
     } else {
         rc = pf_boot_allgather(b, &mine, 4, all, dl, err);
     }
-    if (rc != PF_ERR_LOST || strcmp(coll.reason, "PeerLost") ||
+    if (rc != PF_ERR_LOST || coll.reason != PF_R_PeerLost ||
         !strstr(err, "rank 2 (host-2, 127.0.0.1) closed its connection")) {
-        fprintf(stderr, "rank %d: %d %s: %s\n", s->rank, rc, coll.reason, err);
+        fprintf(stderr, "rank %d: %d %s: %s\n", s->rank, rc, pf_reason_name(coll.reason), err);
         return 33;
     }
     /* Later calls fail the same way at once. */
@@ -645,7 +645,7 @@ Test(rendezvous, orderly_close_is_not_peer_lost)
 /* rank 1 aborts: rank 0 relays, rank 2's poll reports PeerLost naming 1. */
 static int abort_rank(const struct rank_spec *s)
 {
-    static struct pf_coll coll;
+    static struct pf_fault coll;
     struct pf_rdv_cfg c = mkcfg(s, &coll);
     struct pf_boot *b;
     char err[PF_ERRLEN];
@@ -709,7 +709,7 @@ Test(rendezvous, stray_connections_are_ignored)
  * reports PeerLost naming one of them. */
 static int own_abort_rank(const struct rank_spec *s)
 {
-    static struct pf_coll coll;
+    static struct pf_fault coll;
     struct pf_rdv_cfg c = mkcfg(s, &coll);
     struct pf_boot *b;
     char err[PF_ERRLEN], why[32];
@@ -723,9 +723,9 @@ static int own_abort_rank(const struct rank_spec *s)
         snprintf(why, sizeof(why), "own-%d", s->rank);
         pf_boot_abort(b, why);
         pf_boot_close(b);
-        if (coll.reason[0]) {
+        if (coll.reason != PF_R_None) {
             fprintf(stderr, "rank %d took the blame elsewhere: %s %s\n",
-                    s->rank, coll.reason, coll.errmsg);
+                    s->rank, pf_reason_name(coll.reason), coll.msg);
             return 61;
         }
         return 0;
@@ -734,9 +734,9 @@ static int own_abort_rank(const struct rank_spec *s)
         rc = pf_boot_poll(b, err);
         pf_sleep_ms(10);
     }
-    if (rc != PF_ERR_LOST || strcmp(coll.reason, "PeerLost") ||
+    if (rc != PF_ERR_LOST || coll.reason != PF_R_PeerLost ||
         (!strstr(err, "gave up: own-1") && !strstr(err, "gave up: own-2"))) {
-        fprintf(stderr, "rank 0: %d %s %s\n", rc, coll.reason, err);
+        fprintf(stderr, "rank 0: %d %s %s\n", rc, pf_reason_name(coll.reason), err);
         return 62;
     }
     pf_boot_close(b);
@@ -756,7 +756,7 @@ Test(rendezvous, a_rank_failing_on_its_own_keeps_its_own_reason)
  * bootstrap blames rank 2 for it (PeerLost), as rank 0 does. */
 static int blamed_rank(const struct rank_spec *s)
 {
-    static struct pf_coll coll;
+    static struct pf_fault coll;
     struct pf_rdv_cfg c = mkcfg(s, &coll);
     struct pf_boot *b;
     char err[PF_ERRLEN];
@@ -778,9 +778,9 @@ static int blamed_rank(const struct rank_spec *s)
         }
         pf_boot_close(b);
     }
-    if (strcmp(coll.reason, "PeerLost") ||
-        !strstr(coll.errmsg, "rank 2 (host-2, 127.0.0.1) closed its connection")) {
-        fprintf(stderr, "rank %d: %s %s\n", s->rank, coll.reason, coll.errmsg);
+    if (coll.reason != PF_R_PeerLost ||
+        !strstr(coll.msg, "rank 2 (host-2, 127.0.0.1) closed its connection")) {
+        fprintf(stderr, "rank %d: %s %s\n", s->rank, pf_reason_name(coll.reason), coll.msg);
         return 71;
     }
     return 0;

@@ -264,7 +264,7 @@ Test(report, report_file_is_written_whole)
     snprintf(run->cfg.report_file, sizeof(run->cfg.report_file), "%s/r.json", dir);
     run->cfg.json = true;      /* keep the table off the test's stdout */
     cr_assert(freopen("/dev/null", "w", stdout));
-    cr_assert_eq(pf_publish(run, err), PF_OK, "%s", err);
+    cr_assert_eq(pf_publish(run, NULL, err), PF_OK, "%s", err);
     f = fopen(run->cfg.report_file, "r");
     cr_assert_not_null(f);
     fseek(f, 0, SEEK_END);
@@ -292,7 +292,7 @@ Test(report, report_file_in_missing_dir_is_an_error)
              "/nonexistent-dir/r.json");
     run->cfg.json = true;
     cr_assert(freopen("/dev/null", "w", stdout));
-    cr_assert_eq(pf_publish(run, err), PF_ERR_IO);
+    cr_assert_eq(pf_publish(run, NULL, err), PF_ERR_IO);
     cr_assert(strstr(err, "report: /nonexistent-dir/r.json.tmp."), "%s", err);
     free_run(run);
 }
@@ -307,7 +307,7 @@ Test(report, local_ranks_other_than_zero_stay_quiet, .init = cr_redirect_stdout)
     run->cfg.command = PF_CMD_LOCAL;
     run->peers.rank = 2;
     snprintf(run->cfg.report_file, sizeof(run->cfg.report_file), "%s/r.json", dir);
-    cr_assert_eq(pf_publish(run, err), PF_OK, "%s", err);
+    cr_assert_eq(pf_publish(run, NULL, err), PF_OK, "%s", err);
     fflush(stdout);
     cr_assert_eq(access(run->cfg.report_file, F_OK), -1);
     cr_assert_eq(rmdir(dir), 0);
@@ -322,7 +322,7 @@ Test(report, json_flag_prints_the_report_on_stdout, .init = cr_redirect_stdout)
     char *expect = pf_report_json(run), *full;
 
     run->cfg.json = true;
-    cr_assert_eq(pf_publish(run, err), PF_OK, "%s", err);
+    cr_assert_eq(pf_publish(run, NULL, err), PF_OK, "%s", err);
     fflush(stdout);
     full = malloc(strlen(expect) + 2);
     sprintf(full, "%s\n", expect);

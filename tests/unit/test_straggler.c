@@ -389,7 +389,7 @@ Test(straggler, only_the_straggler_fails)
 
     cr_assert_not_null(c);
     cr_assert_eq(c->status, PF_FAIL);
-    cr_assert_str_eq(c->reason, "StragglerNode");
+    cr_assert_eq(c->reason, PF_R_StragglerNode);
     cr_assert_str_eq(c->condition, "EFAFabricReady");
     cr_assert_str_eq(c->message, "this node (rank 2, node-c, 10.0.0.12) is the "
                      "straggler: busbw 0.02 GB/s at 1 MiB is below the floor "
@@ -403,11 +403,15 @@ Test(straggler, only_the_straggler_fails)
         run = judged(self, 2);
         c = busbw(run);
         cr_assert_eq(c->status, PF_WARN, "rank %d", self);
-        cr_assert_str_eq(c->reason, "SlowPeer");
+        cr_assert_eq(c->reason, PF_R_SlowPeer);
         cr_assert(strstr(c->message, "rank 2 (node-c, 10.0.0.12) is the straggler, not "
                          "this node"), "%s", c->message);
+        /* Not this node's fault, but the gang must not start: exit 4,
+         * status label warn, no taint. */
         cr_assert_eq(run->verdict.overall, PF_WARN);
-        cr_assert_eq(run->verdict.exit_code, PF_EXIT_PASS);
+        cr_assert_eq(run->verdict.cls, PF_CLASS_PEER);
+        cr_assert_eq(run->verdict.exit_code, PF_EXIT_PEER);
+        cr_assert_not(pf_class_may_taint(run->verdict.cls));
         free(run);
     }
     /* the straggler without a node name is named by its address */
@@ -423,7 +427,7 @@ Test(straggler, no_straggler_keeps_bandwidth_below_threshold_everywhere)
         struct pf_run *run = judged(self, -1);
         const struct pf_check *c = busbw(run);
         cr_assert_eq(c->status, PF_FAIL);
-        cr_assert_str_eq(c->reason, "BandwidthBelowThreshold");
+        cr_assert_eq(c->reason, PF_R_BandwidthBelowThreshold);
         cr_assert(strstr(c->message, "below the floor 0.10 GB/s "
                          "(--min-busbw-gbps): 4 ranks on 4 node(s), host engine "
                          "over tcp;ofi_rxm; pairwise: every link alike"),
@@ -452,7 +456,7 @@ Test(straggler, ranks_on_the_stragglers_node_fail_with_it)
     struct pf_run *run = judged_on(0, 2, local, "local");
 
     cr_assert_eq(busbw(run)->status, PF_FAIL);
-    cr_assert_str_eq(busbw(run)->reason, "StragglerNode");
+    cr_assert_eq(busbw(run)->reason, PF_R_StragglerNode);
     cr_assert(strstr(busbw(run)->message, "this node (vm, 127.0.0.1) runs "
                      "the straggler, rank 2 (this is rank 0)"), "%s",
               busbw(run)->message);
@@ -463,12 +467,12 @@ Test(straggler, ranks_on_the_stragglers_node_fail_with_it)
         run = judged_on(self, 2, pods, "k8s");
         cr_assert_eq(busbw(run)->status, self >= 2 ? PF_FAIL : PF_WARN,
                      "rank %d: %s", self, busbw(run)->message);
-        cr_assert_str_eq(busbw(run)->reason,
-                         self >= 2 ? "StragglerNode" : "SlowPeer");
+        cr_assert_eq(busbw(run)->reason,
+                     self >= 2 ? PF_R_StragglerNode : PF_R_SlowPeer);
         free(run);
     }
     /* the same addresses outside k8s are different hosts: only rank 2 */
     run = judged_on(3, 2, pods, "static");
-    cr_assert_str_eq(busbw(run)->reason, "SlowPeer");
+    cr_assert_eq(busbw(run)->reason, PF_R_SlowPeer);
     free(run);
 }

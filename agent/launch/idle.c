@@ -4,7 +4,7 @@
  * validate again). SIGTERM and SIGINT are taken with sigtimedwait, so no
  * handler or global flag is needed; max_ms bounds the wait in case the pod
  * is never removed, after which the restart is the retry. */
-#include "node.h"
+#include "launch.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -12,7 +12,7 @@
 #include "../util/clock.h"
 #include "../util/log.h"
 
-void pf_node_idle(int64_t max_ms)
+void pf_idle_wait(int64_t max_ms)
 {
     int64_t deadline = pf_deadline_in(max_ms);
     sigset_t set, old;

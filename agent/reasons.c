@@ -1,0 +1,320 @@
+/* The one table of reasons (reasons.h). docs/diagnosis.md's summary table
+ * is generated from it (`efa-preflight reasons --markdown`), and
+ * tests/integration/test_diagnosis_doc.sh fails when the two drift. */
+#include "reasons.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#define DEV "EFADevicesReady"
+#define FAB "EFAFabricReady"
+
+static const struct pf_reason_info table[PF_R_COUNT] = {
+    [PF_R_None] = { "", PF_CLASS_OK, "", "" },
+
+    [PF_R_PreflightPassed] = { "PreflightPassed", PF_CLASS_OK, "", "" },
+    [PF_R_InstanceTypeKnown] = { "InstanceTypeKnown", PF_CLASS_OK, DEV, "" },
+    [PF_R_EFAModuleLoaded] = { "EFAModuleLoaded", PF_CLASS_OK, DEV, "" },
+    [PF_R_EFADeviceCountMatches] = { "EFADeviceCountMatches", PF_CLASS_OK,
+                                     DEV, "" },
+    [PF_R_EFAPortsActive] = { "EFAPortsActive", PF_CLASS_OK, DEV, "" },
+    [PF_R_EFADeviceFilesPresent] = { "EFADeviceFilesPresent", PF_CLASS_OK,
+                                     DEV, "" },
+    [PF_R_EFAProviderAvailable] = { "EFAProviderAvailable", PF_CLASS_OK, DEV,
+                                    "" },
+    [PF_R_NetPluginFound] = { "NetPluginFound", PF_CLASS_OK, DEV, "" },
+    [PF_R_LibfabricVersionOK] = { "LibfabricVersionOK", PF_CLASS_OK, DEV, "" },
+    [PF_R_MemlockSufficient] = { "MemlockSufficient", PF_CLASS_OK, DEV, "" },
+    [PF_R_HugePagesAvailable] = { "HugePagesAvailable", PF_CLASS_OK, DEV, "" },
+    [PF_R_GDRSupported] = { "GDRSupported", PF_CLASS_OK, DEV, "" },
+    [PF_R_GPUCountMatches] = { "GPUCountMatches", PF_CLASS_OK, DEV, "" },
+    [PF_R_NotApplicable] = { "NotApplicable", PF_CLASS_OK, "", "" },
+    [PF_R_EFANotRequired] = { "EFANotRequired", PF_CLASS_OK, DEV, "" },
+    [PF_R_NotTested] = { "NotTested", PF_CLASS_OK, "", "" },
+    [PF_R_FabricUntested] = { "FabricUntested", PF_CLASS_OK, FAB, "" },
+
+    [PF_R_UnknownInstanceType] = {
+        "UnknownInstanceType", PF_CLASS_WARN, DEV,
+        "pass --instance-type, or add the type to the catalog (--catalog "
+        "FILE)" },
+    [PF_R_HugePagesUnavailable] = {
+        "HugePagesUnavailable", PF_CLASS_WARN, DEV,
+        "reserve huge pages on the host (vm.nr_hugepages), or set "
+        "FI_EFA_USE_HUGE_PAGE=0 to silence this" },
+    [PF_R_GDRUnsupported] = {
+        "GDRUnsupported", PF_CLASS_WARN, DEV,
+        "check the EFA driver version (GPUDirect RDMA needs RDMA read)" },
+    [PF_R_NetPluginNotFound] = {
+        "NetPluginNotFound", PF_CLASS_WARN, DEV,
+        "install aws-ofi-nccl in the image and add its lib folder to "
+        "LD_LIBRARY_PATH, or name the library with NCCL_NET_PLUGIN" },
+    [PF_R_LibfabricTooOld] = {
+        "LibfabricTooOld", PF_CLASS_WARN, DEV,
+        "use the EFA installer's libfabric (>= 1.22) in the image" },
+    [PF_R_ProviderFallback] = {
+        "ProviderFallback", PF_CLASS_WARN, FAB,
+        "drop --fabric-provider (default efa) to test the EFA fabric "
+        "itself" },
+
+    [PF_R_NotAnEFAInstance] = {
+        "NotAnEFAInstance", PF_CLASS_NODE, DEV,
+        "run on an EFA-capable instance type, pass --instance-type, or pass "
+        "--fabric-provider tcp to test without EFA" },
+    [PF_R_EFAModuleNotLoaded] = {
+        "EFAModuleNotLoaded", PF_CLASS_NODE, DEV,
+        "load the driver on the host: modprobe efa (installed by the EFA "
+        "installer / EKS GPU AMI)" },
+    [PF_R_EFADeviceCountMismatch] = {
+        "EFADeviceCountMismatch", PF_CLASS_NODE, DEV,
+        "check that every EFA interface was attached at launch and the efa "
+        "driver is healthy (dmesg | grep efa); replace the node if devices "
+        "are missing" },
+    [PF_R_EFAPortDown] = {
+        "EFAPortDown", PF_CLASS_NODE, DEV,
+        "check the network interface attachment and the efa driver log "
+        "(dmesg | grep efa); replace the node if it stays down" },
+    [PF_R_EFADeviceFilesMissing] = {
+        "EFADeviceFilesMissing", PF_CLASS_NODE, DEV,
+        "request vpc.amazonaws.com/efa in this container (the EFA device "
+        "plugin mounts /dev/infiniband/uverbs*)" },
+    [PF_R_EFAProviderUnavailable] = {
+        "EFAProviderUnavailable", PF_CLASS_NODE, DEV,
+        "install the EFA installer's libfabric in the image (or point "
+        "--libfabric at it) and check FI_PROVIDER" },
+    [PF_R_MemlockTooLow] = {
+        "MemlockTooLow", PF_CLASS_NODE, DEV,
+        "raise the locked-memory limit: ulimit -l unlimited, or the "
+        "container runtime's memlock ulimit" },
+    [PF_R_GPUCountMismatch] = {
+        "GPUCountMismatch", PF_CLASS_NODE, DEV,
+        "request every GPU of the node in this container (nvidia.com/gpu) "
+        "and check nvidia-smi on the host" },
+    [PF_R_FabricUnavailable] = {
+        "FabricUnavailable", PF_CLASS_NODE, FAB,
+        "install libfabric with the provider asked for (the EFA installer "
+        "for efa), or pick one with --fabric-provider" },
+
+    [PF_R_BandwidthBelowThreshold] = {
+        "BandwidthBelowThreshold", PF_CLASS_FABRIC, FAB,
+        "run `efa-preflight node` on each host (EFA count, GDR, NCCL "
+        "plugin) and compare with the catalog; replace the slow node" },
+    [PF_R_StragglerNode] = {
+        "StragglerNode", PF_CLASS_FABRIC, FAB,
+        "drain this node and run `efa-preflight node` on it (EFA count, "
+        "ports, GDR, NCCL plugin; dmesg for EFA errors); its ring peers are "
+        "fine" },
+    [PF_R_DataCorruption] = {
+        "DataCorruption", PF_CLASS_FABRIC, FAB,
+        "a rank's memory, NIC or driver corrupts data: run `efa-preflight "
+        "node` on every host, check dmesg for EFA errors and drain the node "
+        "at fault" },
+    [PF_R_SocketFallback] = {
+        "SocketFallback", PF_CLASS_FABRIC, FAB,
+        "make NCCL load aws-ofi-nccl (LD_LIBRARY_PATH, NCCL_NET_PLUGIN) and "
+        "check that the EFA devices are mounted" },
+    [PF_R_NetPluginMissing] = {
+        "NetPluginMissing", PF_CLASS_FABRIC, FAB,
+        "install aws-ofi-nccl in the image and add its lib folder to "
+        "LD_LIBRARY_PATH" },
+    [PF_R_GDRDisabled] = {
+        "GDRDisabled", PF_CLASS_FABRIC, FAB,
+        "check FI_EFA_USE_DEVICE_RDMA, NCCL_NET_GDR_LEVEL and the EFA "
+        "driver's RDMA read support" },
+    [PF_R_CollectiveFailed] = {
+        "CollectiveFailed", PF_CLASS_FABRIC, FAB,
+        "read the message and the rank logs; re-run with --log-level "
+        "debug" },
+
+    [PF_R_SlowPeer] = {
+        "SlowPeer", PF_CLASS_PEER, FAB,
+        "nothing to fix here: the straggler's own report fails with "
+        "StragglerNode; re-run once it is drained or replaced" },
+
+    [PF_R_PeerTimeout] = {
+        "PeerTimeout", PF_CLASS_INFRA, FAB,
+        "check that every rank started and reaches rank 0's rendezvous "
+        "port (NetworkPolicy, security group allowing all traffic to and "
+        "from itself)" },
+    [PF_R_PeerLost] = {
+        "PeerLost", PF_CLASS_INFRA, FAB,
+        "a rank exited or its node failed mid-run: read that rank's log, "
+        "then re-run" },
+    [PF_R_PeerRejected] = {
+        "PeerRejected", PF_CLASS_INFRA, FAB,
+        "give every rank the same --secret-file, run id and world size" },
+    [PF_R_PeerProtocolError] = {
+        "PeerProtocolError", PF_CLASS_INFRA, FAB,
+        "run the same efa-preflight version on every rank" },
+    [PF_R_RendezvousFailed] = {
+        "RendezvousFailed", PF_CLASS_INFRA, FAB,
+        "read the message: the ranks could not meet (socket error); re-run "
+        "with --log-level debug" },
+    [PF_R_APIUnavailable] = {
+        "APIUnavailable", PF_CLASS_INFRA, "",
+        "check that the pod reaches the Kubernetes API server (address, "
+        "network policy, CA)" },
+    [PF_R_Unauthorized] = {
+        "Unauthorized", PF_CLASS_INFRA, "",
+        "the API server refused the token (401): check the service account "
+        "token mount and its expiry" },
+    [PF_R_Forbidden] = {
+        "Forbidden", PF_CLASS_INFRA, "",
+        "grant the service account the RBAC in k8s/ (pods get/list/watch, "
+        "nodes get/patch, nodes/status patch, events create)" },
+    [PF_R_PublishFailed] = {
+        "PublishFailed", PF_CLASS_INFRA, "",
+        "the verdict could not be written to the Node: read the message "
+        "(API error) and re-run" },
+
+    [PF_R_RendezvousPortInUse] = {
+        "RendezvousPortInUse", PF_CLASS_USAGE, FAB,
+        "another process holds rank 0's rendezvous port: pick a free one "
+        "with --port (same on every rank)" },
+    [PF_R_PublishRefused] = {
+        "PublishRefused", PF_CLASS_USAGE, "",
+        "the API server refused the Node write as invalid (400/422): check "
+        "--label-prefix and the node name" },
+};
+
+pf_err pf_fault_set(struct pf_fault *f, pf_err err, enum pf_reason reason,
+                    const char *msg)
+{
+    if (f && f->err == PF_OK && f->reason == PF_R_None) {
+        f->err = err;
+        f->reason = reason;
+        snprintf(f->msg, sizeof(f->msg), "%s", msg ? msg : "");
+    }
+    return err;
+}
+
+const struct pf_reason_info *pf_reason_info(enum pf_reason r)
+{
+    if ((int)r < 0 || r >= PF_R_COUNT)
+        r = PF_R_None;
+    return &table[r];
+}
+
+const char *pf_reason_name(enum pf_reason r)
+{
+    return pf_reason_info(r)->name;
+}
+
+enum pf_reason_class pf_reason_class_of(enum pf_reason r)
+{
+    return pf_reason_info(r)->cls;
+}
+
+enum pf_reason pf_reason_by_name(const char *name)
+{
+    if (!name || !*name)
+        return PF_R_None;
+    for (int i = 1; i < PF_R_COUNT; i++)
+        if (!strcmp(table[i].name, name))
+            return (enum pf_reason)i;
+    return PF_R_None;
+}
+
+const char *pf_class_name(enum pf_reason_class c)
+{
+    switch (c) {
+    case PF_CLASS_OK: return "ok";
+    case PF_CLASS_WARN: return "warn";
+    case PF_CLASS_NODE: return "node";
+    case PF_CLASS_FABRIC: return "fabric";
+    case PF_CLASS_PEER: return "peer";
+    case PF_CLASS_INFRA: return "infrastructure";
+    case PF_CLASS_USAGE: return "usage";
+    }
+    return "?";
+}
+
+int pf_class_exit_code(enum pf_reason_class c)
+{
+    switch (c) {
+    case PF_CLASS_NODE:
+    case PF_CLASS_FABRIC: return 1;
+    case PF_CLASS_USAGE: return 2;
+    case PF_CLASS_INFRA: return 3;
+    case PF_CLASS_PEER: return 4;
+    case PF_CLASS_OK:
+    case PF_CLASS_WARN: return 0;
+    }
+    return 1;
+}
+
+const char *pf_class_status_label(enum pf_reason_class c)
+{
+    switch (c) {
+    case PF_CLASS_OK: return "pass";
+    case PF_CLASS_WARN:
+    case PF_CLASS_PEER: return "warn";
+    case PF_CLASS_NODE:
+    case PF_CLASS_FABRIC: return "fail";
+    case PF_CLASS_INFRA: return "error";
+    case PF_CLASS_USAGE: return NULL;
+    }
+    return "error";
+}
+
+bool pf_class_may_taint(enum pf_reason_class c)
+{
+    return c == PF_CLASS_NODE || c == PF_CLASS_FABRIC;
+}
+
+static void print_json(FILE *out)
+{
+    cJSON *arr = cJSON_CreateArray();
+    char *s;
+
+    for (int i = 1; i < PF_R_COUNT; i++) {
+        const struct pf_reason_info *r = &table[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "reason", r->name);
+        cJSON_AddStringToObject(o, "class", pf_class_name(r->cls));
+        cJSON_AddNumberToObject(o, "exit_code", pf_class_exit_code(r->cls));
+        if (pf_class_status_label(r->cls))
+            cJSON_AddStringToObject(o, "status_label",
+                                    pf_class_status_label(r->cls));
+        else
+            cJSON_AddNullToObject(o, "status_label");
+        cJSON_AddStringToObject(o, "condition", r->condition);
+        cJSON_AddBoolToObject(o, "may_taint", pf_class_may_taint(r->cls));
+        cJSON_AddStringToObject(o, "remedy", r->remedy);
+        cJSON_AddItemToArray(arr, o);
+    }
+    s = cJSON_Print(arr);
+    if (s)
+        fprintf(out, "%s\n", s);
+    cJSON_free(s);
+    cJSON_Delete(arr);
+}
+
+void pf_reasons_print(FILE *out, const char *format)
+{
+    if (!strcmp(format, "json")) {
+        print_json(out);
+        return;
+    }
+    if (!strcmp(format, "markdown")) {
+        fprintf(out, "| reason | class | exit | status label | condition | "
+                     "may taint |\n|---|---|---|---|---|---|\n");
+        for (int i = 1; i < PF_R_COUNT; i++) {
+            const struct pf_reason_info *r = &table[i];
+            const char *label = pf_class_status_label(r->cls);
+            fprintf(out, "| `%s` | %s | %d | %s | %s | %s |\n", r->name,
+                    pf_class_name(r->cls), pf_class_exit_code(r->cls),
+                    label ? label : "(nothing written)",
+                    r->condition[0] ? r->condition : "either",
+                    pf_class_may_taint(r->cls) ? "yes" : "no");
+        }
+        return;
+    }
+    fprintf(out, "%-26s %-14s %4s  %s\n", "REASON", "CLASS", "EXIT", "REMEDY");
+    for (int i = 1; i < PF_R_COUNT; i++) {
+        const struct pf_reason_info *r = &table[i];
+        fprintf(out, "%-26s %-14s %4d  %s\n", r->name, pf_class_name(r->cls),
+                pf_class_exit_code(r->cls), r->remedy[0] ? r->remedy : "-");
+    }
+}

@@ -1,0 +1,133 @@
+/* The one table of reasons.
+ *
+ * Every reason the agent can emit is a row here: its CamelCase word, its
+ * class, the condition it feeds and its one-line remedy. Stages carry the
+ * enum value; only the table knows the word. The class alone decides the
+ * exit code, the status label and whether a node may be tainted: nothing
+ * compares reason strings.
+ *
+ * This header is shared vocabulary (like util/err.h): every stage may
+ * include it, and it includes nothing of the data model. */
+#ifndef PF_REASONS_H
+#define PF_REASONS_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "util/err.h"
+
+enum pf_reason_class {
+    PF_CLASS_OK,       /* a pass or a not-applicable: nothing to do */
+    PF_CLASS_WARN,     /* worth a look; never fails a run */
+    PF_CLASS_NODE,     /* this node is broken (devices, driver, limits) */
+    PF_CLASS_FABRIC,   /* the collective was bad here (data, bandwidth) */
+    PF_CLASS_PEER,     /* a peer was at fault, not this node */
+    PF_CLASS_INFRA,    /* could not test: API, peers absent or gone */
+    PF_CLASS_USAGE,    /* the deployment or flags are wrong */
+};
+
+/* Identifiers carry the reason word itself so that a grep for the word
+ * finds every place that emits it. */
+enum pf_reason {
+    PF_R_None = 0,                 /* a check that needs no word */
+    /* pass and not-applicable */
+    PF_R_PreflightPassed,
+    PF_R_InstanceTypeKnown,
+    PF_R_EFAModuleLoaded,
+    PF_R_EFADeviceCountMatches,
+    PF_R_EFAPortsActive,
+    PF_R_EFADeviceFilesPresent,
+    PF_R_EFAProviderAvailable,
+    PF_R_NetPluginFound,
+    PF_R_LibfabricVersionOK,
+    PF_R_MemlockSufficient,
+    PF_R_HugePagesAvailable,
+    PF_R_GDRSupported,
+    PF_R_GPUCountMatches,
+    PF_R_NotApplicable,
+    PF_R_EFANotRequired,
+    PF_R_NotTested,
+    PF_R_FabricUntested,
+    /* warnings */
+    PF_R_UnknownInstanceType,
+    PF_R_HugePagesUnavailable,
+    PF_R_GDRUnsupported,
+    PF_R_NetPluginNotFound,
+    PF_R_LibfabricTooOld,
+    PF_R_ProviderFallback,
+    /* node failures */
+    PF_R_NotAnEFAInstance,
+    PF_R_EFAModuleNotLoaded,
+    PF_R_EFADeviceCountMismatch,
+    PF_R_EFAPortDown,
+    PF_R_EFADeviceFilesMissing,
+    PF_R_EFAProviderUnavailable,
+    PF_R_MemlockTooLow,
+    PF_R_GPUCountMismatch,
+    PF_R_FabricUnavailable,
+    /* fabric failures */
+    PF_R_BandwidthBelowThreshold,
+    PF_R_StragglerNode,
+    PF_R_DataCorruption,
+    PF_R_SocketFallback,
+    PF_R_NetPluginMissing,
+    PF_R_GDRDisabled,
+    PF_R_CollectiveFailed,
+    /* a peer at fault */
+    PF_R_SlowPeer,
+    /* infrastructure: could not test */
+    PF_R_PeerTimeout,
+    PF_R_PeerLost,
+    PF_R_PeerRejected,
+    PF_R_PeerProtocolError,
+    PF_R_RendezvousFailed,
+    PF_R_APIUnavailable,
+    PF_R_Unauthorized,
+    PF_R_Forbidden,
+    PF_R_PublishFailed,
+    /* usage: the deployment is wrong */
+    PF_R_RendezvousPortInUse,
+    PF_R_PublishRefused,
+    PF_R_COUNT
+};
+
+struct pf_reason_info {
+    const char *name;              /* CamelCase word; "" for PF_R_None */
+    enum pf_reason_class cls;
+    const char *condition;         /* condition it feeds; "" = either */
+    const char *remedy;            /* one line; "" when nothing to do */
+};
+
+/* The first failure a stage detects, as it travels to the verdict: stages
+ * that must not see the data model (transport, discovery) record here. */
+struct pf_fault {
+    pf_err err;                    /* PF_OK while nothing failed */
+    enum pf_reason reason;
+    char msg[PF_ERRLEN];
+};
+
+/* Record into f unless something was recorded first; returns err. */
+pf_err pf_fault_set(struct pf_fault *f, pf_err err, enum pf_reason reason,
+                    const char *msg);
+
+const struct pf_reason_info *pf_reason_info(enum pf_reason r);
+const char *pf_reason_name(enum pf_reason r);
+enum pf_reason_class pf_reason_class_of(enum pf_reason r);
+/* PF_R_None when the word is not in the table. */
+enum pf_reason pf_reason_by_name(const char *name);
+
+const char *pf_class_name(enum pf_reason_class c);
+/* Exit code of a run whose deciding failure has this class (DESIGN.md):
+ * 0 pass, 1 node/fabric failure, 2 usage, 3 infrastructure, 4 a peer
+ * failed and this node did not. */
+int pf_class_exit_code(enum pf_reason_class c);
+/* Node status label the class leaves: pass|warn|fail|error; NULL for usage,
+ * which writes nothing. */
+const char *pf_class_status_label(enum pf_reason_class c);
+/* Only a failure proven on this node may taint it. */
+bool pf_class_may_taint(enum pf_reason_class c);
+
+/* `efa-preflight reasons`: the table as text, JSON or Markdown. */
+void pf_reasons_print(FILE *out, const char *format);
+
+#endif

@@ -1,0 +1,75 @@
+#!/bin/bash
+# A rendezvous port held by another process is a deployment error, never a
+# verdict on the fabric. Two JobSet pods; in rank 0's network namespace a
+# stranger already listens on the rendezvous port. Rank 0 must exit 2
+# (usage: RendezvousPortInUse) and write nothing to its Node; rank 1 waits
+# out its deadline and exits 3 (PeerTimeout: could not test), its Node gets
+# status=error and EFAFabricReady=False/PeerTimeout, and no Node is labelled
+# failed or tainted although --taint-on-failure is on.
+set -u
+. "$PF_ROOT/tests/fake_apiserver/lib.sh"
+pfk8s_init
+T=$PFK8S_TMP
+
+pfk8s_netns_up 2
+pfk8s_jobset_objects "$T/objects.json" 0:10.254.40.11 1:10.254.40.12
+pfk8s_server "$PFK8S_HOST_IP" "$T/objects.json"
+pfk8s_netns_check
+
+# The stranger on rank 0's port (both stacks), alive longer than the run.
+ip netns exec pfk8s-1 python3 -c '
+import socket, time
+s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+s.bind(("::", '"$PFK8S_RDV_PORT"')); s.listen(1); time.sleep(40)' &
+holder=$!
+sleep 0.5
+
+agent() {   # agent INDEX
+    local i=$1
+    ip netns exec "pfk8s-$((i + 1))" "$PF_BIN" run \
+        --api-server "https://$PFK8S_HOST_IP:$PFK8S_API_PORT" \
+        --token-file "$T/token" --ca-file "$T/certs/ca.crt" --no-imds \
+        --pod-name "train-workers-$i-0-p$i" --namespace ml \
+        --port "$PFK8S_RDV_PORT" --fabric-provider tcp --engine host \
+        -b 64K -e 256K -n 2 -w 1 --timeout 12 --taint-on-failure \
+        --report "$T/out/r$i.json" \
+        > "$T/out/r$i.stdout" 2> "$T/out/r$i.stderr"
+}
+start=$(date +%s.%N)
+agent 0 & a0=$!
+agent 1 & a1=$!
+wait $a0; rc0=$?
+t0=$(pfk8s_elapsed "$start")
+wait $a1; rc1=$?
+kill $holder 2>/dev/null
+
+[ $rc0 -eq 2 ] || { cat "$T/out/r0.stderr" "$T/out/r0.stdout"; pfk8s_die "rank 0 exited $rc0, want 2 (usage)"; }
+grep -q "cannot listen on .*:$PFK8S_RDV_PORT: Address already in use" "$T/out/r0.stdout" ||
+    { cat "$T/out/r0.stdout"; pfk8s_die "rank 0: the table does not name the port in use"; }
+grep -q "summary: FAIL RendezvousPortInUse .*(exit 2)" "$T/out/r0.stdout" ||
+    { cat "$T/out/r0.stdout"; pfk8s_die "rank 0: the summary does not say RendezvousPortInUse, exit 2"; }
+python3 - "$T/out/r0.json" <<'PY' || pfk8s_die "rank 0: report"
+import json, sys
+v = json.load(open(sys.argv[1]))["verdict"]
+assert v["reason"] == "RendezvousPortInUse" and v["class"] == "usage" and v["exit_code"] == 2, v
+PY
+[ $rc1 -eq 3 ] || { cat "$T/out/r1.stderr"; pfk8s_die "rank 1 exited $rc1, want 3 (could not test)"; }
+
+pfk8s_state "$T/state.json"
+pfk8s_check "$T/state.json" '
+n0 = labels("node-0")
+assert not any(k.startswith("efa-preflight.io/") for k in n0), ("rank 0 wrote labels", n0)
+assert cond("node-0", "EFAFabricReady") is None, "rank 0 wrote a condition"
+assert not events("node-0"), "rank 0 wrote an Event"
+writes0 = [r for r in s["requests"] if r["method"] != "GET" and "node-0" in r["path"]]
+assert not writes0, writes0
+l1 = labels("node-1")
+assert l1["efa-preflight.io/status"] == "error", l1
+c1 = cond("node-1", "EFAFabricReady")
+assert c1["status"] == "False" and c1["reason"] == "PeerTimeout", c1
+for n in ("node-0", "node-1"):
+    assert not any(t["key"].startswith("efa-preflight.io/") for t in node(n).get("spec", {}).get("taints", [])), n
+print("node-0 untouched; node-1 status=error, EFAFabricReady=False/PeerTimeout; no taint")
+'
+echo "PASS: port in use -> rank 0 exit 2 in ${t0}s, nothing written; rank 1 exit 3 PeerTimeout, status=error, no taint"

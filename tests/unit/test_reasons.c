@@ -1,0 +1,142 @@
+/* The one table of reasons (agent/reasons.c) and how the verdict turns a
+ * reason's class into the exit code, the status label and the taint. */
+#include <criterion/criterion.h>
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pf.h"
+#include "reasons.h"
+#include "verdict/verdict.h"
+
+Test(reasons, every_row_has_a_unique_camelcase_word_that_maps_back)
+{
+    for (int i = 1; i < PF_R_COUNT; i++) {
+        const struct pf_reason_info *r = pf_reason_info((enum pf_reason)i);
+        cr_assert_not_null(r->name, "row %d has no word", i);
+        cr_assert(isupper((unsigned char)r->name[0]), "row %d: %s", i, r->name);
+        for (const char *p = r->name; *p; p++)
+            cr_assert(isalnum((unsigned char)*p), "%s is not one word", r->name);
+        cr_assert_eq(pf_reason_by_name(r->name), (enum pf_reason)i,
+                     "%s does not map back to its row", r->name);
+        for (int j = 1; j < i; j++)
+            cr_assert_str_neq(r->name, pf_reason_name((enum pf_reason)j));
+    }
+    cr_assert_eq(pf_reason_by_name("NoSuchReason"), PF_R_None);
+    cr_assert_eq(pf_reason_by_name(""), PF_R_None);
+    cr_assert_eq(pf_reason_by_name(NULL), PF_R_None);
+    cr_assert_str_eq(pf_reason_name((enum pf_reason)9999), "");
+}
+
+Test(reasons, every_failing_class_tells_what_to_do)
+{
+    for (int i = 1; i < PF_R_COUNT; i++) {
+        const struct pf_reason_info *r = pf_reason_info((enum pf_reason)i);
+        if (r->cls != PF_CLASS_OK)
+            cr_assert(r->remedy[0], "%s (%s) has no remedy", r->name,
+                      pf_class_name(r->cls));
+    }
+}
+
+Test(reasons, class_decides_exit_code_label_and_taint)
+{
+    cr_assert_eq(pf_class_exit_code(PF_CLASS_OK), 0);
+    cr_assert_eq(pf_class_exit_code(PF_CLASS_WARN), 0);
+    cr_assert_eq(pf_class_exit_code(PF_CLASS_NODE), 1);
+    cr_assert_eq(pf_class_exit_code(PF_CLASS_FABRIC), 1);
+    cr_assert_eq(pf_class_exit_code(PF_CLASS_USAGE), 2);
+    cr_assert_eq(pf_class_exit_code(PF_CLASS_INFRA), 3);
+    cr_assert_eq(pf_class_exit_code(PF_CLASS_PEER), 4);
+    cr_assert_str_eq(pf_class_status_label(PF_CLASS_INFRA), "error");
+    cr_assert_str_eq(pf_class_status_label(PF_CLASS_PEER), "warn");
+    cr_assert_str_eq(pf_class_status_label(PF_CLASS_NODE), "fail");
+    cr_assert_null(pf_class_status_label(PF_CLASS_USAGE));
+    for (int c = PF_CLASS_OK; c <= PF_CLASS_USAGE; c++)
+        cr_assert_eq(pf_class_may_taint((enum pf_reason_class)c),
+                     c == PF_CLASS_NODE || c == PF_CLASS_FABRIC,
+                     "class %s", pf_class_name((enum pf_reason_class)c));
+}
+
+/* The misclassifications this table fixed. */
+Test(reasons, deployment_and_api_failures_never_fail_the_node)
+{
+    static const enum pf_reason never_fail[] = {
+        PF_R_RendezvousPortInUse, PF_R_PublishRefused, PF_R_Forbidden,
+        PF_R_Unauthorized, PF_R_APIUnavailable, PF_R_PublishFailed,
+        PF_R_PeerTimeout, PF_R_PeerLost, PF_R_PeerRejected,
+        PF_R_PeerProtocolError, PF_R_SlowPeer,
+    };
+    for (size_t i = 0; i < sizeof(never_fail) / sizeof(never_fail[0]); i++) {
+        enum pf_reason_class c = pf_reason_class_of(never_fail[i]);
+        const char *label = pf_class_status_label(c);
+        cr_assert_not(pf_class_may_taint(c), "%s", pf_reason_name(never_fail[i]));
+        cr_assert(!label || strcmp(label, "fail"), "%s",
+                  pf_reason_name(never_fail[i]));
+        cr_assert_neq(pf_class_exit_code(c), 1, "%s",
+                      pf_reason_name(never_fail[i]));
+    }
+    cr_assert_eq(pf_reason_class_of(PF_R_RendezvousPortInUse), PF_CLASS_USAGE);
+}
+
+static struct pf_run *run_with(const enum pf_reason *reasons, int n)
+{
+    struct pf_run *run = calloc(1, sizeof(*run));
+    for (int i = 0; i < n; i++) {
+        enum pf_reason_class c = pf_reason_class_of(reasons[i]);
+        pf_verdict_add(&run->verdict, "check", "EFAFabricReady",
+                       c == PF_CLASS_PEER || c == PF_CLASS_WARN ? PF_WARN
+                                                                : PF_FAIL,
+                       reasons[i], "", "case %d", i);
+    }
+    pf_verdict_finish(run);
+    return run;
+}
+
+Test(reasons, a_failure_proven_here_outranks_could_not_test)
+{
+    enum pf_reason r[] = { PF_R_PeerTimeout, PF_R_MemlockTooLow, PF_R_SlowPeer };
+    struct pf_run *run = run_with(r, 3);
+    cr_assert_eq(run->verdict.headline, PF_R_MemlockTooLow);
+    cr_assert_eq(run->verdict.exit_code, 1);
+    free(run);
+}
+
+Test(reasons, could_not_test_outranks_a_peer_at_fault)
+{
+    enum pf_reason r[] = { PF_R_SlowPeer, PF_R_PublishFailed };
+    struct pf_run *run = run_with(r, 2);
+    cr_assert_eq(run->verdict.headline, PF_R_PublishFailed);
+    cr_assert_eq(run->verdict.exit_code, 3);
+    free(run);
+}
+
+Test(reasons, usage_outranks_everything_and_writes_nothing)
+{
+    enum pf_reason r[] = { PF_R_DataCorruption, PF_R_RendezvousPortInUse };
+    struct pf_run *run = run_with(r, 2);
+    cr_assert_eq(run->verdict.headline, PF_R_RendezvousPortInUse);
+    cr_assert_eq(run->verdict.exit_code, 2);
+    cr_assert_null(pf_class_status_label(run->verdict.cls));
+    free(run);
+}
+
+Test(reasons, a_pass_says_preflight_passed)
+{
+    struct pf_run *run = run_with(NULL, 0);
+    cr_assert_eq(run->verdict.headline, PF_R_PreflightPassed);
+    cr_assert_eq(run->verdict.exit_code, 0);
+    cr_assert_eq(run->verdict.overall, PF_PASS);
+    free(run);
+}
+
+Test(reasons, a_check_takes_the_condition_and_remedy_of_its_reason)
+{
+    struct pf_verdict v = { 0 };
+    struct pf_check *c = pf_verdict_add(&v, "memlock", "EFAFabricReady",
+                                        PF_FAIL, PF_R_MemlockTooLow, "", "x");
+    cr_assert_str_eq(c->condition, "EFADevicesReady");
+    cr_assert_str_eq(c->remedy, pf_reason_info(PF_R_MemlockTooLow)->remedy);
+    c = pf_verdict_add(&v, "x", "EFAFabricReady", PF_FAIL, PF_R_MemlockTooLow,
+                       "a sharper remedy", "x");
+    cr_assert_str_eq(c->remedy, "a sharper remedy");
+}
