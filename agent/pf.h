@@ -64,11 +64,14 @@ struct pf_config {
     char run_id[PF_NAME_MAX];         /* "" = derive */
     char engine[16];                  /* auto|nccl|host */
     char fabric_provider[32];         /* efa by default */
-    uint64_t min_bytes, max_bytes;    /* -b / -e */
+    uint64_t min_bytes, max_bytes;    /* -b / -e; max 0 = auto: 64 MiB, or
+                                         the floor's size when larger */
     int step_factor;                  /* -f */
     int iters, warmup;                /* -n / -w */
     bool check;                       /* verify data */
     double min_busbw_gbps;            /* 0 = catalog floor */
+    uint64_t min_busbw_from_bytes;    /* the user floor holds from this size
+                                         (0 = the largest size swept) */
     int debug_corrupt_rank;           /* -1 = off */
     int debug_slow_rank;              /* -1 = off */
     int debug_slow_ms;
@@ -97,6 +100,10 @@ struct pf_config {
 struct pf_floor {
     int nodes;                        /* floor applies from this node count */
     double busbw_gbps;                /* all_reduce busbw floor, GB/s */
+    uint64_t from_bytes;              /* judged at message sizes >= this;
+                                         0 = at the largest size swept */
+    bool verified;                    /* false where estimated */
+    char source[200];                 /* the public figure it rests on */
 };
 
 struct pf_instance {
@@ -256,6 +263,7 @@ struct pf_coll {
     bool inter_node_socket;           /* channels over NET/Socket */
     int nranks;                       /* global ranks (processes x GPUs) */
     int nnodes;
+    uint64_t min_bytes, max_bytes;    /* the sizes swept (max resolved) */
     int nrows;
     struct pf_row rows[PF_MAX_ROWS];
     double avg_busbw;                 /* mean over rows, nccl-tests footer */

@@ -58,6 +58,11 @@ static const struct pf_reason_info table[PF_R_COUNT] = {
         "drop --fabric-provider (default efa) to test the EFA fabric "
         "itself" },
 
+    [PF_R_BandwidthNotJudged] = {
+        "BandwidthNotJudged", PF_CLASS_WARN, FAB,
+        "sweep up to the floor's message size (drop -e, or raise it) so the "
+        "bandwidth is judged where the floor holds" },
+
     [PF_R_NotAnEFAInstance] = {
         "NotAnEFAInstance", PF_CLASS_NODE, DEV,
         "run on an EFA-capable instance type, pass --instance-type, or pass "
@@ -97,9 +102,10 @@ static const struct pf_reason_info table[PF_R_COUNT] = {
         "for efa), or pick one with --fabric-provider" },
 
     [PF_R_BandwidthBelowThreshold] = {
-        "BandwidthBelowThreshold", PF_CLASS_FABRIC, FAB,
-        "run `efa-preflight node` on each host (EFA count, GDR, NCCL "
-        "plugin) and compare with the catalog; replace the slow node" },
+        "BandwidthBelowThreshold", PF_CLASS_GROUP, FAB,
+        "no node was singled out: run `efa-preflight node` on each host "
+        "(EFA count, GDR, NCCL plugin), check the security group and "
+        "placement, and re-run with 3 or more nodes to localise" },
     [PF_R_StragglerNode] = {
         "StragglerNode", PF_CLASS_FABRIC, FAB,
         "drain this node and run `efa-preflight node` on it (EFA count, "
@@ -223,6 +229,7 @@ const char *pf_class_name(enum pf_reason_class c)
     case PF_CLASS_WARN: return "warn";
     case PF_CLASS_NODE: return "node";
     case PF_CLASS_FABRIC: return "fabric";
+    case PF_CLASS_GROUP: return "group";
     case PF_CLASS_PEER: return "peer";
     case PF_CLASS_INFRA: return "infrastructure";
     case PF_CLASS_USAGE: return "usage";
@@ -234,7 +241,8 @@ int pf_class_exit_code(enum pf_reason_class c)
 {
     switch (c) {
     case PF_CLASS_NODE:
-    case PF_CLASS_FABRIC: return 1;
+    case PF_CLASS_FABRIC:
+    case PF_CLASS_GROUP: return 1;
     case PF_CLASS_USAGE: return 2;
     case PF_CLASS_INFRA: return 3;
     case PF_CLASS_PEER: return 4;
@@ -252,6 +260,7 @@ const char *pf_class_status_label(enum pf_reason_class c)
     case PF_CLASS_PEER: return "warn";
     case PF_CLASS_NODE:
     case PF_CLASS_FABRIC: return "fail";
+    case PF_CLASS_GROUP:
     case PF_CLASS_INFRA: return "error";
     case PF_CLASS_USAGE: return NULL;
     }

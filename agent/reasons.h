@@ -21,6 +21,7 @@ enum pf_reason_class {
     PF_CLASS_WARN,     /* worth a look; never fails a run */
     PF_CLASS_NODE,     /* this node is broken (devices, driver, limits) */
     PF_CLASS_FABRIC,   /* the collective was bad here (data, bandwidth) */
+    PF_CLASS_GROUP,    /* the collective failed, no node singled out */
     PF_CLASS_PEER,     /* a peer was at fault, not this node */
     PF_CLASS_INFRA,    /* could not test: API, peers absent or gone */
     PF_CLASS_USAGE,    /* the deployment or flags are wrong */
@@ -55,6 +56,7 @@ enum pf_reason {
     PF_R_NetPluginNotFound,
     PF_R_LibfabricTooOld,
     PF_R_ProviderFallback,
+    PF_R_BandwidthNotJudged,
     /* node failures */
     PF_R_NotAnEFAInstance,
     PF_R_EFAModuleNotLoaded,
@@ -118,8 +120,8 @@ enum pf_reason pf_reason_by_name(const char *name);
 
 const char *pf_class_name(enum pf_reason_class c);
 /* Exit code of a run whose deciding failure has this class (DESIGN.md):
- * 0 pass, 1 node/fabric failure, 2 usage, 3 infrastructure, 4 a peer
- * failed and this node did not. */
+ * 0 pass, 1 node/fabric failure or a group failure nobody was blamed for,
+ * 2 usage, 3 infrastructure, 4 a peer failed and this node did not. */
 int pf_class_exit_code(enum pf_reason_class c);
 /* Node status label the class leaves: pass|warn|fail|error; NULL for usage,
  * which writes nothing. */

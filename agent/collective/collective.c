@@ -95,6 +95,14 @@ static void record(struct pf_coll *c, pf_err rc, const char *msg)
     pf_error("collective: %s: %s", pf_reason_name(f->reason), f->msg);
 }
 
+/* A provider other than efa asked for on the command line: no catalog
+ * floor applies (the engine confirms it once open). */
+static const char *requested_fallback(const struct pf_config *cfg)
+{
+    const char *p = cfg->fabric_provider;
+    return p[0] && strncmp(p, "efa", 3) ? p : NULL;
+}
+
 pf_err pf_collective(struct pf_run *run, char *err)
 {
     struct pf_coll *c = &run->coll;
@@ -104,6 +112,7 @@ pf_err pf_collective(struct pf_run *run, char *err)
     char msg[PF_ERRLEN] = "";
     double t0 = pf_now_s();
     uint64_t sizes[PF_MAX_ROWS];
+    struct pf_floor_rule rule;
     int64_t deadline, timeout_ms;
     int nsizes;
     pf_err rc;
@@ -114,12 +123,18 @@ pf_err pf_collective(struct pf_run *run, char *err)
     c->nranks = run->peers.world;
     if ((rc = choose_engine(run, &ops, err)) != PF_OK)
         return rc;
+    snprintf(c->engine, sizeof(c->engine), "%s", ops->name);
+    /* Sweep up to the floor's size unless -e says otherwise, so a
+     * catalogued type is judged where its floor holds. */
+    pf_floor_for(&run->cfg, run->instance, c->engine,
+                 requested_fallback(&run->cfg), c->nnodes, &rule);
+    c->min_bytes = run->cfg.min_bytes;
+    c->max_bytes = pf_sweep_max_bytes(&run->cfg, &rule);
     /* Bad sizes are the user's to fix before any peer is waited for. */
-    if ((rc = pf_sweep_sizes(run->cfg.min_bytes, run->cfg.max_bytes,
+    if ((rc = pf_sweep_sizes(c->min_bytes, c->max_bytes,
                              run->cfg.step_factor, sizes, PF_MAX_ROWS,
                              &nsizes, err)) != PF_OK)
         return rc;
-    snprintf(c->engine, sizeof(c->engine), "%s", ops->name);
     /* cfg.timeout_s bounds the whole run and the clock started before
      * probe and discovery: keep a margin so a stuck fabric is reported as
      * PeerTimeout before a launcher or controller kills the rank. */
@@ -133,7 +148,7 @@ pf_err pf_collective(struct pf_run *run, char *err)
         engine.ops = ops;
         pf_info("collective: %s engine, %d ranks on %d node(s)", ops->name,
                 boot->world, c->nnodes);
-        rc = ops->open(&engine, run, boot, run->cfg.max_bytes / sizeof(float),
+        rc = ops->open(&engine, run, boot, c->max_bytes / sizeof(float),
                        deadline, msg);
         if (rc == PF_OK) {
             c->nranks = engine.nranks;

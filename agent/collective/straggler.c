@@ -26,13 +26,36 @@ struct plan {                         /* rank 0's decision, broadcast */
     char why[160];                    /* PLAN_TIMINGS: why not pairwise */
 };
 
-double pf_coll_floor(const struct pf_run *run, char *src, size_t len)
+double pf_coll_floor(const struct pf_run *run, struct pf_floor_rule *rule)
 {
     const struct pf_coll *c = &run->coll;
 
-    return pf_floor_for(&run->cfg, run->instance, c->engine,
-                        c->provider_is_fallback ? c->provider : NULL,
-                        c->nnodes, src, len);
+    pf_floor_for(&run->cfg, run->instance, c->engine,
+                 c->provider_is_fallback ? c->provider : NULL, c->nnodes, rule);
+    return rule->gbps;
+}
+
+double pf_coll_judged_busbw(const struct pf_coll *c,
+                            const struct pf_floor_rule *rule,
+                            uint64_t *at_bytes)
+{
+    double best = -1;
+
+    *at_bytes = 0;
+    if (c->nrows > 0 && !rule->from_bytes) {
+        /* No size named: the best of the largest size, as always. */
+        *at_bytes = c->rows[c->nrows - 1].bytes;
+        return c->peak_busbw;
+    }
+    for (int i = 0; i < c->nrows && i < PF_MAX_ROWS; i++) {
+        const struct pf_row *r = &c->rows[i];
+        double bw = r->oop_busbw > r->ip_busbw ? r->oop_busbw : r->ip_busbw;
+        if (r->bytes >= rule->from_bytes && bw > best) {
+            best = bw;
+            *at_bytes = r->bytes;
+        }
+    }
+    return best;
 }
 
 /* ------------------------------------------------------------ decisions */
@@ -181,13 +204,17 @@ static void decide(const struct pf_run *run, const struct pf_engine *e,
                    int world, int64_t deadline, struct plan *p)
 {
     const struct pf_coll *c = &run->coll;
-    char src[192];
-    double floor = pf_coll_floor(run, src, sizeof(src));
+    struct pf_floor_rule rule;
+    double floor = pf_coll_floor(run, &rule);
     uint64_t largest = c->nrows > 0 ? c->rows[c->nrows - 1].bytes : 0;
+    uint64_t at_bytes;
+    double judged = pf_coll_judged_busbw(c, &rule, &at_bytes);
     double per_op, need_s, left_s;
 
     memset(p, 0, sizeof(*p));
-    if (floor <= 0 || c->nrows == 0 || c->peak_busbw >= floor || world < 2)
+    /* Nothing to localise when nothing was judged or the floor was met. */
+    if (floor <= 0 || c->nrows == 0 || judged < 0 || judged >= floor ||
+        world < 2)
         return;
     p->mode = PLAN_TIMINGS;
     if (!e->ops->pair) {
@@ -284,7 +311,8 @@ pf_err pf_straggler_retest(struct pf_run *run, struct pf_engine *e,
 {
     struct pf_straggler *s = &run->coll.strag;
     struct plan p;
-    char src[192], times[320];
+    struct pf_floor_rule rule;
+    char times[320];
     int n = b->world < PF_MAX_RANKS ? b->world : PF_MAX_RANKS;
     pf_err rc;
 
@@ -301,7 +329,7 @@ pf_err pf_straggler_retest(struct pf_run *run, struct pf_engine *e,
     p.why[sizeof(p.why) - 1] = '\0';
     if (p.mode == PLAN_NONE)
         return PF_OK;
-    s->floor_gbps = pf_coll_floor(run, src, sizeof(src));
+    s->floor_gbps = pf_coll_floor(run, &rule);
     if (p.mode == PLAN_TIMINGS) {
         int suspect = pf_straggler_from_times(n, run->coll.rank_seconds,
                                               times, sizeof(times));
@@ -320,8 +348,10 @@ pf_err pf_straggler_retest(struct pf_run *run, struct pf_engine *e,
     snprintf(s->method, sizeof(s->method), "pairwise");
     s->pair_bytes = p.bytes;
     s->pair_iters = p.iters;
+    uint64_t at_bytes;
+    double judged = pf_coll_judged_busbw(&run->coll, &rule, &at_bytes);
     pf_info("straggler: busbw %.3f GB/s below the floor %.3f GB/s: pairwise "
-            "re-test of %d ring links", run->coll.peak_busbw, s->floor_gbps,
+            "re-test of %d ring links", judged, s->floor_gbps,
             b->world);
     rc = pairwise(run, e, b, &p, deadline, err);
     if (rc == PF_OK)

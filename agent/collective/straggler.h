@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "../pf.h"
+#include "../config/catalog.h"
 #include "engine.h"
 
 /* A rank is the straggler when the better of its two links is below this
@@ -22,7 +23,13 @@
 /* The busbw floor this run's ring must reach: pf_floor_for (the one rule,
  * config/catalog.h) applied to the collective's engine, provider and node
  * count. */
-double pf_coll_floor(const struct pf_run *run, char *src, size_t len);
+double pf_coll_floor(const struct pf_run *run, struct pf_floor_rule *rule);
+/* The busbw the floor is judged against: the best of the rows at or above
+ * the floor's size (the largest row when it names none), both in and out of
+ * place; -1 when no row reaches it. *at_bytes is that row's size. */
+double pf_coll_judged_busbw(const struct pf_coll *c,
+                            const struct pf_floor_rule *rule,
+                            uint64_t *at_bytes);
 
 /* The pure decisions, testable without a fabric. ---------------------- */
 

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../config/catalog.h"
 #include "../util/clock.h"
 #include "../util/log.h"
 
@@ -136,7 +137,12 @@ pf_err pf_sweep(struct pf_run *run, struct pf_engine *e, struct pf_boot *b,
     int nsizes, iters = cfg->iters > 0 ? cfg->iters : 1;
     pf_err rc;
 
-    rc = pf_sweep_sizes(cfg->min_bytes, cfg->max_bytes, cfg->step_factor,
+    if (!c->max_bytes) {              /* driven without pf_collective */
+        struct pf_floor_rule none = { 0 };
+        c->min_bytes = cfg->min_bytes;
+        c->max_bytes = pf_sweep_max_bytes(cfg, &none);
+    }
+    rc = pf_sweep_sizes(c->min_bytes, c->max_bytes, cfg->step_factor,
                         sizes, PF_MAX_ROWS, &nsizes, err);
     if (rc != PF_OK)
         return rc;

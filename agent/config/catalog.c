@@ -12,10 +12,12 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "config.h"
 #include "../util/fsutil.h"
 #include "../util/yamldoc.h"
 
 #define CATALOG_MAX 1024
+#define DEFAULT_MAX_BYTES (64ull << 20)
 
 void pf_catalog_free(struct pf_catalog *cat)
 {
@@ -56,19 +58,18 @@ const struct pf_instance *pf_catalog_find(const struct pf_catalog *cat,
     return NULL;
 }
 
-double pf_instance_floor(const struct pf_instance *it, int nodes)
+const struct pf_floor *pf_instance_floor(const struct pf_instance *it,
+                                         int nodes)
 {
-    double floor_gbps = 0;
-    int best = 0;
+    const struct pf_floor *best = NULL;
+
     if (!it)
-        return 0;
-    for (int i = 0; i < it->nfloors; i++) {
-        if (it->floors[i].nodes <= nodes && it->floors[i].nodes > best) {
-            best = it->floors[i].nodes;
-            floor_gbps = it->floors[i].busbw_gbps;
-        }
-    }
-    return floor_gbps;
+        return NULL;
+    for (int i = 0; i < it->nfloors; i++)
+        if (it->floors[i].nodes <= nodes &&
+            (!best || it->floors[i].nodes > best->nodes))
+            best = &it->floors[i];
+    return best;
 }
 
 /* ------------------------------------------------------------- parsing */
@@ -156,39 +157,100 @@ static pf_err get_str(struct ctx *c, yaml_node_t *v, const char *inst,
     return PF_OK;
 }
 
+static pf_err get_gbps(struct ctx *c, yaml_node_t *x, const char *inst,
+                       const char *what, double *out)
+{
+    const char *s = scalar(x);
+    char *end;
+    double gbps;
+
+    if (!s)
+        return at(c, x, "%s: %s must be a number", inst, what);
+    errno = 0;
+    gbps = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(gbps) || gbps < 0 || gbps > 1e6)
+        return at(c, x, "%s: %s '%s' is not a bandwidth in GB/s", inst, what, s);
+    *out = gbps;
+    return PF_OK;
+}
+
+/* One floor: a bare number (GB/s, judged at the largest size swept) or
+ * {busbw_gbps, from_bytes, verified, source}. */
+static pf_err get_floor(struct ctx *c, yaml_node_t *x, const char *inst,
+                        struct pf_floor *f)
+{
+    bool have_gbps = false;
+
+    f->verified = true;
+    if (x && x->type == YAML_SCALAR_NODE)
+        return get_gbps(c, x, inst, "floor", &f->busbw_gbps);
+    if (!x || x->type != YAML_MAPPING_NODE)
+        return at(c, x, "%s: a floor is a number (GB/s) or a mapping with "
+                  "busbw_gbps, from_bytes, verified, source", inst);
+    for (yaml_node_pair_t *p = x->data.mapping.pairs.start;
+         p < x->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
+        yaml_node_t *v = yaml_document_get_node(c->doc, p->value);
+        const char *key = scalar(k);
+        pf_err rc;
+
+        if (!key)
+            return at(c, k, "%s: floor keys must be text", inst);
+        if (key_seen_before(c, x, p, key, false))
+            return at(c, k, "%s: floor field '%s' given twice", inst, key);
+        if (!strcmp(key, "busbw_gbps")) {
+            rc = get_gbps(c, v, inst, "busbw_gbps", &f->busbw_gbps);
+            have_gbps = true;
+        } else if (!strcmp(key, "from_bytes")) {
+            char sub[PF_ERRLEN];
+            const char *sz = scalar(v);
+            if (!sz || pf_parse_size(sz, &f->from_bytes, sub) != PF_OK)
+                return at(c, v, "%s: from_bytes '%s' is not a size (K, M, G)",
+                          inst, sz ? sz : "");
+            rc = PF_OK;
+        } else if (!strcmp(key, "verified")) {
+            rc = get_bool(c, v, inst, "verified", &f->verified);
+        } else if (!strcmp(key, "source")) {
+            rc = get_str(c, v, inst, "source", f->source, sizeof(f->source));
+        } else {
+            return at(c, k, "%s: unknown floor field '%s' (busbw_gbps, "
+                      "from_bytes, verified, source)", inst, key);
+        }
+        if (rc != PF_OK)
+            return rc;
+    }
+    if (!have_gbps)
+        return at(c, x, "%s: a floor needs busbw_gbps", inst);
+    return PF_OK;
+}
+
 static pf_err get_floors(struct ctx *c, yaml_node_t *v, struct pf_instance *it)
 {
     if (!v || v->type != YAML_MAPPING_NODE)
-        return at(c, v, "%s: 'floors' must be a mapping of node count: GB/s",
+        return at(c, v, "%s: 'floors' must be a mapping of node count: floor",
                   it->name);
     it->nfloors = 0;
     for (yaml_node_pair_t *p = v->data.mapping.pairs.start;
          p < v->data.mapping.pairs.top; p++) {
         yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
         yaml_node_t *x = yaml_document_get_node(c->doc, p->value);
-        const char *s = scalar(x);
-        char *end;
-        double gbps;
+        struct pf_floor f;
         int nodes;
+
+        memset(&f, 0, sizeof(f));
         if (get_int(c, k, it->name, "floors key (node count)", 1, 100000,
                     &nodes) != PF_OK)
             return PF_ERR_CONFIG;
-        if (!s)
-            return at(c, x, "%s: floor for %s nodes must be a number", it->name,
-                      scalar(k));
-        errno = 0;
-        gbps = strtod(s, &end);
-        if (errno || end == s || *end || !isfinite(gbps) || gbps < 0 || gbps > 1e6)
-            return at(c, x, "%s: floor '%s' is not a bandwidth in GB/s", it->name, s);
-        for (int f = 0; f < it->nfloors; f++)
-            if (it->floors[f].nodes == nodes)
+        if (get_floor(c, x, it->name, &f) != PF_OK)
+            return PF_ERR_CONFIG;
+        for (int i = 0; i < it->nfloors; i++)
+            if (it->floors[i].nodes == nodes)
                 return at(c, k, "%s: floor for %d nodes given twice",
                           it->name, nodes);
         if (it->nfloors >= PF_MAX_FLOORS)
             return at(c, x, "%s: more than %d floors", it->name, PF_MAX_FLOORS);
-        it->floors[it->nfloors].nodes = nodes;
-        it->floors[it->nfloors].busbw_gbps = gbps;
-        it->nfloors++;
+        f.nodes = nodes;
+        it->floors[it->nfloors++] = f;
     }
     return PF_OK;
 }
@@ -433,11 +495,19 @@ void pf_catalog_print(const struct pf_catalog *cat, FILE *out)
                     it->no_nccl ? (it->recount_efa || it->ignore_non_efa
                                    ? ", no_nccl" : "no_nccl") : "");
         if (it->nfloors) {
-            fprintf(out, "    floors: {");
-            for (int f = 0; f < it->nfloors; f++)
-                fprintf(out, "%s%d: %g", f ? ", " : "", it->floors[f].nodes,
-                        it->floors[f].busbw_gbps);
-            fprintf(out, "}\n");
+            fprintf(out, "    floors:\n");
+            for (int f = 0; f < it->nfloors; f++) {
+                const struct pf_floor *fl = &it->floors[f];
+                fprintf(out, "      %d: {busbw_gbps: %g, from_bytes: %llu, "
+                        "verified: %s", fl->nodes, fl->busbw_gbps,
+                        (unsigned long long)fl->from_bytes,
+                        fl->verified ? "true" : "false");
+                if (fl->source[0]) {
+                    fprintf(out, ", source: ");
+                    print_quoted(out, fl->source);
+                }
+                fprintf(out, "}\n");
+            }
         }
         if (it->notes[0]) {
             fprintf(out, "    notes: ");
@@ -448,39 +518,59 @@ void pf_catalog_print(const struct pf_catalog *cat, FILE *out)
 }
 
 /* The one floor rule (catalog.h). */
-double pf_floor_for(const struct pf_config *cfg, const struct pf_instance *it,
-                    const char *engine, const char *fallback_provider,
-                    int nnodes, char *src, size_t len)
+void pf_floor_for(const struct pf_config *cfg, const struct pf_instance *it,
+                  const char *engine, const char *fallback_provider,
+                  int nnodes, struct pf_floor_rule *out)
 {
+    const struct pf_floor *f;
     bool gpu_type, nccl;
 
+    memset(out, 0, sizeof(*out));
     if (cfg->min_busbw_gbps > 0) {
-        snprintf(src, len, "--min-busbw-gbps");
-        return cfg->min_busbw_gbps;
+        out->gbps = cfg->min_busbw_gbps;
+        out->from_bytes = cfg->min_busbw_from_bytes;
+        snprintf(out->src, sizeof(out->src), "--min-busbw-gbps");
+        return;
     }
     if (fallback_provider) {
-        snprintf(src, len, "no floor: provider %s is not EFA, so no catalog "
-                 "floor applies", fallback_provider);
-        return 0;
+        snprintf(out->src, sizeof(out->src), "no floor: provider %s is not "
+                 "EFA, so no catalog floor applies", fallback_provider);
+        return;
     }
     if (!it) {
-        snprintf(src, len, "no floor: instance type not in the catalog");
-        return 0;
+        snprintf(out->src, sizeof(out->src), "no floor: instance type not in "
+                 "the catalog");
+        return;
     }
     gpu_type = !strcmp(it->accel_kind, "gpu");
     nccl = !strcmp(engine, "nccl");
     if (gpu_type != nccl) {
-        snprintf(src, len, "no floor: the catalog's floors for %s measure "
-                 "the %s engine", it->name, gpu_type ? "nccl" : "host");
-        return 0;
+        snprintf(out->src, sizeof(out->src), "no floor: the catalog's floors "
+                 "for %s measure the %s engine", it->name,
+                 gpu_type ? "nccl" : "host");
+        return;
     }
-    if (pf_instance_floor(it, nnodes) <= 0) {
-        snprintf(src, len, "no floor: none in the catalog for %s at %d "
-                 "node(s)", it->name, nnodes);
-        return 0;
+    f = pf_instance_floor(it, nnodes);
+    if (!f || f->busbw_gbps <= 0) {
+        snprintf(out->src, sizeof(out->src), "no floor: none in the catalog "
+                 "for %s at %d node(s)", it->name, nnodes);
+        return;
     }
-    snprintf(src, len, "catalog floor for %s at %d node(s)", it->name,
-             nnodes);
-    return pf_instance_floor(it, nnodes);
+    out->gbps = f->busbw_gbps;
+    out->from_bytes = f->from_bytes;
+    out->verified = f->verified;
+    snprintf(out->src, sizeof(out->src), "catalog floor for %s at %d "
+             "node(s)%s", it->name, nnodes, f->verified ? "" : ", estimated");
 }
 
+uint64_t pf_sweep_max_bytes(const struct pf_config *cfg,
+                            const struct pf_floor_rule *rule)
+{
+    uint64_t max = DEFAULT_MAX_BYTES;
+
+    if (cfg->max_bytes)
+        return cfg->max_bytes;
+    if (rule->gbps > 0 && rule->from_bytes > max)
+        max = rule->from_bytes;
+    return max > cfg->min_bytes ? max : cfg->min_bytes;
+}

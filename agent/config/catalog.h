@@ -24,16 +24,35 @@ const struct pf_instance *pf_catalog_find(const struct pf_catalog *cat,
                                           const char *type);
 /* The busbw floor (GB/s) for n nodes: the entry with the largest
  * nodes <= n; 0 when none applies. */
-double pf_instance_floor(const struct pf_instance *it, int nodes);
+/* The floor entry for a node count: the one with the largest count <= nodes
+ * (NULL when none). */
+const struct pf_floor *pf_instance_floor(const struct pf_instance *it,
+                                         int nodes);
 
-/* The one busbw floor rule, used by the verdict, the straggler re-test and
- * publishing alike: cfg.min_busbw_gbps when set, else the catalog's floor
- * for the instance type and node count where it measures the same thing
- * (provider efa: fallback_provider NULL; the engine the floors were set
- * for: nccl on GPU types, host elsewhere). 0 = none, and src says why. */
-double pf_floor_for(const struct pf_config *cfg, const struct pf_instance *it,
-                    const char *engine, const char *fallback_provider,
-                    int nnodes, char *src, size_t len);
+/* A floor as it applies to one run. */
+struct pf_floor_rule {
+    double gbps;                      /* 0 = no floor */
+    uint64_t from_bytes;              /* judged at sizes >= this; 0 = at the
+                                         largest size swept */
+    bool verified;                    /* false: an estimate */
+    char src[192];                    /* where it comes from, or why none */
+};
+
+/* The one busbw floor rule, used by the sweep's sizing, the verdict, the
+ * straggler re-test and publishing alike: cfg.min_busbw_gbps (from
+ * cfg.min_busbw_from_bytes) when set, else the catalog's floor for the
+ * instance type and node count where it measures the same thing (provider
+ * efa: fallback_provider NULL; the engine the floors were set for: nccl on
+ * GPU types, host elsewhere). */
+void pf_floor_for(const struct pf_config *cfg, const struct pf_instance *it,
+                  const char *engine, const char *fallback_provider,
+                  int nnodes, struct pf_floor_rule *out);
+
+/* The largest size to sweep: -e when given, else 64 MiB or the floor's
+ * size when that is larger (so a catalogued type is judged by default),
+ * and never below -b. */
+uint64_t pf_sweep_max_bytes(const struct pf_config *cfg,
+                            const struct pf_floor_rule *rule);
 
 /* Print the effective catalog as YAML. */
 void pf_catalog_print(const struct pf_catalog *cat, FILE *out);

@@ -111,7 +111,8 @@ static const struct opt_spec options[] = {
     { "min_bytes", 'b', OPT_SIZE, F(min_bytes), 4, 64.0 * (1ull << 30), NULL, C_COLL,
       "smallest message size (K, M, G suffixes)" },
     { "max_bytes", 'e', OPT_SIZE, F(max_bytes), 4, 64.0 * (1ull << 30), NULL, C_COLL,
-      "largest message size" },
+      "largest message size (default: 64M, or the catalog floor's message "
+      "size when larger)" },
     { "step_factor", 'f', OPT_INT, F(step_factor), 2, 1024, NULL, C_COLL,
       "multiply the size by this between rows" },
     { "iters", 'n', OPT_INT, F(iters), 1, 100000, NULL, C_COLL,
@@ -122,6 +123,9 @@ static const struct opt_spec options[] = {
       "verify every element of the result" },
     { "min_busbw_gbps", 0, OPT_DOUBLE, F(min_busbw_gbps), 0, 1e6, NULL, C_COLL,
       "bus bandwidth floor, GB/s (0: the catalog's floor)" },
+    { "min_busbw_from_bytes", 0, OPT_SIZE, F(min_busbw_from_bytes), 4, 64.0 * (1ull << 30),
+      NULL, C_COLL, "message size from which --min-busbw-gbps holds (default: "
+      "the largest size swept)" },
     { "debug_corrupt_rank", 0, OPT_INT, F(debug_corrupt_rank), -1, PF_MAX_RANKS, NULL, C_COLL,
       "testing: this rank flips data" },
     { "debug_slow_rank", 0, OPT_INT, F(debug_slow_rank), -1, PF_MAX_RANKS, NULL, C_COLL,
@@ -179,7 +183,7 @@ void pf_config_defaults(struct pf_config *cfg)
     snprintf(cfg->engine, sizeof(cfg->engine), "auto");
     snprintf(cfg->fabric_provider, sizeof(cfg->fabric_provider), "efa");
     cfg->min_bytes = 8;
-    cfg->max_bytes = 64ull << 20;
+    cfg->max_bytes = 0;               /* auto: see pf_sweep_max_bytes */
     cfg->step_factor = 2;
     cfg->iters = 20;
     cfg->warmup = 5;
@@ -554,7 +558,7 @@ static const char *env_get(char **envp, const char *name)
 /* Checks that need several options at once. */
 static pf_err validate(struct pf_config *cfg, char *err)
 {
-    if (cfg->min_bytes > cfg->max_bytes)
+    if (cfg->max_bytes && cfg->min_bytes > cfg->max_bytes)
         return pf_fail(err, PF_ERR_USAGE, "min_bytes (%llu) is larger than "
                        "max_bytes (%llu)", (unsigned long long)cfg->min_bytes,
                        (unsigned long long)cfg->max_bytes);

@@ -268,9 +268,9 @@ cJSON *pf_node_event(const struct pf_run *run, const char *node,
     cJSON *md, *io, *src;
     char msg[1024], nums[256];
     int expect = run->instance ? run->instance->efa_count : -1;
-    char floor_src[192];
+    struct pf_floor_rule rule;
     /* The floor the verdict applied, from the same rule. */
-    double floor = pf_coll_floor(run, floor_src, sizeof(floor_src));
+    double floor = pf_coll_floor(run, &rule);
     size_t n;
 
     if (!c)
@@ -278,10 +278,21 @@ cJSON *pf_node_event(const struct pf_run *run, const char *node,
     n = (size_t)snprintf(nums, sizeof(nums), "efa %d", run->node.efa_count);
     if (expect >= 0 && n < sizeof(nums))
         n += (size_t)snprintf(nums + n, sizeof(nums) - n, "/%d", expect);
-    if (run->coll.ran && n < sizeof(nums))
-        n += (size_t)snprintf(nums + n, sizeof(nums) - n,
-                              ", busbw %.2f GB/s over %d nodes, floor %.1f",
-                              run->coll.peak_busbw, run->coll.nnodes, floor);
+    if (run->coll.ran && n < sizeof(nums)) {
+        uint64_t at = 0;
+        double judged = pf_coll_judged_busbw(&run->coll, &rule, &at);
+        if (floor > 0 && judged >= 0)
+            n += (size_t)snprintf(nums + n, sizeof(nums) - n,
+                                  ", busbw %.2f GB/s at %llu bytes over %d "
+                                  "nodes, floor %.1f", judged,
+                                  (unsigned long long)at, run->coll.nnodes,
+                                  floor);
+        else
+            n += (size_t)snprintf(nums + n, sizeof(nums) - n,
+                                  ", busbw %.2f GB/s over %d nodes, %s",
+                                  run->coll.peak_busbw, run->coll.nnodes,
+                                  floor > 0 ? "not judged" : "no floor");
+    }
     if (c)
         snprintf(msg, sizeof(msg), "%s: %s; %s", pf_status_name(v->overall),
                  c->message, nums);

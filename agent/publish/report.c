@@ -156,6 +156,9 @@ static cJSON *instance_json(const struct pf_instance *it)
         cJSON *f = cJSON_CreateObject();
         cJSON_AddNumberToObject(f, "nodes", it->floors[i].nodes);
         cJSON_AddNumberToObject(f, "busbw_gbps", it->floors[i].busbw_gbps);
+        cJSON_AddNumberToObject(f, "from_bytes", (double)it->floors[i].from_bytes);
+        cJSON_AddBoolToObject(f, "verified", it->floors[i].verified);
+        add_str(f, "source", it->floors[i].source);
         cJSON_AddItemToArray(floors, f);
     }
     add_str(o, "notes", it->notes);

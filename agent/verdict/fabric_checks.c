@@ -104,10 +104,12 @@ static void bandwidth_check(struct pf_run *run)
 {
     const struct pf_coll *c = &run->coll;
     const struct pf_row *last = &c->rows[c->nrows - 1];
-    char src[192], size[32], floor_txt[240], ring[288];
-    double floor = pf_coll_floor(run, src, sizeof(src));
+    struct pf_floor_rule rule;
+    char size[32], from[32], floor_txt[240], ring[288];
+    double floor = pf_coll_floor(run, &rule);
+    uint64_t at_bytes;
+    double judged = pf_coll_judged_busbw(c, &rule, &at_bytes);
 
-    human_bytes(size, sizeof(size), last->bytes);
     if (c->nranks < 2) {
         /* One rank's all_reduce is a local copy: no bus was crossed. */
         pf_verdict_add(&run->verdict, "busbw", COND, PF_SKIP,
@@ -117,35 +119,50 @@ static void bandwidth_check(struct pf_run *run)
                        c->engine);
         return;
     }
-    if (floor > 0 && c->peak_busbw < floor) {
+    human_bytes(from, sizeof(from), rule.from_bytes);
+    if (floor > 0 && judged < 0) {
+        /* Small messages are latency-bound: a large-message floor says
+         * nothing about them, so no pass and no fail. */
+        human_bytes(size, sizeof(size), last->bytes);
+        pf_verdict_add(&run->verdict, "busbw", COND, PF_WARN,
+                       PF_R_BandwidthNotJudged, "",
+                       "bandwidth not judged: largest size %s below the "
+                       "floor's size %s (floor %.2f GB/s, %s); peak busbw "
+                       "%.2f GB/s at %s", size, from, floor, rule.src,
+                       c->peak_busbw, size);
+        return;
+    }
+    human_bytes(size, sizeof(size), floor > 0 ? at_bytes : last->bytes);
+    if (floor > 0 && judged < floor) {
         snprintf(ring, sizeof(ring), "busbw %.2f GB/s at %s is below the "
-                 "floor %.2f GB/s (%s)", c->peak_busbw, size, floor, src);
+                 "floor %.2f GB/s from %s (%s)", judged, size, floor,
+                 rule.from_bytes ? from : "the largest size", rule.src);
         if (c->slow_rank >= 0 && !strcmp(c->strag.method, "pairwise")) {
             straggler_check(run, ring);
             return;
         }
+        /* No node singled out: the job must not start, but no node is
+         * blamed (class group: no status=fail, no taint). */
         pf_verdict_add(&run->verdict, "busbw", COND, PF_FAIL,
-                       PF_R_BandwidthBelowThreshold,
-                       "run `efa-preflight node` on each host (EFA count, "
-                       "GDR, NCCL plugin) and compare with the catalog; "
-                       "replace the slow node",
-                       "%s: %d ranks on %d node(s), %s engine over %s%s%s",
+                       PF_R_BandwidthBelowThreshold, "",
+                       "%s: %d ranks on %d node(s), %s engine over %s; no node "
+                       "singled out, none blamed%s%s",
                        ring, c->nranks, c->nnodes, c->engine,
                        c->provider[0] ? c->provider : "-",
-                       c->strag.note[0] ? "; " : "", c->strag.note);
+                       c->strag.note[0] ? ": " : "", c->strag.note);
         return;
     }
     if (floor > 0)
-        snprintf(floor_txt, sizeof(floor_txt), "floor %.2f GB/s (%s)", floor,
-                 src);
+        snprintf(floor_txt, sizeof(floor_txt), "floor %.2f GB/s from %s (%s)",
+                 floor, rule.from_bytes ? from : "the largest size", rule.src);
     else
-        snprintf(floor_txt, sizeof(floor_txt), "%s", src);
+        snprintf(floor_txt, sizeof(floor_txt), "%s", rule.src);
     pf_verdict_add(&run->verdict, "busbw", COND, PF_PASS, PF_R_None, "",
                    "busbw %.2f GB/s at %s, avg %.2f GB/s over %d sizes, "
                    "0 wrong: %d ranks on %d node(s), %s engine over %s; %s",
-                   c->peak_busbw, size, c->avg_busbw, c->nrows, c->nranks,
-                   c->nnodes, c->engine, c->provider[0] ? c->provider : "-",
-                   floor_txt);
+                   floor > 0 ? judged : c->peak_busbw, size, c->avg_busbw,
+                   c->nrows, c->nranks, c->nnodes, c->engine,
+                   c->provider[0] ? c->provider : "-", floor_txt);
 }
 
 void pf_verdict_fabric(struct pf_run *run)

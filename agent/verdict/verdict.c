@@ -80,20 +80,22 @@ static enum pf_reason_class effect(const struct pf_check *c)
 }
 
 /* Which class decides the run when several are present: a usage error
- * first (nothing is written), then a failure proven here, then "could not
- * test", then "a peer failed", then warnings. */
+ * first (nothing is written), then a failure proven here, then a group
+ * failure nobody was blamed for, then "could not test", then "a peer
+ * failed", then warnings. */
 static int precedence(enum pf_reason_class c)
 {
     switch (c) {
     case PF_CLASS_USAGE: return 6;
     case PF_CLASS_NODE: return 5;
     case PF_CLASS_FABRIC: return 4;
-    case PF_CLASS_INFRA: return 3;
-    case PF_CLASS_PEER: return 2;
-    case PF_CLASS_WARN: return 1;
-    case PF_CLASS_OK: return 0;
+    case PF_CLASS_GROUP: return 3;
+    case PF_CLASS_INFRA: return 2;
+    case PF_CLASS_PEER: return 1;
+    case PF_CLASS_WARN: return 0;
+    case PF_CLASS_OK: return -1;
     }
-    return 0;
+    return -1;
 }
 
 void pf_verdict_finish(struct pf_run *run)

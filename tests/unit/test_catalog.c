@@ -59,15 +59,73 @@ Test(catalog, hyperpod_prefix_and_unknown)
     cr_assert_null(pf_catalog_find(&cat, ""));
 }
 
+static double floor_gbps(const struct pf_instance *it, int nodes)
+{
+    const struct pf_floor *f = pf_instance_floor(it, nodes);
+    return f ? f->busbw_gbps : 0;
+}
+
 Test(catalog, floors_by_node_count)
 {
     const struct pf_instance *p5 = pf_catalog_find(&cat, "p5.48xlarge");
-    cr_assert_float_eq(pf_instance_floor(p5, 1), 400, 1e-9);
-    cr_assert_float_eq(pf_instance_floor(p5, 2), 300, 1e-9);
-    cr_assert_float_eq(pf_instance_floor(p5, 128), 300, 1e-9);
-    cr_assert_float_eq(pf_instance_floor(pf_catalog_find(&cat, "p6-b200.48xlarge"), 1),
+    cr_assert_float_eq(floor_gbps(p5, 1), 400, 1e-9);
+    cr_assert_float_eq(floor_gbps(p5, 2), 300, 1e-9);
+    cr_assert_float_eq(floor_gbps(p5, 128), 300, 1e-9);
+    cr_assert_float_eq(floor_gbps(pf_catalog_find(&cat, "p6-b200.48xlarge"), 1),
                        0, 1e-9);
-    cr_assert_float_eq(pf_instance_floor(NULL, 2), 0, 1e-9);
+    cr_assert_float_eq(floor_gbps(NULL, 2), 0, 1e-9);
+}
+
+/* Every catalog floor says from which message size it holds and on what
+ * public figure it rests: large-message floors judged at 64 MiB would fail
+ * healthy nodes. */
+Test(catalog, every_floor_states_its_size_and_source)
+{
+    int n = 0;
+    for (int i = 0; i < cat.n; i++)
+        for (int f = 0; f < cat.items[i].nfloors; f++, n++) {
+            const struct pf_floor *fl = &cat.items[i].floors[f];
+            cr_assert_geq(fl->from_bytes, 256ull << 20, "%s %d nodes",
+                          cat.items[i].name, fl->nodes);
+            cr_assert(fl->source[0], "%s %d nodes: no source",
+                      cat.items[i].name, fl->nodes);
+        }
+    cr_assert_geq(n, 10);
+    const struct pf_floor *p5 = pf_instance_floor(pf_catalog_find(&cat, "p5.48xlarge"), 2);
+    cr_assert_eq(p5->from_bytes, 1ull << 30);
+    cr_assert(p5->verified);
+    cr_assert_not(pf_instance_floor(pf_catalog_find(&cat, "p6-b200.48xlarge"), 2)->verified);
+}
+
+Test(catalog, floor_forms_and_their_errors)
+{
+    char err[PF_ERRLEN];
+    const char *ok = "version: 1\ninstances:\n  x.1:\n    floors:\n"
+                     "      2: {busbw_gbps: 10, from_bytes: 512M, verified: false, "
+                     "source: \"a test\"}\n      4: 7.5\n";
+    cr_assert_eq(pf_catalog_parse(&cat, "ok.yaml", ok, strlen(ok), err), PF_OK, "%s", err);
+    const struct pf_instance *x = pf_catalog_find(&cat, "x.1");
+    cr_assert_eq(pf_instance_floor(x, 3)->from_bytes, 512ull << 20);
+    cr_assert_not(pf_instance_floor(x, 3)->verified);
+    cr_assert_str_eq(pf_instance_floor(x, 3)->source, "a test");
+    cr_assert_eq(pf_instance_floor(x, 9)->from_bytes, 0);   /* bare number */
+    cr_assert_float_eq(pf_instance_floor(x, 9)->busbw_gbps, 7.5, 1e-9);
+
+    const char *bad[][2] = {
+        { "      2: {from_bytes: 1G}\n", "a floor needs busbw_gbps" },
+        { "      2: {busbw_gbps: 1, from_bytes: lots}\n", "from_bytes 'lots' is not a size" },
+        { "      2: {busbw_gbps: 1, speed: 3}\n", "unknown floor field 'speed'" },
+        { "      2: {busbw_gbps: 1, busbw_gbps: 2}\n", "given twice" },
+        { "      2: [1]\n", "a floor is a number" },
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char doc[512];
+        snprintf(doc, sizeof(doc), "version: 1\ninstances:\n  y.1:\n    floors:\n%s",
+                 bad[i][0]);
+        cr_assert_eq(pf_catalog_parse(&cat, "bad.yaml", doc, strlen(doc), err),
+                     PF_ERR_CONFIG, "case %zu", i);
+        cr_assert(strstr(err, bad[i][1]) && strstr(err, "bad.yaml:5"), "case %zu: %s", i, err);
+    }
 }
 
 Test(catalog, override_changes_one_field_and_adds_types)
@@ -79,7 +137,7 @@ Test(catalog, override_changes_one_field_and_adds_types)
     cr_assert_eq(pf_catalog_parse(&cat, "o.yaml", o, strlen(o), err), PF_OK, "%s", err);
     const struct pf_instance *p5 = pf_catalog_find(&cat, "p5.48xlarge");
     cr_assert_eq(p5->efa_count, 32);          /* kept */
-    cr_assert_float_eq(pf_instance_floor(p5, 2), 320, 1e-9);
+    cr_assert_float_eq(floor_gbps(p5, 2), 320, 1e-9);
     cr_assert_eq(p5->nfloors, 1);             /* floors replaced as a whole */
     cr_assert_eq(pf_catalog_find(&cat, "p9.48xlarge")->efa_count, 64);
 }

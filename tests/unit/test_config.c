@@ -25,7 +25,7 @@ Test(config, defaults_are_documented_values)
     cr_assert_eq(c.port, 29600);
     cr_assert_str_eq(c.fabric_provider, "efa");
     cr_assert_eq(c.min_bytes, 8);
-    cr_assert_eq(c.max_bytes, 64u << 20);
+    cr_assert_eq(c.max_bytes, 0);         /* auto: 64M or the floor's size */
     cr_assert_eq(c.rank, -1);
     cr_assert_eq(c.expect_efa, -1);
     cr_assert_str_eq(c.label_prefix, "efa-preflight.io/");

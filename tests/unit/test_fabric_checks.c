@@ -6,16 +6,18 @@
 #include <string.h>
 
 #include "collective/collective.h"
+#include "config/catalog.h"
 #include "collective/sweep.h"
 #include "verdict/verdict.h"
 
 static struct pf_instance gpu_type = {
     .name = "p5.48xlarge", .accel_kind = "gpu", .nfloors = 2,
-    .floors = { { 1, 400 }, { 2, 300 } },
+    .floors = { { .nodes = 1, .busbw_gbps = 400, .verified = true },
+                { .nodes = 2, .busbw_gbps = 300, .verified = true } },
 };
 static struct pf_instance cpu_type = {
     .name = "c5n.18xlarge", .accel_kind = "none", .nfloors = 1,
-    .floors = { { 2, 5 } },
+    .floors = { { .nodes = 2, .busbw_gbps = 5, .verified = true } },
 };
 
 /* A finished sweep of one row whose best busbw is busbw. */
@@ -127,10 +129,14 @@ Test(fabric_checks, catalog_floor_by_node_count)
     cr_assert_eq(c->reason, PF_R_BandwidthBelowThreshold);
     cr_assert(strstr(c->message, "busbw 250.00 GB/s at 1000000000 B is "
                                  "below"), "%s", c->message);
-    cr_assert(strstr(c->message, "floor 300.00 GB/s (catalog floor for "
-                                 "p5.48xlarge at 2 node(s))"), "%s",
-              c->message);
+    cr_assert(strstr(c->message, "floor 300.00 GB/s from the largest size "
+                                 "(catalog floor for p5.48xlarge at 2 "
+                                 "node(s))"), "%s", c->message);
+    /* Nobody singled out: the job is stopped, no node is blamed. */
     cr_assert_eq(run->verdict.exit_code, PF_EXIT_FAIL);
+    cr_assert_eq(run->verdict.cls, PF_CLASS_GROUP);
+    cr_assert_str_eq(pf_class_status_label(run->verdict.cls), "error");
+    cr_assert_not(pf_class_may_taint(run->verdict.cls));
     free(run);
 
     run = ran("nccl", "efa", 350, 2);
@@ -163,8 +169,8 @@ Test(fabric_checks, min_busbw_overrides_everything)
     pf_verdict_finish(run);
     const struct pf_check *c = find(run, "busbw");
     cr_assert_eq(c->reason, PF_R_BandwidthBelowThreshold);
-    cr_assert(strstr(c->message, "below the floor 2.00 GB/s (--min-busbw-gbps)"),
-              "%s", c->message);
+    cr_assert(strstr(c->message, "below the floor 2.00 GB/s from the largest "
+                                 "size (--min-busbw-gbps)"), "%s", c->message);
     cr_assert_eq(run->verdict.exit_code, PF_EXIT_FAIL);
     free(run);
 }
@@ -196,4 +202,83 @@ Test(fabric_checks, one_rank_has_no_bus_to_judge)
     cr_assert_null(find(run, "data"));      /* no wrong element, no row */
     cr_assert_eq(run->verdict.exit_code, PF_EXIT_PASS);
     free(run);
+}
+
+/* A sweep of several sizes: busbw grows with the message size. */
+static struct pf_run *swept(double busbw_at_64m, double busbw_at_1g, int rows)
+{
+    struct pf_run *run = ran("nccl", "efa", busbw_at_64m, 2);
+    struct pf_coll *c = &run->coll;
+    uint64_t sizes[] = { 64ull << 20, 256ull << 20, 1ull << 30 };
+    double bw[] = { busbw_at_64m, (busbw_at_64m + busbw_at_1g) / 2, busbw_at_1g };
+
+    c->nrows = rows;
+    for (int i = 0; i < rows; i++) {
+        double t = (double)sizes[i] / 1e9 * pf_busbw_factor(c->nranks) / bw[i];
+        pf_sweep_fill_row(&c->rows[i], sizes[i], c->nranks, t, t, 0, 0);
+    }
+    pf_sweep_summarize(c);
+    run->instance = &gpu_type;
+    gpu_type.floors[1].from_bytes = 1ull << 30;
+    return run;
+}
+
+/* The p5 case of the issue: healthy at GiB sizes, below the large-message
+ * floor at 64 MiB. Judged at 1 GiB only. */
+Test(fabric_checks, floor_is_judged_only_from_its_message_size)
+{
+    struct pf_run *run = swept(271, 335, 3);
+    pf_verdict_fabric(run);
+    pf_verdict_finish(run);
+    const struct pf_check *c = find(run, "busbw");
+    cr_assert_eq(c->status, PF_PASS, "%s", c->message);
+    cr_assert(strstr(c->message, "busbw 335.00 GB/s at 1 GiB"), "%s", c->message);
+    cr_assert(strstr(c->message, "floor 300.00 GB/s from 1 GiB"), "%s", c->message);
+    cr_assert_eq(run->verdict.exit_code, PF_EXIT_PASS);
+    free(run);
+
+    run = swept(271, 280, 3);                 /* really slow at 1 GiB */
+    pf_verdict_fabric(run);
+    pf_verdict_finish(run);
+    cr_assert_eq(find(run, "busbw")->reason, PF_R_BandwidthBelowThreshold);
+    cr_assert(strstr(find(run, "busbw")->message, "busbw 280.00 GB/s at 1 GiB"),
+              "%s", find(run, "busbw")->message);
+    free(run);
+    gpu_type.floors[1].from_bytes = 0;
+}
+
+/* -e 64M with a floor that holds from 1 GiB: neither pass nor fail. */
+Test(fabric_checks, sweep_below_the_floor_size_is_not_judged)
+{
+    struct pf_run *run = swept(100, 100, 1);  /* 64 MiB only, far below */
+    pf_verdict_fabric(run);
+    pf_verdict_finish(run);
+    const struct pf_check *c = find(run, "busbw");
+    cr_assert_eq(c->status, PF_WARN);
+    cr_assert_eq(c->reason, PF_R_BandwidthNotJudged);
+    cr_assert(strstr(c->message, "bandwidth not judged: largest size 64 MiB "
+                                 "below the floor's size 1 GiB"), "%s", c->message);
+    cr_assert_eq(run->verdict.exit_code, PF_EXIT_PASS);
+    cr_assert_eq(run->verdict.cls, PF_CLASS_WARN);
+    free(run);
+    gpu_type.floors[1].from_bytes = 0;
+}
+
+/* The default sweep reaches the floor's size; -e is the user's word. */
+Test(fabric_checks, default_sweep_reaches_the_floor_size)
+{
+    struct pf_config cfg = { .min_bytes = 8 };
+    struct pf_floor_rule rule = { .gbps = 300, .from_bytes = 1ull << 30 };
+    struct pf_floor_rule none = { 0 };
+
+    cr_assert_eq(pf_sweep_max_bytes(&cfg, &rule), 1ull << 30);
+    cr_assert_eq(pf_sweep_max_bytes(&cfg, &none), 64ull << 20);
+    rule.from_bytes = 1 << 20;
+    cr_assert_eq(pf_sweep_max_bytes(&cfg, &rule), 64ull << 20);
+    cfg.max_bytes = 64ull << 20;
+    rule.from_bytes = 1ull << 30;
+    cr_assert_eq(pf_sweep_max_bytes(&cfg, &rule), 64ull << 20);
+    cfg.max_bytes = 0;
+    cfg.min_bytes = 2ull << 30;
+    cr_assert_eq(pf_sweep_max_bytes(&cfg, &none), 2ull << 30);
 }

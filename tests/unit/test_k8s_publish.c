@@ -224,7 +224,7 @@ Test(k8s_publish, event_type_reason_and_numbers)
     cr_assert_str_eq(pf_json_str(ev, "involvedObject.uid"), "uid-1");
     cr_assert_str_eq(pf_json_str(ev, "metadata.namespace"), "default");
     cr_assert_str_eq(pf_json_str(ev, "message"),
-                     "pass: efa 32, busbw 335.24 GB/s over 4 nodes, floor 0.0");
+                     "pass: efa 32, busbw 335.24 GB/s over 4 nodes, no floor");
     cJSON_Delete(ev);
     free(run);
 
@@ -234,7 +234,7 @@ Test(k8s_publish, event_type_reason_and_numbers)
     cr_assert_str_eq(pf_json_str(ev, "reason"), "BandwidthBelowThreshold");
     cr_assert_str_eq(pf_json_str(ev, "message"),
                      "fail: busbw 3.1 GB/s below floor 300; efa 32, busbw "
-                     "335.24 GB/s over 4 nodes, floor 0.0");
+                     "335.24 GB/s over 4 nodes, no floor");
     cJSON_Delete(ev);
     free(run);
 }

@@ -393,8 +393,8 @@ Test(straggler, only_the_straggler_fails)
     cr_assert_str_eq(c->condition, "EFAFabricReady");
     cr_assert_str_eq(c->message, "this node (rank 2, node-c, 10.0.0.12) is the "
                      "straggler: busbw 0.02 GB/s at 1 MiB is below the floor "
-                     "0.10 GB/s (--min-busbw-gbps); pairwise: rank 2's links are "
-                     "both slow");
+                     "0.10 GB/s from the largest size (--min-busbw-gbps); "
+                     "pairwise: rank 2's links are both slow");
     cr_assert_eq(run->verdict.overall, PF_FAIL);
     cr_assert_eq(run->verdict.exit_code, PF_EXIT_FAIL);
     free(run);
@@ -428,11 +428,15 @@ Test(straggler, no_straggler_keeps_bandwidth_below_threshold_everywhere)
         const struct pf_check *c = busbw(run);
         cr_assert_eq(c->status, PF_FAIL);
         cr_assert_eq(c->reason, PF_R_BandwidthBelowThreshold);
-        cr_assert(strstr(c->message, "below the floor 0.10 GB/s "
-                         "(--min-busbw-gbps): 4 ranks on 4 node(s), host engine "
-                         "over tcp;ofi_rxm; pairwise: every link alike"),
-                  "%s", c->message);
+        cr_assert(strstr(c->message, "below the floor 0.10 GB/s from the "
+                         "largest size (--min-busbw-gbps): 4 ranks on 4 "
+                         "node(s), host engine over tcp;ofi_rxm; no node "
+                         "singled out, none blamed: pairwise: every link "
+                         "alike"), "%s", c->message);
+        /* Every node stops the job; none is failed or tainted. */
         cr_assert_eq(run->verdict.exit_code, PF_EXIT_FAIL);
+        cr_assert_eq(run->verdict.cls, PF_CLASS_GROUP);
+        cr_assert_not(pf_class_may_taint(run->verdict.cls));
         free(run);
     }
 }
