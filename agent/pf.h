@@ -89,6 +89,9 @@ struct pf_config {
     int group_size;
     char label_prefix[PF_NAME_MAX];
     bool taint_on_failure;
+    char max_tainted[16];             /* "20%" or a node count: our mark on at
+                                         most this many nodes at once */
+    char on_fail_action[24];          /* none|hyperpod-reboot|hyperpod-replace */
     int valid_hours;                  /* valid-until = validated-at + this */
     bool publish;                     /* write to the Node (k8s mode) */
 };

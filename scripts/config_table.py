@@ -17,7 +17,7 @@ for cmd in ("node", "run", "local", "catalog"):
         if not m:
             continue
         flagline = out[i - 1]
-        m2 = re.match(r"\s+((?:-\w, )?--\S+(?: [A-Z]+| [a-z0-9]+(?:\|[a-z0-9]+)+)?)"
+        m2 = re.match(r"\s+((?:-\w, )?--\S+(?: [A-Z]+| [a-z0-9-]+(?:\|[a-z0-9-]+)+)?)"
                       r"\s+(.*?)(?: \[(.*)\])?$",
                       flagline)
         flag, text, default = m2.group(1), m2.group(2), m2.group(3) or ""

@@ -157,6 +157,13 @@ static const struct opt_spec options[] = {
       "prefix of the labels written on the Node" },
     { "taint_on_failure", 0, OPT_BOOL, F(taint_on_failure), 0, 0, NULL, C_RUN,
       "add efa-preflight.io/unhealthy:NoSchedule on failure (removed on pass)" },
+    { "max_tainted", 0, OPT_STR, F(max_tainted), 0, 0, NULL, C_RUN,
+      "at most this many nodes (N, or N% of the cluster) carry our taint or "
+      "recovery label at once; beyond it a failing node is labelled only" },
+    { "on_fail_action", 0, OPT_ENUM, F(on_fail_action), 0, 0,
+      "none|hyperpod-reboot|hyperpod-replace", C_RUN,
+      "on a node proven faulty, ask SageMaker HyperPod to reboot or replace "
+      "it (node-health-status label), under max_tainted" },
     { "valid_hours", 0, OPT_INT, F(valid_hours), 1, 24 * 365, NULL, C_RUN,
       "valid-until = validated-at + this many hours" },
     { "publish", 0, OPT_BOOL, F(publish), 0, 0, NULL, C_RUN,
@@ -164,6 +171,27 @@ static const struct opt_spec options[] = {
 };
 
 #define NOPTS (sizeof(options) / sizeof(options[0]))
+
+pf_err pf_parse_cap(const char *s, int *count, double *pct)
+{
+    char *end;
+    double v;
+
+    errno = 0;
+    v = strtod(s, &end);
+    if (errno || end == s || !isfinite(v) || v < 0)
+        return PF_ERR_USAGE;
+    if (!strcmp(end, "%") && v <= 100) {
+        *pct = v;
+        *count = -1;
+        return PF_OK;
+    }
+    if (*end || v != (double)(int)v || v > 1e6)
+        return PF_ERR_USAGE;
+    *count = (int)v;
+    *pct = -1;
+    return PF_OK;
+}
 
 void pf_config_defaults(struct pf_config *cfg)
 {
@@ -193,6 +221,8 @@ void pf_config_defaults(struct pf_config *cfg)
     snprintf(cfg->mode, sizeof(cfg->mode), "initcontainer");
     cfg->group_size = 2;
     snprintf(cfg->label_prefix, sizeof(cfg->label_prefix), "efa-preflight.io/");
+    snprintf(cfg->max_tainted, sizeof(cfg->max_tainted), "20%%");
+    snprintf(cfg->on_fail_action, sizeof(cfg->on_fail_action), "none");
     cfg->valid_hours = 24;
     cfg->publish = true;
 }
@@ -300,6 +330,14 @@ static pf_err check_text(const struct opt_spec *o, const char *val,
             if (!isalnum((unsigned char)*p) && *p != '_' && *p != ';' && *p != '-')
                 return pf_fail(err, PF_ERR_USAGE, "%s: '%s' is not a provider "
                                "name", where, val);
+        return PF_OK;
+    }
+    if (!strcmp(o->key, "max_tainted")) {
+        double pct;
+        int count;
+        if (pf_parse_cap(val, &count, &pct) != PF_OK)
+            return pf_fail(err, PF_ERR_USAGE, "%s: '%s' is not a node count "
+                           "or a percentage (e.g. 5 or 20%%)", where, val);
         return PF_OK;
     }
     if (strcmp(o->key, "label_prefix"))

@@ -32,6 +32,10 @@ void pf_config_usage(enum pf_command cmd, FILE *out);
 /* Parse "64M", "1G", "8" into bytes. */
 pf_err pf_parse_size(const char *s, uint64_t *out, char *err);
 
+/* A cap given as a node count ("5": *count = 5, *pct = -1) or a share of
+ * the cluster ("20%": *pct = 20, *count = -1). */
+pf_err pf_parse_cap(const char *s, int *count, double *pct);
+
 /* The run deadline: start it once (main, before the probe) from
  * cfg.timeout_s; every stage reads the same one. A run that was never
  * started (unit tests) gets timeout_s from now. */

@@ -30,6 +30,9 @@ struct pub {
     char now[32];
     time_t now_t;
     bool taint;                       /* add (true) or remove our taint */
+    bool mark_allowed;                /* under the blast-radius cap */
+    char note[320];                   /* why the mark was withheld, for the
+                                         Event */
 };
 
 static pf_err read_node(struct pub *p, cJSON **node, char *err)
@@ -70,6 +73,10 @@ static pf_err patch_node(struct pub *p, enum patch_kind kind, char *err)
         switch (kind) {
         case PATCH_LABELS:
             pf_node_labels_make(p->run, p->now_t, &l);
+            if (p->taint && p->mark_allowed &&
+                pf_hyperpod_action_value(p->run->cfg.on_fail_action))
+                snprintf(l.health_status, sizeof(l.health_status), "%s",
+                         pf_hyperpod_action_value(p->run->cfg.on_fail_action));
             patch = pf_node_labels_patch(p->run->cfg.label_prefix, &l);
             break;
         case PATCH_CONDITIONS:
@@ -137,7 +144,7 @@ static pf_err post_event(struct pub *p, char *err)
                        (unsigned long long)ts.tv_sec * 1000000000ull +
                            (unsigned long long)ts.tv_nsec);
     ev = pf_node_event(p->run, p->node, pf_json_str(node, "metadata.uid"),
-                       p->reporter, p->now, name);
+                       p->reporter, p->now, name, p->note);
     cJSON_Delete(node);
     body = cJSON_PrintUnformatted(ev);
     cJSON_Delete(ev);
@@ -159,6 +166,62 @@ static pf_err post_event(struct pub *p, char *err)
     }
     pf_kube_resp_free(&r);
     return rc;
+}
+
+/* Blast radius: count every Node (paged) and those carrying our mark, and
+ * allow marking this one only while that stays within cfg.max_tainted. Two
+ * nodes failing at the same instant can both pass the check: the cap can
+ * be exceeded by the nodes deciding at once, never more. */
+static pf_err may_mark(struct pub *p, char *err)
+{
+    const char *prefix = p->run->cfg.label_prefix;
+    char path[PF_PATH_MAX * 2], token[PF_PATH_MAX] = "";
+    int total = 0, marked = 0, cap;
+    bool self_marked = false;
+
+    for (int page = 0; page < 100000; page++) {
+        cJSON *list = NULL;
+        const cJSON *n;
+        const char *next;
+        pf_err rc;
+
+        if (token[0])
+            snprintf(path, sizeof(path), "/api/v1/nodes?limit=500&continue=%s",
+                     token);
+        else
+            snprintf(path, sizeof(path), "/api/v1/nodes?limit=500");
+        rc = pf_kube_get(p->k, path, &list, err);
+        if (rc != PF_OK) {
+            pf_err_prefix(err, "counting tainted Nodes (needs list on nodes)");
+            return rc;
+        }
+        cJSON_ArrayForEach(n, cJSON_GetObjectItemCaseSensitive(list, "items")) {
+            const char *name = pf_json_str(n, "metadata.name");
+            bool mine = name && !strcmp(name, p->node);
+            total++;
+            if (pf_node_marked(n, prefix)) {
+                if (mine)
+                    self_marked = true;
+                else
+                    marked++;
+            }
+        }
+        next = pf_json_str(list, "metadata.continue");
+        snprintf(token, sizeof(token), "%s", next ? next : "");
+        cJSON_Delete(list);
+        if (!token[0])
+            break;
+    }
+    cap = pf_blast_cap(p->run->cfg.max_tainted, total);
+    p->mark_allowed = self_marked || marked + 1 <= cap;
+    if (!p->mark_allowed)
+        snprintf(p->note, sizeof(p->note), "not tainted: %d of %d nodes "
+                 "already carry %sunhealthy or a HyperPod recovery label, and "
+                 "max_tainted %s allows %d", marked, total, prefix,
+                 p->run->cfg.max_tainted, cap);
+    pf_info("node %s: %d of %d nodes marked, cap %d: %s", p->node, marked,
+            total, cap, p->mark_allowed ? "may mark" : "at the cap");
+    return PF_OK;
 }
 
 /* Node name: config, NODE_NAME, the peer table, else the own pod. */
@@ -222,16 +285,28 @@ pf_err pf_publish_node(const struct pf_run *run, char *err)
         rc = resolve_node(&p, &id, err);
     if (rc == PF_OK)
         rc = patch_node(&p, PATCH_CONDITIONS, err);
+    /* The class decides: mark (taint, HyperPod recovery) only a failure
+     * proven on this node, never one we could not test nor a peer's, and
+     * only under the cap; clear our taint when the node passed. */
+    p.taint = pf_class_may_taint(run->verdict.cls);
+    if (rc == PF_OK && p.taint &&
+        (cfg->taint_on_failure || pf_hyperpod_action_value(cfg->on_fail_action))) {
+        char cap_err[PF_ERRLEN];
+        if (may_mark(&p, cap_err) != PF_OK) {
+            /* Unable to count: a healthy majority must never be marked by
+             * a check we cannot bound. */
+            pf_warn("node %s: not marked: %s", p.node, cap_err);
+            snprintf(p.note, sizeof(p.note), "not tainted: could not count "
+                     "the marked nodes (%s)", cap_err);
+            p.mark_allowed = false;
+        }
+    }
     if (rc == PF_OK) {
+        enum pf_reason_class cls = run->verdict.cls;
         /* An Event is worth a warning, not the verdict. */
         if (post_event(&p, ev_err) != PF_OK)
             pf_warn("node %s: event not written: %s", p.node, ev_err);
-        /* The class decides: taint only a failure proven on this node
-         * (never one we could not test, nor a peer's); clear our taint
-         * when the node passed. */
-        enum pf_reason_class cls = run->verdict.cls;
-        p.taint = pf_class_may_taint(cls);
-        if ((p.taint && cfg->taint_on_failure) ||
+        if ((p.taint && cfg->taint_on_failure && p.mark_allowed) ||
             cls == PF_CLASS_OK || cls == PF_CLASS_WARN)
             rc = patch_node(&p, PATCH_TAINT, err);
     }

@@ -25,7 +25,12 @@ struct pf_node_labels {
     char validated_at[32];            /* 20261122T010203Z */
     char valid_until[32];
     char fabric[16];                  /* tested|untested */
+    char health_status[40];           /* HyperPod recovery ask, "" = none */
 };
+
+/* SageMaker HyperPod's node health label: UnschedulablePendingReboot /
+ * UnschedulablePendingReplacement start its documented recovery. */
+#define PF_HYPERPOD_HEALTH_LABEL "sagemaker.amazonaws.com/node-health-status"
 
 /* ISO 8601 basic format, UTC: colons are not allowed in label values. */
 void pf_node_label_time(char out[32], time_t t);
@@ -56,7 +61,16 @@ void pf_node_event_name(char *out, size_t len, const char *node,
 /* A core/v1 Event on the Node: Normal on pass, Warning otherwise. */
 cJSON *pf_node_event(const struct pf_run *run, const char *node,
                      const char *uid, const char *reporter, const char *now,
-                     const char *name);
+                     const char *name, const char *note);
+
+/* Blast radius. A node carries our mark when it has our taint or a
+ * HyperPod recovery label asking for a reboot or replacement. */
+bool pf_node_marked(const cJSON *node, const char *prefix);
+/* How many nodes of total may carry the mark at once, from
+ * cfg.max_tainted ("5" or "20%"; an unparsable value allows none). */
+int pf_blast_cap(const char *max_tainted, int total);
+/* The HyperPod label value for cfg.on_fail_action, NULL for none. */
+const char *pf_hyperpod_action_value(const char *action);
 /* The reason summing up the run: PreflightPassed or the first failing
  * (else warning) check's reason. */
 const char *pf_node_reason(const struct pf_run *run);

@@ -7,6 +7,7 @@
 
 #include "../collective/straggler.h"
 #include "../config/catalog.h"
+#include "../config/config.h"
 #include "../util/clock.h"
 #include "../util/kubeapi.h"
 #include "../util/log.h"
@@ -87,6 +88,11 @@ cJSON *pf_node_labels_patch(const char *prefix, const struct pf_node_labels *l)
     add_label(labels, prefix, "validated-at", l->validated_at);
     add_label(labels, prefix, "valid-until", l->valid_until);
     add_label(labels, prefix, "fabric", l->fabric);
+    /* Asked for only on a proven fault; never removed by us: HyperPod owns
+     * the label once its recovery starts. */
+    if (l->health_status[0])
+        cJSON_AddStringToObject(labels, PF_HYPERPOD_HEALTH_LABEL,
+                                l->health_status);
     return root;
 }
 
@@ -260,7 +266,7 @@ void pf_node_event_name(char *out, size_t len, const char *node,
 
 cJSON *pf_node_event(const struct pf_run *run, const char *node,
                      const char *uid, const char *reporter, const char *now,
-                     const char *name)
+                     const char *name, const char *note)
 {
     const struct pf_verdict *v = &run->verdict;
     const struct pf_check *c = first_check(v, NULL, PF_FAIL);
@@ -294,10 +300,12 @@ cJSON *pf_node_event(const struct pf_run *run, const char *node,
                                   floor > 0 ? "not judged" : "no floor");
     }
     if (c)
-        snprintf(msg, sizeof(msg), "%s: %s; %s", pf_status_name(v->overall),
-                 c->message, nums);
+        snprintf(msg, sizeof(msg), "%s: %s; %s%s%s",
+                 pf_status_name(v->overall), c->message, nums,
+                 note && *note ? "; " : "", note ? note : "");
     else
-        snprintf(msg, sizeof(msg), "%s: %s", pf_status_name(v->overall), nums);
+        snprintf(msg, sizeof(msg), "%s: %s%s%s", pf_status_name(v->overall),
+                 nums, note && *note ? "; " : "", note ? note : "");
 
     cJSON_AddStringToObject(ev, "apiVersion", "v1");
     cJSON_AddStringToObject(ev, "kind", "Event");
@@ -323,4 +331,45 @@ cJSON *pf_node_event(const struct pf_run *run, const char *node,
     cJSON_AddStringToObject(ev, "reportingComponent", "efa-preflight");
     cJSON_AddStringToObject(ev, "reportingInstance", reporter);
     return ev;
+}
+
+bool pf_node_marked(const cJSON *node, const char *prefix)
+{
+    char key[PF_NAME_MAX + 16];
+    const cJSON *t;
+    /* Not pf_json_str: the label key has dots of its own. */
+    const cJSON *hv = cJSON_GetObjectItemCaseSensitive(
+        pf_json_at(node, "metadata.labels"), PF_HYPERPOD_HEALTH_LABEL);
+    const char *h = cJSON_IsString(hv) ? hv->valuestring : NULL;
+
+    snprintf(key, sizeof(key), "%sunhealthy", prefix);
+    cJSON_ArrayForEach(t, pf_json_at(node, "spec.taints")) {
+        const char *k = pf_json_str(t, "key");
+        if (k && !strcmp(k, key))
+            return true;
+    }
+    return h && (!strcmp(h, "UnschedulablePendingReboot") ||
+                 !strcmp(h, "UnschedulablePendingReplacement"));
+}
+
+int pf_blast_cap(const char *max_tainted, int total)
+{
+    double pct;
+    int count;
+
+    if (pf_parse_cap(max_tainted, &count, &pct) != PF_OK)
+        return 0;
+    if (count >= 0)
+        return count;
+    /* Round down: 20% of 4 nodes lets none be marked, never one too many. */
+    return (int)((double)total * pct / 100.0 + 1e-9);
+}
+
+const char *pf_hyperpod_action_value(const char *action)
+{
+    if (!strcmp(action, "hyperpod-reboot"))
+        return "UnschedulablePendingReboot";
+    if (!strcmp(action, "hyperpod-replace"))
+        return "UnschedulablePendingReplacement";
+    return NULL;
 }

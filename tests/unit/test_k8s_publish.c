@@ -216,7 +216,7 @@ Test(k8s_publish, event_type_reason_and_numbers)
 {
     struct pf_run *run = make_run(PF_PASS, 0);
     cJSON *ev = pf_node_event(run, "n1", "uid-1", "pod-a",
-                              "2026-11-22T01:02:03Z", "n1.abc");
+                              "2026-11-22T01:02:03Z", "n1.abc", NULL);
 
     cr_assert_str_eq(pf_json_str(ev, "type"), "Normal");
     cr_assert_str_eq(pf_json_str(ev, "reason"), "PreflightPassed");
@@ -229,7 +229,7 @@ Test(k8s_publish, event_type_reason_and_numbers)
     free(run);
 
     run = make_run(PF_FAIL, 1);
-    ev = pf_node_event(run, "n1", NULL, "pod-a", "2026-11-22T01:02:03Z", "e");
+    ev = pf_node_event(run, "n1", NULL, "pod-a", "2026-11-22T01:02:03Z", "e", NULL);
     cr_assert_str_eq(pf_json_str(ev, "type"), "Warning");
     cr_assert_str_eq(pf_json_str(ev, "reason"), "BandwidthBelowThreshold");
     cr_assert_str_eq(pf_json_str(ev, "message"),
@@ -255,4 +255,62 @@ Test(k8s_publish, event_name_stays_a_valid_object_name)
     cr_assert(pf_kube_name_ok(name), "%s", name);
     cr_assert_str_eq(name + 236, ".1873a5b2c4d5e6f7");
     cr_assert_eq(strspn(name, "n"), 236);
+}
+
+/* Blast radius: the cap counts nodes carrying our taint or a HyperPod
+ * recovery label, and rounds down. */
+Test(k8s_publish, blast_cap_counts_and_rounds_down)
+{
+    cr_assert_eq(pf_blast_cap("20%", 10), 2);
+    cr_assert_eq(pf_blast_cap("20%", 4), 0);
+    cr_assert_eq(pf_blast_cap("50%", 1000), 500);
+    cr_assert_eq(pf_blast_cap("3", 10), 3);
+    cr_assert_eq(pf_blast_cap("0", 10), 0);
+    cr_assert_eq(pf_blast_cap("lots", 10), 0);   /* unparsable: none */
+
+    cJSON *n = cJSON_Parse("{\"metadata\":{\"name\":\"a\",\"labels\":{}},"
+                           "\"spec\":{\"taints\":[{\"key\":\"other/x\","
+                           "\"effect\":\"NoSchedule\"}]}}");
+    cr_assert_not(pf_node_marked(n, "efa-preflight.io/"));
+    cJSON_AddItemToArray(cJSON_GetObjectItem(cJSON_GetObjectItem(n, "spec"), "taints"),
+                         cJSON_Parse("{\"key\":\"efa-preflight.io/unhealthy\","
+                                     "\"effect\":\"NoSchedule\"}"));
+    cr_assert(pf_node_marked(n, "efa-preflight.io/"));
+    cr_assert_not(pf_node_marked(n, "example.com/"));
+    cJSON_Delete(n);
+    n = cJSON_Parse("{\"metadata\":{\"labels\":{\"sagemaker.amazonaws.com/"
+                    "node-health-status\":\"UnschedulablePendingReboot\"}}}");
+    cr_assert(pf_node_marked(n, "efa-preflight.io/"));
+    cJSON_Delete(n);
+    n = cJSON_Parse("{\"metadata\":{\"labels\":{\"sagemaker.amazonaws.com/"
+                    "node-health-status\":\"Schedulable\"}}}");
+    cr_assert_not(pf_node_marked(n, "efa-preflight.io/"));
+    cJSON_Delete(n);
+}
+
+Test(k8s_publish, hyperpod_recovery_label_only_when_asked)
+{
+    struct pf_run *run = make_run(PF_FAIL, 1);
+    struct pf_node_labels l;
+    cJSON *p;
+    const cJSON *v;
+
+    cr_assert_null(pf_hyperpod_action_value("none"));
+    cr_assert_str_eq(pf_hyperpod_action_value("hyperpod-reboot"),
+                     "UnschedulablePendingReboot");
+    cr_assert_str_eq(pf_hyperpod_action_value("hyperpod-replace"),
+                     "UnschedulablePendingReplacement");
+    pf_node_labels_make(run, 1795309323, &l);
+    p = pf_node_labels_patch("efa-preflight.io/", &l);
+    v = cJSON_GetObjectItemCaseSensitive(pf_json_at(p, "metadata.labels"),
+                                         PF_HYPERPOD_HEALTH_LABEL);
+    cr_assert_null(v, "the label is never written, nor removed, unasked");
+    cJSON_Delete(p);
+    snprintf(l.health_status, sizeof(l.health_status), "UnschedulablePendingReplacement");
+    p = pf_node_labels_patch("efa-preflight.io/", &l);
+    v = cJSON_GetObjectItemCaseSensitive(pf_json_at(p, "metadata.labels"),
+                                         PF_HYPERPOD_HEALTH_LABEL);
+    cr_assert_str_eq(cJSON_GetStringValue(v), "UnschedulablePendingReplacement");
+    cJSON_Delete(p);
+    free(run);
 }
