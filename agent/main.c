@@ -83,6 +83,16 @@ static int reasons_command(int argc, char **argv)
     return PF_EXIT_PASS;
 }
 
+/* Everything the run holds on the heap, then the run. */
+static void run_free(struct pf_run *run)
+{
+    pf_coll_free(&run->coll);
+    pf_peers_free(&run->peers);
+    pf_catalog_free(&run->catalog);
+    pf_config_free(&run->cfg);
+    free(run);
+}
+
 /* The pipeline after config: probe -> [discover -> collective] -> verdict
  * -> publish. Returns the exit code. */
 static int run_stages(struct pf_run *run, bool collective)
@@ -183,12 +193,12 @@ int main(int argc, char **argv)
     if (rc != PF_OK) {
         fprintf(stderr, "efa-preflight: %s\n", err);
         fprintf(stderr, "try 'efa-preflight %s --help'\n", argv[1]);
-        free(run);
+        run_free(run);
         return PF_EXIT_USAGE;
     }
     if (want_help) {
         pf_config_usage(cmd, stdout);
-        free(run);
+        run_free(run);
         return PF_EXIT_PASS;
     }
     pf_log_set_level(log_level_from(run->cfg.log_level));
@@ -196,7 +206,7 @@ int main(int argc, char **argv)
     if (cmd == PF_CMD_VERSION) {
         printf("efa-preflight %s (report schema %s)\n", PF_VERSION,
                PF_REPORT_SCHEMA);
-        free(run);
+        run_free(run);
         return PF_EXIT_PASS;
     }
 
@@ -205,7 +215,7 @@ int main(int argc, char **argv)
     rc = pf_catalog_load(&run->catalog, run->cfg.catalog_file, err);
     if (rc != PF_OK) {
         fprintf(stderr, "efa-preflight: %s\n", err);
-        free(run);
+        run_free(run);
         return PF_EXIT_USAGE;
     }
 
@@ -239,8 +249,6 @@ int main(int argc, char **argv)
     if (run->cfg.on_failure[0] && !strcmp(run->cfg.on_failure, "continue") &&
         code == PF_EXIT_FAIL)
         code = PF_EXIT_PASS;
-    pf_peers_free(&run->peers);
-    pf_catalog_free(&run->catalog);
-    free(run);
+    run_free(run);
     return code;
 }

@@ -3,8 +3,10 @@
  *   config -> probe -> discover -> collective -> verdict -> publish
  *
  * Each stage fills its own part and only reads the parts before it.
- * Fixed-size arrays keep ownership simple: nothing here needs freeing except
- * the catalog and the peer table, which have their own free functions. */
+ * Fixed-size arrays only for what one node has (EFA devices, GPUs, checks);
+ * whatever grows with the run (peers, ranks, links) is on the heap, owned
+ * by its struct and released by its free function: pf_config_free,
+ * pf_catalog_free, pf_peers_free, pf_coll_free. */
 #ifndef PF_H
 #define PF_H
 
@@ -54,7 +56,8 @@ struct pf_config {
     /* collective */
     char bootstrap[16];               /* local|static|mpi|k8s */
     int ranks;                        /* local: rank processes to start */
-    char peers[4096];                 /* static: host:port,... rank order */
+    char *peers;                      /* static: host:port,... rank order;
+                                         heap, NULL = unset */
     int rank;                         /* static: own rank, -1 = unset */
     int world_size;                   /* 0 = derive */
     int port;                         /* rendezvous TCP port */
@@ -221,7 +224,6 @@ struct pf_peers {
 /* ------------------------------------------------------------ collective */
 
 #define PF_MAX_ROWS 48
-#define PF_MAX_RANKS 256
 
 struct pf_row {
     uint64_t bytes;
@@ -251,7 +253,7 @@ struct pf_straggler {
     uint64_t pair_bytes;              /* bytes each way per exchange */
     int pair_iters;                   /* timed exchanges per pair */
     int nlinks;
-    struct pf_link links[PF_MAX_RANKS];
+    struct pf_link *links;            /* nlinks entries, heap */
 };
 
 struct pf_coll {
@@ -272,7 +274,10 @@ struct pf_coll {
     double avg_busbw;                 /* mean over rows, nccl-tests footer */
     double peak_busbw;                /* best busbw of the largest size */
     long wrong_total;
-    double rank_seconds[PF_MAX_RANKS];/* per-rank time of the largest size */
+    double *rank_seconds;             /* per bootstrap rank, time of the
+                                         largest size; heap, NULL = no sweep
+                                         finished */
+    int nrank_seconds;                /* its entries */
     int slow_rank;                    /* straggler, -1 = none found */
     struct pf_straggler strag;        /* how slow_rank was looked for */
     struct pf_fault fault;            /* the first failure: err, reason, msg */

@@ -1,5 +1,5 @@
 # NCCL/CUDA test double and the gpulib declaration check.
-#   tests/double/*.c -> $(BUILD)/double/libnccl-double.so, libcudart-double.so
+#   tests/double/*.c -> $(BUILD)/double/libgpu-double.so (both libraries)
 # The double is a host-memory stand-in for libnccl.so.2 and libcudart.so that
 # the engine loads through EFA_PREFLIGHT_NCCL / EFA_PREFLIGHT_CUDART.
 
@@ -12,10 +12,10 @@ endif
 
 GPU_DOUBLE := $(BUILD)/double/libgpu-double.so
 
-$(GPU_DOUBLE): tests/double/gpu_double.c
+$(GPU_DOUBLE): tests/double/gpu_double.c tests/double/meet.c tests/double/meet.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wvla \
-	    $(CFLAGS) $(SANFLAGS) -fPIC -shared -o $@ $<
+	    $(CFLAGS) $(SANFLAGS) -fPIC -shared -o $@ $(filter %.c,$^)
 
 test-helpers: $(GPU_DOUBLE)
 

@@ -11,6 +11,7 @@
 #include "sweep.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../config/config.h"
@@ -118,6 +119,7 @@ pf_err pf_collective(struct pf_run *run, char *err)
     pf_err rc;
 
     c->slow_rank = -1;
+    pf_coll_free(c);
     memset(&c->strag, 0, sizeof(c->strag));
     c->nnodes = count_nodes(&run->peers);
     c->nranks = run->peers.world;
@@ -171,4 +173,14 @@ pf_err pf_collective(struct pf_run *run, char *err)
         c->ran = true;
     pf_boot_close(boot);
     return PF_OK;
+}
+
+void pf_coll_free(struct pf_coll *c)
+{
+    free(c->rank_seconds);
+    c->rank_seconds = NULL;
+    c->nrank_seconds = 0;
+    free(c->strag.links);
+    c->strag.links = NULL;
+    c->strag.nlinks = 0;
 }

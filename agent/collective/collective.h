@@ -9,6 +9,9 @@
 #include "engine.h"
 
 pf_err pf_collective(struct pf_run *run, char *err);
+/* Release what the collective sized by the run (per-rank timings, the
+ * re-test's links); run->coll stays usable. */
+void pf_coll_free(struct pf_coll *c);
 
 /* The nccl-tests-style sweep over an opened engine (sweep.c). */
 pf_err pf_sweep(struct pf_run *run, struct pf_engine *e, struct pf_boot *b,

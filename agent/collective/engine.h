@@ -52,8 +52,14 @@ struct pf_engine {
 extern const struct pf_engine_ops pf_engine_host;
 extern const struct pf_engine_ops pf_engine_nccl;
 
+/* Global ranks whose float32 sum stays exact: every pf_pattern value is an
+ * integer in -15..15, so any partial sum of n ranks is an integer of at
+ * most 15n, exact while 15n <= 2^24 (the float32 significand). Beyond it
+ * the data check itself would be wrong, so the engines refuse such runs. */
+#define PF_EXACT_SUM_RANKS ((1 << 24) / 15)
+
 /* Position-dependent, rank-distinct values whose float32 sum over up to
- * PF_MAX_RANKS x 16 ranks is exact (small integers). */
+ * PF_EXACT_SUM_RANKS ranks is exact (small integers). */
 static inline float pf_pattern(int rank, uint64_t i)
 {
     return (float)((int)((i * 7u + (uint64_t)rank * 13u) % 31u) - 15);

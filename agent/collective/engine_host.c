@@ -29,8 +29,11 @@
 #define CORRUPT_STRIDE 1024           /* --debug-corrupt-rank: 1 in 1024 */
 #define PATTERN_PERIOD 31             /* pf_pattern repeats every 31 */
 /* Pairwise re-test messages carry this step, which no ring step reaches
- * (at most 2(PF_MAX_RANKS-1)), so they never match a ring receive. */
+ * (host_open keeps 2n-3, the last ring step, below it), so they never match
+ * a ring receive. */
 #define PAIR_STEP 0xffff
+/* The most ranks whose ring steps fit the tag's 16-bit step field. */
+#define TAG_RING_RANKS ((PAIR_STEP + 2) / 2)   /* 2n-3 < PAIR_STEP */
 
 static uint64_t make_tag(uint32_t seq, int step, uint64_t chunk)
 {
@@ -358,6 +361,12 @@ static pf_err host_open(struct pf_engine *e, struct pf_run *run,
 
     if (!h)
         return pf_fail(err, PF_ERR_NOMEM, "host engine: out of memory");
+    if (boot->world > TAG_RING_RANKS) {
+        free(h);
+        return pf_fail(err, PF_ERR_USAGE, "host engine: %d ranks: a ring "
+                       "step must fit the message tag's 16-bit step field, "
+                       "so at most %d ranks", boot->world, TAG_RING_RANKS);
+    }
     h->run = run;
     h->boot = boot;
     h->rank = boot->rank;

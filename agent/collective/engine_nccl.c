@@ -448,9 +448,10 @@ static pf_err gather_layout(struct nccl_engine *g, struct pf_boot *boot,
             base += load[p];
         total += load[p];
     }
-    if (total > PF_MAX_RANKS) {
-        rc = pf_fail(err, PF_ERR_ENGINE, "%d global ranks exceed %d", total,
-                     PF_MAX_RANKS);
+    if (total > PF_EXACT_SUM_RANKS) {
+        rc = pf_fail(err, PF_ERR_USAGE, "%d global ranks: the data check's "
+                     "float32 sums are exact for at most %d", total,
+                     PF_EXACT_SUM_RANKS);
         goto out;
     }
     g->nranks = total;

@@ -540,10 +540,9 @@ pf_err pf_rdv_open(const struct pf_rdv_cfg *cfg, struct pf_boot **out,
     pf_err rc;
 
     *out = NULL;
-    if (cfg->world < 1 || cfg->world > PF_MAX_RANKS || cfg->rank < 0 ||
-        cfg->rank >= cfg->world)
+    if (cfg->world < 1 || cfg->rank < 0 || cfg->rank >= cfg->world)
         return pf_fail(err, PF_ERR_USAGE, "rank %d of %d ranks is outside "
-                       "0..%d", cfg->rank, cfg->world, PF_MAX_RANKS - 1);
+                       "0..%d", cfg->rank, cfg->world, cfg->world - 1);
     if (cfg->world > 1 && (cfg->root_port < 1 || cfg->root_port > 65535))
         return pf_fail(err, PF_ERR_USAGE, "rendezvous port %d is outside "
                        "1..65535", cfg->root_port);

@@ -102,16 +102,21 @@ static double good(double v)
 int pf_straggler_from_links(int n, const double *link_gbps, char *note,
                             size_t len)
 {
-    double score[PF_MAX_RANKS], lo_link, hi_link;
+    double *score, lo_link, hi_link;
     int best = 0, lo_i = 0;
 
-    if (n < 2 || n > PF_MAX_RANKS) {
+    if (n < 2) {
         snprintf(note, len, "%d rank(s): no link to test", n);
         return -1;
     }
     if (n == 2) {
         snprintf(note, len, "2 ranks share one link (%.3f GB/s): a pairwise "
                  "test cannot tell which end is slow", good(link_gbps[0]));
+        return -1;
+    }
+    score = calloc((size_t)n, sizeof(*score));
+    if (!score) {
+        snprintf(note, len, "pairwise: no memory to score %d ranks", n);
         return -1;
     }
     /* A rank's score is its better link: only the straggler has no good
@@ -133,8 +138,10 @@ int pf_straggler_from_links(int n, const double *link_gbps, char *note,
                  "link of at least %.3f GB/s", best, left, best,
                  good(link_gbps[left]), best, right, good(link_gbps[best]),
                  second);
+        free(score);
         return best;
     }
+    free(score);
     lo_link = hi_link = good(link_gbps[0]);
     for (int i = 1; i < n; i++) {
         double g = good(link_gbps[i]);
@@ -163,7 +170,7 @@ int pf_straggler_from_times(int n, const double *secs, char *note,
     int worst = 0;
     double next = -1;
 
-    if (n < 2 || n > PF_MAX_RANKS) {
+    if (n < 2) {
         snprintf(note, len, "%d rank(s): no timings to compare", n);
         return -1;
     }
@@ -222,11 +229,6 @@ static void decide(const struct pf_run *run, const struct pf_engine *e,
                  "test", e->ops->name);
         return;
     }
-    if (world > PF_MAX_RANKS) {
-        snprintf(p->why, sizeof(p->why), "%d ranks are more than the %d a "
-                 "re-test records", world, PF_MAX_RANKS);
-        return;
-    }
     if (world == 2) {
         snprintf(p->why, sizeof(p->why), "2 ranks share one link: a "
                  "pairwise test cannot tell which end is slow");
@@ -235,8 +237,7 @@ static void decide(const struct pf_run *run, const struct pf_engine *e,
     /* A ring all_reduce of B bytes moves 2(n-1)/n x B over every link;
      * an exchange moves B (at most that size) each way: scale the
      * measured time, then warm-up + iters per phase, plus a second. */
-    per_op = mean(c->rank_seconds, world < PF_MAX_RANKS ? world
-                                                        : PF_MAX_RANKS);
+    per_op = mean(c->rank_seconds, c->rank_seconds ? c->nrank_seconds : 0);
     need_s = pf_straggler_nphases(world) * (PAIR_ITERS + 1) * per_op *
              world / (2.0 * (world - 1)) + 1.0;
     left_s = (double)pf_ms_left(deadline) / 1000.0;
@@ -258,14 +259,9 @@ static pf_err pairwise(struct pf_run *run, struct pf_engine *e,
                        int64_t deadline, char *err)
 {
     struct pf_straggler *s = &run->coll.strag;
-    double mine[PAIR_MAX_PHASES] = { 0 }, *all;
-    double gbps[PF_MAX_RANKS];
+    double mine[PAIR_MAX_PHASES] = { 0 }, *all, *gbps;
     int n = b->world, nph = pf_straggler_nphases(n);
     pf_err rc = PF_OK;
-
-    if (n > PF_MAX_RANKS)             /* decide() never plans this */
-        return pf_fail(err, PF_ERR_PROTOCOL, "straggler re-test: %d ranks, "
-                       "at most %d", n, PF_MAX_RANKS);
     for (int ph = 0; ph < nph && rc == PF_OK; ph++) {
         int peer = pf_straggler_peer(b->rank, n, ph);
         /* Pairs of a phase start together and run alone. */
@@ -275,13 +271,22 @@ static pf_err pairwise(struct pf_run *run, struct pf_engine *e,
                               &mine[ph], deadline, err);
     }
     all = calloc((size_t)n, sizeof(mine));
-    if (!all)
-        return pf_fail(err, PF_ERR_NOMEM, "straggler re-test: out of memory");
+    gbps = calloc((size_t)n, sizeof(*gbps));
+    free(s->links);
+    s->nlinks = 0;
+    s->links = calloc((size_t)n, sizeof(*s->links));
+    if (!all || !gbps || !s->links) {
+        free(all);
+        free(gbps);
+        return pf_fail(err, PF_ERR_NOMEM, "straggler re-test: no memory for "
+                       "%d ranks", n);
+    }
     if (rc == PF_OK)
         rc = pf_boot_allgather(b, mine, sizeof(mine), all, deadline, err);
     if (rc != PF_OK) {
         pf_err_prefix(err, "pairwise re-test of ring neighbours");
         free(all);
+        free(gbps);
         return rc;
     }
     s->nlinks = n;
@@ -303,6 +308,7 @@ static pf_err pairwise(struct pf_run *run, struct pf_engine *e,
     free(all);
     run->coll.slow_rank = pf_straggler_from_links(n, gbps, s->note,
                                                   sizeof(s->note));
+    free(gbps);
     return PF_OK;
 }
 
@@ -313,7 +319,7 @@ pf_err pf_straggler_retest(struct pf_run *run, struct pf_engine *e,
     struct plan p;
     struct pf_floor_rule rule;
     char times[320];
-    int n = b->world < PF_MAX_RANKS ? b->world : PF_MAX_RANKS;
+    int n = b->world;
     pf_err rc;
 
     s->self = b->rank;
@@ -331,8 +337,9 @@ pf_err pf_straggler_retest(struct pf_run *run, struct pf_engine *e,
         return PF_OK;
     s->floor_gbps = pf_coll_floor(run, &rule);
     if (p.mode == PLAN_TIMINGS) {
-        int suspect = pf_straggler_from_times(n, run->coll.rank_seconds,
-                                              times, sizeof(times));
+        int suspect = pf_straggler_from_times(
+            run->coll.rank_seconds ? run->coll.nrank_seconds : 0,
+            run->coll.rank_seconds, times, sizeof(times));
         snprintf(s->method, sizeof(s->method), "timings");
         snprintf(s->note, sizeof(s->note), "%s, so per-rank timings only: "
                  "%s%s", p.why, times,

@@ -127,6 +127,24 @@ static pf_err warm_up(struct pf_engine *e, uint64_t count, int warmup,
     return rc;
 }
 
+/* Per-rank times of the largest size, for the straggler re-test. */
+static pf_err keep_rank_seconds(struct pf_coll *c,
+                                const struct rank_result *all, int world,
+                                char *err)
+{
+    double *secs = calloc((size_t)world, sizeof(*secs));
+
+    if (!secs)
+        return pf_fail(err, PF_ERR_NOMEM, "sweep: no memory for %d ranks' "
+                       "timings", world);
+    for (int r = 0; r < world; r++)
+        secs[r] = all[r].oop_s;
+    free(c->rank_seconds);
+    c->rank_seconds = secs;
+    c->nrank_seconds = world;
+    return PF_OK;
+}
+
 pf_err pf_sweep(struct pf_run *run, struct pf_engine *e, struct pf_boot *b,
                 int64_t deadline, char *err)
 {
@@ -187,8 +205,7 @@ pf_err pf_sweep(struct pf_run *run, struct pf_engine *e, struct pf_boot *b,
                 c->rows[c->nrows - 1].oop_busbw,
                 c->rows[c->nrows - 1].ip_busbw, oop_wrong + ip_wrong);
         if (i == nsizes - 1)
-            for (int r = 0; r < b->world && r < PF_MAX_RANKS; r++)
-                c->rank_seconds[r] = all[r].oop_s;
+            rc = keep_rank_seconds(c, all, b->world, err);
     }
     free(all);
     pf_sweep_summarize(c);

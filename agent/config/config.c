@@ -21,7 +21,10 @@
 #include "../util/fsutil.h"
 #include "../util/yamldoc.h"
 
-enum opt_type { OPT_STR, OPT_INT, OPT_DOUBLE, OPT_BOOL, OPT_SIZE, OPT_ENUM };
+/* OPT_TEXT: a heap string (char *) as long as its source allows, for
+ * values that grow with the run (--peers); pf_config_free releases it. */
+enum opt_type { OPT_STR, OPT_INT, OPT_DOUBLE, OPT_BOOL, OPT_SIZE, OPT_ENUM,
+                OPT_TEXT };
 
 /* Which commands show an option in --help and accept it as a flag. YAML and
  * env accept every option, so one file can serve every command. */
@@ -86,13 +89,17 @@ static const struct opt_spec options[] = {
     /* collective */
     { "bootstrap", 0, OPT_ENUM, F(bootstrap), 0, 0, "auto|local|static|mpi|k8s", C_RUN,
       "how peers are found (auto: k8s in a pod, mpi under mpirun, else static)" },
-    { "ranks", 0, OPT_INT, F(ranks), 1, 64, NULL, C_LOCAL,
-      "local: rank processes to start on this machine" },
-    { "peers", 0, OPT_STR, F(peers), 0, 0, NULL, C_RUN,
+    /* Rank counts are ints; the wire carries them as u32. What bounds a
+     * run is the host (local: launch/local.c) or the engine's data check
+     * (collective/engine.h), each saying so. */
+    { "ranks", 0, OPT_INT, F(ranks), 0, INT_MAX, NULL, C_LOCAL,
+      "local: rank processes to start on this machine (0: one per GPU "
+      "when GPUs are present, else 2; at most what the host holds)" },
+    { "peers", 0, OPT_TEXT, F(peers), 0, 0, NULL, C_RUN,
       "static: host:port of every rank, comma-separated, rank order" },
-    { "rank", 0, OPT_INT, F(rank), -1, PF_MAX_RANKS - 1, NULL, C_RUN,
+    { "rank", 0, OPT_INT, F(rank), -1, INT_MAX - 1, NULL, C_RUN,
       "static: this process's rank" },
-    { "world_size", 0, OPT_INT, F(world_size), 0, PF_MAX_RANKS, NULL, C_RUN,
+    { "world_size", 0, OPT_INT, F(world_size), 0, INT_MAX, NULL, C_RUN,
       "number of ranks (0: from the bootstrap)" },
     { "port", 0, OPT_INT, F(port), 0, 65535, NULL, C_COLL,
       "rendezvous TCP port on rank 0 (local: 0 picks a free one)" },
@@ -126,9 +133,9 @@ static const struct opt_spec options[] = {
     { "min_busbw_from_bytes", 0, OPT_SIZE, F(min_busbw_from_bytes), 4, 64.0 * (1ull << 30),
       NULL, C_COLL, "message size from which --min-busbw-gbps holds (default: "
       "the largest size swept)" },
-    { "debug_corrupt_rank", 0, OPT_INT, F(debug_corrupt_rank), -1, PF_MAX_RANKS, NULL, C_COLL,
+    { "debug_corrupt_rank", 0, OPT_INT, F(debug_corrupt_rank), -1, INT_MAX, NULL, C_COLL,
       "testing: this rank flips data" },
-    { "debug_slow_rank", 0, OPT_INT, F(debug_slow_rank), -1, PF_MAX_RANKS, NULL, C_COLL,
+    { "debug_slow_rank", 0, OPT_INT, F(debug_slow_rank), -1, INT_MAX, NULL, C_COLL,
       "testing: this rank is slowed down" },
     { "debug_slow_ms", 0, OPT_INT, F(debug_slow_ms), 0, 60000, NULL, C_COLL,
       "testing: delay per step of the slow rank, ms" },
@@ -151,7 +158,7 @@ static const struct opt_spec options[] = {
       "label selector of the peer pods (default: from own labels)" },
     { "mode", 0, OPT_ENUM, F(mode), 0, 0, "initcontainer|daemonset", C_RUN,
       "k8s: gate a job (initcontainer) or validate pending nodes (daemonset)" },
-    { "group_size", 0, OPT_INT, F(group_size), 1, PF_MAX_RANKS, NULL, C_RUN,
+    { "group_size", 0, OPT_INT, F(group_size), 1, INT_MAX, NULL, C_RUN,
       "daemonset: nodes validated together" },
     { "label_prefix", 0, OPT_STR, F(label_prefix), 0, 0, NULL, C_RUN,
       "prefix of the labels written on the Node" },
@@ -204,7 +211,7 @@ void pf_config_defaults(struct pf_config *cfg)
     snprintf(cfg->log_level, sizeof(cfg->log_level), "warn");
     snprintf(cfg->on_failure, sizeof(cfg->on_failure), "fail");
     snprintf(cfg->bootstrap, sizeof(cfg->bootstrap), "auto");
-    cfg->ranks = 2;
+    cfg->ranks = 0;                   /* fit the host (launch/local.c) */
     cfg->rank = -1;
     cfg->port = 29600;
     cfg->timeout_s = 300;
@@ -377,6 +384,15 @@ static pf_err set_option(struct pf_config *cfg, const struct opt_spec *o,
     char *end;
 
     switch (o->type) {
+    case OPT_TEXT: {
+        char *copy = strdup(val);
+        if (!copy)
+            return pf_fail(err, PF_ERR_NOMEM, "%s: no memory for %zu "
+                           "characters", where, strlen(val));
+        free(*(char **)field);
+        *(char **)field = copy;
+        return PF_OK;
+    }
     case OPT_STR:
         if (strlen(val) >= o->size)
             return pf_fail(err, PF_ERR_USAGE, "%s: value longer than %zu characters",
@@ -448,28 +464,38 @@ static const char *node_kind(const yaml_node_t *n)
     }
 }
 
-/* A YAML list of scalars (peers) is joined with commas. */
-static pf_err join_sequence(yaml_document_t *doc, yaml_node_t *seq, char *out,
-                            size_t len, const char *where, char *err)
+/* A YAML list of scalars (peers) is joined with commas into *out (heap,
+ * the caller frees it). */
+static pf_err join_sequence(yaml_document_t *doc, yaml_node_t *seq, char **out,
+                            const char *where, char *err)
 {
-    size_t used = 0;
-    out[0] = '\0';
+    size_t used = 0, len = 1;
+    char *buf;
+
+    *out = NULL;
     for (yaml_node_item_t *it = seq->data.sequence.items.start;
          it < seq->data.sequence.items.top; it++) {
         yaml_node_t *item = yaml_document_get_node(doc, *it);
-        const char *s;
-        size_t n;
         if (!item || item->type != YAML_SCALAR_NODE)
             return pf_fail(err, PF_ERR_CONFIG, "%s: list items must be scalars", where);
-        s = (const char *)item->data.scalar.value;
-        n = strlen(s);
-        if (used + n + 2 > len)
-            return pf_fail(err, PF_ERR_CONFIG, "%s: list too long", where);
+        len += strlen((const char *)item->data.scalar.value) + 1;
+    }
+    buf = malloc(len);
+    if (!buf)
+        return pf_fail(err, PF_ERR_NOMEM, "%s: no memory for a list of %zu "
+                       "characters", where, len);
+    buf[0] = '\0';
+    for (yaml_node_item_t *it = seq->data.sequence.items.start;
+         it < seq->data.sequence.items.top; it++) {
+        const char *s = (const char *)
+            yaml_document_get_node(doc, *it)->data.scalar.value;
+        size_t n = strlen(s);
         if (used)
-            out[used++] = ',';
-        memcpy(out + used, s, n + 1);
+            buf[used++] = ',';
+        memcpy(buf + used, s, n + 1);
         used += n;
     }
+    *out = buf;
     return PF_OK;
 }
 
@@ -523,10 +549,11 @@ pf_err pf_config_load_yaml_buf(struct pf_config *cfg, const char *name,
         snprintf(where, sizeof(where), "%s:%zu: key '%s'", name,
                  v->start_mark.line + 1, key);
         if (v->type == YAML_SEQUENCE_NODE && !strcmp(key, "peers")) {
-            char joined[sizeof(cfg->peers)];
-            rc = join_sequence(&doc, v, joined, sizeof(joined), where, err);
+            char *joined = NULL;
+            rc = join_sequence(&doc, v, &joined, where, err);
             if (rc == PF_OK)
                 rc = set_option(cfg, o, joined, where, err);
+            free(joined);
         } else if (v->type != YAML_SCALAR_NODE) {
             rc = pf_fail(err, PF_ERR_CONFIG, "%s: expected a value, got %s", where,
                          node_kind(v));
@@ -551,7 +578,9 @@ pf_err pf_config_load_yaml(struct pf_config *cfg, const char *path, char *err)
 {
     char *buf;
     size_t len;
-    pf_err rc = pf_read_file(path, 1 << 20, &buf, &len, err);
+    /* A bound on a file read whole, not on the run: 64 MiB holds millions
+     * of --peers entries. */
+    pf_err rc = pf_read_file(path, (size_t)64 << 20, &buf, &len, err);
     if (rc != PF_OK) {
         pf_err_prefix(err, "config file");
         return PF_ERR_CONFIG;
@@ -615,7 +644,7 @@ static void resolve_bootstrap(struct pf_config *cfg, char **envp)
     }
     if (strcmp(cfg->bootstrap, "auto"))
         return;
-    if (cfg->peers[0])
+    if (cfg->peers && cfg->peers[0])
         snprintf(cfg->bootstrap, sizeof(cfg->bootstrap), "static");
     else if (env_get(envp, "OMPI_COMM_WORLD_SIZE") || env_get(envp, "PMIX_RANK"))
         snprintf(cfg->bootstrap, sizeof(cfg->bootstrap), "mpi");
@@ -791,6 +820,10 @@ static void print_default(const struct opt_spec *o, FILE *out)
     pf_config_defaults(&d);
     field = (const char *)&d + o->off;
     switch (o->type) {
+    case OPT_TEXT:
+        if (*(char *const *)field)
+            fprintf(out, " [%s]", *(char *const *)field);
+        break;
     case OPT_STR:
     case OPT_ENUM:
         if (*field)
@@ -814,7 +847,7 @@ static void print_default(const struct opt_spec *o, FILE *out)
 void pf_config_usage(enum pf_command cmd, FILE *out)
 {
     static const char *names[] = { "node", "run", "local", "catalog", "version" };
-    static const char *types[] = { "TEXT", "N", "X", "", "SIZE", "" };
+    static const char *types[] = { "TEXT", "N", "X", "", "SIZE", "", "TEXT" };
 
     fprintf(out, "usage: efa-preflight %s [options]\n\noptions "
             "(flag / env EFA_PREFLIGHT_<KEY> / YAML key; [default]):\n",
@@ -842,6 +875,12 @@ void pf_config_usage(enum pf_command cmd, FILE *out)
     }
     fprintf(out, "  %-36s %s\n", "-v, --verbose", "more log output (twice: debug)");
     fprintf(out, "  %-36s %s\n", "-h, --help", "this help");
+}
+
+void pf_config_free(struct pf_config *cfg)
+{
+    free(cfg->peers);
+    cfg->peers = NULL;
 }
 
 void pf_run_start_clock(struct pf_run *run)

@@ -12,6 +12,10 @@
 #include "../pf.h"
 
 void pf_config_defaults(struct pf_config *cfg);
+/* Release what the options hold on the heap (--peers); cfg stays usable
+ * with those options unset. pf_config_defaults and pf_config_load do not
+ * free: call this before reusing a loaded config. */
+void pf_config_free(struct pf_config *cfg);
 
 /* Parse argv (argv[0] is the command name, e.g. "node"), env and the YAML
  * file named by --config / EFA_PREFLIGHT_CONFIG. Sets *want_help when

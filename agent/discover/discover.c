@@ -56,12 +56,11 @@ pf_err pf_discover(struct pf_run *run, char *err)
     /* k8s fills the table itself; keep what every bootstrap must agree on. */
     snprintf(run->peers.bootstrap, sizeof(run->peers.bootstrap), "%s", b);
     run->peers.deadline_ms = deadline;
-    if (run->peers.world < 1 || run->peers.world > PF_MAX_RANKS ||
-        !run->peers.list || run->peers.rank < 0 ||
+    if (run->peers.world < 1 || !run->peers.list || run->peers.rank < 0 ||
         run->peers.rank >= run->peers.world)
         return pf_fail(err, PF_ERR_USAGE, "bootstrap %s gave rank %d of %d "
-                       "ranks (1..%d supported)", b, run->peers.rank,
-                       run->peers.world, PF_MAX_RANKS);
+                       "ranks (want a world of at least 1 and a rank inside "
+                       "it)", b, run->peers.rank, run->peers.world);
     pf_info("discover: %s bootstrap, rank %d of %d, run %s", b,
             run->peers.rank, run->peers.world, run->peers.run_id);
     return PF_OK;

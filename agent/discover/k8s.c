@@ -114,9 +114,6 @@ static pf_err resolve_world(struct pf_kube *k, const struct pf_config *cfg,
                        "cannot derive the world size: pod %s has no owner "
                        "Job with completions or parallelism; set "
                        "--world-size", pod ? pod : "?");
-    if (*world > PF_MAX_RANKS)
-        return pf_fail(err, PF_ERR_USAGE, "world size %d is above the "
-                       "maximum of %d", *world, PF_MAX_RANKS);
     *parallelism = jobset ? per_job : 0;
     return PF_OK;
 }

@@ -1,5 +1,6 @@
 /* `local` discovery in one rank process: cfg.ranks ranks on 127.0.0.1,
- * started by the launcher (launch/local.c). */
+ * started by the launcher (launch/local.c), which sized the run to the
+ * host. */
 #include "discover.h"
 
 #include <fcntl.h>
@@ -7,8 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#define LOCAL_MAX_RANKS 64
 
 /* Start time of a process in clock ticks since boot (/proc/PID/stat field
  * 22), 0 if unknown: with the pid it names one launcher uniquely. */
@@ -44,9 +43,6 @@ pf_err pf_discover_local(struct pf_run *run, char *err)
     int world = run->cfg.ranks > 0 ? run->cfg.ranks : 2;
     int rank = run->cfg.rank;
 
-    if (world > LOCAL_MAX_RANKS)
-        return pf_fail(err, PF_ERR_USAGE, "--ranks %d: local runs 1..%d ranks",
-                       world, LOCAL_MAX_RANKS);
     if (rank < 0 && world == 1)
         rank = 0;
     if (rank < 0 || rank >= world)

@@ -161,10 +161,9 @@ pf_err pf_discover_mpi(struct pf_run *run, char *err)
         return e;
     rank = lib.rank();
     size = lib.size();
-    if (size < 1 || size > PF_MAX_RANKS || rank < 0 || rank >= size)
-        return pf_fail(err, PF_ERR_USAGE, "MPI reports rank %d of %d; "
-                       "efa-preflight supports 1..%d ranks", rank, size,
-                       PF_MAX_RANKS);
+    if (size < 1 || rank < 0 || rank >= size)
+        return pf_fail(err, PF_ERR_USAGE, "MPI reports rank %d of %d: not a "
+                       "rank of a world of at least 1", rank, size);
     if (run->cfg.world_size > 0 && run->cfg.world_size != size)
         return pf_fail(err, PF_ERR_USAGE, "--world-size %d but mpirun started "
                        "%d ranks", run->cfg.world_size, size);

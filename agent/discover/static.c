@@ -3,6 +3,7 @@
 #include "discover.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +75,7 @@ pf_err pf_parse_peers(const char *spec, struct pf_peer **out, int *n,
 {
     struct pf_peer *list = NULL;
     const char *s = spec;
+    size_t entries = 1;
     int count = 0;
 
     *out = NULL;
@@ -81,9 +83,17 @@ pf_err pf_parse_peers(const char *spec, struct pf_peer **out, int *n,
     if (!spec || !*spec)
         return pf_fail(err, PF_ERR_USAGE, "--peers is empty: give host:port "
                        "of every rank, comma-separated, in rank order");
-    list = calloc(PF_MAX_RANKS, sizeof(*list));
+    /* One entry per comma, plus one: sized by the list itself. Ranks are
+     * ints and travel as u32 (rendezvous.h). */
+    for (const char *c = spec; (c = strchr(c, ',')) != NULL; c++)
+        entries++;
+    if (entries > INT_MAX)
+        return pf_fail(err, PF_ERR_USAGE, "--peers lists %zu ranks, more "
+                       "than a rank number holds (%d)", entries, INT_MAX);
+    list = calloc(entries, sizeof(*list));
     if (!list)
-        return pf_fail(err, PF_ERR_NOMEM, "no memory for the peer list");
+        return pf_fail(err, PF_ERR_NOMEM, "no memory for a peer list of %zu "
+                       "ranks", entries);
     for (;;) {
         const char *comma = strchr(s, ',');
         size_t len = comma ? (size_t)(comma - s) : strlen(s);
@@ -96,11 +106,6 @@ pf_err pf_parse_peers(const char *spec, struct pf_peer **out, int *n,
         }
         while (len && isspace((unsigned char)s[len - 1]))
             len--;
-        if (count == PF_MAX_RANKS) {
-            free(list);
-            return pf_fail(err, PF_ERR_USAGE, "--peers lists more than %d "
-                           "ranks", PF_MAX_RANKS);
-        }
         if (len == 0) {
             free(list);
             return pf_fail(err, PF_ERR_USAGE, "--peers entry %d is empty "

@@ -5,6 +5,7 @@
 #define PF_LAUNCH_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "../pf.h"
@@ -15,6 +16,24 @@
  * code (rank 0's, or the worst if a rank crashed). */
 pf_err pf_local_spawn(struct pf_run *run, bool *is_child, int *exit_code,
                       char *err);
+/* How many ranks `local` starts (launch/fit.c): cfg.ranks when given, else
+ * one per GPU the NCCL engine would drive (counted in a child process),
+ * else 2; a usage error naming the binding limit when the host cannot
+ * hold that many. */
+pf_err pf_local_ranks(struct pf_run *run, int *n, char *err);
+
+/* What the host offers rank processes; 0 = no limit known. */
+struct pf_host_room {
+    uint64_t mem_avail;               /* bytes, /proc/meminfo MemAvailable */
+    uint64_t nproc;                   /* RLIMIT_NPROC soft (not for root) */
+    uint64_t nofile;                  /* RLIMIT_NOFILE soft, raised to hard */
+};
+void pf_host_room_read(struct pf_host_room *h);
+/* The most local ranks h holds at --max-bytes max_bytes; why names the
+ * limit that binds. */
+int pf_local_room(const struct pf_host_room *h, uint64_t max_bytes,
+                  char *why, size_t len);
+
 /* A TCP port free on loopback right now (bind port 0, read it back). */
 pf_err pf_free_port(int *port, char *err);
 

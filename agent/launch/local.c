@@ -18,7 +18,6 @@
 #include "../util/clock.h"
 #include "../util/log.h"
 
-#define LOCAL_MAX_RANKS 64
 #define GRACE_S 5             /* beyond cfg.timeout_s before ranks are killed */
 #define TERM_MS 2000          /* SIGTERM -> SIGKILL */
 
@@ -91,23 +90,65 @@ static void signal_rest(pid_t *pids, const bool *done, int n, int sig)
             kill(pids[i], sig);
 }
 
+/* The per-rank tables, sized by the run. */
+struct ranks {
+    pid_t *pids;
+    int *status;
+    bool *done, *stopped;
+};
+
+static void ranks_free(struct ranks *t)
+{
+    free(t->pids);
+    free(t->status);
+    free(t->done);
+    free(t->stopped);
+}
+
+static pf_err launch(struct pf_run *run, int n, struct ranks *t,
+                     bool *is_child, int *exit_code, char *err);
+
 pf_err pf_local_spawn(struct pf_run *run, bool *is_child, int *exit_code,
                       char *err)
 {
-    int n = run->cfg.ranks > 0 ? run->cfg.ranks : 2, worst = 0, left;
-    pid_t pids[LOCAL_MAX_RANKS], parent = getpid();
-    int status[LOCAL_MAX_RANKS];
-    bool done[LOCAL_MAX_RANKS] = { false }, stopped[LOCAL_MAX_RANKS] = { false };
-    bool crashed = false;
     struct sigaction chld_default = { .sa_handler = SIG_DFL }, chld_saved;
-    int64_t deadline;
+    struct ranks t = { 0 };
+    int n = 0;
     pf_err rc;
 
     *is_child = false;
     *exit_code = PF_EXIT_INFRA;
-    if (n > LOCAL_MAX_RANKS)
-        return pf_fail(err, PF_ERR_USAGE, "--ranks %d: local runs 1..%d ranks",
-                       n, LOCAL_MAX_RANKS);
+    /* SIGCHLD ignored (inherited through exec from a parent that ignores
+     * it) makes the kernel reap children itself, and waitpid would never
+     * see their exit codes: take the default while any run. */
+    sigaction(SIGCHLD, &chld_default, &chld_saved);
+    rc = pf_local_ranks(run, &n, err);
+    if (rc == PF_OK && n > 1) {
+        t.pids = calloc((size_t)n, sizeof(*t.pids));
+        t.status = calloc((size_t)n, sizeof(*t.status));
+        t.done = calloc((size_t)n, sizeof(*t.done));
+        t.stopped = calloc((size_t)n, sizeof(*t.stopped));
+        if (!t.pids || !t.status || !t.done || !t.stopped)
+            rc = pf_fail(err, PF_ERR_NOMEM, "local: no memory to track %d "
+                         "ranks", n);
+    }
+    if (rc == PF_OK)
+        rc = launch(run, n, &t, is_child, exit_code, err);
+    if (!*is_child || n == 1)         /* a rank of its own: as it was */
+        sigaction(SIGCHLD, &chld_saved, NULL);
+    ranks_free(&t);
+    return rc;
+}
+
+static pf_err launch(struct pf_run *run, int n, struct ranks *t,
+                     bool *is_child, int *exit_code, char *err)
+{
+    pid_t *pids = t->pids, parent = getpid();
+    int *status = t->status, worst = 0, left;
+    bool *done = t->done, *stopped = t->stopped, crashed = false;
+    int64_t deadline;
+    pf_err rc;
+
     if (n == 1) {
         /* A world of one: no fork, no rendezvous. */
         snprintf(run->cfg.bootstrap, sizeof(run->cfg.bootstrap), "local");
@@ -123,10 +164,6 @@ pf_err pf_local_spawn(struct pf_run *run, bool *is_child, int *exit_code,
     }
     pf_info("local: starting %d ranks, rendezvous on 127.0.0.1:%d", n,
             run->cfg.port);
-    /* SIGCHLD ignored (inherited through exec from a parent that ignores
-     * it) makes the kernel reap the ranks itself, and waitpid would never
-     * see their exit codes: take the default while they run. */
-    sigaction(SIGCHLD, &chld_default, &chld_saved);
     fflush(stdout);
     fflush(stderr);
     for (int i = 0; i < n; i++) {
@@ -135,7 +172,6 @@ pf_err pf_local_spawn(struct pf_run *run, bool *is_child, int *exit_code,
             int e = errno;
             signal_rest(pids, done, i, SIGKILL);
             reap(pids, status, done, i, pf_deadline_in(TERM_MS));
-            sigaction(SIGCHLD, &chld_saved, NULL);
             return pf_fail(err, PF_ERR_SYS, "fork for rank %d: %s", i,
                            strerror(e));
         }
@@ -164,7 +200,6 @@ pf_err pf_local_spawn(struct pf_run *run, bool *is_child, int *exit_code,
             reap(pids, status, done, n, pf_deadline_in(TERM_MS));
         }
     }
-    sigaction(SIGCHLD, &chld_saved, NULL);
     for (int i = 0; i < n; i++) {
         int code;
         if (!done[i] || stopped[i]) {

@@ -208,7 +208,7 @@ static cJSON *straggler_json(const struct pf_coll *c)
     cJSON_AddNumberToObject(o, "pair_bytes", (double)s->pair_bytes);
     cJSON_AddNumberToObject(o, "pair_iters", s->pair_iters);
     arr = cJSON_AddArrayToObject(o, "links");
-    for (int i = 0; i < s->nlinks && i < PF_MAX_RANKS; i++) {
+    for (int i = 0; i < s->nlinks && s->links; i++) {
         cJSON *l = cJSON_CreateObject();
         cJSON_AddNumberToObject(l, "a", s->links[i].a);
         cJSON_AddNumberToObject(l, "b", s->links[i].b);
@@ -217,7 +217,7 @@ static cJSON *straggler_json(const struct pf_coll *c)
         cJSON_AddItemToArray(arr, l);
     }
     arr = cJSON_AddArrayToObject(o, "rank_seconds");
-    for (int r = 0; r < s->nprocs && r < PF_MAX_RANKS; r++)
+    for (int r = 0; r < s->nprocs && r < c->nrank_seconds; r++)
         cJSON_AddItemToArray(arr, cJSON_CreateNumber(c->rank_seconds[r]));
     return o;
 }

@@ -5,9 +5,16 @@
  * only: its timings mean nothing and are never reported as numbers.
  *
  * "Device" memory is host memory; copies and reductions happen at once.
- * An all_reduce is carried out when every rank of its communicator has
- * launched it within one group, so one process must drive all ranks (a
- * rank whose peers are elsewhere waits forever, like a lost peer).
+ * An all_reduce whose ranks all live in this process is carried out when
+ * every one of them has launched it within one group. Ranks spread over
+ * processes (each process its own "node") meet in a shared-memory segment
+ * named from the unique id (meet.h): a group's launch deposits this
+ * process's share and returns, as a real launch does; the op completes -
+ * its streams and events turn ready - once every rank has deposited, which
+ * any later call of the double notices (stream and event queries, async
+ * error polls, copies, which first drain their stream within
+ * PF_DOUBLE_MEET_WAIT_MS). A process's cross-process all_reduces complete
+ * in launch order. A rank whose peers never come waits, like a lost peer.
  *
  * Behaviour is set by environment variables, read when used:
  *   PF_DOUBLE_GPUS=N          devices (default 2; CUDA_VISIBLE_DEVICES
@@ -30,6 +37,10 @@
  *   PF_DOUBLE_NETWORK, PF_DOUBLE_TRANSPORT, PF_DOUBLE_PLUGIN=loaded|missing
  *                             what the fake INFO log says (defaults
  *                             Socket, P2P/CUMEM/read, missing)
+ *   PF_DOUBLE_MEET_BYTES=N    largest cross-process all_reduce (default
+ *                             256 MiB; the segment is sparse)
+ *   PF_DOUBLE_MEET_WAIT_MS=N  bound of the waits for other processes
+ *                             (default 30000)
  *
  * Like the libraries it stands in for, it keeps process-wide state (the
  * communicators and the group in progress): that is its job. */
@@ -41,8 +52,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sched.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "meet.h"
 
 #define MAX_COMMS 64
 #define MAX_STREAMS 256
@@ -59,12 +73,24 @@ typedef struct { char internal[ID_BYTES]; } unique_id;
 struct stream {
     bool used;
     bool stuck;                  /* work queued that never completes */
+    uint64_t queued, completed;  /* cross-process all_reduces */
 };
 
 struct event {
-    double t;                    /* host time of the record, seconds */
+    double t;                    /* host time it completed, seconds */
     struct stream *s;
     bool recorded;
+    bool timed;                  /* t is known: the work before it is done */
+    uint64_t target;             /* s->queued when recorded */
+};
+
+/* The ranks of one unique id in this process, when others live elsewhere. */
+struct clique {
+    bool used;
+    unique_id id;
+    int nranks;
+    int refs;                    /* comms of this process on it */
+    struct meet *meet;
 };
 
 struct comm {
@@ -77,6 +103,8 @@ struct comm {
     struct comm **out;           /* where a background split reports it */
     struct comm *parent_of;      /* the comm it was split from */
     long ops;                    /* all_reduces launched */
+    struct clique *q;            /* NULL: every rank is in this process */
+    uint64_t launched;           /* cross-process all_reduces launched */
 };
 
 struct op {
@@ -85,6 +113,17 @@ struct op {
     float *recv;
     size_t count;
     struct stream *s;
+    uint64_t seq;                /* cross-process: the comm's op number */
+};
+
+/* One cross-process all_reduce of this process: its ranks' share. */
+struct pending {
+    struct clique *q;
+    uint64_t seq;
+    size_t count;
+    bool deposited;
+    int n;                       /* members left; 0 = dropped */
+    struct op m[MAX_COMMS];
 };
 
 static struct {
@@ -99,6 +138,10 @@ static struct {
     bool log_opened;
     bool split_async;            /* this group holds a nonblocking split */
     long ids;
+    struct clique cliques[MAX_COMMS];
+    struct pending *queue;       /* cross-process ops, launch order */
+    size_t qhead, qlen, qcap;
+    char last_error[256];        /* what ncclGetLastError says */
 } dbl;
 
 /* ------------------------------------------------------------ helpers */
@@ -193,6 +236,222 @@ static void log_line(int dev, const char *fmt, ...)
     fflush(dbl.log);
 }
 
+/* What a rank's result buffer gets: the sum, or the fault or corruption
+ * the environment asks for. */
+static void deliver(struct op *o, const float *sum)
+{
+    const char *corrupt = getenv("PF_DOUBLE_CORRUPT");
+    long at = atol(env_or("PF_DOUBLE_FAULT_AT", "0")), bad_n = 0;
+    int bad_rank = -1;
+
+    if (corrupt && sscanf(corrupt, "%d:%ld", &bad_rank, &bad_n) != 2)
+        bad_rank = -1;
+    o->c->ops++;
+    if ((fault_is("async_error") || fault_is("hang")) && o->c->ops > at) {
+        o->s->stuck = true;
+        if (fault_is("async_error"))
+            o->c->state = NCCL_REMOTE;
+        return;
+    }
+    memcpy(o->recv, sum, o->count * sizeof(float));
+    if (o->c->rank == bad_rank)
+        for (long i = 0; i < bad_n && (size_t)i < o->count; i++)
+            o->recv[i] += 1.0f;
+}
+
+/* ------------------------------------------- ranks in other processes */
+
+static double meet_wait_s(void)
+{
+    return atof(env_or("PF_DOUBLE_MEET_WAIT_MS", "30000")) / 1e3;
+}
+
+/* The clique of id in this process, opened on first use; k more local
+ * ranks join it. NULL with dbl.last_error set on failure. */
+static struct clique *clique_join(const unique_id *id, int nranks, int k)
+{
+    struct clique *q = NULL;
+
+    for (int i = 0; i < MAX_COMMS && !q; i++)
+        if (dbl.cliques[i].used &&
+            !memcmp(&dbl.cliques[i].id, id, sizeof(*id)))
+            q = &dbl.cliques[i];
+    for (int i = 0; i < MAX_COMMS && !q; i++) {
+        if (dbl.cliques[i].used)
+            continue;
+        size_t bytes = (size_t)atoll(env_or("PF_DOUBLE_MEET_BYTES",
+                                            "268435456"));
+        struct meet *m = meet_open(id, sizeof(*id), nranks, bytes,
+                                   dbl.last_error, sizeof(dbl.last_error));
+        if (!m)
+            return NULL;
+        q = &dbl.cliques[i];
+        *q = (struct clique){ .used = true, .id = *id, .nranks = nranks,
+                              .meet = m };
+    }
+    if (!q) {
+        snprintf(dbl.last_error, sizeof(dbl.last_error),
+                 "double: more than %d communicators", MAX_COMMS);
+        return NULL;
+    }
+    meet_join(q->meet, k);
+    q->refs += k;
+    return q;
+}
+
+/* Comms just made (list[0..n-1]) whose peers are not all here: put each
+ * unique id's ones on its clique. */
+static void meet_peers(struct comm **list, int n)
+{
+    for (int i = 0; i < n; i++) {
+        struct comm *c = list[i];
+        int k = 0;
+
+        if (c->q || c->state == NCCL_SYSTEM)
+            continue;
+        for (int j = 0; j < n; j++)
+            k += !list[j]->q && !memcmp(&list[j]->id, &c->id, sizeof(c->id));
+        if (k >= c->nranks)
+            continue;                 /* all here: reduced in place */
+        struct clique *q = clique_join(&c->id, c->nranks, k);
+        for (int j = i; j < n; j++) {
+            if (list[j]->q || memcmp(&list[j]->id, &c->id, sizeof(c->id)))
+                continue;
+            if (q)
+                list[j]->q = q;
+            else
+                list[j]->state = NCCL_SYSTEM;
+        }
+    }
+}
+
+static void pop_pending(void)
+{
+    if (++dbl.qhead == dbl.qlen)
+        dbl.qhead = dbl.qlen = 0;
+}
+
+/* Queue op o of this group (entries from `first` on are this group's):
+ * ranks of one comm clique and op number share an entry. */
+static bool enqueue(struct op *o, size_t first)
+{
+    struct pending *p = NULL;
+
+    for (size_t i = first; i < dbl.qlen && !p; i++)
+        if (dbl.queue[i].q == o->c->q && dbl.queue[i].seq == o->seq &&
+            dbl.queue[i].n < MAX_COMMS)
+            p = &dbl.queue[i];
+    if (!p) {
+        if (dbl.qlen == dbl.qcap && dbl.qhead > 0 && dbl.qhead == first) {
+            /* nothing older is left: slide this group down */
+            memmove(dbl.queue, dbl.queue + dbl.qhead,
+                    (dbl.qlen - dbl.qhead) * sizeof(*dbl.queue));
+            dbl.qlen -= dbl.qhead;
+            dbl.qhead = 0;
+            return enqueue(o, 0);
+        }
+        if (dbl.qlen == dbl.qcap) {
+            size_t cap = dbl.qcap ? 2 * dbl.qcap : 64;
+            struct pending *q = realloc(dbl.queue, cap * sizeof(*q));
+            if (!q)
+                return false;
+            dbl.queue = q;
+            dbl.qcap = cap;
+        }
+        p = &dbl.queue[dbl.qlen++];
+        *p = (struct pending){ .q = o->c->q, .seq = o->seq,
+                               .count = o->count };
+    }
+    p->m[p->n++] = *o;
+    o->s->queued++;
+    return true;
+}
+
+static void fail_pending(struct pending *p, const char *why)
+{
+    snprintf(dbl.last_error, sizeof(dbl.last_error), "double: %.230s", why);
+    for (int k = 0; k < p->n; k++) {
+        p->m[k].c->state = NCCL_SYSTEM;
+        p->m[k].s->stuck = true;
+        p->m[k].s->completed++;
+    }
+}
+
+/* Move this process's cross-process all_reduces along, oldest first:
+ * deposit the next one, finish those every rank has deposited. Never
+ * waits for another process. */
+static void progress(void)
+{
+    char why[256];
+
+    while (dbl.qhead < dbl.qlen) {
+        struct pending *p = &dbl.queue[dbl.qhead];
+
+        if (p->n == 0) {              /* its comms were aborted */
+            pop_pending();
+            continue;
+        }
+        if (!p->deposited) {
+            const float *bufs[MAX_COMMS];
+            for (int k = 0; k < p->n; k++)
+                bufs[k] = p->m[k].send;
+            int r = meet_deposit(p->q->meet, p->seq, bufs, p->n, p->count,
+                                 now_s() + meet_wait_s(), why, sizeof(why));
+            if (r < 0) {
+                fail_pending(p, why);
+                pop_pending();
+                continue;
+            }
+            if (r == 0)
+                return;
+            p->deposited = true;
+        }
+        if (!meet_ready(p->q->meet, p->seq))
+            return;
+        const float *sum = meet_result(p->q->meet, p->seq);
+        for (int k = 0; k < p->n; k++) {
+            deliver(&p->m[k], sum);
+            p->m[k].s->completed++;
+        }
+        meet_leave(p->q->meet, p->seq, p->n);
+        pop_pending();
+    }
+}
+
+/* An aborted or destroyed comm's queued ops never complete: drop them, so
+ * their streams drain as aborted kernels do. */
+static void drop_pending(struct comm *c)
+{
+    for (size_t i = dbl.qhead; i < dbl.qlen; i++) {
+        struct pending *p = &dbl.queue[i];
+        for (int k = 0; k < p->n;) {
+            if (p->m[k].c != c) {
+                k++;
+                continue;
+            }
+            p->m[k].s->completed++;
+            p->m[k] = p->m[--p->n];
+        }
+    }
+}
+
+/* A copy on a stream waits for the all_reduces queued before it. */
+static void drain(struct stream *s)
+{
+    double until;
+
+    if (!s || s->completed >= s->queued)
+        return;
+    until = now_s() + meet_wait_s();
+    while (s->completed < s->queued && !s->stuck && now_s() < until) {
+        progress();
+        if (s->completed < s->queued) {
+            struct timespec ts = { 0, 50 * 1000 };
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
 /* --------------------------------------------------------- CUDA runtime */
 
 int cudaGetDeviceCount(int *count)
@@ -270,14 +529,14 @@ int cudaFreeHost(void *p) { free(p); return SUCCESS; }
 int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void *s)
 {
     (void)kind;
-    (void)s;
+    drain(s);
     memmove(dst, src, n);
     return SUCCESS;
 }
 
 int cudaMemsetAsync(void *p, int v, size_t n, void *s)
 {
-    (void)s;
+    drain(s);
     memset(p, v, n);
     return SUCCESS;
 }
@@ -303,7 +562,14 @@ int cudaStreamDestroy(struct stream *s)
 
 int cudaStreamQuery(struct stream *s)
 {
-    return s->stuck ? ERR_NOT_READY : SUCCESS;
+    progress();
+    if (s->stuck)
+        return ERR_NOT_READY;
+    if (s->completed < s->queued) {
+        sched_yield();                /* the peers need the CPU, not us */
+        return ERR_NOT_READY;
+    }
+    return SUCCESS;
 }
 
 int cudaEventCreateWithFlags(struct event **out, unsigned flags)
@@ -320,18 +586,36 @@ int cudaEventRecord(struct event *e, struct stream *s)
     e->t = now_s();
     e->s = s;
     e->recorded = true;
+    e->target = s ? s->queued : 0;
+    e->timed = !s || s->completed >= s->queued;
     return SUCCESS;
 }
 
 int cudaEventQuery(struct event *e)
 {
-    return e->recorded && e->s && e->s->stuck ? ERR_NOT_READY : SUCCESS;
+    progress();
+    if (!e->recorded || !e->s)
+        return SUCCESS;
+    if (e->s->stuck)
+        return ERR_NOT_READY;
+    if (e->s->completed < e->target) {
+        sched_yield();
+        return ERR_NOT_READY;
+    }
+    if (!e->timed) {                  /* first seen done: its time */
+        e->t = now_s();
+        e->timed = true;
+    }
+    return SUCCESS;
 }
 
 int cudaEventElapsedTime(float *ms, struct event *a, struct event *b)
 {
     if (!a->recorded || !b->recorded)
         return ERR_INVALID_VALUE;
+    if ((!a->timed && cudaEventQuery(a) != SUCCESS) ||
+        (!b->timed && cudaEventQuery(b) != SUCCESS))
+        return ERR_NOT_READY;
     *ms = (float)((b->t - a->t) * 1e3);
     return SUCCESS;
 }
@@ -361,7 +645,8 @@ const char *ncclGetErrorString(int r)
 const char *ncclGetLastError(struct comm *c)
 {
     (void)c;
-    return fault_is("async_error") ? "double: injected remote error" : "";
+    return fault_is("async_error") ? "double: injected remote error"
+                                   : dbl.last_error;
 }
 
 static void log_init(int dev)
@@ -422,6 +707,7 @@ int ncclCommInitRankConfig(struct comm **out, int nranks, unique_id id,
     }
     c->state = fault_is("init_hang") ? NCCL_IN_PROGRESS
              : fault_is("init_error") ? NCCL_SYSTEM : NCCL_OK;
+    meet_peers(&c, 1);
     return c->blocking ? c->state : NCCL_IN_PROGRESS;
 }
 
@@ -444,6 +730,8 @@ int ncclCommSplit(struct comm *parent, int color, int key, struct comm **out,
     c->id.internal[ID_BYTES - 1] ^= 0x55;     /* its own clique */
     c->rank = key;
     c->ops = 0;
+    c->q = NULL;
+    c->launched = 0;
     c->split = true;
     c->blocking = !cfg || cfg->blocking != 0;
     c->state = NCCL_IN_PROGRESS;
@@ -460,6 +748,7 @@ int ncclCommSplit(struct comm *parent, int color, int key, struct comm **out,
         return parent->blocking ? NCCL_OK : NCCL_IN_PROGRESS;
     }
     c->state = NCCL_OK;
+    meet_peers(&c, 1);
     *out = c;
     return parent->blocking ? NCCL_OK : NCCL_IN_PROGRESS;
 }
@@ -468,6 +757,7 @@ int ncclCommGetAsyncError(struct comm *c, int *state)
 {
     if (!c || !c->used)
         return NCCL_ARG;
+    progress();
     *state = c->state;
     /* a parent is busy while its split is */
     for (int i = 0; i < MAX_COMMS && *state == NCCL_OK; i++)
@@ -482,6 +772,14 @@ static void release(struct comm *c, const char *how)
     trace("%s rank %d", how, c->rank);
     for (int i = 0; i < MAX_STREAMS; i++)
         dbl.streams[i].stuck = false;     /* aborted kernels drain */
+    if (c->q) {
+        drop_pending(c);
+        if (--c->q->refs <= 0) {
+            meet_close(c->q->meet);
+            c->q->used = false;
+        }
+        c->q = NULL;
+    }
     c->used = false;
 }
 
@@ -518,7 +816,8 @@ int ncclAllReduce(const void *send, void *recv, size_t count, int dtype,
         return NCCL_USAGE;
     if (dbl.nops >= MAX_OPS)
         return NCCL_INTERNAL;
-    dbl.ops[dbl.nops++] = (struct op){ c, send, recv, count, s };
+    dbl.ops[dbl.nops++] = (struct op){ c, send, recv, count, s,
+                                       c->q ? c->launched++ : 0 };
     if (dbl.group_depth == 0) {       /* an implicit group of one */
         dbl.group_depth++;
         return ncclGroupEnd();
@@ -555,26 +854,8 @@ static void reduce_clique(int first, bool *done)
     for (int m = 0; m < nm; m++)
         for (size_t i = 0; i < n; i++)
             sum[i] += dbl.ops[members[m]].send[i];
-    const char *corrupt = getenv("PF_DOUBLE_CORRUPT");
-    int bad_rank = -1;
-    long bad_n = 0;
-    if (corrupt && sscanf(corrupt, "%d:%ld", &bad_rank, &bad_n) != 2)
-        bad_rank = -1;
-    long at = atol(env_or("PF_DOUBLE_FAULT_AT", "0"));
-    for (int m = 0; m < nm; m++) {
-        struct op *o = &dbl.ops[members[m]];
-        o->c->ops++;
-        if ((fault_is("async_error") || fault_is("hang")) && o->c->ops > at) {
-            o->s->stuck = true;
-            if (fault_is("async_error"))
-                o->c->state = NCCL_REMOTE;
-            continue;
-        }
-        memcpy(o->recv, sum, n * sizeof(float));
-        if (o->c->rank == bad_rank)
-            for (long i = 0; i < bad_n && (size_t)i < n; i++)
-                o->recv[i] += 1.0f;
-    }
+    for (int m = 0; m < nm; m++)
+        deliver(&dbl.ops[members[m]], sum);
     free(sum);
 }
 
@@ -603,14 +884,27 @@ int ncclGroupEnd(void)
                      (c->rank + 1) % c->nranks,
                      env_or("PF_DOUBLE_TRANSPORT", "P2P/CUMEM/read"));
     }
+    meet_peers(dbl.pending_init, dbl.npending);
     dbl.npending = 0;
     nonblocking |= dbl.split_async;
     dbl.split_async = false;
 
     bool done[MAX_OPS] = { false };
+    size_t first = dbl.qlen;
+    int res = NCCL_OK;
+    for (int i = 0; i < dbl.nops; i++) {
+        if (!dbl.ops[i].c->q)
+            continue;
+        done[i] = true;
+        if (!enqueue(&dbl.ops[i], first))
+            res = NCCL_SYSTEM;
+    }
     for (int i = 0; i < dbl.nops; i++)
         if (!done[i])
             reduce_clique(i, done);
     dbl.nops = 0;
+    progress();
+    if (res != NCCL_OK)
+        return res;
     return nonblocking ? NCCL_IN_PROGRESS : NCCL_OK;
 }

@@ -16,12 +16,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         /* Every error names the file. */
         if (strncmp(err, "fuzz.yaml", 9) != 0)
             __builtin_trap();
+        pf_config_free(&cfg);
         return 0;
     }
     /* Accepted strings stay terminated inside their fields. */
-    if (strnlen(cfg.peers, sizeof(cfg.peers)) == sizeof(cfg.peers) ||
+    if ((cfg.peers && strlen(cfg.peers) > size) ||
         strnlen(cfg.fabric_provider, sizeof(cfg.fabric_provider)) ==
             sizeof(cfg.fabric_provider))
         __builtin_trap();
+    pf_config_free(&cfg);
     return 0;
 }

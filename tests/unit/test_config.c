@@ -45,6 +45,7 @@ Test(config, yaml_sets_every_type)
     cr_assert_eq(c.max_bytes, 1ull << 30);
     cr_assert_str_eq(c.engine, "host");
     cr_assert_str_eq(c.peers, "a:1,b:2");
+    pf_config_free(&c);
 }
 
 Test(config, unknown_key_names_file_line_and_key)

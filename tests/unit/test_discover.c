@@ -26,7 +26,29 @@ static struct pf_run *new_run(const char *bootstrap)
 static void free_run(struct pf_run *run)
 {
     pf_peers_free(&run->peers);
+    pf_config_free(&run->cfg);
     free(run);
+}
+
+static void set_peers(struct pf_run *run, const char *spec)
+{
+    free(run->cfg.peers);
+    run->cfg.peers = strdup(spec);
+    cr_assert(run->cfg.peers);
+}
+
+/* "10.254.H.L:30100,..." for n ranks (heap). */
+static char *peer_spec(int n)
+{
+    char *spec = malloc((size_t)n * 24 + 1);
+    size_t len = 0;
+
+    cr_assert(spec);
+    spec[0] = '\0';
+    for (int i = 0; i < n; i++)
+        len += (size_t)sprintf(spec + len, "%s10.254.%d.%d:30100",
+                               i ? "," : "", i / 250, i % 250 + 1);
+    return spec;
 }
 
 Test(peers, parses_hosts_ports_and_ipv6_in_rank_order)
@@ -81,17 +103,83 @@ Test(peers, bad_entries_are_named)
     bad("a:1,", "--peers entry 2 is empty (stray comma?)");
 }
 
-Test(peers, more_than_the_rank_limit_is_refused)
+Test(peers, a_list_of_1024_ranks_is_parsed_in_rank_order)
 {
-    char *spec = malloc((PF_MAX_RANKS + 1) * 8 + 1), err[PF_ERRLEN];
+    char *spec = peer_spec(1024), err[PF_ERRLEN];
     struct pf_peer *p;
-    size_t len = 0;
     int n;
 
-    for (int i = 0; i <= PF_MAX_RANKS; i++)
-        len += (size_t)sprintf(spec + len, "%sh:%d", i ? "," : "", 1000 + i);
+    cr_assert_gt(strlen(spec), 4096);  /* the old fixed buffer's size */
+    cr_assert_eq(pf_parse_peers(spec, &p, &n, err), PF_OK, "%s", err);
+    cr_assert_eq(n, 1024);
+    cr_assert_str_eq(p[0].host, "10.254.0.1");
+    cr_assert_str_eq(p[1023].host, "10.254.4.24");
+    cr_assert_eq(p[1023].port, 30100);
+    cr_assert_eq(p[1023].rank, 1023);
+    free(p);
+    /* a bad entry far down the list is still named by its position */
+    spec[strlen(spec) - 5] = 'x';
     cr_assert_eq(pf_parse_peers(spec, &p, &n, err), PF_ERR_USAGE);
-    cr_assert_str_eq(err, "--peers lists more than 256 ranks");
+    cr_assert_str_eq(err, "--peers entry 1024 '10.254.4.24:x0100': port "
+                          "'x0100' is not a number in 1..65535");
+    free(spec);
+}
+
+Test(static_bootstrap, a_1024_rank_group_from_flag_env_and_yaml_is_validated)
+{
+    char *spec = peer_spec(1024), err[PF_ERRLEN] = "";
+    size_t ylen = strlen(spec) + 1024 * 8 + 64;
+    char *yaml = malloc(ylen), *env = malloc(strlen(spec) + 32);
+    char *envp[] = { env, NULL }, *noenv[] = { NULL };
+    bool help;
+    size_t at;
+
+    cr_assert(yaml && env);
+    /* YAML: a list, one entry a line */
+    at = (size_t)snprintf(yaml, ylen, "bootstrap: static\nrank: 1023\n"
+                          "peers:\n");
+    for (char *tok = spec, *end; tok; tok = end ? end + 1 : NULL) {
+        end = strchr(tok, ',');
+        at += (size_t)snprintf(yaml + at, ylen - at, "  - %.*s\n",
+                               end ? (int)(end - tok) : (int)strlen(tok), tok);
+    }
+    sprintf(env, "EFA_PREFLIGHT_PEERS=%s", spec);
+    for (int way = 0; way < 3; way++) {
+        struct pf_run *run = new_run("static");
+        char rank[] = "1023";
+        char *argv[] = { "run", "--peers", spec, "--rank", rank, NULL };
+        char *argv_env[] = { "run", "--rank", rank, NULL };
+
+        if (way == 0)
+            cr_assert_eq(pf_config_load(&run->cfg, PF_CMD_RUN, 5, argv, noenv,
+                                        &help, err), PF_OK, "%s", err);
+        else if (way == 1)
+            cr_assert_eq(pf_config_load(&run->cfg, PF_CMD_RUN, 3, argv_env,
+                                        envp, &help, err), PF_OK, "%s", err);
+        else
+            cr_assert_eq(pf_config_load_yaml_buf(&run->cfg, "big.yaml", yaml,
+                                                 strlen(yaml), err),
+                         PF_OK, "%s", err);
+        cr_assert_str_eq(run->cfg.peers, spec, "way %d", way);
+        cr_assert_eq(run->cfg.rank, 1023);
+        cr_assert_eq(pf_discover(run, err), PF_OK, "way %d: %s", way, err);
+        cr_assert_eq(run->peers.world, 1024);
+        cr_assert_eq(run->peers.rank, 1023);
+        cr_assert_str_eq(run->peers.list[1023].host, "10.254.4.24");
+        cr_assert_eq(strncmp(run->peers.run_id, "static-", 7), 0);
+        /* --world-size is checked against the list, whatever its length */
+        run->cfg.world_size = 1025;
+        cr_assert_eq(pf_discover(run, err), PF_ERR_USAGE);
+        cr_assert_str_eq(err, "--world-size 1025 but --peers lists 1024 ranks");
+        run->cfg.world_size = 0;
+        run->cfg.rank = 1024;
+        cr_assert_eq(pf_discover(run, err), PF_ERR_USAGE);
+        cr_assert_str_eq(err, "--rank 1024 is outside 0..1023 (--peers lists "
+                              "1024 ranks)");
+        free_run(run);
+    }
+    free(yaml);
+    free(env);
     free(spec);
 }
 
@@ -100,8 +188,8 @@ Test(static_bootstrap, fills_peers_and_derives_a_stable_run_id)
     struct pf_run *a = new_run("static"), *b = new_run("static");
     char err[PF_ERRLEN];
 
-    snprintf(a->cfg.peers, sizeof(a->cfg.peers), "10.0.0.1:30100,10.0.0.2:30100");
-    snprintf(b->cfg.peers, sizeof(b->cfg.peers), "10.0.0.1:30100,10.0.0.2:30100");
+    set_peers(a, "10.0.0.1:30100,10.0.0.2:30100");
+    set_peers(b, "10.0.0.1:30100,10.0.0.2:30100");
     a->cfg.rank = 0;
     b->cfg.rank = 1;
     cr_assert_eq(pf_discover(a, err), PF_OK, "%s", err);
@@ -115,7 +203,7 @@ Test(static_bootstrap, fills_peers_and_derives_a_stable_run_id)
     cr_assert_gt(pf_ms_left(a->peers.deadline_ms), 9000);
     cr_assert_leq(pf_ms_left(a->peers.deadline_ms), 10000);
     /* Another list is another run. */
-    snprintf(b->cfg.peers, sizeof(b->cfg.peers), "10.0.0.1:30100,10.0.0.3:30100");
+    set_peers(b, "10.0.0.1:30100,10.0.0.3:30100");
     cr_assert_eq(pf_discover(b, err), PF_OK, "%s", err);
     cr_assert_str_neq(a->peers.run_id, b->peers.run_id);
     snprintf(b->cfg.run_id, sizeof(b->cfg.run_id), "job-17");
@@ -130,7 +218,7 @@ Test(static_bootstrap, rank_and_world_size_are_checked)
     struct pf_run *run = new_run("static");
     char err[PF_ERRLEN];
 
-    snprintf(run->cfg.peers, sizeof(run->cfg.peers), "h1:1,h2:1,h3:1");
+    set_peers(run, "h1:1,h2:1,h3:1");
     cr_assert_eq(pf_discover(run, err), PF_ERR_USAGE);
     cr_assert_str_eq(err, "--bootstrap static needs --rank (0..2: this "
                           "process's position in --peers)");
@@ -191,7 +279,7 @@ Test(discover, auto_picks_local_mpi_then_static)
     unsetenv("PMIX_RANK");
     unsetenv("PMI_SIZE");
     unsetenv("KUBERNETES_SERVICE_HOST");
-    snprintf(run->cfg.peers, sizeof(run->cfg.peers), "h1:1");
+    set_peers(run, "h1:1");
     run->cfg.rank = 0;
     cr_assert_eq(pf_discover(run, err), PF_OK, "%s", err);
     cr_assert_str_eq(run->peers.bootstrap, "static");

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "collective/engine.h"
+#include "fork_boot.h"
 #include "util/clock.h"
 #include "util/fsutil.h"
 
@@ -53,8 +54,12 @@ static pf_err fake_bcast(struct pf_boot *b, void *buf, size_t len, int root,
     (void)deadline;
     (void)err;
     (void)root;
-    if (b->rank != 0)
-        memset(buf, 'x', len);       /* the id rank 0 would have sent */
+    if (b->rank != 0) {
+        /* the id rank 0 would have sent: this test's own, since the
+         * double's ranks in several processes meet by it */
+        memset(buf, 'x', len);
+        snprintf(buf, len, "fake-id-%d", (int)getpid());
+    }
     return PF_OK;
 }
 
@@ -472,6 +477,87 @@ Test(nccl_engine, peers_in_another_process_that_never_come_time_out)
     cr_assert(strstr(err, "ranks 2-3 of 4"), "%s", err);
     cr_assert_eq(trace_count("abort rank"), 4);
     e.ops->close(&e);
+}
+
+/* Each forked process drives 2 GPUs of its own (distinct PCI bus ids), so
+ * every all_reduce spans processes and meets in the double's shared
+ * memory. */
+struct xproc {
+    long wrong[4];
+    int nranks[4], local[4];
+    pf_err rc[4];
+    char err[4][PF_ERRLEN];
+};
+
+static int xproc_rank(struct pf_boot *b, void *arg)
+{
+    struct xproc *x = arg;
+    struct pf_engine e = { .ops = &pf_engine_nccl };
+    struct pf_run *r = calloc(1, sizeof(*r));
+    char vis[32], *err = x->err[b->rank];
+    uint64_t count = 31u * 1024u + 5u;
+    double secs;
+    long w, total = 0;
+    pf_err rc;
+
+    snprintf(vis, sizeof(vis), "%d,%d", 2 * b->rank, 2 * b->rank + 1);
+    setenv("CUDA_VISIBLE_DEVICES", vis, 1);
+    r->cfg.debug_corrupt_rank = -1;
+    rc = e.ops->open(&e, r, b, count, pf_deadline_in(10000), err);
+    x->nranks[b->rank] = e.nranks;
+    x->local[b->rank] = e.local_ranks;
+    for (int ip = 0; rc == PF_OK && ip < 2; ip++) {
+        /* several in flight, then a fresh one to check */
+        rc = e.ops->fill(&e, count, ip, err);
+        if (rc == PF_OK)
+            rc = e.ops->run(&e, count, ip, 5, &secs, pf_deadline_in(10000),
+                            err);
+        if (rc == PF_OK)
+            rc = e.ops->fill(&e, count, ip, err);
+        if (rc == PF_OK)
+            rc = e.ops->run(&e, count, ip, 1, &secs, pf_deadline_in(10000),
+                            err);
+        if (rc == PF_OK)
+            rc = e.ops->check(&e, count, ip, &w, err);
+        total += rc == PF_OK ? w : 0;
+    }
+    if (e.impl)
+        e.ops->close(&e);
+    x->rc[b->rank] = rc;
+    x->wrong[b->rank] = total;
+    free(r);
+    return rc == PF_OK ? 0 : 1;
+}
+
+Test(nccl_engine, ranks_in_several_processes_meet_and_sum_exactly)
+{
+    struct xproc *x = pf_test_shared(sizeof(*x));
+    int codes[3];
+
+    setenv("PF_DOUBLE_GPUS", "6", 1);
+    cr_assert_eq(pf_test_fork_ranks(3, xproc_rank, x, 30, codes), 0,
+                 "rank 0: %s / rank 1: %s / rank 2: %s", x->err[0], x->err[1],
+                 x->err[2]);
+    for (int r = 0; r < 3; r++) {
+        cr_assert_eq(x->nranks[r], 6);
+        cr_assert_eq(x->local[r], 2);
+        cr_assert_eq(x->wrong[r], 0, "process %d: %ld wrong", r, x->wrong[r]);
+    }
+}
+
+Test(nccl_engine, a_wrong_rank_in_another_process_is_counted_there)
+{
+    struct xproc *x = pf_test_shared(sizeof(*x));
+    int codes[3];
+
+    setenv("PF_DOUBLE_GPUS", "6", 1);
+    setenv("PF_DOUBLE_CORRUPT", "3:2", 1);      /* process 1's second GPU */
+    cr_assert_eq(pf_test_fork_ranks(3, xproc_rank, x, 30, codes), 0,
+                 "rank 0: %s / rank 1: %s / rank 2: %s", x->err[0], x->err[1],
+                 x->err[2]);
+    cr_assert_eq(x->wrong[0], 0);
+    cr_assert_eq(x->wrong[1], 4);               /* 2 x out of / in place */
+    cr_assert_eq(x->wrong[2], 0);
 }
 
 Test(nccl_engine, collectives_run_on_a_blocking_split_child)

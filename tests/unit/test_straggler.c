@@ -195,6 +195,9 @@ static void fake_sweep(struct pf_run *run, int world, double busbw)
     snprintf(c->engine, sizeof(c->engine), "host");
     c->rows[0].bytes = 1 << 20;
     c->peak_busbw = busbw;
+    c->rank_seconds = calloc((size_t)world, sizeof(double));
+    cr_assert(c->rank_seconds);
+    c->nrank_seconds = world;
     for (int r = 0; r < world; r++)
         c->rank_seconds[r] = 0.010;
 }
@@ -242,6 +245,7 @@ static int retest_rank(struct pf_boot *b, void *arg)
     snprintf(t->method[r], sizeof(t->method[r]), "%s",
              run->coll.strag.method);
     snprintf(t->note[r], sizeof(t->note[r]), "%s", run->coll.strag.note);
+    pf_coll_free(&run->coll);
     free(run);
     return 0;
 }

@@ -255,9 +255,11 @@ static int sweep_rank(struct pf_boot *b, void *arg)
     for (int i = 0; i < run->coll.nrows; i++)
         out->all_positive &= run->coll.rows[i].oop_busbw > 0 &&
                              run->coll.rows[i].ip_busbw > 0;
-    memcpy(out->rank_seconds, run->coll.rank_seconds, sizeof(double) * 3);
+    if (run->coll.rank_seconds && run->coll.nrank_seconds == 3)
+        memcpy(out->rank_seconds, run->coll.rank_seconds, sizeof(double) * 3);
     if (out->rc != PF_OK)
         fprintf(stderr, "rank %d: %s\n", b->rank, err);
+    pf_coll_free(&run->coll);
     free(run);
     return 0;
 }
