@@ -241,6 +241,8 @@ struct pf_link {
     int a, b;                         /* bootstrap ranks, b = (a+1) % n */
     double seconds;                   /* slower of the two ends' timings */
     double gbps;                      /* bytes x iters / seconds / 1e9 */
+    long wrong;                       /* elements that arrived wrong, both
+                                         directions */
 };
 
 struct pf_straggler {
@@ -254,6 +256,9 @@ struct pf_straggler {
     int pair_iters;                   /* timed exchanges per pair */
     int nlinks;
     struct pf_link *links;            /* nlinks entries, heap */
+    char kind[8];                     /* what was localised: slow|data */
+    int nculprits;                    /* ranks singled out by the re-test */
+    int *culprits;                    /* nculprits bootstrap ranks, heap */
 };
 
 struct pf_coll {

@@ -113,9 +113,13 @@ static const struct pf_reason_info table[PF_R_COUNT] = {
         "fine" },
     [PF_R_DataCorruption] = {
         "DataCorruption", PF_CLASS_FABRIC, FAB,
-        "a rank's memory, NIC or driver corrupts data: run `efa-preflight "
-        "node` on every host, check dmesg for EFA errors and drain the node "
-        "at fault" },
+        "this node's GPU memory, NIC or driver corrupts data: drain it, run "
+        "`efa-preflight node` on it and check dmesg for EFA and Xid errors" },
+    [PF_R_DataCorruptionNotLocalised] = {
+        "DataCorruptionNotLocalised", PF_CLASS_GROUP, FAB,
+        "wrong data and no node singled out: run `efa-preflight node` on "
+        "every host, check dmesg for EFA and Xid errors, re-run with 3 or "
+        "more nodes to localise" },
     [PF_R_SocketFallback] = {
         "SocketFallback", PF_CLASS_FABRIC, FAB,
         "make NCCL load aws-ofi-nccl (LD_LIBRARY_PATH, NCCL_NET_PLUGIN) and "
@@ -137,6 +141,11 @@ static const struct pf_reason_info table[PF_R_COUNT] = {
         "SlowPeer", PF_CLASS_PEER, FAB,
         "nothing to fix here: the straggler's own report fails with "
         "StragglerNode; re-run once it is drained or replaced" },
+
+    [PF_R_PeerDataCorruption] = {
+        "PeerDataCorruption", PF_CLASS_PEER, FAB,
+        "nothing to fix here: the corrupting node's own report fails with "
+        "DataCorruption; re-run once it is drained or replaced" },
 
     [PF_R_PeerTimeout] = {
         "PeerTimeout", PF_CLASS_INFRA, FAB,

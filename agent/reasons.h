@@ -75,8 +75,10 @@ enum pf_reason {
     PF_R_NetPluginMissing,
     PF_R_GDRDisabled,
     PF_R_CollectiveFailed,
+    PF_R_DataCorruptionNotLocalised,
     /* a peer at fault */
     PF_R_SlowPeer,
+    PF_R_PeerDataCorruption,
     /* infrastructure: could not test */
     PF_R_PeerTimeout,
     PF_R_PeerLost,

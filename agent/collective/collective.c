@@ -183,4 +183,7 @@ void pf_coll_free(struct pf_coll *c)
     free(c->strag.links);
     c->strag.links = NULL;
     c->strag.nlinks = 0;
+    free(c->strag.culprits);
+    c->strag.culprits = NULL;
+    c->strag.nculprits = 0;
 }

@@ -33,13 +33,15 @@ struct pf_engine_ops {
                     long *wrong, char *err);
     void (*close)(struct pf_engine *e);
     /* Optional, NULL when the engine has none (straggler.c then falls back
-     * to per-rank timings): a bounded bandwidth exchange with one peer
-     * (bootstrap rank) over the engine's own fabric endpoints. Warm-up
-     * once, then iters times count elements each way at once; *seconds is
-     * the time of the timed ones. Both ends call it with the same round.
-     * The buffers' contents are not kept. */
+     * to per-rank timings): a bounded exchange with one peer (bootstrap
+     * rank) over the engine's own fabric endpoints. Each side sends
+     * pf_pattern(its global rank, i); warm-up once, then iters times count
+     * elements each way at once; *seconds is the time of the timed ones and
+     * *wrong the elements this process received that differ from the
+     * peer's pattern. Both ends call it with the same round. */
     pf_err (*pair)(struct pf_engine *e, int peer, int round, uint64_t count,
-                   int iters, double *seconds, int64_t deadline, char *err);
+                   int iters, double *seconds, long *wrong, int64_t deadline,
+                   char *err);
 };
 
 struct pf_engine {

@@ -525,9 +525,28 @@ static pf_err pair_exchange(struct host *h, int peer, int round, int iter,
     return PF_OK;
 }
 
+/* The pair's payload is this rank's pattern, corrupted as in the ring by
+ * --debug-corrupt-rank, so a corrupting rank is caught by its partners. */
+static void fill_pair(struct host *h, uint64_t count)
+{
+    fill_pattern(h->sendbuf, count, h->rank);
+    if (h->rank == h->run->cfg.debug_corrupt_rank)
+        for (uint64_t i = 0; i < count; i += CORRUPT_STRIDE)
+            h->sendbuf[i] += 1.0f;
+    memset(h->recvbuf, 0xff, count * sizeof(float)); /* NaN poison */
+}
+
+static long count_pair_wrong(const struct host *h, int peer, uint64_t count)
+{
+    long bad = 0;
+    for (uint64_t i = 0; i < count; i++)
+        bad += h->recvbuf[i] != pf_pattern(peer, i);
+    return bad;
+}
+
 static pf_err host_pair(struct pf_engine *e, int peer, int round,
                         uint64_t count, int iters, double *seconds,
-                        int64_t deadline, char *err)
+                        long *wrong, int64_t deadline, char *err)
 {
     struct host *h = e->impl;
     bool slow = h->rank == h->run->cfg.debug_slow_rank;
@@ -547,6 +566,7 @@ static pf_err host_pair(struct pf_engine *e, int peer, int round,
                        (unsigned long long)h->max_count);
     snprintf(what, sizeof(what), "pairwise test with rank %d", peer);
     h->pair_peer = peer;
+    fill_pair(h, count);
     /* The warm-up also opens the connection where the ring never did. */
     rc = pair_exchange(h, peer, round, 0, count, false, deadline, what, err);
     t0 = pf_now_s();
@@ -554,6 +574,7 @@ static pf_err host_pair(struct pf_engine *e, int peer, int round,
         rc = pair_exchange(h, peer, round, i, count, slow, deadline, what,
                            err);
     *seconds = pf_now_s() - t0;
+    *wrong = rc == PF_OK ? count_pair_wrong(h, peer, count) : 0;
     h->pair_peer = -1;
     return rc;
 }

@@ -21,6 +21,7 @@ enum plan_mode { PLAN_NONE = 0, PLAN_TIMINGS, PLAN_PAIRWISE };
 
 struct plan {                         /* rank 0's decision, broadcast */
     int32_t mode;
+    int32_t data;                     /* localise wrong data, not slowness */
     int32_t iters;
     uint64_t bytes;
     char why[160];                    /* PLAN_TIMINGS: why not pairwise */
@@ -164,6 +165,89 @@ int pf_straggler_from_links(int n, const double *link_gbps, char *note,
     return -1;
 }
 
+/* "2, 5" into out. */
+static void rank_list(const bool *culprit, int n, char *out, size_t len)
+{
+    size_t used = 0;
+
+    out[0] = '\0';
+    for (int r = 0; r < n && used + 16 < len; r++)
+        if (culprit[r])
+            used += (size_t)snprintf(out + used, len - used, "%s%d",
+                                     used ? ", " : "", r);
+}
+
+int pf_straggler_blame(int n, const double *link_gbps, const long *link_wrong,
+                       bool *culprit, char *note, size_t len)
+{
+    bool data = false, *bad;
+    double best = 0;
+    int count = 0, stray = -1;
+    char who[256];
+
+    for (int r = 0; r < n; r++)
+        culprit[r] = false;
+    if (n < 2) {
+        snprintf(note, len, "%d rank(s): no link to test", n);
+        return 0;
+    }
+    for (int i = 0; i < n; i++) {
+        data |= link_wrong && link_wrong[i] > 0;
+        if (good(link_gbps[i]) > best)
+            best = good(link_gbps[i]);
+    }
+    if (n == 2) {
+        snprintf(note, len, "2 ranks share one link (%.3f GB/s%s): a pairwise "
+                 "test cannot tell which end is at fault", good(link_gbps[0]),
+                 data ? ", wrong data" : "");
+        return 0;
+    }
+    if (!data) {
+        /* The classic one straggler keeps its words. */
+        int one = pf_straggler_from_links(n, link_gbps, note, len);
+        if (one >= 0) {
+            culprit[one] = true;
+            return 1;
+        }
+    }
+    bad = calloc((size_t)n, sizeof(*bad));
+    if (!bad) {
+        snprintf(note, len, "pairwise: out of memory");
+        return 0;
+    }
+    /* A bad link carried wrong data or, when none did, ran below
+     * PF_STRAG_LINK_RATIO of the best link. */
+    for (int i = 0; i < n; i++)
+        bad[i] = data ? link_wrong[i] > 0
+                      : good(link_gbps[i]) < PF_STRAG_LINK_RATIO * best;
+    for (int r = 0; r < n; r++) {
+        culprit[r] = bad[r] && bad[(r + n - 1) % n];
+        count += culprit[r];
+    }
+    for (int i = 0; i < n; i++)
+        if (bad[i] && !culprit[i] && !culprit[(i + 1) % n])
+            stray = i;
+    free(bad);
+    /* Blame only what the links prove: every bad link ends at a culprit,
+     * and the culprits are a minority (else the fabric as a whole is). */
+    if (count == 0 || stray >= 0 || 2 * count > n) {
+        for (int r = 0; r < n; r++)
+            culprit[r] = false;
+        if (data)
+            snprintf(note, len, "pairwise: the links that carried wrong data "
+                     "do not single out a minority of ranks: no node is "
+                     "blamed");
+        else if (len && note[0] == '\0')
+            snprintf(note, len, "pairwise: no rank singled out");
+        return 0;
+    }
+    rank_list(culprit, n, who, sizeof(who));
+    snprintf(note, len, "pairwise: rank%s %s %s both links %s while every "
+             "other rank has a good one", count > 1 ? "s" : "", who,
+             count > 1 ? "have" : "has", data ? "carry wrong data" : "slow");
+    return count;
+}
+
 int pf_straggler_from_times(int n, const double *secs, char *note,
                             size_t len)
 {
@@ -219,9 +303,13 @@ static void decide(const struct pf_run *run, const struct pf_engine *e,
     double per_op, need_s, left_s;
 
     memset(p, 0, sizeof(*p));
-    /* Nothing to localise when nothing was judged or the floor was met. */
-    if (floor <= 0 || c->nrows == 0 || judged < 0 || judged >= floor ||
-        world < 2)
+    /* Wrong data is localised whatever the bandwidth; otherwise nothing to
+     * localise when nothing was judged or the floor was met. */
+    p->data = c->wrong_total > 0;
+    if (!p->data && (floor <= 0 || c->nrows == 0 || judged < 0 ||
+                     judged >= floor))
+        return;
+    if (world < 2)
         return;
     p->mode = PLAN_TIMINGS;
     if (!e->ops->pair) {
@@ -231,7 +319,8 @@ static void decide(const struct pf_run *run, const struct pf_engine *e,
     }
     if (world == 2) {
         snprintf(p->why, sizeof(p->why), "2 ranks share one link: a "
-                 "pairwise test cannot tell which end is slow");
+                 "pairwise test cannot tell which end is %s",
+                 p->data ? "at fault" : "slow");
         return;
     }
     /* A ring all_reduce of B bytes moves 2(n-1)/n x B over every link;
@@ -254,62 +343,93 @@ static void decide(const struct pf_run *run, const struct pf_engine *e,
         p->bytes = sizeof(float);
 }
 
+/* What one rank measured in one phase, gathered from every rank. */
+struct pair_result {
+    double seconds;
+    int64_t wrong;
+};
+
 static pf_err pairwise(struct pf_run *run, struct pf_engine *e,
                        struct pf_boot *b, const struct plan *p,
                        int64_t deadline, char *err)
 {
     struct pf_straggler *s = &run->coll.strag;
-    double mine[PAIR_MAX_PHASES] = { 0 }, *all, *gbps;
+    struct pair_result mine[PAIR_MAX_PHASES], *all;
+    double *gbps;
+    long *wrong;
+    bool *culprit;
     int n = b->world, nph = pf_straggler_nphases(n);
     pf_err rc = PF_OK;
+
+    memset(mine, 0, sizeof(mine));
     for (int ph = 0; ph < nph && rc == PF_OK; ph++) {
         int peer = pf_straggler_peer(b->rank, n, ph);
+        long w = 0;
         /* Pairs of a phase start together and run alone. */
         rc = pf_boot_barrier(b, deadline, err);
         if (rc == PF_OK && peer >= 0)
             rc = e->ops->pair(e, peer, ph, p->bytes / sizeof(float), p->iters,
-                              &mine[ph], deadline, err);
+                              &mine[ph].seconds, &w, deadline, err);
+        mine[ph].wrong = w;
     }
     all = calloc((size_t)n, sizeof(mine));
     gbps = calloc((size_t)n, sizeof(*gbps));
+    wrong = calloc((size_t)n, sizeof(*wrong));
+    culprit = calloc((size_t)n, sizeof(*culprit));
     free(s->links);
     s->nlinks = 0;
     s->links = calloc((size_t)n, sizeof(*s->links));
-    if (!all || !gbps || !s->links) {
-        free(all);
-        free(gbps);
-        return pf_fail(err, PF_ERR_NOMEM, "straggler re-test: no memory for "
-                       "%d ranks", n);
+    if (!all || !gbps || !wrong || !culprit || !s->links) {
+        rc = pf_fail(err, PF_ERR_NOMEM, "straggler re-test: no memory for "
+                     "%d ranks", n);
+        goto out;
     }
     if (rc == PF_OK)
         rc = pf_boot_allgather(b, mine, sizeof(mine), all, deadline, err);
     if (rc != PF_OK) {
         pf_err_prefix(err, "pairwise re-test of ring neighbours");
-        free(all);
-        free(gbps);
-        return rc;
+        goto out;
     }
     s->nlinks = n;
     for (int i = 0; i < n; i++) {
         int a = i, bb = (i + 1) % n, ph = pf_straggler_link_phase(n, i);
-        double ta = all[a * PAIR_MAX_PHASES + ph];
-        double tb = all[bb * PAIR_MAX_PHASES + ph];
+        const struct pair_result *ra = &all[a * PAIR_MAX_PHASES + ph];
+        const struct pair_result *rb = &all[bb * PAIR_MAX_PHASES + ph];
         struct pf_link *l = &s->links[i];
 
         l->a = a;
         l->b = bb;
-        l->seconds = ta > tb ? ta : tb;
+        l->seconds = ra->seconds > rb->seconds ? ra->seconds : rb->seconds;
         l->gbps = l->seconds > 0
                       ? (double)p->bytes * p->iters / l->seconds / 1e9 : 0;
+        l->wrong = (long)(ra->wrong + rb->wrong);
         gbps[i] = l->gbps;
-        pf_info("straggler: link %d-%d %.3f GB/s (%llu bytes x %d each way)",
-                a, bb, l->gbps, (unsigned long long)p->bytes, p->iters);
+        wrong[i] = l->wrong;
+        pf_info("straggler: link %d-%d %.3f GB/s, %ld wrong (%llu bytes x %d "
+                "each way)", a, bb, l->gbps, l->wrong,
+                (unsigned long long)p->bytes, p->iters);
     }
+    snprintf(s->kind, sizeof(s->kind), "%s", p->data ? "data" : "slow");
+    s->nculprits = pf_straggler_blame(n, gbps, p->data ? wrong : NULL,
+                                      culprit, s->note, sizeof(s->note));
+    free(s->culprits);
+    s->culprits = calloc((size_t)(s->nculprits ? s->nculprits : 1),
+                         sizeof(*s->culprits));
+    if (!s->culprits) {
+        s->nculprits = 0;
+        rc = pf_fail(err, PF_ERR_NOMEM, "straggler re-test: out of memory");
+        goto out;
+    }
+    for (int r = 0, k = 0; r < n; r++)
+        if (culprit[r])
+            s->culprits[k++] = r;
+    run->coll.slow_rank = !p->data && s->nculprits > 0 ? s->culprits[0] : -1;
+out:
     free(all);
-    run->coll.slow_rank = pf_straggler_from_links(n, gbps, s->note,
-                                                  sizeof(s->note));
     free(gbps);
-    return PF_OK;
+    free(wrong);
+    free(culprit);
+    return rc;
 }
 
 pf_err pf_straggler_retest(struct pf_run *run, struct pf_engine *e,
@@ -336,6 +456,7 @@ pf_err pf_straggler_retest(struct pf_run *run, struct pf_engine *e,
     if (p.mode == PLAN_NONE)
         return PF_OK;
     s->floor_gbps = pf_coll_floor(run, &rule);
+    snprintf(s->kind, sizeof(s->kind), "%s", p.data ? "data" : "slow");
     if (p.mode == PLAN_TIMINGS) {
         int suspect = pf_straggler_from_times(
             run->coll.rank_seconds ? run->coll.nrank_seconds : 0,
@@ -355,11 +476,17 @@ pf_err pf_straggler_retest(struct pf_run *run, struct pf_engine *e,
     snprintf(s->method, sizeof(s->method), "pairwise");
     s->pair_bytes = p.bytes;
     s->pair_iters = p.iters;
-    uint64_t at_bytes;
-    double judged = pf_coll_judged_busbw(&run->coll, &rule, &at_bytes);
-    pf_info("straggler: busbw %.3f GB/s below the floor %.3f GB/s: pairwise "
-            "re-test of %d ring links", judged, s->floor_gbps,
-            b->world);
+    if (p.data) {
+        pf_info("straggler: %ld wrong elements: pairwise re-test of %d ring "
+                "links with the data checked", run->coll.wrong_total,
+                b->world);
+    } else {
+        uint64_t at_bytes;
+        double judged = pf_coll_judged_busbw(&run->coll, &rule, &at_bytes);
+        pf_info("straggler: busbw %.3f GB/s below the floor %.3f GB/s: "
+                "pairwise re-test of %d ring links", judged, s->floor_gbps,
+                b->world);
+    }
     rc = pairwise(run, e, b, &p, deadline, err);
     if (rc == PF_OK)
         pf_info("straggler: %s", s->note);

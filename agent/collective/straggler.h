@@ -46,6 +46,16 @@ int pf_straggler_peer(int rank, int n, int phase);
 int pf_straggler_from_links(int n, const double *link_gbps, char *note,
                             size_t len);
 
+/* The general rule, for slowness and wrong data alike: link i joins rank i
+ * and rank (i+1) % n; with link_wrong given and any link carrying wrong
+ * data, the bad links are those; else those below PF_STRAG_LINK_RATIO of
+ * the best link. culprit[r] (n entries) is set for each rank whose two
+ * links are bad, but only when every bad link ends at one of them and they
+ * are at most half the ranks: otherwise nobody is blamed. Returns how many;
+ * 2 ranks are never told apart. note says what was seen. */
+int pf_straggler_blame(int n, const double *link_gbps, const long *link_wrong,
+                       bool *culprit, char *note, size_t len);
+
 /* secs[r] = rank r's time per all_reduce. Returns the rank that took
  * PF_STRAG_TIME_RATIO times the next slowest, else -1; note as above. */
 int pf_straggler_from_times(int n, const double *secs, char *note,

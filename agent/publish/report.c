@@ -194,12 +194,14 @@ static cJSON *side_json(double us, double algbw, double busbw, long wrong)
 }
 
 /* How the straggler was looked for (collective/straggler.h). */
-static cJSON *straggler_json(const struct pf_coll *c)
+static cJSON *straggler_json(const struct pf_run *run)
 {
+    const struct pf_coll *c = &run->coll;
     const struct pf_straggler *s = &c->strag;
     cJSON *o = cJSON_CreateObject(), *arr;
 
     add_str(o, "method", s->method);
+    add_str(o, "kind", s->kind);
     add_str(o, "note", s->note);
     if (s->method[0])
         cJSON_AddNumberToObject(o, "floor_gbps", s->floor_gbps);
@@ -214,7 +216,21 @@ static cJSON *straggler_json(const struct pf_coll *c)
         cJSON_AddNumberToObject(l, "b", s->links[i].b);
         cJSON_AddNumberToObject(l, "seconds", s->links[i].seconds);
         cJSON_AddNumberToObject(l, "gbps", s->links[i].gbps);
+        cJSON_AddNumberToObject(l, "wrong", (double)s->links[i].wrong);
         cJSON_AddItemToArray(arr, l);
+    }
+    /* The ranks the re-test singled out, with who they are. */
+    arr = cJSON_AddArrayToObject(o, "culprits");
+    for (int k = 0; k < s->nculprits && s->culprits; k++) {
+        int r = s->culprits[k];
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddNumberToObject(x, "rank", r);
+        if (run->peers.list && r >= 0 && r < run->peers.world) {
+            add_str(x, "pod", run->peers.list[r].pod);
+            add_str(x, "node", run->peers.list[r].node);
+            add_str(x, "address", run->peers.list[r].host);
+        }
+        cJSON_AddItemToArray(arr, x);
     }
     arr = cJSON_AddArrayToObject(o, "rank_seconds");
     for (int r = 0; r < s->nprocs && r < c->nrank_seconds; r++)
@@ -268,7 +284,7 @@ static cJSON *collective_json(const struct pf_run *run)
         cJSON_AddNumberToObject(o, "slow_rank", c->slow_rank);
     else
         cJSON_AddNullToObject(o, "slow_rank");
-    cJSON_AddItemToObject(o, "straggler", straggler_json(c));
+    cJSON_AddItemToObject(o, "straggler", straggler_json(run));
     cJSON_AddNumberToObject(o, "wall_s", c->wall_s);
     if (f->err != PF_OK) {
         cJSON *e = cJSON_AddObjectToObject(o, "error");

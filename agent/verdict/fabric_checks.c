@@ -69,35 +69,113 @@ static bool same_node(const struct pf_run *run, int a, int b)
            !strcmp(x->node, y->node);
 }
 
-/* Below the floor with a straggler found: only the straggler's node
- * fails; the others warn, so only the guilty Node gets status=fail and the
- * taint. */
+/* "pod p-2, node-c, 10.0.1.9" for messages: pod where known, node and
+ * address. */
+static const char *rank_desc(const struct pf_run *run, int r, char *buf,
+                             size_t len)
+{
+    const struct pf_peers *p = &run->peers;
+    char host[2 * PF_NAME_MAX + 4];
+
+    rank_host(run, r, host, sizeof(host));
+    if (p->list && r >= 0 && r < p->world && p->list[r].pod[0])
+        snprintf(buf, len, "pod %s, %s", p->list[r].pod, host);
+    else
+        snprintf(buf, len, "%s", host);
+    return buf;
+}
+
+/* The culprit of the re-test that is this node, or -1: this rank, or a
+ * rank on the same node (which fails with it). */
+static int own_culprit(const struct pf_run *run)
+{
+    const struct pf_straggler *s = &run->coll.strag;
+
+    for (int k = 0; k < s->nculprits; k++)
+        if (same_node(run, s->culprits[k], s->self))
+            return s->culprits[k];
+    return -1;
+}
+
+/* "rank 2 (...), rank 5 (...)" for every culprit. */
+static void culprit_list(const struct pf_run *run, char *out, size_t len)
+{
+    const struct pf_straggler *s = &run->coll.strag;
+    size_t used = 0;
+
+    out[0] = '\0';
+    for (int k = 0; k < s->nculprits && used + 8 < len; k++) {
+        char who[3 * PF_NAME_MAX];
+        used += (size_t)snprintf(out + used, len - used, "%srank %d (%s)",
+                                 k ? ", " : "", s->culprits[k],
+                                 rank_desc(run, s->culprits[k], who,
+                                           sizeof(who)));
+    }
+}
+
+/* Below the floor with stragglers found: only their nodes fail; the others
+ * warn (class peer), so only a guilty Node gets status=fail and the taint. */
 static void straggler_check(struct pf_run *run, const char *ring)
+{
+    const struct pf_straggler *s = &run->coll.strag;
+    int mine = own_culprit(run);
+    char who[3 * PF_NAME_MAX], all[1024];
+
+    if (mine == s->self)
+        pf_verdict_add(&run->verdict, "busbw", COND, PF_FAIL,
+                       PF_R_StragglerNode, "", "this node (rank %d, %s) is "
+                       "the straggler: %s; %s", mine,
+                       rank_desc(run, mine, who, sizeof(who)), ring, s->note);
+    else if (mine >= 0)
+        pf_verdict_add(&run->verdict, "busbw", COND, PF_FAIL,
+                       PF_R_StragglerNode, "", "this node (%s) runs the "
+                       "straggler, rank %d (this is rank %d): %s; %s",
+                       rank_desc(run, mine, who, sizeof(who)), mine, s->self,
+                       ring, s->note);
+    else {
+        culprit_list(run, all, sizeof(all));
+        pf_verdict_add(&run->verdict, "busbw", COND, PF_WARN, PF_R_SlowPeer,
+                       "", "%s %s the straggler%s, not this node (rank %d): "
+                       "%s; %s", all, s->nculprits > 1 ? "are" : "is",
+                       s->nculprits > 1 ? "s" : "", s->self, ring, s->note);
+    }
+}
+
+/* Wrong elements: the pairwise re-test checked the data of every link;
+ * only a node it singled out fails, the others name it (class peer), and
+ * with nobody singled out the run fails as a group, nobody blamed. */
+static void data_check(struct pf_run *run)
 {
     const struct pf_coll *c = &run->coll;
     const struct pf_straggler *s = &c->strag;
-    int r = c->slow_rank;
-    char who[2 * PF_NAME_MAX + 4];
-    const char *fix = "drain this node and run `efa-preflight node` on it "
-                      "(EFA count, ports, GDR, NCCL plugin; dmesg for EFA "
-                      "errors); its ring peers are fine";
+    char seen[160], who[3 * PF_NAME_MAX], all[1024];
+    int mine;
 
-    rank_host(run, r, who, sizeof(who));
-    if (r == s->self)
-        pf_verdict_add(&run->verdict, "busbw", COND, PF_FAIL, PF_R_StragglerNode,
-                       fix, "this node (rank %d, %s) is the straggler: %s; %s",
-                       r, who, ring, s->note);
-    else if (same_node(run, r, s->self))
-        pf_verdict_add(&run->verdict, "busbw", COND, PF_FAIL, PF_R_StragglerNode,
-                       fix, "this node (%s) runs the straggler, rank %d (this "
-                       "is rank %d): %s; %s", who, r, s->self, ring, s->note);
-    else
-        pf_verdict_add(&run->verdict, "busbw", COND, PF_WARN, PF_R_SlowPeer,
-                       "nothing to fix here: the straggler's own report "
-                       "fails with StragglerNode; re-run once it is drained "
-                       "or replaced",
-                       "rank %d (%s) is the straggler, not this node (rank "
-                       "%d): %s; %s", r, who, s->self, ring, s->note);
+    snprintf(seen, sizeof(seen), "%ld wrong elements summed over %d ranks "
+             "and %d sizes (out-of-place and in-place)", c->wrong_total,
+             c->nranks, c->nrows);
+    if (strcmp(s->kind, "data") || s->nculprits == 0) {
+        pf_verdict_add(&run->verdict, "data", COND, PF_FAIL,
+                       PF_R_DataCorruptionNotLocalised, "", "%s; no node "
+                       "singled out, none blamed%s%s", seen,
+                       s->note[0] ? ": " : "", s->note);
+        return;
+    }
+    mine = own_culprit(run);
+    if (mine >= 0) {
+        pf_verdict_add(&run->verdict, "data", COND, PF_FAIL,
+                       PF_R_DataCorruption, "", "this node (rank %d, %s%s) "
+                       "corrupts data: %s; %s", mine,
+                       rank_desc(run, mine, who, sizeof(who)),
+                       mine == s->self ? "" : ", a rank on this node", seen,
+                       s->note);
+        return;
+    }
+    culprit_list(run, all, sizeof(all));
+    pf_verdict_add(&run->verdict, "data", COND, PF_WARN,
+                   PF_R_PeerDataCorruption, "", "%s corrupt%s data, not this "
+                   "node (rank %d): %s; %s", all, s->nculprits > 1 ? "" : "s",
+                   s->self, seen, s->note);
 }
 
 static void bandwidth_check(struct pf_run *run)
@@ -137,7 +215,8 @@ static void bandwidth_check(struct pf_run *run)
         snprintf(ring, sizeof(ring), "busbw %.2f GB/s at %s is below the "
                  "floor %.2f GB/s from %s (%s)", judged, size, floor,
                  rule.from_bytes ? from : "the largest size", rule.src);
-        if (c->slow_rank >= 0 && !strcmp(c->strag.method, "pairwise")) {
+        if (c->strag.nculprits > 0 && !strcmp(c->strag.kind, "slow") &&
+            !strcmp(c->strag.method, "pairwise")) {
             straggler_check(run, ring);
             return;
         }
@@ -181,13 +260,7 @@ void pf_verdict_fabric(struct pf_run *run)
                        f->msg[0] ? f->msg : pf_err_name(f->err));
     } else if (c->ran && c->nrows > 0) {
         if (c->wrong_total > 0)
-            pf_verdict_add(v, "data", COND, PF_FAIL, PF_R_DataCorruption,
-                           "a rank's memory, NIC or driver corrupts data: run "
-                           "`efa-preflight node` on every host, check dmesg "
-                           "for EFA errors and drain the node at fault",
-                           "%ld wrong elements summed over %d ranks and %d "
-                           "sizes (out-of-place and in-place)",
-                           c->wrong_total, c->nranks, c->nrows);
+            data_check(run);
         if (c->provider_is_fallback)
             pf_verdict_add(v, "fabric_provider", COND, PF_WARN,
                            PF_R_ProviderFallback,

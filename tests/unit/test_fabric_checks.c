@@ -86,7 +86,9 @@ Test(fabric_checks, peer_lost_is_infrastructure_exit_3)
     free(run);
 }
 
-Test(fabric_checks, wrong_elements_are_data_corruption)
+/* Wrong elements with nobody singled out: the run fails as a group (the
+ * job does not start), no node is labelled fail or tainted. */
+Test(fabric_checks, wrong_elements_not_localised_blame_nobody)
 {
     struct pf_run *run = ran("host", "efa", 50, 2);
     run->coll.rows[0].ip_wrong = 7;
@@ -95,11 +97,57 @@ Test(fabric_checks, wrong_elements_are_data_corruption)
     pf_verdict_finish(run);
     const struct pf_check *c = find(run, "data");
     cr_assert_not_null(c);
-    cr_assert_eq(c->reason, PF_R_DataCorruption);
+    cr_assert_eq(c->reason, PF_R_DataCorruptionNotLocalised);
     cr_assert(strstr(c->message, "7 wrong elements"), "%s", c->message);
+    cr_assert(strstr(c->message, "no node singled out, none blamed"), "%s", c->message);
     cr_assert_null(find(run, "busbw"));
     cr_assert_eq(run->verdict.exit_code, PF_EXIT_FAIL);
+    cr_assert_eq(run->verdict.cls, PF_CLASS_GROUP);
+    cr_assert_not(pf_class_may_taint(run->verdict.cls));
     free(run);
+}
+
+/* Localised: the corrupting rank's node fails and names itself (rank, pod,
+ * node); every other node names it and is not blamed (class peer). */
+Test(fabric_checks, localised_corruption_names_rank_pod_and_node)
+{
+    static struct pf_peer peers[3] = {
+        { .rank = 0, .host = "10.0.0.10", .pod = "train-0", .node = "node-a" },
+        { .rank = 1, .host = "10.0.0.11", .pod = "train-1", .node = "node-b" },
+        { .rank = 2, .host = "10.0.0.12", .pod = "train-2", .node = "node-c" },
+    };
+    static int culprit = 2;
+
+    for (int self = 0; self < 3; self++) {
+        struct pf_run *run = ran("host", "efa", 50, 3);
+        run->coll.rows[0].ip_wrong = 7;
+        pf_sweep_summarize(&run->coll);
+        run->peers.world = 3;
+        run->peers.list = peers;
+        snprintf(run->peers.bootstrap, sizeof(run->peers.bootstrap), "k8s");
+        snprintf(run->coll.strag.kind, sizeof(run->coll.strag.kind), "data");
+        snprintf(run->coll.strag.method, sizeof(run->coll.strag.method), "pairwise");
+        run->coll.strag.self = self;
+        run->coll.strag.culprits = &culprit;
+        run->coll.strag.nculprits = 1;
+        pf_verdict_fabric(run);
+        pf_verdict_finish(run);
+        const struct pf_check *c = find(run, "data");
+        if (self == 2) {
+            cr_assert_eq(c->reason, PF_R_DataCorruption);
+            cr_assert(strstr(c->message, "this node (rank 2, pod train-2, node-c, "
+                             "10.0.0.12) corrupts data"), "%s", c->message);
+            cr_assert_eq(run->verdict.exit_code, PF_EXIT_FAIL);
+            cr_assert(pf_class_may_taint(run->verdict.cls));
+        } else {
+            cr_assert_eq(c->reason, PF_R_PeerDataCorruption);
+            cr_assert(strstr(c->message, "rank 2 (pod train-2, node-c, 10.0.0.12) "
+                             "corrupts data, not this node"), "%s", c->message);
+            cr_assert_eq(run->verdict.exit_code, PF_EXIT_PEER);
+            cr_assert_not(pf_class_may_taint(run->verdict.cls));
+        }
+        free(run);
+    }
 }
 
 Test(fabric_checks, fallback_provider_warns_and_has_no_catalog_floor)

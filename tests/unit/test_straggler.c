@@ -364,6 +364,13 @@ static struct pf_run *judged_on(int self, int slow, struct pf_peer *peers,
              bootstrap);
     c->slow_rank = slow;
     snprintf(c->strag.method, sizeof(c->strag.method), "pairwise");
+    snprintf(c->strag.kind, sizeof(c->strag.kind), "slow");
+    if (slow >= 0) {
+        static int culprit;           /* the run is freed without pf_coll_free */
+        culprit = slow;
+        c->strag.culprits = &culprit;
+        c->strag.nculprits = 1;
+    }
     c->strag.self = self;
     snprintf(c->strag.note, sizeof(c->strag.note), "%s",
              slow >= 0 ? "pairwise: rank 2's links are both slow"
@@ -483,4 +490,61 @@ Test(straggler, ranks_on_the_stragglers_node_fail_with_it)
     run = judged_on(3, 2, pods, "static");
     cr_assert_eq(busbw(run)->reason, PF_R_SlowPeer);
     free(run);
+}
+
+/* The general rule: several stragglers, wrong data, and when to blame
+ * nobody. */
+Test(straggler, two_bad_nodes_among_eight_are_both_named)
+{
+    double g[8] = { 1, 0.1, 0.1, 1, 1, 0.1, 0.1, 1 };   /* ranks 2 and 6 */
+    bool culprit[8];
+    char note[320];
+
+    cr_assert_eq(pf_straggler_blame(8, g, NULL, culprit, note, sizeof(note)), 2,
+                 "%s", note);
+    for (int r = 0; r < 8; r++)
+        cr_assert_eq(culprit[r], r == 2 || r == 6, "rank %d: %s", r, note);
+    cr_assert(strstr(note, "ranks 2, 6 have both links slow"), "%s", note);
+
+    /* adjacent stragglers share a link: still both */
+    double h[8] = { 1, 1, 0.1, 0.1, 0.1, 1, 1, 1 };      /* ranks 3 and 4 */
+    cr_assert_eq(pf_straggler_blame(8, h, NULL, culprit, note, sizeof(note)), 2,
+                 "%s", note);
+    cr_assert(culprit[3] && culprit[4]);
+}
+
+Test(straggler, a_slow_link_alone_or_a_slow_majority_blames_nobody)
+{
+    double one_link[6] = { 1, 1, 0.1, 1, 1, 1 };
+    double most[5] = { 0.1, 0.1, 0.1, 0.1, 1 };
+    bool culprit[6];
+    char note[320];
+
+    cr_assert_eq(pf_straggler_blame(6, one_link, NULL, culprit, note, sizeof(note)), 0);
+    for (int r = 0; r < 6; r++)
+        cr_assert_not(culprit[r]);
+    cr_assert(strstr(note, "do not share one rank"), "%s", note);
+    /* ranks 1, 2, 3 of 5 have only slow links: not a minority, so the
+     * fabric as a whole is suspect and nobody is blamed */
+    cr_assert_eq(pf_straggler_blame(5, most, NULL, culprit, note, sizeof(note)), 0, "%s", note);
+}
+
+Test(straggler, wrong_data_is_localised_whatever_the_speed)
+{
+    double g[6] = { 1, 1, 1, 1, 1, 1 };
+    long w[6] = { 0, 0, 512, 512, 0, 0 };                 /* rank 3 */
+    bool culprit[6];
+    char note[320];
+
+    cr_assert_eq(pf_straggler_blame(6, g, w, culprit, note, sizeof(note)), 1, "%s", note);
+    cr_assert(culprit[3]);
+    cr_assert(strstr(note, "rank 3 has both links carry wrong data"), "%s", note);
+
+    long two[2] = { 9, 9 };
+    cr_assert_eq(pf_straggler_blame(2, g, two, culprit, note, sizeof(note)), 0);
+    cr_assert(strstr(note, "cannot tell which end is at fault"), "%s", note);
+
+    long stray[6] = { 0, 0, 5, 0, 0, 0 };                 /* one link only */
+    cr_assert_eq(pf_straggler_blame(6, g, stray, culprit, note, sizeof(note)), 0);
+    cr_assert(strstr(note, "do not single out"), "%s", note);
 }

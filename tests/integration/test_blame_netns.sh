@@ -1,0 +1,82 @@
+#!/bin/bash
+# Blame only the culprit, on the host engine across network namespaces
+# (pfbl-*, 10.254.62.0/24, ports 36200-36299), static bootstrap, tcp:
+#   1. 6 ranks, rank 3 slowed: the ring misses its floor, the pairwise
+#      re-test names rank 3; rank 3 alone fails (exit 1, StragglerNode),
+#      the five others exit 4 (SlowPeer: a peer failed, not this node)
+#      naming rank 3 and its address.
+#   2. 4 ranks, rank 2 corrupts its data: every pair's data is checked in
+#      the re-test; rank 2 alone fails (exit 1, DataCorruption, "this node
+#      (rank 2, ..., 10.254.62.12) corrupts data"), the others exit 4
+#      (PeerDataCorruption) naming it; the report's culprits list rank 2
+#      with its address.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib_netns.sh"
+PFB_PREFIX=pfbl-
+PFB_BRIDGE=${PFB_PREFIX}br
+PFB_NET=10.254.62
+pfb_need_root
+N=6
+fail() { echo "FAIL $*"; for ((r = 0; r < N; r++)); do pfb_show $r; done; exit 1; }
+fresh() { rm -f "$PFB_TMP"/r*.log "$PFB_TMP"/r*.json "$PFB_TMP"/r*.out; }
+common=(--fabric-provider tcp --no-imds --log-level info --engine host)
+
+run_ring() {   # run_ring PORT N ARGS...
+    local port=$1 n=$2 r
+    shift 2
+    N=$n
+    pfb_setup "$n" || fail "cannot build $n namespaces"
+    fresh
+    for ((r = 0; r < n; r++)); do
+        pfb_start $r run --bootstrap static --peers "$(pfb_peers "$n" "$port")" \
+            --rank $r "${common[@]}" "$@"
+    done
+    for ((r = 0; r < n; r++)); do
+        pfb_wait $r
+        eval "RC_$r=$PFB_RC"
+    done
+}
+check() {   # check RANK NAME FIELD
+    pfb_json "$1" "[c['$3'] for c in r['checks'] if c['name'] == '$2'][0]"
+}
+
+# 1. six ranks, rank 3 slow
+run_ring 36201 6 --timeout 60 -b 1M -e 4M -n 2 -w 1 --min-busbw-gbps 0.05 \
+    --debug-slow-rank 3 --debug-slow-ms 100
+[ "$RC_3" -eq 1 ] || fail "slow: rank 3 exited $RC_3, want 1"
+[ "$(check 3 busbw reason)" = StragglerNode ] || fail "slow: rank 3 reason $(check 3 busbw reason)"
+grep -q "^this node (rank 3, [^)]*10.254.62.13) is the straggler" <<<"$(check 3 busbw message)" ||
+    fail "slow: rank 3 message: $(check 3 busbw message)"
+for r in 0 1 2 4 5; do
+    eval "rc=\$RC_$r"
+    [ "$rc" -eq 4 ] || fail "slow: rank $r exited $rc, want 4 (a peer failed)"
+    [ "$(check $r busbw reason)" = SlowPeer ] || fail "slow: rank $r reason $(check $r busbw reason)"
+    grep -q "^rank 3 ([^)]*10.254.62.13) is the straggler, not this node (rank $r)" <<<"$(check $r busbw message)" ||
+        fail "slow: rank $r message: $(check $r busbw message)"
+    [ "$(pfb_json $r 'r["verdict"]["class"]')" = peer ] || fail "slow: rank $r class"
+done
+echo "ok   6 ranks, rank 3 slow: rank 3 exit 1 StragglerNode, the five others exit 4 SlowPeer naming it;" \
+     "links $(pfb_json 0 '" ".join("%d-%d:%.3f" % (l["a"], l["b"], l["gbps"]) for l in r["collective"]["straggler"]["links"])') GB/s"
+
+# 2. four ranks, rank 2 corrupts
+run_ring 36211 4 --timeout 60 -b 64K -e 1M -n 2 -w 1 --debug-corrupt-rank 2
+[ "$RC_2" -eq 1 ] || fail "corrupt: rank 2 exited $RC_2, want 1"
+[ "$(check 2 data reason)" = DataCorruption ] || fail "corrupt: rank 2 reason $(check 2 data reason)"
+grep -q "^this node (rank 2, [^)]*10.254.62.12) corrupts data" <<<"$(check 2 data message)" ||
+    fail "corrupt: rank 2 message: $(check 2 data message)"
+for r in 0 1 3; do
+    eval "rc=\$RC_$r"
+    [ "$rc" -eq 4 ] || fail "corrupt: rank $r exited $rc, want 4"
+    [ "$(check $r data reason)" = PeerDataCorruption ] || fail "corrupt: rank $r reason $(check $r data reason)"
+    grep -q "^rank 2 ([^)]*10.254.62.12) corrupts data, not this node (rank $r)" <<<"$(check $r data message)" ||
+        fail "corrupt: rank $r message: $(check $r data message)"
+    [ "$(pfb_json $r '[c["rank"] for c in r["collective"]["straggler"]["culprits"]]')" = "[2]" ] ||
+        fail "corrupt: rank $r report culprits"
+    [ "$(pfb_json $r 'r["collective"]["straggler"]["culprits"][0]["address"]')" = 10.254.62.12 ] ||
+        fail "corrupt: rank $r report culprit address"
+done
+echo "ok   4 ranks, rank 2 corrupting: rank 2 exit 1 DataCorruption naming itself, the others exit 4" \
+     "PeerDataCorruption; link wrong counts" \
+     "$(pfb_json 0 '" ".join("%d-%d:%d" % (l["a"], l["b"], l["wrong"]) for l in r["collective"]["straggler"]["links"])')"
+echo PASS
