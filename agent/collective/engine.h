@@ -42,6 +42,11 @@ struct pf_engine_ops {
     pf_err (*pair)(struct pf_engine *e, int peer, int round, uint64_t count,
                    int iters, double *seconds, long *wrong, int64_t deadline,
                    char *err);
+    /* Optional: called by every rank before each round, peer -1 for a rank
+     * that sits the round out (the NCCL engine shares its pair ids here,
+     * over the bootstrap, which needs every rank). */
+    pf_err (*pair_setup)(struct pf_engine *e, int peer, int round,
+                         int64_t deadline, char *err);
 };
 
 struct pf_engine {

@@ -56,6 +56,8 @@ struct nccl_rank {
     pf_cuda_stream_t stream;
     pf_cuda_event_t start, stop;
     pf_cuda_event_t marks[WINDOW_MARKS];
+    pf_nccl_comm_t pair;              /* 2-rank communicator of the pairwise
+                                         re-test, NULL outside it */
     float *send, *recv;               /* device, max_count each */
     float *stage[2];                  /* pinned host, CHUNK_ELEMS each */
 };
@@ -77,6 +79,7 @@ struct nccl_engine {
     bool aborted;
     bool connecting;                  /* waiting for communicators to connect */
     float *expect;                    /* host, CHUNK_ELEMS of pf_expected */
+    struct pair_setup *pair;          /* this phase's pair, NULL outside */
     struct nccl_rank r[PF_MAX_GPUS];
 };
 
@@ -121,7 +124,9 @@ static void abort_comms(struct nccl_engine *g, const char *why)
             g->nccl.ncclCommAbort(r->comm);
         if (r->parent)
             g->nccl.ncclCommAbort(r->parent);
-        r->comm = r->parent = NULL;
+        if (r->pair)
+            g->nccl.ncclCommAbort(r->pair);
+        r->comm = r->parent = r->pair = NULL;
     }
     g->comms_live = false;
     g->aborted = true;
@@ -190,9 +195,10 @@ static pf_err wait_comms_ready(struct nccl_engine *g, const char *what,
 
     for (long spins = 0;; spins++) {
         bool busy = false;
-        for (int k = 0; k < 2 * g->nlocal; k++) {
-            int i = k / 2;
-            pf_nccl_comm_t comm = k % 2 ? g->r[i].parent : g->r[i].comm;
+        for (int k = 0; k < 3 * g->nlocal; k++) {
+            int i = k / 3;
+            pf_nccl_comm_t comm = k % 3 == 0 ? g->r[i].comm
+                                : k % 3 == 1 ? g->r[i].parent : g->r[i].pair;
             if (!comm)
                 continue;
             pf_nccl_result_t st = PF_NCCL_SUCCESS;
@@ -778,7 +784,7 @@ static long count_wrong(const float *got, const float *want, uint64_t n)
 }
 
 static pf_err check_rank(struct nccl_engine *g, int idx, uint64_t count,
-                         long *wrong, char *err)
+                         const float *want, long *wrong, char *err)
 {
     struct nccl_rank *r = &g->r[idx];
     uint64_t nchunks = (count + CHUNK_ELEMS - 1) / CHUNK_ELEMS;
@@ -801,7 +807,7 @@ static pf_err check_rank(struct nccl_engine *g, int idx, uint64_t count,
         if (c > 0) {
             uint64_t off = (c - 1) * CHUNK_ELEMS;
             uint64_t n = count - off < CHUNK_ELEMS ? count - off : CHUNK_ELEMS;
-            *wrong += count_wrong(r->stage[(c - 1) % 2], g->expect, n);
+            *wrong += count_wrong(r->stage[(c - 1) % 2], want, n);
         }
         if (c < nchunks) {
             rc = wait_gpu(g, idx, idx + 1, EV_STREAM, "checking results",
@@ -823,7 +829,7 @@ static pf_err nccl_check(struct pf_engine *e, uint64_t count, bool in_place,
     *wrong = 0;
     for (int i = 0; i < g->nlocal; i++) {
         long w = 0;
-        rc = check_rank(g, i, count, &w, err);
+        rc = check_rank(g, i, count, g->expect, &w, err);
         if (rc != PF_OK)
             return rc;
         if (w > 0)
@@ -832,6 +838,246 @@ static pf_err nccl_check(struct pf_engine *e, uint64_t count, bool in_place,
         *wrong += w;
     }
     return PF_OK;
+}
+
+/* ------------------------------------------------------------ pairwise */
+
+/* The pairwise re-test (collective/straggler.c) over NCCL: local GPU i of
+ * this process and local GPU i of the peer process form a 2-rank
+ * communicator, made from a unique id the lower process draws and every
+ * process learns through the bootstrap (pair_setup, called by every rank
+ * in every phase); then an all_reduce on it moves the data both ways, is
+ * timed with CUDA events, and its result is checked against the two
+ * patterns, so a corrupting GPU is caught by its partners. */
+struct pair_offer {                   /* one process, one phase, gathered */
+    int32_t peer;                     /* -1: sits this phase out */
+    int32_t nlocal;
+    int32_t base;                     /* its first global rank */
+    pf_nccl_unique_id ids[PF_MAX_GPUS];
+};
+
+struct pair_setup {
+    int peer, n;                      /* partner process, GPUs paired */
+    int peer_base;                    /* partner's first global rank */
+    bool low;                         /* this process drew the ids */
+    pf_nccl_unique_id ids[PF_MAX_GPUS];
+};
+
+static pf_err nccl_pair_setup(struct pf_engine *e, int peer, int round,
+                              int64_t deadline, char *err)
+{
+    struct nccl_engine *g = e->impl;
+    struct pair_offer *mine, *all = NULL;
+    int world = g->boot->world;
+    pf_err rc = PF_OK;
+
+    (void)round;
+    free(g->pair);
+    g->pair = NULL;
+    mine = calloc(1, sizeof(*mine));
+    if (!mine)
+        return pf_fail(err, PF_ERR_NOMEM, "pairwise test: out of memory");
+    mine->peer = peer;
+    mine->nlocal = g->nlocal;
+    mine->base = g->r[0].rank;
+    for (int i = 0; peer > g->boot->rank && i < g->nlocal; i++) {
+        pf_nccl_result_t res = g->nccl.ncclGetUniqueId(&mine->ids[i]);
+        if (res != PF_NCCL_SUCCESS) {
+            rc = nccl_fail(g, err, "ncclGetUniqueId (pairwise test)", NULL,
+                           res);
+            goto out;
+        }
+    }
+    all = calloc((size_t)world, sizeof(*all));
+    if (!all) {
+        rc = pf_fail(err, PF_ERR_NOMEM, "pairwise test: out of memory");
+        goto out;
+    }
+    rc = pf_boot_allgather(g->boot, mine, sizeof(*mine), all, deadline, err);
+    if (rc != PF_OK) {
+        pf_err_prefix(err, "pairwise test: sharing the NCCL ids");
+        goto out;
+    }
+    if (peer < 0)
+        goto out;
+    if (peer >= world || all[peer].peer != g->boot->rank ||
+        all[peer].nlocal < 1 || all[peer].nlocal > PF_MAX_GPUS) {
+        rc = pf_fail(err, PF_ERR_PROTOCOL, "pairwise test: rank %d does not "
+                     "pair with this rank (%d) in this phase", peer,
+                     g->boot->rank);
+        goto out;
+    }
+    g->pair = calloc(1, sizeof(*g->pair));
+    if (!g->pair) {
+        rc = pf_fail(err, PF_ERR_NOMEM, "pairwise test: out of memory");
+        goto out;
+    }
+    g->pair->peer = peer;
+    g->pair->low = g->boot->rank < peer;
+    g->pair->peer_base = all[peer].base;
+    g->pair->n = g->nlocal < all[peer].nlocal ? g->nlocal : all[peer].nlocal;
+    memcpy(g->pair->ids, g->pair->low ? mine->ids : all[peer].ids,
+           sizeof(g->pair->ids));
+out:
+    free(mine);
+    free(all);
+    return rc;
+}
+
+static void pair_release(struct nccl_engine *g)
+{
+    for (int i = 0; i < g->nlocal; i++) {
+        struct nccl_rank *r = &g->r[i];
+        if (!r->pair)
+            continue;
+        g->cuda.cudaSetDevice(r->dev);
+        g->nccl.ncclCommDestroy(r->pair);
+        r->pair = NULL;
+    }
+}
+
+static pf_err pair_init(struct nccl_engine *g, int64_t deadline, char *err)
+{
+    const struct pair_setup *p = g->pair;
+    pf_nccl_config_t cfg;
+    pf_nccl_result_t res;
+    pf_err rc;
+
+    pf_nccl_config_init(&cfg);
+    cfg.blocking = 0;
+    res = g->nccl.ncclGroupStart();
+    if (res != PF_NCCL_SUCCESS)
+        return nccl_fail(g, err, "ncclGroupStart", NULL, res);
+    for (int i = 0; i < p->n; i++) {
+        struct nccl_rank *r = &g->r[i];
+        g->cuda.cudaSetDevice(r->dev);
+        res = g->nccl.ncclCommInitRankConfig(&r->pair, 2, p->ids[i],
+                                             p->low ? 0 : 1, &cfg);
+        if (res != PF_NCCL_SUCCESS && res != PF_NCCL_IN_PROGRESS) {
+            g->nccl.ncclGroupEnd();
+            nccl_fail(g, err, "ncclCommInitRankConfig (pairwise test)", r, res);
+            abort_comms(g, err);
+            return PF_ERR_ENGINE;
+        }
+    }
+    res = g->nccl.ncclGroupEnd();
+    if (res != PF_NCCL_SUCCESS && res != PF_NCCL_IN_PROGRESS) {
+        nccl_fail(g, err, "ncclGroupEnd (pairwise test init)", &g->r[0], res);
+        abort_comms(g, err);
+        return PF_ERR_ENGINE;
+    }
+    g->connecting = true;
+    rc = wait_comms_ready(g, "NCCL pair communicator init", deadline, err);
+    g->connecting = false;
+    return rc;
+}
+
+/* The --debug-slow-rank process waits before each launch, as the host
+ * engine does before each step: its partners wait for it. */
+static void maybe_slow(const struct nccl_engine *g)
+{
+    for (int i = 0; i < g->nlocal; i++)
+        if (g->r[i].rank == g->run->cfg.debug_slow_rank) {
+            pf_sleep_ms(g->run->cfg.debug_slow_ms);
+            return;
+        }
+}
+
+static pf_err pair_launch(struct nccl_engine *g, uint64_t count,
+                          int64_t deadline, char *err)
+{
+    pf_nccl_result_t res = g->nccl.ncclGroupStart();
+
+    if (res != PF_NCCL_SUCCESS)
+        return nccl_fail(g, err, "ncclGroupStart", NULL, res);
+    for (int i = 0; i < g->pair->n; i++) {
+        struct nccl_rank *r = &g->r[i];
+        res = g->nccl.ncclAllReduce(r->send, r->recv, count, PF_NCCL_FLOAT32,
+                                    PF_NCCL_SUM, r->pair, r->stream);
+        if (res != PF_NCCL_SUCCESS && res != PF_NCCL_IN_PROGRESS) {
+            g->nccl.ncclGroupEnd();
+            nccl_fail(g, err, "ncclAllReduce (pairwise test)", r, res);
+            abort_comms(g, err);
+            return PF_ERR_ENGINE;
+        }
+    }
+    res = g->nccl.ncclGroupEnd();
+    if (res == PF_NCCL_IN_PROGRESS)
+        return wait_comms_ready(g, "pairwise test launch", deadline, err);
+    if (res != PF_NCCL_SUCCESS) {
+        nccl_fail(g, err, "ncclGroupEnd (pairwise test)", &g->r[0], res);
+        abort_comms(g, err);
+        return PF_ERR_ENGINE;
+    }
+    return PF_OK;
+}
+
+/* Expected pair sums for local GPU i: its own pattern plus the partner's
+ * (the pattern repeats within a chunk, so one chunk serves every chunk). */
+static void pair_want(const struct nccl_engine *g, int i, float *want)
+{
+    int me = g->r[i].rank, other = g->pair->peer_base + i;
+    for (uint64_t k = 0; k < CHUNK_ELEMS; k++)
+        want[k] = pf_pattern(me, k) + pf_pattern(other, k);
+}
+
+static pf_err nccl_pair(struct pf_engine *e, int peer, int round,
+                        uint64_t count, int iters, double *seconds,
+                        long *wrong, int64_t deadline, char *err)
+{
+    struct nccl_engine *g = e->impl;
+    float *want = NULL;
+    double worst = 0;
+    pf_err rc;
+
+    (void)round;
+    *seconds = 0;
+    *wrong = 0;
+    if (!g->pair || g->pair->peer != peer)
+        return pf_fail(err, PF_ERR_USAGE, "pairwise test with rank %d was "
+                       "not set up", peer);
+    if (count == 0 || count > g->max_count)
+        return pf_fail(err, PF_ERR_USAGE, "pairwise test of %llu elements "
+                       "exceeds %llu", (unsigned long long)count,
+                       (unsigned long long)g->max_count);
+    rc = pair_init(g, deadline, err);
+    if (rc == PF_OK)
+        rc = nccl_fill(e, count, false, err);
+    /* warm-up, then the timed ones between the start and stop events */
+    if (rc == PF_OK)
+        rc = pair_launch(g, count, deadline, err);
+    if (rc == PF_OK)
+        rc = record_all(g, EV_START, err);
+    for (int it = 0; rc == PF_OK && it < iters; it++) {
+        maybe_slow(g);
+        rc = pair_launch(g, count, deadline, err);
+    }
+    if (rc == PF_OK)
+        rc = record_all(g, EV_STOP, err);
+    if (rc == PF_OK)
+        rc = wait_gpu(g, 0, g->pair->n, EV_STOP, "pairwise test", deadline,
+                      err);
+    for (int i = 0; rc == PF_OK && i < g->pair->n; i++) {
+        float ms = 0;
+        pf_cuda_error_t ce = g->cuda.cudaEventElapsedTime(&ms, g->r[i].start,
+                                                          g->r[i].stop);
+        if (ce != PF_CUDA_SUCCESS)
+            rc = cuda_fail(g, err, "cudaEventElapsedTime", g->r[i].dev, ce);
+        else if (ms / 1e3 > worst)
+            worst = ms / 1e3;
+    }
+    if (rc == PF_OK && !(want = malloc(CHUNK_BYTES)))
+        rc = pf_fail(err, PF_ERR_NOMEM, "pairwise test: out of memory");
+    for (int i = 0; rc == PF_OK && i < g->pair->n; i++) {
+        long w = 0;
+        pair_want(g, i, want);
+        rc = check_rank(g, i, count, want, &w, err);
+        *wrong += w;
+    }
+    free(want);
+    *seconds = worst;
+    pair_release(g);
+    return rc;
 }
 
 /* ----------------------------------------------------------------- run */
@@ -902,6 +1148,7 @@ static pf_err nccl_run(struct pf_engine *e, uint64_t count, bool in_place,
             if (rc != PF_OK)
                 break;
         }
+        maybe_slow(g);
         rc = launch_one(g, count, in_place, deadline, err);
     }
     if (rc == PF_OK)
@@ -936,6 +1183,10 @@ static pf_err nccl_run(struct pf_engine *e, uint64_t count, bool in_place,
  * initialised CUDA runtime leaves exit handlers on unmapped code). */
 static void teardown(struct nccl_engine *g)
 {
+    if (g->comms_live)
+        pair_release(g);
+    free(g->pair);
+    g->pair = NULL;
     if (g->comms_live) {
         for (int i = 0; i < g->nlocal; i++) {
             struct nccl_rank *r = &g->r[i];
@@ -1008,4 +1259,6 @@ const struct pf_engine_ops pf_engine_nccl = {
     .run = nccl_run,
     .check = nccl_check,
     .close = nccl_close,
+    .pair_setup = nccl_pair_setup,
+    .pair = nccl_pair,
 };

@@ -367,6 +367,8 @@ static pf_err pairwise(struct pf_run *run, struct pf_engine *e,
         long w = 0;
         /* Pairs of a phase start together and run alone. */
         rc = pf_boot_barrier(b, deadline, err);
+        if (rc == PF_OK && e->ops->pair_setup)
+            rc = e->ops->pair_setup(e, peer, ph, deadline, err);
         if (rc == PF_OK && peer >= 0)
             rc = e->ops->pair(e, peer, ph, p->bytes / sizeof(float), p->iters,
                               &mine[ph].seconds, &w, deadline, err);
