@@ -1,6 +1,7 @@
 #!/bin/bash
 # Deploy files: every YAML parses; k8s/ manifests, the examples and the Helm
-# chart rendered three ways validate against the Kubernetes schemas; the
+# chart rendered three ways (with Helm's own template engine:
+# tests/helm_render) validate against the Kubernetes schemas; the
 # chart's values validate against values.schema.json; chart and k8s/ agree
 # (names, labels, RBAC, env); and each checker rejects a broken input with
 # the exact reason, so none of them passes by accident.
@@ -14,6 +15,11 @@ command -v node >/dev/null && command -v npm >/dev/null || {
     echo "skip: node and npm are not installed (.ci/run installs nodejs npm)"; exit 77; }
 python3 -c 'import yaml' 2>/dev/null || {
     echo "skip: python3-yaml is not installed (make deps)"; exit 77; }
+command -v go >/dev/null && [ -d /usr/share/gocode/src/github.com/Masterminds/sprig ] \
+    && [ -d /usr/share/gocode/src/sigs.k8s.io/yaml ] \
+    && [ -d /usr/share/gocode/src/github.com/xeipuuv/gojsonschema ] || {
+    echo "skip: the chart renderer needs golang-go golang-github-masterminds-sprig-dev" \
+         "golang-k8s-sigs-yaml-dev golang-github-xeipuuv-gojsonschema-dev (.ci/run installs them)"; exit 77; }
 if [ ! -d "$m/node_modules/kubernetes-models" ] || [ ! -d "$m/node_modules/ajv" ]; then
     echo "installing the validators: npm ci in $m"
     (cd "$m" && npm ci --no-audit --no-fund --loglevel=error) || {
@@ -64,8 +70,20 @@ sys.exit(1 if bad or len(files) < 15 else 0)
 EOF
 then pass "every YAML file parses"; else bad "YAML parse"; fi
 
-# 2. Render the chart: defaults, a HyperPod/override set, initcontainer mode.
-r() { python3 $m/render_chart.py $chart --name efa-preflight --namespace efa-preflight "$@"; }
+# 2. Render the chart as `helm template` does: Go's text/template, sprig,
+#    Helm's include/tpl/required/toYaml, values coalesced and checked
+#    against values.schema.json (tests/helm_render, built offline from
+#    Debian's Go packages). Defaults, a HyperPod/override set, initcontainer
+#    mode; all with the image repository the chart requires.
+render=$tmp/helm-render
+if ! GO111MODULE=off GOPATH=/usr/share/gocode GOFLAGS= go build -o "$render" ./tests/helm_render \
+        >"$tmp/go-build.log" 2>&1; then
+    bad "go build tests/helm_render"; sed 's/^/     /' "$tmp/go-build.log"
+    echo "manifests: $failures failed checks"; exit 1
+fi
+repo=efa-preflight
+r() { "$render" $chart --name efa-preflight --namespace efa-preflight --strict \
+          --set image.repository=$repo "$@"; }
 r >"$tmp/default.yaml" && pass "chart renders with default values" || bad "chart render (defaults)"
 r -f $m/fixtures/values-hyperpod.yaml >"$tmp/hyperpod.yaml" \
     && pass "chart renders with values-hyperpod.yaml" || bad "chart render (hyperpod)"
@@ -216,13 +234,28 @@ for want in "kubectl get nodes -L efa-preflight.io/status,efa-preflight.io/efa-c
 done
 pass "NOTES.txt names the kubectl commands"
 
-# 8. The renderer refuses what it does not implement instead of guessing.
+# 8. The renderer is Helm's engine: a misspelt value fails in --strict (as
+#    `helm lint --strict`), required names its fix, the values schema and
+#    the chart's kubeVersion are enforced, and sprig/tpl work.
 cp -r $chart "$tmp/chart"
-printf 'kind: ConfigMap\nx: {{ printf "%%s" .Values.mode }}\n' >"$tmp/chart/templates/extra.yaml"
-echo "python3 $m/render_chart.py $tmp/chart" >"$tmp/cmd"
-expect_fail "renderer on an unsupported function" "templates/extra.yaml:2: unknown function printf"
 printf 'kind: ConfigMap\nx: {{ .Values.labelPrefx }}\n' >"$tmp/chart/templates/extra.yaml"
-expect_fail "renderer on a misspelled value" "templates/extra.yaml:2: prints a missing value"
+echo "$render $tmp/chart --strict --set image.repository=$repo" >"$tmp/cmd"
+expect_fail "renderer on a misspelt value" \
+    'efa-preflight/templates/extra.yaml:2:13: executing "efa-preflight/templates/extra.yaml" at <.Values.labelPrefx>: map has no entry for key "labelPrefx"'
+printf 'kind: ConfigMap\nx: {{ tpl "{{ .Values.mode | upper | quote }}" . }}\ny: {{ printf "%%03d" 7 }}\n' \
+    >"$tmp/chart/templates/extra.yaml"
+if "$render" "$tmp/chart" --set image.repository=$repo | grep -A2 'kind: ConfigMap' >"$tmp/out" \
+        && grep -qx 'x: "DAEMONSET"' "$tmp/out" && grep -qx 'y: 007' "$tmp/out"; then
+    pass "renderer: tpl, sprig and printf as in Helm"
+else bad "renderer: tpl/sprig"; sed 's/^/     /' "$tmp/out"; fi
+rm "$tmp/chart/templates/extra.yaml"
+echo "$render $chart --kube-version 1.26.5 --set image.repository=$repo" >"$tmp/cmd"
+expect_fail "renderer on a cluster older than the chart's kubeVersion" \
+    "chart requires kubeVersion: >=1.27.0-0 which is incompatible with Kubernetes v1.26.5"
+echo "$render $chart --set groupSize=0 --set image.repository=$repo" >"$tmp/cmd"
+expect_fail "renderer checks values.schema.json" \
+    "values don't meet the specifications of the schema(s) in the following chart(s):" \
+    "- groupSize: Must be greater than or equal to 1"
 
 echo "manifests: $failures failed checks"
 [ $failures -eq 0 ]
