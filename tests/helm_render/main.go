@@ -2,7 +2,7 @@
 //
 //	helm-render CHART [--name N] [--namespace NS] [-f VALUES]... [--set K=V]...
 //	            [--set-string K=V]... [--kube-version V] [--strict]
-//	            [--notes | --print-values]
+//	            [--skip-schema-validation] [--notes | --print-values]
 //
 // No helm binary is available where the tests run, so this is the part of
 // Helm 3 that `helm template` uses, on the same libraries: Go's text/template
@@ -43,15 +43,15 @@ import (
 )
 
 type options struct {
-	chart, name, namespace, kubeVersion string
-	files, sets, setStrings             []string
-	strict, notes, printValues          bool
+	chart, name, namespace, kubeVersion  string
+	files, sets, setStrings              []string
+	strict, notes, printValues, noSchema bool
 }
 
 func usage(msg string) {
 	fmt.Fprintf(os.Stderr, "helm-render: %s\nusage: helm-render CHART [--name N] [--namespace NS] "+
 		"[-f VALUES]... [--set K=V]... [--set-string K=V]... [--kube-version V] [--strict] "+
-		"[--notes | --print-values]\n", msg)
+		"[--skip-schema-validation] [--notes | --print-values]\n", msg)
 	os.Exit(2)
 }
 
@@ -81,6 +81,8 @@ func parseArgs(args []string) options {
 			o.kubeVersion = val()
 		case "--strict":
 			o.strict = true
+		case "--skip-schema-validation":
+			o.noSchema = true
 		case "--notes":
 			o.notes = true
 		case "--print-values":
@@ -422,8 +424,10 @@ func render(o options) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := validate(meta.Name, o.chart, vals); err != nil {
-		return "", err
+	if !o.noSchema {
+		if err := validate(meta.Name, o.chart, vals); err != nil {
+			return "", err
+		}
 	}
 	if o.printValues {
 		return toYAML(vals) + "\n", nil
