@@ -22,8 +22,12 @@
 # Base images.
 ARG BUILDER_IMAGE=debian:bullseye-slim
 ARG AGENT_BASE_IMAGE=busybox:1.36.1
-ARG CUDA_DEVEL_IMAGE=nvidia/cuda:12.4.1-devel-ubuntu22.04
-ARG CUDA_RUNTIME_IMAGE=nvidia/cuda:12.4.1-runtime-ubuntu22.04
+# CUDA and NCCL of the `full` image must drive every GPU of the chart's
+# instanceTypes: A100 (p4d, p4de), H100/H200 (p5, p5e, p5en) and B200
+# (p6-b200), which needs CUDA >= 12.8 and NCCL >= 2.25 (sm_100).
+# tests/manifests/check_dockerfile.py enforces the pairing.
+ARG CUDA_DEVEL_IMAGE=nvidia/cuda:12.8.1-devel-ubuntu22.04
+ARG CUDA_RUNTIME_IMAGE=nvidia/cuda:12.8.1-runtime-ubuntu22.04
 
 # Third-party sources of the agent binary.
 ARG CURL_VERSION=8.10.1
@@ -42,7 +46,7 @@ ARG AWS_OFI_NCCL_VERSION=1.13.0
 ARG AWS_OFI_NCCL_SHA256=
 # libnccl2 package version from the CUDA image's NVIDIA apt repository; the
 # +cudaX.Y suffix is taken from the image's CUDA_VERSION.
-ARG NCCL_VERSION=2.21.5-1
+ARG NCCL_VERSION=2.26.5-1
 
 ########################################################################
 # builder: the glibc-only agent binary.
