@@ -88,10 +88,12 @@ expect "full image with NCCL 2.21 (cannot drive B200)" 's/^ARG NCCL_VERSION=.*/A
 expect "devel and runtime images on different CUDA" \
     's/^ARG CUDA_DEVEL_IMAGE=.*/ARG CUDA_DEVEL_IMAGE=nvidia\/cuda:12.9.1-devel-ubuntu22.04/' \
     "CUDA_DEVEL_IMAGE and CUDA_RUNTIME_IMAGE have different CUDA versions (12.9, 12.8)"
+expect "sources from Debian by default" 's/^ARG DEPS_FROM=upstream/ARG DEPS_FROM=debian/' \
+    "ARG DEPS_FROM=debian: the default must stay upstream (the pinned, checksummed tarballs)"
 mkdir -p "$tmp/root"
 ln -s "$root/Makefile" "$root/agent" "$root/mk" "$tmp/root/"
 printf '*\n!Makefile\n!agent\n' >"$tmp/root/.dockerignore"
-expect "EFA path before the installer" 's|^RUN make static |RUN /opt/amazon/openmpi/bin/mpicc --version \&\& make static |' \
+expect "EFA path before the installer" 's|^ \&\& build/static/efa-preflight version| \&\& /opt/amazon/openmpi/bin/mpicc --version \&\& build/static/efa-preflight version|' \
     "RUN uses /opt/amazon/ in stage builder before the EFA installer ran there"
 expect "MPI shim not shipped" '/libpf-mpi.so \/usr\/local\/bin\/libpf-mpi.so/d' \
     "stage full does not put the MPI shim at /usr/local/bin/libpf-mpi.so"

@@ -21,6 +21,8 @@ instructions) and checks:
     copy-in initContainers copy) and the full image puts it on PATH, with
     the MPI shim libpf-mpi.so beside it;
   - a RUN that uses /opt/amazon/ comes after the EFA installer in its stage;
+  - DEPS_FROM (upstream | debian: where the builder takes curl, cJSON and
+    the libfabric headers) defaults to upstream;
   - the `full` image's CUDA (CUDA_*_IMAGE tags) and NCCL_VERSION drive every
     GPU the chart deploys to: each instanceTypes entry of the chart's
     values.yaml is looked up in agent/catalog.yaml for its GPU model, and
@@ -276,6 +278,13 @@ def main():
                         "(copies to %s)" % got)
 
     check_gpu_stack(root, global_args, problems)
+    # DEPS_FROM=debian is for builders without upstream access; the image
+    # others build must keep the pinned, checksummed tarballs.
+    if global_args.get("DEPS_FROM") != "upstream":
+        problems.append("ARG DEPS_FROM=%s: the default must stay upstream (the pinned, "
+                        "checksummed tarballs)" % global_args.get("DEPS_FROM"))
+    elif "builder" in runs and not any("DEPS_FROM" in r for r in runs["builder"]):
+        problems.append("the builder stage never reads DEPS_FROM")
 
     for p in problems:
         print("FAIL " + p)
