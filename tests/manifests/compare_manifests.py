@@ -160,6 +160,7 @@ def agent_option_specs(root):
 
         def num(expr):
             expr = re.sub(r"\bPF_\w+\b", lambda x: macros[x.group(0)], expr)
+            expr = re.sub(r"\bINT_MAX\b", "2147483647", expr)
             expr = re.sub(r"(\d)(?:ull|ul|u)\b", r"\1", expr)
             if not re.fullmatch(r"[-0-9.e *()<]+", expr):
                 raise ValueError("option %s: cannot read bound %r" % (key, expr))
