@@ -2,7 +2,7 @@
 #
 # efa-preflight images. Two targets:
 #
-#   agent  the glibc-only binary alone (+ busybox for `cp`), for the copy-in
+#   agent  the glibc-only binary alone (+ busybox and glibc), for the copy-in
 #          pattern: an initContainer copies /usr/local/bin/efa-preflight into
 #          an emptyDir and a second one runs it inside the training image.
 #   full   the binary plus NCCL, aws-ofi-nccl and the EFA libfabric on a CUDA
@@ -18,14 +18,29 @@
 # `make static`; NCCL, CUDA and libfabric are dlopen()ed at run time.
 # Every download is pinned by version, and by sha256 where the checksum is
 # published; change them with --build-arg.
+#
+# DEPS_FROM=upstream (default) builds the agent's libcurl, cJSON and
+# libfabric headers from those pinned upstream tarballs. DEPS_FROM=debian
+# takes them from the builder's own Debian archive instead, as
+# `make static-debian` does (apt-get source curl cjson, verified by apt
+# against the signed Release files; libfabric-dev for the headers): for
+# builders that reach Debian's mirror but not curl.se or GitHub, such as CI.
 
 # Base images.
 ARG BUILDER_IMAGE=debian:bullseye-slim
-ARG AGENT_BASE_IMAGE=busybox:1.36.1
-ARG CUDA_DEVEL_IMAGE=nvidia/cuda:12.4.1-devel-ubuntu22.04
-ARG CUDA_RUNTIME_IMAGE=nvidia/cuda:12.4.1-runtime-ubuntu22.04
+# The glibc variant: the agent (glibc-only) runs in its own image too.
+ARG AGENT_BASE_IMAGE=busybox:1.36.1-glibc
+# CUDA and NCCL of the `full` image must drive every GPU of the chart's
+# instanceTypes: A100 (p4d, p4de), H100/H200 (p5, p5e, p5en) and B200
+# (p6-b200), which needs CUDA >= 12.8 and NCCL >= 2.25 (sm_100).
+# tests/manifests/check_dockerfile.py enforces the pairing.
+ARG CUDA_DEVEL_IMAGE=nvidia/cuda:12.8.1-devel-ubuntu22.04
+ARG CUDA_RUNTIME_IMAGE=nvidia/cuda:12.8.1-runtime-ubuntu22.04
 
-# Third-party sources of the agent binary.
+# Third-party sources of the agent binary: upstream | debian (see above).
+ARG DEPS_FROM=upstream
+# DEPS_FROM=debian: the suite whose sources to build ("" = the builder's).
+ARG DEBIAN_SOURCES_SUITE=
 ARG CURL_VERSION=8.10.1
 ARG CURL_SHA256=73a4b0e99596a09fa5924a4fb7e4b995a85fda0d18a2c02ab9cf134bebce04ee
 ARG CJSON_VERSION=1.7.18
@@ -42,26 +57,43 @@ ARG AWS_OFI_NCCL_VERSION=1.13.0
 ARG AWS_OFI_NCCL_SHA256=
 # libnccl2 package version from the CUDA image's NVIDIA apt repository; the
 # +cudaX.Y suffix is taken from the image's CUDA_VERSION.
-ARG NCCL_VERSION=2.21.5-1
+ARG NCCL_VERSION=2.26.5-1
 
 ########################################################################
 # builder: the glibc-only agent binary.
 FROM ${BUILDER_IMAGE} AS builder
+ARG DEPS_FROM
+ARG DEBIAN_SOURCES_SUITE
 ARG CURL_VERSION
 ARG CURL_SHA256
 ARG CJSON_VERSION
 ARG CJSON_SHA256
 ARG LIBFABRIC_VERSION
 ARG LIBFABRIC_SHA256
-RUN apt-get update \
+RUN case "${DEPS_FROM}" in upstream|debian) ;; \
+        *) echo "DEPS_FROM=${DEPS_FROM}: want upstream or debian" >&2; exit 1 ;; esac \
+ && apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
         build-essential pkg-config ca-certificates curl xz-utils bzip2 unzip \
         binutils libssl-dev zlib1g-dev libyaml-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /deps
 
+# DEPS_FROM=debian: the distribution's curl and cJSON sources, built by
+# the same script as `make static-debian` (the same libcurl ./configure
+# flags as below; test_dockerfile checks they agree), and Debian's
+# libfabric headers. Nothing else is downloaded.
+COPY mk/static-sources.sh /deps/static-sources.sh
+RUN if [ "${DEPS_FROM}" = debian ]; then \
+        apt-get update \
+     && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+            dpkg-dev make libfabric-dev \
+     && STATIC_SOURCES_SUITE="${DEBIAN_SOURCES_SUITE}" /deps/static-sources.sh /deps/debian \
+     && rm -rf /var/lib/apt/lists/*; \
+    fi
+
 # libcurl with only what the agent uses: HTTP(S) over OpenSSL, zlib.
-RUN curl -fsSL -o curl.tar.xz "https://curl.se/download/curl-${CURL_VERSION}.tar.xz" \
+RUN [ "${DEPS_FROM}" = debian ] || { curl -fsSL -o curl.tar.xz "https://curl.se/download/curl-${CURL_VERSION}.tar.xz" \
  && echo "${CURL_SHA256}  curl.tar.xz" | sha256sum -c - \
  && tar -xf curl.tar.xz \
  && cd "curl-${CURL_VERSION}" \
@@ -76,18 +108,18 @@ RUN curl -fsSL -o curl.tar.xz "https://curl.se/download/curl-${CURL_VERSION}.tar
         --disable-ftp --disable-file --disable-manual --disable-docs \
         --without-ca-bundle --without-ca-path \
  && make -j"$(nproc)" \
- && make install
+ && make install; }
 
-RUN curl -fsSL -o cjson.zip "https://github.com/DaveGamble/cJSON/archive/refs/tags/v${CJSON_VERSION}.zip" \
+RUN [ "${DEPS_FROM}" = debian ] || { curl -fsSL -o cjson.zip "https://github.com/DaveGamble/cJSON/archive/refs/tags/v${CJSON_VERSION}.zip" \
  && echo "${CJSON_SHA256}  cjson.zip" | sha256sum -c - \
  && unzip -q cjson.zip \
- && test -f "cJSON-${CJSON_VERSION}/cJSON.c"
+ && test -f "cJSON-${CJSON_VERSION}/cJSON.c"; }
 
-RUN curl -fsSL -o libfabric.tar.bz2 \
+RUN [ "${DEPS_FROM}" = debian ] || { curl -fsSL -o libfabric.tar.bz2 \
         "https://github.com/ofiwg/libfabric/releases/download/v${LIBFABRIC_VERSION}/libfabric-${LIBFABRIC_VERSION}.tar.bz2" \
  && echo "${LIBFABRIC_SHA256}  libfabric.tar.bz2" | sha256sum -c - \
  && tar -xf libfabric.tar.bz2 "libfabric-${LIBFABRIC_VERSION}/include" \
- && test -f "libfabric-${LIBFABRIC_VERSION}/include/rdma/fabric.h"
+ && test -f "libfabric-${LIBFABRIC_VERSION}/include/rdma/fabric.h"; }
 
 WORKDIR /src/efa-preflight
 COPY Makefile ./
@@ -95,8 +127,12 @@ COPY mk/ mk/
 COPY agent/ agent/
 # make static links the archives, then fails unless readelf shows nothing
 # but glibc in NEEDED; it prints the glibc baseline.
-RUN make static CURL_PREFIX=/opt/curl CJSON_SRC="/deps/cJSON-${CJSON_VERSION}" \
-        STATIC_CFLAGS="-I/deps/libfabric-${LIBFABRIC_VERSION}/include" \
+RUN if [ "${DEPS_FROM}" = debian ]; then \
+        make static CURL_PREFIX=/deps/debian/curl CJSON_SRC=/deps/debian/cjson; \
+    else \
+        make static CURL_PREFIX=/opt/curl CJSON_SRC="/deps/cJSON-${CJSON_VERSION}" \
+            STATIC_CFLAGS="-I/deps/libfabric-${LIBFABRIC_VERSION}/include"; \
+    fi \
  && build/static/efa-preflight version
 
 ########################################################################

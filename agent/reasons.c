@@ -150,8 +150,9 @@ static const struct pf_reason_info table[PF_R_COUNT] = {
     [PF_R_PeerTimeout] = {
         "PeerTimeout", PF_CLASS_INFRA, FAB,
         "check that every rank started and reaches rank 0's rendezvous "
-        "port (NetworkPolicy, security group allowing all traffic to and "
-        "from itself)" },
+        "port: no NetworkPolicy in the way (the chart's "
+        "networkPolicy.enabled admits the pods to each other), a security "
+        "group allowing all traffic to and from itself" },
     [PF_R_PeerLost] = {
         "PeerLost", PF_CLASS_INFRA, FAB,
         "a rank exited or its node failed mid-run: read that rank's log, "

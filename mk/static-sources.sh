@@ -30,8 +30,11 @@ done
 [ -f /usr/include/zlib.h ] || { echo "static-sources: zlib1g-dev is not installed" >&2; exit 1; }
 
 # The host's first binary archive (URI and suite) becomes a deb-src line.
+# STATIC_SOURCES_SUITE takes the sources of another suite of that archive
+# (the Dockerfile's Debian 11 builder: where a mirror no longer serves
+# bullseye's .dsc files, bookworm's sources build there as well).
 . /etc/os-release
-suite=${VERSION_CODENAME:?no VERSION_CODENAME in /etc/os-release}
+suite=${STATIC_SOURCES_SUITE:-${VERSION_CODENAME:?no VERSION_CODENAME in /etc/os-release}}
 uri=""
 for f in /etc/apt/sources.list.d/*.sources; do
     [ -f "$f" ] || continue

@@ -24,6 +24,7 @@ struct pf_node_labels {
     char busbw_gbps[32];
     char validated_at[32];            /* 20261122T010203Z */
     char valid_until[32];
+    char valid_until_epoch[24];       /* the same, seconds: nodeAffinity Gt/Lt */
     char fabric[16];                  /* tested|untested */
     char health_status[40];           /* HyperPod recovery ask, "" = none */
 };

@@ -52,6 +52,8 @@ void pf_node_labels_make(const struct pf_run *run, time_t now,
     pf_node_label_time(l->validated_at, now);
     pf_node_label_time(l->valid_until,
                        now + (time_t)run->cfg.valid_hours * 3600);
+    snprintf(l->valid_until_epoch, sizeof(l->valid_until_epoch), "%lld",
+             (long long)now + (long long)run->cfg.valid_hours * 3600);
     if (pf_node_fabric_untested(run))
         snprintf(l->fabric, sizeof(l->fabric), "untested");
     else if (collective_attempted(run))
@@ -87,6 +89,7 @@ cJSON *pf_node_labels_patch(const char *prefix, const struct pf_node_labels *l)
     add_label(labels, prefix, "busbw-gbps", l->busbw_gbps);
     add_label(labels, prefix, "validated-at", l->validated_at);
     add_label(labels, prefix, "valid-until", l->valid_until);
+    add_label(labels, prefix, "valid-until-epoch", l->valid_until_epoch);
     add_label(labels, prefix, "fabric", l->fabric);
     /* Asked for only on a proven fault; never removed by us: HyperPod owns
      * the label once its recovery starts. */

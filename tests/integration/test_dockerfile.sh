@@ -80,10 +80,20 @@ expect "base image not an ARG" 's/^FROM ${AGENT_BASE_IMAGE} AS agent/FROM busybo
     "base image busybox is not a build ARG"
 expect "agent binary elsewhere" 's|/build/static/efa-preflight /usr/local/bin/efa-preflight|/build/static/efa-preflight /bin/efa-preflight|' \
     "stage agent does not put the agent at /usr/local/bin/efa-preflight"
+expect "full image on CUDA 12.4 (cannot drive B200)" \
+    's/^ARG CUDA_DEVEL_IMAGE=.*/ARG CUDA_DEVEL_IMAGE=nvidia\/cuda:12.4.1-devel-ubuntu22.04/; s/^ARG CUDA_RUNTIME_IMAGE=.*/ARG CUDA_RUNTIME_IMAGE=nvidia\/cuda:12.4.1-runtime-ubuntu22.04/' \
+    "the full image's CUDA 12.4 cannot drive p6-b200.48xlarge (B200, sm_100) that the chart deploys to: it needs CUDA >= 12.8"
+expect "full image with NCCL 2.21 (cannot drive B200)" 's/^ARG NCCL_VERSION=.*/ARG NCCL_VERSION=2.21.5-1/' \
+    "the full image's NCCL 2.21.5-1 cannot drive p6-b200.48xlarge (B200, sm_100) that the chart deploys to: it needs NCCL >= 2.25"
+expect "devel and runtime images on different CUDA" \
+    's/^ARG CUDA_DEVEL_IMAGE=.*/ARG CUDA_DEVEL_IMAGE=nvidia\/cuda:12.9.1-devel-ubuntu22.04/' \
+    "CUDA_DEVEL_IMAGE and CUDA_RUNTIME_IMAGE have different CUDA versions (12.9, 12.8)"
+expect "sources from Debian by default" 's/^ARG DEPS_FROM=upstream/ARG DEPS_FROM=debian/' \
+    "ARG DEPS_FROM=debian: the default must stay upstream (the pinned, checksummed tarballs)"
 mkdir -p "$tmp/root"
 ln -s "$root/Makefile" "$root/agent" "$root/mk" "$tmp/root/"
 printf '*\n!Makefile\n!agent\n' >"$tmp/root/.dockerignore"
-expect "EFA path before the installer" 's|^RUN make static |RUN /opt/amazon/openmpi/bin/mpicc --version \&\& make static |' \
+expect "EFA path before the installer" 's|^ \&\& build/static/efa-preflight version| \&\& /opt/amazon/openmpi/bin/mpicc --version \&\& build/static/efa-preflight version|' \
     "RUN uses /opt/amazon/ in stage builder before the EFA installer ran there"
 expect "MPI shim not shipped" '/libpf-mpi.so \/usr\/local\/bin\/libpf-mpi.so/d' \
     "stage full does not put the MPI shim at /usr/local/bin/libpf-mpi.so"

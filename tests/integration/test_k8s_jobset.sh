@@ -73,7 +73,8 @@ for i in range(4):
     assert l["efa-preflight.io/fabric"] == "tested", l
     for k, v in old[n]["metadata"]["labels"].items():
         assert l[k] == v, ("foreign label changed", k)
-    assert len([k for k in l if k.startswith("efa-preflight.io/")]) == 6, l
+    assert len([k for k in l if k.startswith("efa-preflight.io/")]) == 7, l
+    assert int(l["efa-preflight.io/valid-until-epoch"]) == int(b.replace(tzinfo=datetime.timezone.utc).timestamp()), l
     d = cond(n, "EFADevicesReady")
     f = cond(n, "EFAFabricReady")
     assert d and d["status"] == "Unknown" and d["reason"] == "EFANotRequired", d

@@ -1,6 +1,7 @@
 #!/bin/bash
 # Deploy files: every YAML parses; k8s/ manifests, the examples and the Helm
-# chart rendered three ways validate against the Kubernetes schemas; the
+# chart rendered three ways (with Helm's own template engine:
+# tests/helm_render) validate against the Kubernetes schemas; the
 # chart's values validate against values.schema.json; chart and k8s/ agree
 # (names, labels, RBAC, env); and each checker rejects a broken input with
 # the exact reason, so none of them passes by accident.
@@ -14,6 +15,11 @@ command -v node >/dev/null && command -v npm >/dev/null || {
     echo "skip: node and npm are not installed (.ci/run installs nodejs npm)"; exit 77; }
 python3 -c 'import yaml' 2>/dev/null || {
     echo "skip: python3-yaml is not installed (make deps)"; exit 77; }
+command -v go >/dev/null && [ -d /usr/share/gocode/src/github.com/Masterminds/sprig ] \
+    && [ -d /usr/share/gocode/src/sigs.k8s.io/yaml ] \
+    && [ -d /usr/share/gocode/src/github.com/xeipuuv/gojsonschema ] || {
+    echo "skip: the chart renderer needs golang-go golang-github-masterminds-sprig-dev" \
+         "golang-k8s-sigs-yaml-dev golang-github-xeipuuv-gojsonschema-dev (.ci/run installs them)"; exit 77; }
 if [ ! -d "$m/node_modules/kubernetes-models" ] || [ ! -d "$m/node_modules/ajv" ]; then
     echo "installing the validators: npm ci in $m"
     (cd "$m" && npm ci --no-audit --no-fund --loglevel=error) || {
@@ -64,8 +70,20 @@ sys.exit(1 if bad or len(files) < 15 else 0)
 EOF
 then pass "every YAML file parses"; else bad "YAML parse"; fi
 
-# 2. Render the chart: defaults, a HyperPod/override set, initcontainer mode.
-r() { python3 $m/render_chart.py $chart --name efa-preflight --namespace efa-preflight "$@"; }
+# 2. Render the chart as `helm template` does: Go's text/template, sprig,
+#    Helm's include/tpl/required/toYaml, values coalesced and checked
+#    against values.schema.json (tests/helm_render, built offline from
+#    Debian's Go packages). Defaults, a HyperPod/override set, initcontainer
+#    mode; all with the image repository the chart requires.
+render=$tmp/helm-render
+if ! GO111MODULE=off GOPATH=/usr/share/gocode GOFLAGS= go build -o "$render" ./tests/helm_render \
+        >"$tmp/go-build.log" 2>&1; then
+    bad "go build tests/helm_render"; sed 's/^/     /' "$tmp/go-build.log"
+    echo "manifests: $failures failed checks"; exit 1
+fi
+repo=123456789012.dkr.ecr.us-west-2.amazonaws.com/efa-preflight
+r() { "$render" $chart --name efa-preflight --namespace efa-preflight --strict \
+          --set image.repository=$repo "$@"; }
 r >"$tmp/default.yaml" && pass "chart renders with default values" || bad "chart render (defaults)"
 r -f $m/fixtures/values-hyperpod.yaml >"$tmp/hyperpod.yaml" \
     && pass "chart renders with values-hyperpod.yaml" || bad "chart render (hyperpod)"
@@ -73,9 +91,10 @@ r -f $m/fixtures/values-initcontainer.yaml >"$tmp/initc.yaml" \
     && pass "chart renders in initcontainer mode" || bad "chart render (initcontainer)"
 r --notes >"$tmp/notes.txt" || bad "NOTES.txt render"
 r -f $m/fixtures/values-hyperpod.yaml --print-values >"$tmp/hyperpod-values.yaml"
+r --print-values >"$tmp/default-values.yaml"
 
 # 3. Values against values.schema.json (ajv).
-for v in $chart/values.yaml "$tmp/hyperpod-values.yaml"; do
+for v in "$tmp/default-values.yaml" "$tmp/hyperpod-values.yaml"; do
     if node $m/validate.mjs values "$v" $chart/values.schema.json >"$tmp/out" 2>&1; then
         pass "values schema: $(basename "$v")"
     else bad "values schema: $v"; sed 's/^/     /' "$tmp/out"; fi
@@ -148,7 +167,7 @@ expect_fail "comparison on drifted copies of k8s/" \
     "jobset-copy-in.yaml: copies to /preflight/efa-preflight-copy but runs /preflight/efa-preflight"
 
 # The values schema must admit only what the agent accepts: a groupSize
-# above the agent's 256 ranks (every pod would exit 2), agentOptions keys
+# below the agent's 1 (every pod would exit 2), agentOptions keys
 # the agent does not know (env it never reads).
 mkdir -p "$tmp/root2/agent/config"
 cp -r k8s charts "$tmp/root2/"
@@ -158,13 +177,13 @@ python3 - "$tmp/root2/$chart/values.schema.json" <<'EOF2'
 import json, sys
 p = sys.argv[1]
 s = json.load(open(p))
-s["properties"]["groupSize"]["maximum"] = 1024
+s["properties"]["groupSize"]["minimum"] = 0
 s["definitions"]["agentOptions"]["propertyNames"] = {"pattern": "^[a-z][a-z0-9_]*$"}
 json.dump(s, open(p, "w"), indent=2)
 EOF2
 echo "python3 $m/compare_manifests.py $tmp/root2 $tmp/default.yaml" >"$tmp/cmd"
 expect_fail "comparison on a values schema wider than the agent" \
-    "values.schema.json groupSize (the agent's group_size): 1..1024 admits values the agent refuses (exit 2): it takes 1..256" \
+    "values.schema.json groupSize (the agent's group_size): 0..2.14748e+09 admits values the agent refuses (exit 2): it takes 1..2.14748e+09" \
     "values.schema.json agentOptions keys unlimited, the agent's options the chart does not set are ['api_server',"
 
 # 6. What the overrides must change, exactly.
@@ -216,13 +235,151 @@ for want in "kubectl get nodes -L efa-preflight.io/status,efa-preflight.io/efa-c
 done
 pass "NOTES.txt names the kubectl commands"
 
-# 8. The renderer refuses what it does not implement instead of guessing.
+# 8. The renderer is Helm's engine: a misspelt value fails in --strict (as
+#    `helm lint --strict`), required names its fix, the values schema and
+#    the chart's kubeVersion are enforced, and sprig/tpl work.
 cp -r $chart "$tmp/chart"
-printf 'kind: ConfigMap\nx: {{ printf "%%s" .Values.mode }}\n' >"$tmp/chart/templates/extra.yaml"
-echo "python3 $m/render_chart.py $tmp/chart" >"$tmp/cmd"
-expect_fail "renderer on an unsupported function" "templates/extra.yaml:2: unknown function printf"
 printf 'kind: ConfigMap\nx: {{ .Values.labelPrefx }}\n' >"$tmp/chart/templates/extra.yaml"
-expect_fail "renderer on a misspelled value" "templates/extra.yaml:2: prints a missing value"
+echo "$render $tmp/chart --strict --set image.repository=$repo" >"$tmp/cmd"
+expect_fail "renderer on a misspelt value" \
+    'efa-preflight/templates/extra.yaml:2:13: executing "efa-preflight/templates/extra.yaml" at <.Values.labelPrefx>: map has no entry for key "labelPrefx"'
+printf 'kind: ConfigMap\nx: {{ tpl "{{ .Values.mode | upper | quote }}" . }}\ny: {{ printf "%%03d" 7 }}\n' \
+    >"$tmp/chart/templates/extra.yaml"
+if "$render" "$tmp/chart" --set image.repository=$repo | grep -A2 'kind: ConfigMap' >"$tmp/out" \
+        && grep -qx 'x: "DAEMONSET"' "$tmp/out" && grep -qx 'y: 007' "$tmp/out"; then
+    pass "renderer: tpl, sprig and printf as in Helm"
+else bad "renderer: tpl/sprig"; sed 's/^/     /' "$tmp/out"; fi
+rm "$tmp/chart/templates/extra.yaml"
+echo "$render $chart --kube-version 1.26.5 --set image.repository=$repo" >"$tmp/cmd"
+expect_fail "renderer on a cluster older than the chart's kubeVersion" \
+    "chart requires kubeVersion: >=1.27.0-0 which is incompatible with Kubernetes v1.26.5"
+echo "$render $chart --set groupSize=0 --set image.repository=$repo" >"$tmp/cmd"
+expect_fail "renderer checks values.schema.json" \
+    "values don't meet the specifications of the schema(s) in the following chart(s):" \
+    "- groupSize: Must be greater than or equal to 1"
+
+# 9. What a real EKS cluster needs. Each check also runs on a copy broken
+#    the way the manifests used to be, and must name the fault.
+# 9a. The image repository is required: no default, a registry host in it.
+echo "$render $chart" >"$tmp/cmd"
+expect_fail "chart without image.repository" \
+    "- image.repository: String length must be greater than or equal to 1"
+echo "$render $chart --set image.repository=efa-preflight" >"$tmp/cmd"
+expect_fail "chart with a repository that has no registry" \
+    "- image.repository: Does not match pattern"
+echo "$render $chart --skip-schema-validation" >"$tmp/cmd"
+expect_fail "chart without image.repository, schema skipped" \
+    "error calling required: image.repository is required: the registry and repository you pushed the images to"
+echo "node $m/validate.mjs values $chart/values.yaml $chart/values.schema.json" >"$tmp/cmd"
+expect_fail "values.yaml alone (no repository)" "/image/repository: must NOT have fewer than 1 characters"
+
+# 9b. The pool label lives under labelPrefix: another prefix leaves no
+#     efa-preflight.io/ key in the render.
+if python3 - "$tmp/hyperpod.yaml" <<'EOF2'
+import sys, yaml
+ds = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "DaemonSet"][0]
+spec = ds["spec"]["template"]["spec"]
+env = {e["name"]: e.get("value") for e in spec["containers"][0]["env"]}
+errs = []
+for where, labels in (("labels", ds["metadata"]["labels"]),
+                      ("selector", ds["spec"]["selector"]["matchLabels"]),
+                      ("pod labels", ds["spec"]["template"]["metadata"]["labels"])):
+    if labels.get("preflight.example.com/pool") != "ml-p5-48xlarge":
+        errs.append("%s: %s" % (where, labels))
+if "preflight.example.com/pool=ml-p5-48xlarge" not in env["EFA_PREFLIGHT_PEER_SELECTOR"]:
+    errs.append("peer selector " + env["EFA_PREFLIGHT_PEER_SELECTOR"])
+if "efa-preflight.io/" in open(sys.argv[1]).read():
+    errs.append("efa-preflight.io/ still in the render")
+for e in errs: print("FAIL " + e)
+sys.exit(1 if errs else 0)
+EOF2
+then pass "pool label under labelPrefix (preflight.example.com/pool)"; else bad "pool label under labelPrefix"; fi
+
+# 9c. NetworkPolicy option: off by default (15 objects above); on, it
+#     admits every DaemonSet's and every example job's peers, and with
+#     egress their peers and the API server; the policies are valid.
+r --set networkPolicy.enabled=true >"$tmp/np.yaml" \
+    && r --set networkPolicy.enabled=true --set networkPolicy.egress=true >"$tmp/np-egress.yaml" \
+    || bad "chart render (networkPolicy)"
+n_np=$(grep -c '^kind: NetworkPolicy' "$tmp/np.yaml")
+[ "$n_np" -eq 2 ] && pass "networkPolicy.enabled renders 2 NetworkPolicies (DaemonSet, job namespace)" \
+    || bad "networkPolicy.enabled renders $n_np NetworkPolicies, want 2"
+for f in np np-egress; do
+    if node $m/validate.mjs manifests "$tmp/$f.yaml" >"$tmp/out" 2>&1 \
+            && grep -q '^ok .*NetworkPolicy/efa-preflight-job' "$tmp/out" \
+            && python3 $m/check_deploy.py netpol "$tmp/$f.yaml" k8s/examples/*.yaml >"$tmp/out" 2>&1; then
+        pass "NetworkPolicy ($f): valid; admits the peers of 6 DaemonSets and 4 example jobs"
+    else bad "NetworkPolicy ($f)"; sed 's/^/     /' "$tmp/out"; fi
+done
+echo "python3 $m/check_deploy.py netpol $tmp/default.yaml k8s/examples/indexed-job-full.yaml" >"$tmp/cmd"
+expect_fail "NetworkPolicy check on a render without policies" \
+    "networkPolicy.enabled rendered no NetworkPolicy"
+sed 's/        - protocol: TCP/        - protocol: UDP/; /^    - Egress/{n;}' "$tmp/np-egress.yaml" \
+    | python3 -c 'import sys; s=sys.stdin.read(); i=s.index("    - to:"); print(s[:i] + s[s.index("    - ports:", i):])' >"$tmp/np-bad.yaml"
+echo "python3 $m/check_deploy.py netpol $tmp/np-bad.yaml" >"$tmp/cmd"
+expect_fail "NetworkPolicy check on an egress policy without the peers" \
+    "NetworkPolicy efa-preflight restricts egress but not to its peers on every port"
+
+# 9d. Least privilege: no container but the agent's reaches a token that
+#     can patch Nodes (checked on k8s/ by compare_manifests above); a
+#     training container given the token, or a pod that mounts it
+#     everywhere, is caught.
+rm -rf "$tmp/root3"; mkdir -p "$tmp/root3/agent/config"
+cp -r k8s charts "$tmp/root3/"
+cp agent/pf.h "$tmp/root3/agent/"
+cp agent/config/config.c "$tmp/root3/agent/config/"
+sed -i '/automountServiceAccountToken: false/d' "$tmp/root3/k8s/examples/indexed-job-full.yaml" \
+    "$tmp/root3/k8s/30-job-rbac.yaml"
+python3 - "$tmp/root3/k8s/examples/jobset-full.yaml" <<'EOF2'
+import sys
+p = sys.argv[1]
+s = open(p).read()
+i = s.index("- name: train")
+j = s.index("mountPath: /preflight\n", i) + len("mountPath: /preflight\n")
+ind = " " * 20
+s = s[:j] + ind + "- name: efa-preflight-token\n" + ind + "  mountPath: /var/run/secrets/kubernetes.io/serviceaccount\n" + s[j:]
+open(p, "w").write(s)
+EOF2
+sed -i '/- key: aws.amazon.com\/efa/,+2d' "$tmp/root3/k8s/examples/jobset-copy-in.yaml"
+sed -i 's/efa-preflight.io\/pool/pool/' "$tmp/root3/k8s/20-daemonset.yaml"
+echo "python3 $m/compare_manifests.py $tmp/root3 $tmp/default.yaml" >"$tmp/cmd"
+expect_fail "token and taint checks on broken copies of k8s/" \
+    "indexed-job-full.yaml: service account efa-preflight-job may patch Nodes and its token is mounted into every container (train)" \
+    "jobset-full.yaml: container train mounts the token volume efa-preflight-token: it could patch Nodes" \
+    "jobset-copy-in.yaml: does not tolerate the node taint aws.amazon.com/efa" \
+    "DaemonSet efa-preflight-p5-48xlarge metadata.labels: pool label missing, want it under the label prefix: efa-preflight.io/pool"
+
+# 9e. Node join: the shipped node group and NodePool configs let the
+#     device plugins (as installed by default) and the pre-flight pod run.
+if python3 $m/check_deploy.py nodejoin . >"$tmp/out" 2>&1; then
+    pass "node-join configs: $(ls k8s/node-join | tr '\n' ' ')"
+else bad "node-join configs"; sed 's/^/     /' "$tmp/out"; fi
+rm -rf "$tmp/root4"; mkdir -p "$tmp/root4"; cp -r k8s "$tmp/root4/"
+python3 - "$tmp/root4/k8s/node-join" <<'EOF2'
+import sys
+d = sys.argv[1]
+p = d + "/eksctl-managed-nodegroup.yaml"     # what the README used to advise
+s = open(p).read().replace("      efa-preflight.io/status: pending\n",
+    "      efa-preflight.io/status: pending\n    taints:\n      - key: efa-preflight.io/unhealthy\n        value: \"true\"\n        effect: NoSchedule\n")
+open(p, "w").write(s)
+p = d + "/karpenter-nodepool.yaml"
+s = open(p).read().replace("        - key: karpenter.sh/capacity-type",
+    "        - key: efa-preflight.io/status\n          operator: In\n          values: [pass, warn]\n        - key: karpenter.sh/capacity-type")
+open(p, "w").write(s)
+EOF2
+echo "python3 $m/check_deploy.py nodejoin $tmp/root4" >"$tmp/cmd"
+expect_fail "node-join check on the old advice (join tainted unhealthy) and a verdict in a NodePool" \
+    "eksctl-managed-nodegroup.yaml: node group p5-efa joins nodes with taint efa-preflight.io/unhealthy=true:NoSchedule, which nvidia-device-plugin as installed by default does not tolerate" \
+    "which aws-efa-k8s-device-plugin as installed by default does not tolerate" \
+    "karpenter-nodepool.yaml: NodePool p5-efa: requirement efa-preflight.io/status In ['pass', 'warn'] lets Karpenter label new nodes with a verdict"
+
+# 9f. No deploy file names a FACTS file the repository does not have.
+if python3 $m/check_deploy.py facts . >"$tmp/out" 2>&1; then pass "no reference to a missing FACTS file"
+else bad "FACTS references"; sed 's/^/     /' "$tmp/out"; fi
+rm -rf "$tmp/root5"; mkdir -p "$tmp/root5"; cp -r k8s charts "$tmp/root5/"; cp README.md "$tmp/root5/"
+sed -i '1s/^/# What the agent may do (FACTS.md, "RBAC")\n/' "$tmp/root5/k8s/10-rbac.yaml"
+echo "python3 $m/check_deploy.py facts $tmp/root5" >"$tmp/cmd"
+expect_fail "FACTS check on the old k8s/10-rbac.yaml" "k8s/10-rbac.yaml:1 names FACTS"
 
 echo "manifests: $failures failed checks"
 [ $failures -eq 0 ]

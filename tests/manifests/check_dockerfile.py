@@ -20,7 +20,14 @@ instructions) and checks:
   - the agent image holds /usr/local/bin/efa-preflight (the path the
     copy-in initContainers copy) and the full image puts it on PATH, with
     the MPI shim libpf-mpi.so beside it;
-  - a RUN that uses /opt/amazon/ comes after the EFA installer in its stage.
+  - a RUN that uses /opt/amazon/ comes after the EFA installer in its stage;
+  - DEPS_FROM (upstream | debian: where the builder takes curl, cJSON and
+    the libfabric headers) defaults to upstream;
+  - the `full` image's CUDA (CUDA_*_IMAGE tags) and NCCL_VERSION drive every
+    GPU the chart deploys to: each instanceTypes entry of the chart's
+    values.yaml is looked up in agent/catalog.yaml for its GPU model, and
+    the model's architecture needs a minimum CUDA and NCCL (B200, sm_100:
+    CUDA 12.8, NCCL 2.25); the devel and runtime images share one CUDA.
 Prints one line per problem; exit 1 if any.
 """
 import fnmatch
@@ -85,6 +92,82 @@ def ignored(rel, pats):
         if any(fnmatch.fnmatchcase(p, pat) for p in prefixes):
             result = not neg
     return result
+
+
+# GPU model -> (architecture, first CUDA that compiles for it, first NCCL
+# release that supports it).
+GPU_ARCH = {
+    "V100": ("sm_70", (9, 0), (2, 0)),
+    "A100": ("sm_80", (11, 0), (2, 7)),
+    "A10G": ("sm_86", (11, 1), (2, 8)),
+    "L4": ("sm_89", (11, 8), (2, 15)),
+    "L40S": ("sm_89", (11, 8), (2, 15)),
+    "H100": ("sm_90", (11, 8), (2, 15)),
+    "H200": ("sm_90", (11, 8), (2, 15)),
+    "B200": ("sm_100", (12, 8), (2, 25)),
+    "B300": ("sm_103", (12, 9), (2, 27)),
+}
+
+
+def version_tuple(text):
+    m = re.match(r"(\d+)\.(\d+)", text or "")
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def chart_gpus(root):
+    """{instance type: GPU model} for every type the chart deploys to."""
+    import yaml
+    values = os.path.join(root, "charts", "efa-preflight", "values.yaml")
+    catalog = os.path.join(root, "agent", "catalog.yaml")
+    if not os.path.exists(values) or not os.path.exists(catalog):
+        return None
+    with open(values) as f:
+        entries = yaml.safe_load(f).get("instanceTypes", [])
+    with open(catalog) as f:
+        inst = yaml.safe_load(f).get("instances", {})
+    out = {}
+    for e in entries:
+        for t in e.get("instanceTypes", []):
+            name = t[3:] if t.startswith("ml.") else t
+            out[t] = inst.get(name, {}).get("accelerator_model")
+    return out
+
+
+def check_gpu_stack(root, global_args, problems):
+    cudas = {}
+    for arg in ("CUDA_DEVEL_IMAGE", "CUDA_RUNTIME_IMAGE"):
+        m = re.search(r":(\d+\.\d+)(?:\.\d+)?-", global_args.get(arg) or "")
+        if not m:
+            problems.append("ARG %s=%s: no CUDA version in the tag" % (arg, global_args.get(arg)))
+            return
+        cudas[arg] = version_tuple(m.group(1))
+    if len(set(cudas.values())) != 1:
+        problems.append("CUDA_DEVEL_IMAGE and CUDA_RUNTIME_IMAGE have different CUDA "
+                        "versions (%s): aws-ofi-nccl would be built for another CUDA"
+                        % ", ".join("%d.%d" % v for v in cudas.values()))
+    cuda = cudas["CUDA_RUNTIME_IMAGE"]
+    nccl = version_tuple(global_args.get("NCCL_VERSION"))
+    if nccl is None:
+        problems.append("ARG NCCL_VERSION=%s is not a version" % global_args.get("NCCL_VERSION"))
+        return
+    gpus = chart_gpus(root)
+    if gpus is None:
+        return
+    for itype, model in sorted(gpus.items()):
+        model = (model or "").split("-")[0]      # A100-40GB -> A100
+        if model not in GPU_ARCH:
+            problems.append("chart instance type %s: GPU %r has no known CUDA/NCCL minimum "
+                            "(add it to check_dockerfile.py GPU_ARCH)" % (itype, model))
+            continue
+        arch, min_cuda, min_nccl = GPU_ARCH[model]
+        if cuda < min_cuda:
+            problems.append("the full image's CUDA %d.%d cannot drive %s (%s, %s) that the "
+                            "chart deploys to: it needs CUDA >= %d.%d"
+                            % (cuda + (itype, model, arch) + min_cuda))
+        if nccl < min_nccl:
+            problems.append("the full image's NCCL %s cannot drive %s (%s, %s) that the "
+                            "chart deploys to: it needs NCCL >= %d.%d"
+                            % ((global_args["NCCL_VERSION"], itype, model, arch) + min_nccl))
 
 
 def main():
@@ -193,6 +276,15 @@ def main():
     if "/usr/local/bin/libpf-mpi.so" not in got:
         problems.append("stage full does not put the MPI shim at /usr/local/bin/libpf-mpi.so "
                         "(copies to %s)" % got)
+
+    check_gpu_stack(root, global_args, problems)
+    # DEPS_FROM=debian is for builders without upstream access; the image
+    # others build must keep the pinned, checksummed tarballs.
+    if global_args.get("DEPS_FROM") != "upstream":
+        problems.append("ARG DEPS_FROM=%s: the default must stay upstream (the pinned, "
+                        "checksummed tarballs)" % global_args.get("DEPS_FROM"))
+    elif "builder" in runs and not any("DEPS_FROM" in r for r in runs["builder"]):
+        problems.append("the builder stage never reads DEPS_FROM")
 
     for p in problems:
         print("FAIL " + p)

@@ -10,17 +10,21 @@ values, release name and namespace "efa-preflight". Checks:
      by field: names, labels, RBAC rules, env, resources, everything;
   2. the chart's other DaemonSets differ from the p5 one only in name, pool
      label, instance types and resources;
-  3. RBAC rules are exactly FACTS.md's; the job-namespace Role equals the
-     DaemonSet's Role;
+  3. RBAC rules are exactly the README's RBAC table; the job-namespace Role
+     equals the DaemonSet's Role;
   4. the DaemonSet selects <prefix>status=pending with the prefix the agent
-     is given, tolerates the agent's <prefix>unhealthy taint, and its peer
-     selector matches its own pod labels;
+     is given, tolerates the agent's <prefix>unhealthy taint and both EFA
+     taint keys, labels its pods <prefix>pool, and its peer selector matches
+     its own pod labels;
   5. each example (Indexed Job, JobSet; full and copy-in) runs the agent in
      an initContainer with the DaemonSet's downward-API env, bootstrap k8s,
      mode initcontainer, the training container's GPU and EFA counts,
      IPC_LOCK and an in-memory /dev/shm; copy-in copies the binary from the
      agent image into an emptyDir that the next initContainer runs it from,
-     inside the training image;
+     inside the training image; the examples tolerate both EFA taint keys;
+     and no container but the agent's can reach a service-account token
+     that may patch Nodes (pod automountServiceAccountToken false, the token
+     projected into the agent's initContainer alone);
   6. every EFA_PREFLIGHT_* variable names an option of agent/config/config.c;
   7. values.schema.json admits only what the agent accepts: a value the
      DaemonSet passes as an agent option stays inside that option's range
@@ -39,6 +43,11 @@ import yaml
 
 RELEASE = "efa-preflight"
 DEVICE_RESOURCES = ("nvidia.com/gpu", "vpc.amazonaws.com/efa")
+# Taints GPU/EFA node groups carry: eksctl and older guides use
+# vpc.amazonaws.com/efa, the EFA device plugin and EKS blueprints
+# aws.amazon.com/efa.
+NODE_TAINTS = ("nvidia.com/gpu", "vpc.amazonaws.com/efa", "aws.amazon.com/efa")
+SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 IDENTITY_ENV = ("POD_NAME", "POD_NAMESPACE", "NODE_NAME", "POD_IP")
 # The agent options whose defaults come from IDENTITY_ENV.
 IDENTITY_OPTIONS = ("pod_name", "namespace", "node_name", "pod_ip")
@@ -151,6 +160,7 @@ def agent_option_specs(root):
 
         def num(expr):
             expr = re.sub(r"\bPF_\w+\b", lambda x: macros[x.group(0)], expr)
+            expr = re.sub(r"\bINT_MAX\b", "2147483647", expr)
             expr = re.sub(r"(\d)(?:ull|ul|u)\b", r"\1", expr)
             if not re.fullmatch(r"[-0-9.e *()<]+", expr):
                 raise ValueError("option %s: cannot read bound %r" % (key, expr))
@@ -238,7 +248,76 @@ def check_ipc_lock(where, c):
         fail("%s: %s: lacks the IPC_LOCK capability" % (where, c["name"]))
 
 
-def check_example(path, o, ds_init, job_sa):
+def node_writers(objs):
+    """(namespace, name) of every ServiceAccount bound to a role that may
+    patch, update or delete Nodes."""
+    roles = {}
+    for k, o in objs.items():
+        if k[0] in ("ClusterRole", "Role"):
+            roles[(k[0], k[1], k[2])] = any(
+                ("nodes" in r.get("resources", []) or "*" in r.get("resources", []))
+                and set(r.get("verbs", [])) & {"patch", "update", "delete", "*"}
+                for r in o.get("rules", []))
+    out = set()
+    for k, o in objs.items():
+        if k[0] not in ("RoleBinding", "ClusterRoleBinding"):
+            continue
+        ref = o["roleRef"]
+        ns = "" if ref["kind"] == "ClusterRole" else k[1]
+        if roles.get((ref["kind"], ns, ref["name"])):
+            for sub in o.get("subjects", []):
+                if sub.get("kind") == "ServiceAccount":
+                    out.add((sub.get("namespace", k[1]), sub["name"]))
+    return out
+
+
+def token_volumes(spec):
+    """Names of the pod's volumes that carry a service-account token."""
+    out = set()
+    for v in spec.get("volumes", []):
+        srcs = v.get("projected", {}).get("sources", [])
+        if any("serviceAccountToken" in x for x in srcs):
+            out.add(v["name"])
+    return out
+
+
+def check_token_reach(where, ns, spec, runner, objs):
+    """Only the agent's container may hold a token that can patch Nodes."""
+    sa_name = spec.get("serviceAccountName") or "default"
+    if (ns, sa_name) not in node_writers(objs):
+        return
+    sa = objs.get(("ServiceAccount", ns, sa_name), {})
+    auto = spec.get("automountServiceAccountToken",
+                    sa.get("automountServiceAccountToken", True))
+    others = [c for c in spec.get("initContainers", []) + spec["containers"]
+              if c is not runner]
+    if auto is not False and others:
+        fail("%s: service account %s may patch Nodes and its token is mounted "
+             "into every container (%s): set automountServiceAccountToken: "
+             "false and project the token into the agent's initContainer only"
+             % (where, sa_name, ", ".join(c["name"] for c in others)))
+    vols = token_volumes(spec)
+    for c in others:
+        for m in c.get("volumeMounts", []):
+            if m["name"] in vols:
+                fail("%s: container %s mounts the token volume %s: it could "
+                     "patch Nodes with service account %s"
+                     % (where, c["name"], m["name"], sa_name))
+    if auto is False:
+        mounts = {m["mountPath"]: m["name"] for m in runner.get("volumeMounts", [])}
+        name = mounts.get(SA_DIR)
+        srcs = [v for v in spec.get("volumes", []) if v["name"] == name]
+        srcs = srcs[0].get("projected", {}).get("sources", []) if srcs else []
+        if name not in vols:
+            fail("%s: the agent's initContainer %s has no token at %s: it "
+                 "cannot reach the API server" % (where, runner["name"], SA_DIR))
+        elif not any(x.get("configMap", {}).get("name") == "kube-root-ca.crt"
+                     for x in srcs):
+            fail("%s: token volume %s lacks ca.crt (configMap kube-root-ca.crt): "
+                 "the agent cannot verify the API server" % (where, name))
+
+
+def check_example(path, o, ds_init, job_sa, objs=None):
     where = os.path.relpath(path)
     spec = pod_spec(o)
     inits, mains = spec.get("initContainers", []), spec["containers"]
@@ -273,6 +352,13 @@ def check_example(path, o, ds_init, job_sa):
                     device_counts(m)))
     if not device_counts(run)["limits"]:
         fail("%s: initContainer requests no GPU/EFA devices" % where)
+    tolerated = {t.get("key") for t in spec.get("tolerations", [])}
+    for t in NODE_TAINTS:
+        if t not in tolerated:
+            fail("%s: does not tolerate the node taint %s" % (where, t))
+    if objs is not None:
+        check_token_reach(where, o["metadata"].get("namespace", "default"), spec,
+                          run, objs)
     check_ipc_lock(where, run)
     check_shm(where, spec, run)
     report = env_value(run, "EFA_PREFLIGHT_REPORT")
@@ -345,11 +431,13 @@ def main():
 
     def skeleton(ds):
         ds = norm(ds)
-        pool = ds["metadata"]["labels"]["efa-preflight.io/pool"]
+        keys = [x for x in ds["metadata"]["labels"] if x.endswith("/pool")] or ["-"]
+        pool = ds["metadata"]["labels"].get(keys[0], "-")
         ds["metadata"]["name"] = "-"
         for labels in (ds["metadata"]["labels"], ds["spec"]["selector"]["matchLabels"],
                        ds["spec"]["template"]["metadata"]["labels"]):
-            labels["efa-preflight.io/pool"] = "-"
+            if keys[0] in labels:
+                labels[keys[0]] = "-"
         spec = ds["spec"]["template"]["spec"]
         spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
             "nodeSelectorTerms"][0]["matchExpressions"][0]["values"] = []
@@ -375,7 +463,7 @@ def main():
             if o is None:
                 fail("%s has no %s %s/%s" % (src, kind, ns, name))
             elif o["rules"] != rules:
-                fail("%s %s %s rules %s, FACTS.md says %s"
+                fail("%s %s %s rules %s, the README's RBAC table says %s"
                      % (src, kind, name, o["rules"], rules))
     for src, objs in (("k8s/", plain), ("chart", chart)):
         for k, o in objs.items():
@@ -409,9 +497,18 @@ def main():
         if env_value(init, "EFA_PREFLIGHT_MODE") != "daemonset":
             fail("DaemonSet %s: agent mode is not daemonset" % k[2])
         tolerated = {t["key"] for t in spec.get("tolerations", [])}
-        for t in ("nvidia.com/gpu", "vpc.amazonaws.com/efa", prefix + "unhealthy"):
+        for t in NODE_TAINTS + (prefix + "unhealthy",):
             if t not in tolerated:
                 fail("DaemonSet %s does not tolerate %s" % (k[2], t))
+        for where, lab in (("metadata.labels", ds["metadata"]["labels"]),
+                           ("spec.selector.matchLabels", ds["spec"]["selector"]["matchLabels"]),
+                           ("pod labels", labels)):
+            stray = [x for x in lab if x.endswith("/pool") and x != prefix + "pool"]
+            if prefix + "pool" not in lab or stray:
+                fail("DaemonSet %s %s: pool label %s, want it under the label "
+                     "prefix: %spool" % (k[2], where, stray or "missing", prefix))
+        check_token_reach("DaemonSet " + k[2], k[1], spec, init,
+                          plain if (k in plain and plain[k] is ds) else chart)
         if spec.get("hostNetwork", False):
             fail("DaemonSet %s uses the host network" % k[2])
         if not device_counts(init)["limits"]:
@@ -430,7 +527,7 @@ def main():
     seen = {}
     for p in sorted(glob.glob(os.path.join(root, "k8s", "examples", "*.yaml"))):
         for o in load(p):
-            check_example(p, o, ds_init, job_sa)
+            check_example(p, o, ds_init, job_sa, plain)
             spec = pod_spec(o)
             check_env_names(p, spec.get("initContainers", []) + spec["containers"],
                             options)

@@ -29,6 +29,7 @@ const GROUPS = {
   "rbac.authorization.k8s.io": "Rbac",
   policy: "Policy",
   "scheduling.k8s.io": "Scheduling",
+  "networking.k8s.io": "Networking",
 };
 
 async function modelValidator(schemaName) {

@@ -72,7 +72,25 @@ Test(k8s_publish, labels_on_pass)
     cr_assert_str_eq(label(p, "efa-preflight.io/valid-until"),
                      "20261123T010203Z");
     cr_assert_str_eq(label(p, "efa-preflight.io/fabric"), "tested");
-    cr_assert_eq(cJSON_GetArraySize(pf_json_at(p, "metadata.labels")), 6);
+    cr_assert_eq(cJSON_GetArraySize(pf_json_at(p, "metadata.labels")), 7);
+    cJSON_Delete(p);
+    free(run);
+}
+
+/* valid-until again as an integer, so nodeAffinity Gt/Lt can compare it
+ * (label values are strings; Gt/Lt parse them as integers). */
+Test(k8s_publish, valid_until_epoch_is_an_integer_label)
+{
+    struct pf_run *run = make_run(PF_PASS, 0);
+    struct pf_node_labels l;
+    cJSON *p;
+
+    run->cfg.valid_hours = 48;
+    pf_node_labels_make(run, 1795309323, &l);
+    p = pf_node_labels_patch("example.com/", &l);
+    cr_assert_str_eq(label(p, "example.com/valid-until-epoch"), "1795482123");
+    cr_assert_str_eq(label(p, "example.com/valid-until"), "20261124T010203Z");
+    cr_assert(pf_label_value_ok(label(p, "example.com/valid-until-epoch")));
     cJSON_Delete(p);
     free(run);
 }
