@@ -111,6 +111,10 @@ static const struct pf_reason_info table[PF_R_COUNT] = {
         "drain this node and run `efa-preflight node` on it (EFA count, "
         "ports, GDR, NCCL plugin; dmesg for EFA errors); its ring peers are "
         "fine" },
+    [PF_R_NodeBandwidthBelowThreshold] = {
+        "NodeBandwidthBelowThreshold", PF_CLASS_FABRIC, FAB,
+        "every rank ran on this node: check its GPUs' NVLink/PCIe topology "
+        "(nvidia-smi topo -m), its EFA devices and NCCL's transport log" },
     [PF_R_DataCorruption] = {
         "DataCorruption", PF_CLASS_FABRIC, FAB,
         "this node's GPU memory, NIC or driver corrupts data: drain it, run "

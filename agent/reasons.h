@@ -70,6 +70,7 @@ enum pf_reason {
     /* fabric failures */
     PF_R_BandwidthBelowThreshold,
     PF_R_StragglerNode,
+    PF_R_NodeBandwidthBelowThreshold,
     PF_R_DataCorruption,
     PF_R_SocketFallback,
     PF_R_NetPluginMissing,

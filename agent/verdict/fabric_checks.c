@@ -154,6 +154,13 @@ static void data_check(struct pf_run *run)
     snprintf(seen, sizeof(seen), "%ld wrong elements summed over %d ranks "
              "and %d sizes (out-of-place and in-place)", c->wrong_total,
              c->nranks, c->nrows);
+    if (c->nnodes == 1) {
+        /* Every rank is on this node: nothing else to blame. */
+        pf_verdict_add(&run->verdict, "data", COND, PF_FAIL,
+                       PF_R_DataCorruption, "", "this node (every rank of the "
+                       "run) corrupts data: %s", seen);
+        return;
+    }
     if (strcmp(s->kind, "data") || s->nculprits == 0) {
         pf_verdict_add(&run->verdict, "data", COND, PF_FAIL,
                        PF_R_DataCorruptionNotLocalised, "", "%s; no node "
@@ -218,6 +225,15 @@ static void bandwidth_check(struct pf_run *run)
         if (c->strag.nculprits > 0 && !strcmp(c->strag.kind, "slow") &&
             !strcmp(c->strag.method, "pairwise")) {
             straggler_check(run, ring);
+            return;
+        }
+        if (c->nnodes == 1) {
+            /* One node: every rank is here, so is the fault. */
+            pf_verdict_add(&run->verdict, "busbw", COND, PF_FAIL,
+                           PF_R_NodeBandwidthBelowThreshold, "",
+                           "%s: %d ranks on this node alone, %s engine over "
+                           "%s", ring, c->nranks, c->engine,
+                           c->provider[0] ? c->provider : "-");
             return;
         }
         /* No node singled out: the job must not start, but no node is

@@ -10,6 +10,12 @@
 #      (rank 2, ..., 10.254.62.12) corrupts data"), the others exit 4
 #      (PeerDataCorruption) naming it; the report's culprits list rank 2
 #      with its address.
+#   3. and 4. the same on the NCCL engine through the GPU double (each
+#      process its own "node" with one GPU of its own; the ranks meet in
+#      the double's shared memory): 4 ranks, rank 3 slow -> rank 3
+#      StragglerNode, the others SlowPeer; rank 1 corrupting -> rank 1
+#      DataCorruption, the others PeerDataCorruption. The pairwise re-test
+#      runs over 2-rank NCCL communicators.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib_netns.sh"
@@ -20,7 +26,7 @@ pfb_need_root
 N=6
 fail() { echo "FAIL $*"; for ((r = 0; r < N; r++)); do pfb_show $r; done; exit 1; }
 fresh() { rm -f "$PFB_TMP"/r*.log "$PFB_TMP"/r*.json "$PFB_TMP"/r*.out; }
-common=(--fabric-provider tcp --no-imds --log-level info --engine host)
+common=(--fabric-provider tcp --no-imds --log-level info --expect-efa 0)
 
 run_ring() {   # run_ring PORT N ARGS...
     local port=$1 n=$2 r
@@ -29,8 +35,9 @@ run_ring() {   # run_ring PORT N ARGS...
     pfb_setup "$n" || fail "cannot build $n namespaces"
     fresh
     for ((r = 0; r < n; r++)); do
-        pfb_start $r run --bootstrap static --peers "$(pfb_peers "$n" "$port")" \
-            --rank $r "${common[@]}" "$@"
+        # GPU r of the double is rank r's own (only read by the nccl engine)
+        CUDA_VISIBLE_DEVICES=$r pfb_start $r run --bootstrap static \
+            --peers "$(pfb_peers "$n" "$port")" --rank $r "${common[@]}" "$@"
     done
     for ((r = 0; r < n; r++)); do
         pfb_wait $r
@@ -42,7 +49,7 @@ check() {   # check RANK NAME FIELD
 }
 
 # 1. six ranks, rank 3 slow
-run_ring 36201 6 --timeout 60 -b 1M -e 4M -n 2 -w 1 --min-busbw-gbps 0.05 \
+run_ring 36201 6 --engine host --timeout 60 -b 1M -e 4M -n 2 -w 1 --min-busbw-gbps 0.05 \
     --debug-slow-rank 3 --debug-slow-ms 100
 [ "$RC_3" -eq 1 ] || fail "slow: rank 3 exited $RC_3, want 1"
 [ "$(check 3 busbw reason)" = StragglerNode ] || fail "slow: rank 3 reason $(check 3 busbw reason)"
@@ -60,7 +67,7 @@ echo "ok   6 ranks, rank 3 slow: rank 3 exit 1 StragglerNode, the five others ex
      "links $(pfb_json 0 '" ".join("%d-%d:%.3f" % (l["a"], l["b"], l["gbps"]) for l in r["collective"]["straggler"]["links"])') GB/s"
 
 # 2. four ranks, rank 2 corrupts
-run_ring 36211 4 --timeout 60 -b 64K -e 1M -n 2 -w 1 --debug-corrupt-rank 2
+run_ring 36211 4 --engine host --timeout 60 -b 64K -e 1M -n 2 -w 1 --debug-corrupt-rank 2
 [ "$RC_2" -eq 1 ] || fail "corrupt: rank 2 exited $RC_2, want 1"
 [ "$(check 2 data reason)" = DataCorruption ] || fail "corrupt: rank 2 reason $(check 2 data reason)"
 grep -q "^this node (rank 2, [^)]*10.254.62.12) corrupts data" <<<"$(check 2 data message)" ||
@@ -79,4 +86,34 @@ done
 echo "ok   4 ranks, rank 2 corrupting: rank 2 exit 1 DataCorruption naming itself, the others exit 4" \
      "PeerDataCorruption; link wrong counts" \
      "$(pfb_json 0 '" ".join("%d-%d:%d" % (l["a"], l["b"], l["wrong"]) for l in r["collective"]["straggler"]["links"])')"
+# 3. and 4. the NCCL engine on the GPU double
+double=$PF_ROOT/${BUILD:-build}/double/libgpu-double.so
+[ -r "$double" ] || fail "test double missing: $double (make test-helpers)"
+export EFA_PREFLIGHT_CUDART=$double EFA_PREFLIGHT_NCCL=$double PF_DOUBLE_GPUS=4
+unset NCCL_DEBUG NCCL_DEBUG_FILE
+run_ring 36221 4 --engine nccl --timeout 60 -b 1M -e 4M -n 2 -w 1 \
+    --min-busbw-gbps 0.5 --debug-slow-rank 3 --debug-slow-ms 100
+[ "$RC_3" -eq 1 ] || fail "nccl slow: rank 3 exited $RC_3, want 1"
+[ "$(check 3 busbw reason)" = StragglerNode ] || fail "nccl slow: rank 3 reason $(check 3 busbw reason)"
+[ "$(pfb_json 3 'r["collective"]["engine"]')" = nccl ] || fail "nccl slow: not the nccl engine"
+for r in 0 1 2; do
+    eval "rc=\$RC_$r"
+    [ "$rc" -eq 4 ] || fail "nccl slow: rank $r exited $rc, want 4"
+    [ "$(check $r busbw reason)" = SlowPeer ] || fail "nccl slow: rank $r reason $(check $r busbw reason)"
+done
+echo "ok   nccl engine, 4 ranks, rank 3 slow: rank 3 exit 1 StragglerNode, the others exit 4 SlowPeer;" \
+     "links $(pfb_json 0 '" ".join("%d-%d:%.3f" % (l["a"], l["b"], l["gbps"]) for l in r["collective"]["straggler"]["links"])') GB/s"
+
+run_ring 36231 4 --engine nccl --timeout 60 -b 64K -e 1M -n 2 -w 1 --debug-corrupt-rank 1
+[ "$RC_1" -eq 1 ] || fail "nccl corrupt: rank 1 exited $RC_1, want 1"
+[ "$(check 1 data reason)" = DataCorruption ] || fail "nccl corrupt: rank 1 reason $(check 1 data reason)"
+for r in 0 2 3; do
+    eval "rc=\$RC_$r"
+    [ "$rc" -eq 4 ] || fail "nccl corrupt: rank $r exited $rc, want 4"
+    [ "$(check $r data reason)" = PeerDataCorruption ] || fail "nccl corrupt: rank $r reason $(check $r data reason)"
+    grep -q "^rank 1 ([^)]*10.254.62.11) corrupts data, not this node" <<<"$(check $r data message)" ||
+        fail "nccl corrupt: rank $r message: $(check $r data message)"
+done
+echo "ok   nccl engine, 4 ranks, rank 1 corrupting: rank 1 exit 1 DataCorruption, the others exit 4;" \
+     "link wrong counts $(pfb_json 0 '" ".join("%d-%d:%d" % (l["a"], l["b"], l["wrong"]) for l in r["collective"]["straggler"]["links"])')"
 echo PASS

@@ -29,15 +29,16 @@ for n in 2 4; do
     echo "ok   $n ranks over tcp: 12 sizes exact, host engine, ProviderFallback warn"
 done
 
-# A floor no loopback reaches: BandwidthBelowThreshold, exit 1.
+# A floor no loopback reaches: every rank is on this node, so it is this
+# node's: NodeBandwidthBelowThreshold, exit 1.
 timeout -k 5 60 "$bin" local --ranks 2 --fabric-provider tcp --no-imds \
     --port 31009 --timeout 45 -b 64K -e 256K -n 2 -w 1 --min-busbw-gbps 10000 \
     --report "$tmp/floor.json" >"$tmp/out" 2>"$tmp/err"
 rc=$?
 [ $rc -eq 1 ] || fail "--min-busbw-gbps 10000 exited $rc, want 1"
 got=$(json "$tmp/floor.json" '[(c["name"], c["status"], c["reason"]) for c in r["checks"] if c["status"] == "fail"]')
-[ "$got" = "[('busbw', 'fail', 'BandwidthBelowThreshold')]" ] ||
+[ "$got" = "[('busbw', 'fail', 'NodeBandwidthBelowThreshold')]" ] ||
     fail "--min-busbw-gbps 10000 failing checks = $got"
-grep -q "below the floor 10000.00 GB/s (--min-busbw-gbps)" "$tmp/out" ||
+grep -q "below the floor 10000.00 GB/s from the largest size (--min-busbw-gbps)" "$tmp/out" ||
     fail "the table does not state the floor and where it came from"
-echo "ok   --min-busbw-gbps 10000: BandwidthBelowThreshold, exit 1"
+echo "ok   --min-busbw-gbps 10000: NodeBandwidthBelowThreshold, exit 1"

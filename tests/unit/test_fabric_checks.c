@@ -216,10 +216,20 @@ Test(fabric_checks, min_busbw_overrides_everything)
     pf_verdict_fabric(run);
     pf_verdict_finish(run);
     const struct pf_check *c = find(run, "busbw");
-    cr_assert_eq(c->reason, PF_R_BandwidthBelowThreshold);
+    /* one node: every rank is here, so is the fault (class fabric) */
+    cr_assert_eq(c->reason, PF_R_NodeBandwidthBelowThreshold);
     cr_assert(strstr(c->message, "below the floor 2.00 GB/s from the largest "
                                  "size (--min-busbw-gbps)"), "%s", c->message);
     cr_assert_eq(run->verdict.exit_code, PF_EXIT_FAIL);
+    cr_assert(pf_class_may_taint(run->verdict.cls));
+    free(run);
+
+    run = ran("host", "tcp;ofi_rxm", 0.5, 2);     /* two nodes: nobody */
+    run->cfg.min_busbw_gbps = 2;
+    pf_verdict_fabric(run);
+    pf_verdict_finish(run);
+    cr_assert_eq(find(run, "busbw")->reason, PF_R_BandwidthBelowThreshold);
+    cr_assert_not(pf_class_may_taint(run->verdict.cls));
     free(run);
 }
 
