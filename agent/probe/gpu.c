@@ -35,9 +35,15 @@ static void probe_cuda(struct pf_node *node)
     }
     node->gpu_count = count;
     for (int i = 0; i < count && i < PF_MAX_GPUS; i++) {
-        if (pf_cuda_device_info(&c, i, &node->gpus[i], err) != PF_OK &&
+        struct pf_cuda_device d;
+        if (pf_cuda_device_info(&c, i, &d, err) != PF_OK &&
             !node->cuda_error[0])
             snprintf(node->cuda_error, sizeof(node->cuda_error), "%s", err);
+        snprintf(node->gpus[i].model, sizeof(node->gpus[i].model), "%s",
+                 d.model);
+        snprintf(node->gpus[i].pci_bus_id, sizeof(node->gpus[i].pci_bus_id),
+                 "%s", d.pci_bus_id);
+        node->gpus[i].mem_bytes = d.mem_bytes;
     }
 }
 

@@ -156,7 +156,7 @@ pf_err pf_cuda_device_count(const struct pf_cudart *c, int *count, char *err)
 }
 
 pf_err pf_cuda_device_info(const struct pf_cudart *c, int device,
-                           struct pf_gpu *out, char *err)
+                           struct pf_cuda_device *out, char *err)
 {
     /* aligned for the size_t inside */
     _Alignas(16) unsigned char prop[PF_CUDA_PROP_BUF];

@@ -18,7 +18,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../pf.h"
+#include "err.h"
+
+#define PF_GPULIB_PATH_MAX 1024
 
 /* The opaque and enum types. The declaration check defines
  * PF_GPULIB_REAL_TYPES and maps these names onto the real header types, so
@@ -67,7 +69,7 @@ enum {                                        /* enum cudaMemcpyKind */
 
 struct pf_cudart {
     void *dl;
-    char path[PF_PATH_MAX];
+    char path[PF_GPULIB_PATH_MAX];
     pf_cuda_error_t (*cudaGetDeviceCount)(int *count);
     pf_cuda_error_t (*cudaSetDevice)(int device);
     pf_cuda_error_t (*cudaGetDeviceProperties)(pf_cuda_device_prop *prop,
@@ -114,9 +116,14 @@ pf_err pf_cuda_versions(const struct pf_cudart *c, int *runtime, int *driver,
  * for the probe. Other failures (35: no driver / driver too old) set
  * *count = 0 and return PF_ERR_ENGINE with the CUDA message. */
 pf_err pf_cuda_device_count(const struct pf_cudart *c, int *count, char *err);
-/* Model, PCI bus id ("0000:18:00.0") and total memory of a device. */
+/* What the probe wants of one device. */
+struct pf_cuda_device {
+    char model[96];
+    char pci_bus_id[32];              /* "0000:18:00.0" */
+    uint64_t mem_bytes;
+};
 pf_err pf_cuda_device_info(const struct pf_cudart *c, int device,
-                           struct pf_gpu *out, char *err);
+                           struct pf_cuda_device *out, char *err);
 
 /* ---------------------------------------------------------------- NCCL */
 
@@ -166,7 +173,7 @@ void pf_nccl_config_init(pf_nccl_config_t *cfg);
 
 struct pf_nccl {
     void *dl;
-    char path[PF_PATH_MAX];
+    char path[PF_GPULIB_PATH_MAX];
     pf_nccl_result_t (*ncclGetVersion)(int *version);
     pf_nccl_result_t (*ncclGetUniqueId)(pf_nccl_unique_id *id);
     pf_nccl_result_t (*ncclCommInitRankConfig)(pf_nccl_comm_t *comm,

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "pf.h"
 #include "util/gpulib.h"
 
 static char lib[PF_PATH_MAX + 32];
@@ -30,7 +31,7 @@ TestSuite(nccl_gpulib, .init = find_double);
 Test(nccl_gpulib, device_facts_for_the_probe)
 {
     struct pf_cudart c;
-    struct pf_gpu gpu;
+    struct pf_cuda_device gpu;
     char err[PF_ERRLEN] = "";
     int n = -1, rt = 0, drv = 0;
 
