@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include "../util/clock.h"
+#include "../util/kubeapi.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -349,23 +350,20 @@ static pf_err check_text(const struct opt_spec *o, const char *val,
     }
     if (strcmp(o->key, "label_prefix"))
         return PF_OK;
-    /* The label prefix must make valid label keys: DNS subdomain + '/'. */
-    if (n < 2 || val[n - 1] != '/' || n - 1 > 253)
+    /* The label prefix must make valid label keys: DNS subdomain + '/'.
+     * The one DNS-1123 rule is the API client's (util/kubeapi.c): a prefix
+     * it refuses would be refused by the API server (422) after the
+     * conditions and the Event were already written. */
+    if (n < 2 || val[n - 1] != '/' || n - 1 > 253) {
         return pf_fail(err, PF_ERR_USAGE, "%s: label prefix '%s' must be a DNS "
                        "subdomain followed by '/'", where, val);
-    for (size_t i = 0; i + 1 < n; i++) {
-        char c = val[i];
-        bool edge = i == 0 || i + 2 == n;
-        /* Each dot-separated part starts and ends alphanumeric, or the
-         * API server refuses the labels (422) after the conditions and
-         * the Event are already written. */
-        bool part_edge = c == '.' && !edge &&
-                         (val[i - 1] == '.' || val[i - 1] == '-' ||
-                          val[i + 1] == '-');
-        if (!(islower((unsigned char)c) || isdigit((unsigned char)c) ||
-              (!edge && (c == '-' || c == '.'))) || part_edge)
-            return pf_fail(err, PF_ERR_USAGE, "%s: label prefix '%s' must be a "
-                           "lowercase DNS subdomain followed by '/'", where, val);
+    } else {
+        char sub[256];
+        snprintf(sub, sizeof(sub), "%.*s", (int)(n - 1), val);
+        if (!pf_kube_name_ok(sub))
+            return pf_fail(err, PF_ERR_USAGE, "%s: label prefix '%s' must be "
+                           "a lowercase DNS subdomain followed by '/'", where,
+                           val);
     }
     if (!strcmp(val, "kubernetes.io/") || !strcmp(val, "k8s.io/") ||
         (n > 15 && !strcmp(val + n - 15, ".kubernetes.io/")) ||
@@ -634,24 +632,27 @@ static pf_err validate(struct pf_config *cfg, char *err)
     return PF_OK;
 }
 
-/* `auto` bootstrap: a pod talks to the API server, mpirun sets OMPI_*,
- * anything else must say --peers. */
+const char *pf_config_bootstrap(const struct pf_config *cfg, char **envp)
+{
+    if (cfg->command == PF_CMD_LOCAL)
+        return "local";
+    if (cfg->bootstrap[0] && strcmp(cfg->bootstrap, "auto"))
+        return cfg->bootstrap;
+    if (cfg->peers && cfg->peers[0])
+        return "static";
+    /* mpirun inside a pod is still mpi: it is checked first */
+    if (env_get(envp, "OMPI_COMM_WORLD_SIZE") || env_get(envp, "PMIX_RANK") ||
+        env_get(envp, "PMI_SIZE"))
+        return "mpi";
+    if (env_get(envp, "KUBERNETES_SERVICE_HOST") || cfg->api_server[0])
+        return "k8s";
+    return "static";
+}
+
 static void resolve_bootstrap(struct pf_config *cfg, char **envp)
 {
-    if (cfg->command == PF_CMD_LOCAL) {
-        snprintf(cfg->bootstrap, sizeof(cfg->bootstrap), "local");
-        return;
-    }
-    if (strcmp(cfg->bootstrap, "auto"))
-        return;
-    if (cfg->peers && cfg->peers[0])
-        snprintf(cfg->bootstrap, sizeof(cfg->bootstrap), "static");
-    else if (env_get(envp, "OMPI_COMM_WORLD_SIZE") || env_get(envp, "PMIX_RANK"))
-        snprintf(cfg->bootstrap, sizeof(cfg->bootstrap), "mpi");
-    else if (env_get(envp, "KUBERNETES_SERVICE_HOST") || cfg->api_server[0])
-        snprintf(cfg->bootstrap, sizeof(cfg->bootstrap), "k8s");
-    else
-        snprintf(cfg->bootstrap, sizeof(cfg->bootstrap), "static");
+    snprintf(cfg->bootstrap, sizeof(cfg->bootstrap), "%s",
+             pf_config_bootstrap(cfg, envp));
 }
 
 struct flag_val {

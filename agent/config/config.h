@@ -36,6 +36,12 @@ void pf_config_usage(enum pf_command cmd, FILE *out);
 /* Parse "64M", "1G", "8" into bytes. */
 pf_err pf_parse_size(const char *s, uint64_t *out, char *err);
 
+/* The one `auto` bootstrap rule: local for `local`, static when --peers
+ * is given, mpi under mpirun (OMPI_*, PMIX_RANK, PMI_SIZE; also inside a
+ * pod), k8s in a pod or with --api-server, else static. An explicit
+ * --bootstrap is returned as it is. */
+const char *pf_config_bootstrap(const struct pf_config *cfg, char **envp);
+
 /* A cap given as a node count ("5": *count = 5, *pct = -1) or a share of
  * the cluster ("20%": *pct = 20, *count = -1). */
 pf_err pf_parse_cap(const char *s, int *count, double *pct);

@@ -11,19 +11,7 @@
 #include "../util/log.h"
 #include "mpi.h"
 
-/* `auto`: mpi under mpirun (also when mpirun runs inside a pod), k8s in a
- * pod, else static. */
-static const char *auto_bootstrap(const struct pf_run *run)
-{
-    if (run->cfg.command == PF_CMD_LOCAL)
-        return "local";
-    if (getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") ||
-        getenv("PMI_SIZE"))
-        return "mpi";
-    if (getenv("KUBERNETES_SERVICE_HOST"))
-        return "k8s";
-    return "static";
-}
+extern char **environ;
 
 pf_err pf_discover(struct pf_run *run, char *err)
 {
@@ -33,8 +21,9 @@ pf_err pf_discover(struct pf_run *run, char *err)
 
     pf_peers_free(&run->peers);
     memset(&run->peers, 0, sizeof(run->peers));
-    if (!b[0] || !strcmp(b, "auto"))
-        b = auto_bootstrap(run);
+    /* The config stage resolved `auto`; a run built without it (tests, the
+     * launcher's children) takes the same rule. */
+    b = pf_config_bootstrap(&run->cfg, environ);
     run->peers.deadline_ms = deadline;
     snprintf(run->peers.bootstrap, sizeof(run->peers.bootstrap), "%s", b);
 
