@@ -26,11 +26,11 @@
 #include "../util/log.h"
 
 /* What one rank process costs besides its two message buffers (measured:
- * a host-engine rank over tcp at -e 64K peaks at ~13 MiB RSS; doubled for
- * libraries a real host loads, CUDA's host side among them). */
-#define RANK_BASE_BYTES ((uint64_t)32 << 20)
-/* Tasks (the process and its threads: libfabric's and NCCL's progress
- * threads) one rank may run; RLIMIT_NPROC counts threads. */
+ * a host-engine rank over tcp peaks at ~114 MiB RSS, at -e 64K as at
+ * -e 1M). */
+#define RANK_BASE_BYTES ((uint64_t)128 << 20)
+/* Tasks one rank may run (RLIMIT_NPROC counts threads): a host-engine rank
+ * over tcp runs 1; NCCL and the EFA provider start progress threads. */
 #define RANK_TASKS 4
 /* Descriptors rank 0 keeps besides one connection per rank: listener,
  * connections that have yet to say HELLO, libraries' own. */

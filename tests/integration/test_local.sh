@@ -84,6 +84,6 @@ timeout -k 5 30 "$bin" local --ranks 2147483647 --fabric-provider tcp --no-imds 
     --port 30304 --timeout 20 >"$tmp/out" 2>"$tmp/err"
 rc=$?
 [ $rc -eq 2 ] || fail "local --ranks 2147483647 exited $rc, want 2"
-grep -q "local ranks: this host holds at most [0-9]* (memory: [0-9]* MiB available, about 160 MiB per rank for messages up to 67108864 bytes" "$tmp/err" ||
+grep -q "local ranks: this host holds at most [0-9]* (memory: [0-9]* MiB available, about 256 MiB per rank for messages up to 67108864 bytes" "$tmp/err" ||
     fail "the error does not name memory: $(cat "$tmp/err")"
 echo "ok   --ranks beyond the host: exit 2 naming RLIMIT_NOFILE or memory, nothing started"

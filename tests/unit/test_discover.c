@@ -436,8 +436,8 @@ Test(local_launcher, the_host_limit_that_binds_is_named)
     struct pf_host_room h = { .mem_avail = 16ull << 30 };
     char why[256];
 
-    cr_assert_eq(pf_local_room(&h, 64ull << 20, why, sizeof(why)), 102);
-    cr_assert_str_eq(why, "memory: 16384 MiB available, about 160 MiB per "
+    cr_assert_eq(pf_local_room(&h, 64ull << 20, why, sizeof(why)), 64);
+    cr_assert_str_eq(why, "memory: 16384 MiB available, about 256 MiB per "
                           "rank for messages up to 67108864 bytes (two "
                           "buffers and the process)");
     h.nproc = 200;
