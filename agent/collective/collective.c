@@ -47,26 +47,35 @@ static pf_err choose_engine(const struct pf_run *run,
     return PF_OK;
 }
 
+static const char *node_of(const struct pf_peer *p)
+{
+    return p->node[0] ? p->node : p->host;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 /* Nodes = distinct hosts among the peers (hostname from the rendezvous,
- * else the address). */
+ * else the address): sorted, so thousands of peers cost n log n. */
 static int count_nodes(const struct pf_peers *p)
 {
-    int nodes = 0;
+    const char **names;
+    int nodes = 1;
 
-    if (!p->list || p->world <= 0)
+    if (!p->list || p->world <= 1)
         return 1;
-    for (int i = 0; i < p->world; i++) {
-        const char *me = p->list[i].node[0] ? p->list[i].node
-                                            : p->list[i].host;
-        bool seen = false;
-        for (int j = 0; j < i && !seen; j++) {
-            const char *other = p->list[j].node[0] ? p->list[j].node
-                                                   : p->list[j].host;
-            seen = !strcmp(me, other);
-        }
-        nodes += !seen;
-    }
-    return nodes > 0 ? nodes : 1;
+    names = malloc((size_t)p->world * sizeof(*names));
+    if (!names)
+        return 1;
+    for (int i = 0; i < p->world; i++)
+        names[i] = node_of(&p->list[i]);
+    qsort(names, (size_t)p->world, sizeof(*names), by_name);
+    for (int i = 1; i < p->world; i++)
+        nodes += strcmp(names[i - 1], names[i]) != 0;
+    free(names);
+    return nodes;
 }
 
 static enum pf_reason reason_for(pf_err rc)
@@ -147,6 +156,8 @@ pf_err pf_collective(struct pf_run *run, char *err)
 
     rc = pf_boot_open(run, &boot, msg);
     if (rc == PF_OK) {
+        /* the rendezvous named every rank's host: count again */
+        c->nnodes = count_nodes(&run->peers);
         engine.ops = ops;
         pf_info("collective: %s engine, %d ranks on %d node(s)", ops->name,
                 boot->world, c->nnodes);

@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../config/catalog.h"
 #include "../config/config.h"
 #include "../util/clock.h"
 #include "../util/fsutil.h"
@@ -25,11 +26,11 @@
 #include "../util/log.h"
 
 /* What one rank process costs besides its two message buffers (measured:
- * a host-engine rank over tcp at -e 64K peaks at ~13 MiB RSS; doubled for
- * libraries a real host loads, CUDA's host side among them). */
-#define RANK_BASE_BYTES ((uint64_t)32 << 20)
-/* Tasks (the process and its threads: libfabric's and NCCL's progress
- * threads) one rank may run; RLIMIT_NPROC counts threads. */
+ * a host-engine rank over tcp peaks at ~114 MiB RSS, at -e 64K as at
+ * -e 1M). */
+#define RANK_BASE_BYTES ((uint64_t)128 << 20)
+/* Tasks one rank may run (RLIMIT_NPROC counts threads): a host-engine rank
+ * over tcp runs 1; NCCL and the EFA provider start progress threads. */
 #define RANK_TASKS 4
 /* Descriptors rank 0 keeps besides one connection per rank: listener,
  * connections that have yet to say HELLO, libraries' own. */
@@ -63,8 +64,8 @@ int pf_local_room(const struct pf_host_room *h, uint64_t max_bytes,
     snprintf(why, len, "no host limit applies");
     if (h->mem_avail > 0)
         limit_to(&max, (long long)(h->mem_avail / per_rank), why, len,
-                 "memory: %llu MiB available, about %llu MiB per rank at "
-                 "--max-bytes %llu (two message buffers and the process)",
+                 "memory: %llu MiB available, about %llu MiB per rank for "
+                 "messages up to %llu bytes (two buffers and the process)",
                  (unsigned long long)(h->mem_avail >> 20),
                  (unsigned long long)(per_rank >> 20),
                  (unsigned long long)max_bytes);
@@ -175,10 +176,12 @@ static int gpus_for_ranks(const struct pf_config *cfg, int64_t deadline)
 pf_err pf_local_ranks(struct pf_run *run, int *n, char *err)
 {
     struct pf_host_room room;
+    struct pf_floor_rule no_floor;
     char why[256];
     int gpus = 0, room_n;
     bool picked = run->cfg.ranks <= 0;
 
+    memset(&no_floor, 0, sizeof(no_floor));
     if (picked) {
         gpus = gpus_for_ranks(&run->cfg, pf_run_deadline(run));
         *n = gpus > 0 ? gpus : 2;
@@ -189,7 +192,10 @@ pf_err pf_local_ranks(struct pf_run *run, int *n, char *err)
         *n = run->cfg.ranks;
     }
     pf_host_room_read(&room);
-    room_n = pf_local_room(&room, run->cfg.max_bytes, why, sizeof(why));
+    /* The instance, and so its floor's size, is known only in the ranks:
+     * size by -e or the default sweep. */
+    room_n = pf_local_room(&room, pf_sweep_max_bytes(&run->cfg, &no_floor),
+                           why, sizeof(why));
     if (*n > room_n)
         return pf_fail(err, PF_ERR_USAGE, "%s %d local ranks: this host holds "
                        "at most %d (%s)", picked ? "one per GPU would be"

@@ -34,6 +34,7 @@
  *   PF_DOUBLE_CORRUPT=R:N     after each all_reduce, add 1 to the first N
  *                             elements of rank R's result
  *   PF_DOUBLE_TRACE=path      append one line per init/split/abort/destroy
+ *                             and per shared-memory segment opened
  *   PF_DOUBLE_NETWORK, PF_DOUBLE_TRANSPORT, PF_DOUBLE_PLUGIN=loaded|missing
  *                             what the fake INFO log says (defaults
  *                             Socket, P2P/CUMEM/read, missing)
@@ -288,6 +289,7 @@ static struct clique *clique_join(const unique_id *id, int nranks, int k)
         q = &dbl.cliques[i];
         *q = (struct clique){ .used = true, .id = *id, .nranks = nranks,
                               .meet = m };
+        trace("meet %s nranks %d", meet_name(m), nranks);
     }
     if (!q) {
         snprintf(dbl.last_error, sizeof(dbl.last_error),

@@ -172,6 +172,11 @@ void meet_join(struct meet *m, int k)
     }
 }
 
+const char *meet_name(const struct meet *m)
+{
+    return m->name;
+}
+
 void meet_close(struct meet *m)
 {
     if (!m)

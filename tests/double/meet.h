@@ -34,6 +34,8 @@ struct meet *meet_open(const void *id, size_t id_len, int nranks,
 /* k more of this process's ranks are in; unlinks the name once all are. */
 void meet_join(struct meet *m, int k);
 void meet_close(struct meet *m);
+/* The segment's name in /dev/shm ("/pf-double-<hash of the id>"). */
+const char *meet_name(const struct meet *m);
 
 /* Add nb buffers of count floats as op seq. 1 done, 0 slot not free yet,
  * -1 failed (why: too large, sizes disagree, lock not taken by deadline,

@@ -3,7 +3,8 @@
 # loopback. 3 ranks over tcp pass with 0 wrong and one table on stdout (only
 # rank 0 writes); 1 rank runs alone; a rank SIGKILLed mid-sweep makes the
 # launcher exit 3 and say which rank died and how, and the survivors report
-# PeerLost. Ports 30300-30309.
+# PeerLost; --ranks beyond what the host holds is a usage error naming the
+# limit. Ports 30300-30309.
 set -u
 root=${PF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 bin=${PF_BIN:-$root/${BUILD:-build}/efa-preflight}
@@ -69,3 +70,20 @@ grep -q "local: rank 2 (pid $victim) was killed by signal 9 (Killed)" "$tmp/err"
 [ "$(json "$tmp/r3.json" 'r["collective"]["error"]["reason"]')" = PeerLost ] ||
     fail "rank 0's report does not say PeerLost"
 echo "ok   killed rank: launcher exit 3 after ${secs} s, rank 0 reports PeerLost"
+
+# 4. --ranks beyond what the host holds: a usage error naming the limit,
+#    before any rank starts.
+(ulimit -n 160; exec timeout -k 5 30 "$bin" local --ranks 40 --fabric-provider tcp \
+    --no-imds --port 30303 --timeout 20 -e 64K >"$tmp/out" 2>"$tmp/err")
+rc=$?
+[ $rc -eq 2 ] || fail "local --ranks 40 under ulimit -n 160 exited $rc, want 2"
+grep -q "efa-preflight: --ranks asks for 40 local ranks: this host holds at most 32 (RLIMIT_NOFILE (ulimit -n) 160: rank 0 keeps a connection to every rank plus 128 spare descriptors)" "$tmp/err" ||
+    fail "the error does not name RLIMIT_NOFILE: $(cat "$tmp/err")"
+! grep -q "starting" "$tmp/err" || fail "ranks were started"
+timeout -k 5 30 "$bin" local --ranks 2147483647 --fabric-provider tcp --no-imds \
+    --port 30304 --timeout 20 >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ $rc -eq 2 ] || fail "local --ranks 2147483647 exited $rc, want 2"
+grep -q "local ranks: this host holds at most [0-9]* (memory: [0-9]* MiB available, about 256 MiB per rank for messages up to 67108864 bytes" "$tmp/err" ||
+    fail "the error does not name memory: $(cat "$tmp/err")"
+echo "ok   --ranks beyond the host: exit 2 naming RLIMIT_NOFILE or memory, nothing started"

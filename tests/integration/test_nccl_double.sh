@@ -3,7 +3,9 @@
 # of CUDA and NCCL (tests/double, built by `make test-helpers`): one process
 # driving 2 "GPUs". Checks control flow and verdicts only, never numbers:
 # a clean run, wrong data, NET/Socket channels, an init that never ends, an
-# async error mid-sweep, and NCCL missing. No network ports are used.
+# async error mid-sweep, NCCL missing; and `local` without --ranks: one
+# rank per GPU (1 GPU, 4 GPUs across processes), 2 host ranks without GPUs.
+# Ports: free ones on loopback (--port 0).
 set -u
 root=${PF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 build=${BUILD:-build}
@@ -93,3 +95,45 @@ run PF_DOUBLE_NCCL_VERSION=21703 -- --engine nccl
 got=$(json "$tmp/r.json" '"NCCL 2.17.3" in r["collective"]["error"]["message"] and ">= 2.18.0" in r["collective"]["error"]["message"]')
 [ "$got" = "True" ] || fail "old NCCL message: $(json "$tmp/r.json" 'r["collective"]["error"]')"
 echo "ok   NCCL 2.17.3: refused with the version named"
+
+# `local` fits the host: without --ranks, one rank per GPU the NCCL engine
+# drives, else 2 host-engine ranks.
+fit() { # env assignments... -- extra flags...
+    local envs=()
+    while [ $# -gt 0 ] && [ "$1" != "--" ]; do envs+=("$1"); shift; done
+    shift
+    rm -f "$tmp/r.json" "$tmp/trace"
+    env "${envs[@]}" timeout -k 5 60 "$bin" local --no-imds --expect-efa 0 \
+        --timeout 30 -b 8 -e 64 -n 2 -w 1 --port 0 --report "$tmp/r.json" \
+        --log-level info "$@" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+}
+
+# 8. a 1-GPU host (g5.8xlarge): one rank, busbw NotApplicable, pass
+fit PF_DOUBLE_GPUS=1 --
+[ $rc -eq 0 ] || fail "local on 1 GPU exited $rc"
+got=$(json "$tmp/r.json" '(r["collective"]["engine"], r["collective"]["nranks"], r["collective"]["wrong_total"])')
+[ "$got" = "('nccl', 1, 0)" ] || fail "local on 1 GPU (engine, nranks, wrong) = $got"
+[ "$(check busbw)" = "[('skip', 'NotApplicable')]" ] || fail "busbw: $(check busbw)"
+grep -q "local: 1 rank(s): one per GPU" "$tmp/err" || fail "no 'one per GPU' line"
+echo "ok   1 GPU, no --ranks: one rank, busbw NotApplicable, exit 0"
+
+# 9. 4 GPUs: 4 rank processes, one GPU each, their all_reduces meeting
+#    across processes
+fit PF_DOUBLE_GPUS=4 --
+[ $rc -eq 0 ] || fail "local on 4 GPUs exited $rc"
+got=$(json "$tmp/r.json" '(r["collective"]["engine"], r["collective"]["nranks"], r["collective"]["wrong_total"])')
+[ "$got" = "('nccl', 4, 0)" ] || fail "local on 4 GPUs (engine, nranks, wrong) = $got"
+for r in 0 1 2 3; do
+    grep -q "\[rank $r\] info: NCCL engine: 4 ranks over 4 processes, ranks $r-$r here" "$tmp/err" ||
+        fail "rank $r does not drive GPU rank $r alone"
+done
+grep -q '^meet /pf-double-' "$tmp/trace" || fail "the ranks did not meet across processes"
+echo "ok   4 GPUs, no --ranks: 4 processes of one GPU each, 0 wrong, exit 0"
+
+# 10. no GPU: 2 host-engine ranks, as `make run` starts them
+fit PF_DOUBLE_GPUS=0 -- --fabric-provider tcp
+[ $rc -eq 0 ] || fail "local without GPUs exited $rc"
+got=$(json "$tmp/r.json" '(r["collective"]["engine"], r["collective"]["nranks"], r["collective"]["wrong_total"])')
+[ "$got" = "('host', 2, 0)" ] || fail "local without GPUs (engine, nranks, wrong) = $got"
+echo "ok   no GPU, no --ranks: 2 host-engine ranks, exit 0"

@@ -1,6 +1,8 @@
 /* Bootstraps: the --peers list, static/local discovery and run ids, and the
  * local launcher's exit codes, crash and deadline handling. */
 #include <criterion/criterion.h>
+#include <libgen.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -426,5 +428,78 @@ Test(local_launcher, one_rank_runs_in_place_without_fork)
     cr_assert_str_eq(run->cfg.bootstrap, "local");
     cr_assert_eq(pf_discover(run, err), PF_OK, "%s", err);
     cr_assert_eq(run->peers.world, 1);
+    free_run(run);
+}
+
+Test(local_launcher, the_host_limit_that_binds_is_named)
+{
+    struct pf_host_room h = { .mem_avail = 16ull << 30 };
+    char why[256];
+
+    cr_assert_eq(pf_local_room(&h, 64ull << 20, why, sizeof(why)), 64);
+    cr_assert_str_eq(why, "memory: 16384 MiB available, about 256 MiB per "
+                          "rank for messages up to 67108864 bytes (two "
+                          "buffers and the process)");
+    h.nproc = 200;
+    cr_assert_eq(pf_local_room(&h, 64ull << 20, why, sizeof(why)), 50);
+    cr_assert_str_eq(why, "RLIMIT_NPROC (ulimit -u) 200: each rank may run "
+                          "up to 4 tasks");
+    h.nofile = 160;
+    cr_assert_eq(pf_local_room(&h, 64ull << 20, why, sizeof(why)), 32);
+    cr_assert_str_eq(why, "RLIMIT_NOFILE (ulimit -n) 160: rank 0 keeps a "
+                          "connection to every rank plus 128 spare "
+                          "descriptors");
+    h.nofile = 100;
+    cr_assert_eq(pf_local_room(&h, 64ull << 20, why, sizeof(why)), 0);
+    h = (struct pf_host_room){ 0 };
+    cr_assert_eq(pf_local_room(&h, 64ull << 20, why, sizeof(why)), INT_MAX);
+    cr_assert_str_eq(why, "no host limit applies");
+}
+
+/* build/unit_tests -> build/double/libgpu-double.so as CUDA and NCCL */
+static void use_gpu_double(const char *gpus)
+{
+    char exe[PF_PATH_MAX] = "", lib[PF_PATH_MAX + 32];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+    cr_assert(n > 0);
+    exe[n] = '\0';
+    snprintf(lib, sizeof(lib), "%s/double/libgpu-double.so", dirname(exe));
+    cr_assert_eq(access(lib, R_OK), 0, "test double missing: %s", lib);
+    setenv("EFA_PREFLIGHT_CUDART", lib, 1);
+    setenv("EFA_PREFLIGHT_NCCL", lib, 1);
+    setenv("PF_DOUBLE_GPUS", gpus, 1);
+    unsetenv("CUDA_VISIBLE_DEVICES");
+}
+
+Test(local_launcher, without_ranks_one_rank_per_gpu_else_two)
+{
+    struct pf_run *run = new_run("local");
+    char err[PF_ERRLEN];
+    int n = 0;
+
+    run->cfg.command = PF_CMD_LOCAL;
+    run->cfg.ranks = 0;
+    use_gpu_double("3");
+    cr_assert_eq(pf_local_ranks(run, &n, err), PF_OK, "%s", err);
+    cr_assert_eq(n, 3, "3 GPUs gave %d ranks", n);
+    setenv("CUDA_VISIBLE_DEVICES", "1", 1);
+    cr_assert_eq(pf_local_ranks(run, &n, err), PF_OK, "%s", err);
+    cr_assert_eq(n, 1, "one visible GPU gave %d ranks", n);
+    unsetenv("CUDA_VISIBLE_DEVICES");
+    snprintf(run->cfg.engine, sizeof(run->cfg.engine), "host");
+    cr_assert_eq(pf_local_ranks(run, &n, err), PF_OK, "%s", err);
+    cr_assert_eq(n, 2, "--engine host gave %d ranks", n);
+    snprintf(run->cfg.engine, sizeof(run->cfg.engine), "auto");
+    use_gpu_double("0");
+    cr_assert_eq(pf_local_ranks(run, &n, err), PF_OK, "%s", err);
+    cr_assert_eq(n, 2, "no GPU gave %d ranks", n);
+    use_gpu_double("3");
+    setenv("EFA_PREFLIGHT_NCCL", "/nonexistent/libnccl.so.2", 1);
+    cr_assert_eq(pf_local_ranks(run, &n, err), PF_OK, "%s", err);
+    cr_assert_eq(n, 2, "GPUs without NCCL gave %d ranks", n);
+    run->cfg.ranks = 5;
+    cr_assert_eq(pf_local_ranks(run, &n, err), PF_OK, "%s", err);
+    cr_assert_eq(n, 5, "--ranks 5 gave %d", n);
     free_run(run);
 }

@@ -521,6 +521,10 @@ static int xproc_rank(struct pf_boot *b, void *arg)
             rc = e.ops->check(&e, count, ip, &w, err);
         total += rc == PF_OK ? w : 0;
     }
+    /* Leave together: the fork boot has no orderly goodbye, and a peer
+     * that exits while another still polls reads as lost. */
+    if (rc == PF_OK)
+        rc = pf_boot_barrier(b, pf_deadline_in(10000), err);
     if (e.impl)
         e.ops->close(&e);
     x->rc[b->rank] = rc;
