@@ -1,7 +1,8 @@
 #!/bin/bash
 # Two one-GPU "pods" (two agent processes, static bootstrap, addresses
-# 127.0.0.1 and 127.0.0.2, each in its own UTS namespace with a hostname of
-# its own, so each is its own node) on a 2-GPU host (run as root), with a
+# 127.0.0.1 and 127.0.0.2: one hostname, so NCCL still sees one host and
+# uses NVLink, but two addresses, so the agent counts two nodes, as for two
+# pods of one host) on a 2-GPU host, with a
 # catalogued GPU type whose floor those GPUs reach (a --catalog override:
 # 250 GB/s from 1 GiB at 2 nodes; 2x H200 over NVLink gave 328 at 1 GiB):
 #   h  healthy, default sweep (no -e: it reaches the floor's 1 GiB)
@@ -43,9 +44,7 @@ case_run() {   # case_run TAG ARGS...
     local tag=$1 r
     shift
     for r in 0 1; do
-        # each pod its own UTS namespace: its own hostname, its own node
         CUDA_VISIBLE_DEVICES=$r /usr/bin/time -f "%e %M" -o "$out/$tag$r.time" \
-            unshare -u sh -c 'hostname "$0" && exec "$@"' "gpu-pod-$r" \
             "$bin" run --bootstrap static --peers "127.0.0.1:$port,127.0.0.2:$port" \
             --rank $r --bind-addr 127.0.0.$((r + 1)) --no-imds --engine nccl \
             --catalog "$out/catalog.yaml" --instance-type gpu-pair.test \

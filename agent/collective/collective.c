@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "../config/config.h"
+#include "../discover/discover.h"
 #include "../util/clock.h"
 #include "../util/log.h"
 
@@ -45,37 +46,6 @@ static pf_err choose_engine(const struct pf_run *run,
                        "engine '%s': expected auto, nccl or host", want);
     }
     return PF_OK;
-}
-
-static const char *node_of(const struct pf_peer *p)
-{
-    return p->node[0] ? p->node : p->host;
-}
-
-static int by_name(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* Nodes = distinct hosts among the peers (hostname from the rendezvous,
- * else the address): sorted, so thousands of peers cost n log n. */
-static int count_nodes(const struct pf_peers *p)
-{
-    const char **names;
-    int nodes = 1;
-
-    if (!p->list || p->world <= 1)
-        return 1;
-    names = malloc((size_t)p->world * sizeof(*names));
-    if (!names)
-        return 1;
-    for (int i = 0; i < p->world; i++)
-        names[i] = node_of(&p->list[i]);
-    qsort(names, (size_t)p->world, sizeof(*names), by_name);
-    for (int i = 1; i < p->world; i++)
-        nodes += strcmp(names[i - 1], names[i]) != 0;
-    free(names);
-    return nodes;
 }
 
 static enum pf_reason reason_for(pf_err rc)
@@ -130,7 +100,7 @@ pf_err pf_collective(struct pf_run *run, char *err)
     c->slow_rank = -1;
     pf_coll_free(c);
     memset(&c->strag, 0, sizeof(c->strag));
-    c->nnodes = count_nodes(&run->peers);
+    c->nnodes = pf_peers_count_nodes(&run->peers);
     c->nranks = run->peers.world;
     if ((rc = choose_engine(run, &ops, err)) != PF_OK)
         return rc;
@@ -157,7 +127,7 @@ pf_err pf_collective(struct pf_run *run, char *err)
     rc = pf_boot_open(run, &boot, msg);
     if (rc == PF_OK) {
         /* the rendezvous named every rank's host: count again */
-        c->nnodes = count_nodes(&run->peers);
+        c->nnodes = pf_peers_count_nodes(&run->peers);
         engine.ops = ops;
         pf_info("collective: %s engine, %d ranks on %d node(s)", ops->name,
                 boot->world, c->nnodes);

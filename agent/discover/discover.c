@@ -60,3 +60,61 @@ void pf_peers_free(struct pf_peers *p)
     free(p->list);
     p->list = NULL;
 }
+
+/* Kubernetes names Nodes; elsewhere a hostname alone can repeat (network
+ * namespaces, pods on one host share it), so the address must match too. */
+static void node_key(const struct pf_peers *p, int r, char *buf, size_t len)
+{
+    const struct pf_peer *x = &p->list[r];
+
+    if (!strcmp(p->bootstrap, "k8s") && x->node[0])
+        snprintf(buf, len, "%s", x->node);
+    else
+        snprintf(buf, len, "%s@%s", x->node, x->host);
+}
+
+bool pf_peers_same_node(const struct pf_peers *p, int a, int b)
+{
+    char ka[2 * PF_NAME_MAX + 2], kb[2 * PF_NAME_MAX + 2];
+
+    if (a == b)
+        return true;
+    if (!p->list || a < 0 || b < 0 || a >= p->world || b >= p->world)
+        return false;
+    node_key(p, a, ka, sizeof(ka));
+    node_key(p, b, kb, sizeof(kb));
+    return !strcmp(ka, kb);
+}
+
+static int by_key(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int pf_peers_count_nodes(const struct pf_peers *p)
+{
+    size_t klen = 2 * PF_NAME_MAX + 2;
+    char **keys, *store;
+    int nodes = 1;
+
+    if (!p->list || p->world <= 1)
+        return 1;
+    keys = malloc((size_t)p->world * sizeof(*keys));
+    store = malloc((size_t)p->world * klen);
+    if (!keys || !store) {
+        free(keys);
+        free(store);
+        return 1;
+    }
+    for (int i = 0; i < p->world; i++) {
+        keys[i] = store + (size_t)i * klen;
+        node_key(p, i, keys[i], klen);
+    }
+    /* sorted, so thousands of peers cost n log n */
+    qsort(keys, (size_t)p->world, sizeof(*keys), by_key);
+    for (int i = 1; i < p->world; i++)
+        nodes += strcmp(keys[i - 1], keys[i]) != 0;
+    free(keys);
+    free(store);
+    return nodes;
+}

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "../collective/straggler.h"
+#include "../discover/discover.h"
 
 #define COND "EFAFabricReady"
 
@@ -50,23 +51,10 @@ static const char *rank_host(const struct pf_run *run, int r, char *buf,
 }
 
 /* Whether ranks a and b run on one node, which then fails with its
- * straggler. Kubernetes names Nodes; elsewhere a hostname alone can repeat
- * (network namespaces share it), so the address must match too. */
+ * straggler: the one node identity of discover/. */
 static bool same_node(const struct pf_run *run, int a, int b)
 {
-    const struct pf_peers *p = &run->peers;
-    const struct pf_peer *x, *y;
-
-    if (a == b)
-        return true;
-    if (!p->list || a < 0 || b < 0 || a >= p->world || b >= p->world)
-        return false;
-    x = &p->list[a];
-    y = &p->list[b];
-    if (!strcmp(p->bootstrap, "k8s") && x->node[0])
-        return !strcmp(x->node, y->node);
-    return x->host[0] && !strcmp(x->host, y->host) &&
-           !strcmp(x->node, y->node);
+    return pf_peers_same_node(&run->peers, a, b);
 }
 
 /* "pod p-2, node-c, 10.0.1.9" for messages: pod where known, node and
