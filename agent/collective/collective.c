@@ -147,6 +147,8 @@ pf_err pf_collective(struct pf_run *run, char *err)
 
     rc = pf_boot_open(run, &boot, msg);
     if (rc == PF_OK) {
+        /* The rendezvous may have filled in peers discovery did not name. */
+        c->nnodes = count_nodes(&run->peers);
         engine.ops = ops;
         pf_info("collective: %s engine, %d ranks on %d node(s)", ops->name,
                 boot->world, c->nnodes);
