@@ -11,7 +11,8 @@
 # 3 (the lone leftover joins); g5 alone: fabric=untested,
 # EFAFabricReady=Unknown (FabricUntested). Every other node ends
 # fabric=tested with a busbw label. Each Lease ends released (holder "",
-# as client-go releases). Every agent mounts one secret, so registrations,
+# as client-go releases), through injected Lease conflicts, a 500 and a
+# lost create reply. Every agent mounts one secret, so registrations,
 # assignments and HELLOs are all signed. Every agent then idles until
 # SIGTERM and exits 0.
 set -u
@@ -47,7 +48,17 @@ for i, itype in enumerate(types):
         "status": {"phase": "Pending", "podIP": "10.254.40.%d" % (11 + i)}})
 json.dump(objs, open(sys.argv[1], "w"), indent=1)
 EOF
-pfk8s_server "$PFK8S_HOST_IP" "$T/objects.json"
+# Lease faults: renewals and takes that lose to a conflict (409), a 500 on
+# a read (retried), a create whose answer is lost though it landed (the
+# retry gets 409 AlreadyExists; the next read shows the Lease is ours).
+cat > "$T/faults.json" <<'EOF2'
+[
+ {"method": "PUT", "path": "/leases/", "status": 409, "count": 2},
+ {"method": "GET", "path": "/leases/", "status": 500, "count": 1},
+ {"method": "POST", "path": "/leases$", "reply_lost": true, "count": 1}
+]
+EOF2
+pfk8s_server "$PFK8S_HOST_IP" "$T/objects.json" --faults "$T/faults.json"
 pfk8s_netns_check
 openssl rand -hex 32 > "$T/secret"
 
@@ -122,7 +133,13 @@ for i in 4 5 6; do
         { cat "$T/out/ds-$i.stdout"; pfk8s_die "agent $i did not run in the group of 3"; }
 done
 [ "$(group_of 7)" = "daemonset: group of 1 rank 0 on node-7" ] || pfk8s_die "node-7 was not alone"
-echo "p5 by spine {0,2} {1,3}; p4d one group of 3 (leftover joined); g5 alone: fabric=untested, EFAFabricReady Unknown/FabricUntested; 3 Leases, all released"
+pfk8s_http GET /faults > "$T/faults-after.json"
+python3 - "$T/faults-after.json" <<'EOF2' || pfk8s_die "a Lease fault did not fire"
+import json, sys
+for r in json.load(open(sys.argv[1])):
+    assert r["count"] == 0, ("fault not used up", r)
+EOF2
+echo "p5 by spine {0,2} {1,3}; p4d one group of 3 (leftover joined); g5 alone: fabric=untested, EFAFabricReady Unknown/FabricUntested; 3 Leases, all released; Lease faults (2 x 409, a 500, a lost create reply) all fired"
 
 # The agents idle until their pods are removed; SIGTERM ends them promptly.
 for p in $pids; do
