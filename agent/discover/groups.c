@@ -14,10 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct sort_ctx {
-    const struct pf_k8s_topo *m;
-};
-
 static int cmp_member(const struct pf_k8s_topo *a, const struct pf_k8s_topo *b,
                       int depth)
 {
