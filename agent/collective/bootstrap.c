@@ -79,8 +79,12 @@ pf_err pf_boot_open(struct pf_run *run, struct pf_boot **out, char *err)
     snprintf(rc_cfg.run_id, sizeof(rc_cfg.run_id), "%s", p->run_id);
     rc_cfg.secret = (const uint8_t *)secret;
     rc_cfg.secret_len = secret_len;
+    /* In k8s a pod's hostname is its pod name: the Node name is what
+     * tells hosts apart, and what ranks that discovered only rank 0 and
+     * themselves count nodes by once the table arrives. */
     snprintf(rc_cfg.self.hostname, sizeof(rc_cfg.self.hostname), "%s",
-             run->node.hostname);
+             !strcmp(p->bootstrap, "k8s") && p->list[p->rank].node[0]
+                 ? p->list[p->rank].node : run->node.hostname);
     snprintf(rc_cfg.self.instance_type, sizeof(rc_cfg.self.instance_type), "%s",
              run->node.instance_type);
     rc_cfg.self.efa_count = run->node.efa_count;
@@ -102,10 +106,16 @@ pf_err pf_boot_open(struct pf_run *run, struct pf_boot **out, char *err)
         free(secret);
     }
     if (rc == PF_OK) {
-        for (int i = 0; i < p->world; i++)
+        /* A k8s rank other than 0 knows only rank 0 and itself from
+         * discovery: the WELCOME's table names everyone else. */
+        for (int i = 0; i < p->world; i++) {
             if (!p->list[i].node[0])
                 snprintf(p->list[i].node, sizeof(p->list[i].node), "%s",
                          table[i].hostname);
+            if (!p->list[i].host[0])
+                snprintf(p->list[i].host, sizeof(p->list[i].host), "%s",
+                         table[i].addr);
+        }
         warn_mixed_types(table, p->world);
     }
     free(table);

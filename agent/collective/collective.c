@@ -126,7 +126,8 @@ pf_err pf_collective(struct pf_run *run, char *err)
 
     rc = pf_boot_open(run, &boot, msg);
     if (rc == PF_OK) {
-        /* the rendezvous named every rank's host: count again */
+        /* The rendezvous named every rank's host (and, for non-leaders
+         * under Kubernetes, peers discovery did not name): count again. */
         c->nnodes = pf_peers_count_nodes(&run->peers);
         engine.ops = ops;
         pf_info("collective: %s engine, %d ranks on %d node(s)", ops->name,

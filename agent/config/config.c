@@ -103,7 +103,8 @@ static const struct opt_spec options[] = {
     { "world_size", 0, OPT_INT, F(world_size), 0, INT_MAX, NULL, C_RUN,
       "number of ranks (0: from the bootstrap)" },
     { "port", 0, OPT_INT, F(port), 0, 65535, NULL, C_COLL,
-      "rendezvous TCP port on rank 0 (local: 0 picks a free one)" },
+      "rendezvous TCP port on rank 0 (local: 0 picks a free one; daemonset: "
+      "the coordinator listens on port + 1)" },
     { "bind_addr", 0, OPT_STR, F(bind_addr), 0, 0, NULL, C_COLL,
       "address to listen on and advertise (default: any / the pod IP)" },
     { "timeout", 0, OPT_INT, F(timeout_s), 1, 86400, NULL, C_COLL,

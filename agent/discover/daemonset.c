@@ -1,12 +1,12 @@
 /* DaemonSet pre-flight mode: the agent pods on nodes labelled
- * <prefix>status=pending, of the same instance type and zone, validate
- * together in groups of cfg.group_size. Every member computes the same
- * groups from the same sorted list of node names; the membership settles
- * first (unchanged for SETTLE_MS, with every pending node's agent present,
- * or SETTLE_MAX_MS at most). A lone leftover joins the last group (group
- * size 2 with 3 nodes: one group of 3), so every node gets a real fabric
- * test when it has any partner; a node with no partner at all runs as a
- * group of one and is labelled fabric=untested by the publisher. */
+ * <prefix>status=pending validate together, in groups of cfg.group_size of
+ * one instance type and zone (a pool). No agent computes groups on its own:
+ * the pool's coordinator, whoever holds the pool's coordination.k8s.io
+ * Lease, forms them from the agents registered with it (coord.h), so a
+ * node that turns pending while others validate never lands in a group
+ * nobody joins; it waits for the next round. An agent that gets no group
+ * within half its run (no partner came, coordinator unreachable) validates
+ * alone: node checks plus a one-rank run, labelled fabric=untested. */
 #include "k8s.h"
 
 #include <inttypes.h>
@@ -16,147 +16,168 @@
 
 #include "../config/config.h"
 #include "../util/clock.h"
+#include "../util/fsutil.h"
 #include "../util/log.h"
+#include "coord.h"
+#include "lease.h"
 
-#define SETTLE_MS 3000
-#define SETTLE_MAX_MS 20000
-#define POLL_MS 1000
+#define SECRET_MAX (64 * 1024)
+#define RETRY_MS 1000                 /* between tries of the Lease */
+#define LOOP_MAX 100000
 
-struct member {
-    char node[PF_NAME_MAX];
-    char pod[PF_NAME_MAX];
-    char ip[64];
-};
-
-struct view {
-    int n;
-    struct member *m;                 /* sorted by node name */
-    int waiting;                      /* pending nodes with no agent yet */
-};
-
-static const char *label(const cJSON *obj, const char *key)
+/* The DaemonSet that owns our pod names the Lease, so two releases in one
+ * namespace do not share coordinators. */
+static const char *owner_daemonset(const cJSON *pod)
 {
-    const cJSON *labels = pf_json_at(obj, "metadata.labels");
-    const cJSON *v = labels ? cJSON_GetObjectItemCaseSensitive(labels, key)
-                            : NULL;
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
+    const cJSON *r;
 
-static const char *instance_type(const cJSON *node)
-{
-    const char *t = label(node, "node.kubernetes.io/instance-type");
-    return t ? t : label(node, "beta.kubernetes.io/instance-type");
-}
-
-static const char *zone(const cJSON *node)
-{
-    const char *z = label(node, "topology.kubernetes.io/zone");
-    return z ? z : label(node, "failure-domain.beta.kubernetes.io/zone");
-}
-
-static bool same(const char *a, const char *b)
-{
-    return !strcmp(a ? a : "", b ? b : "");
-}
-
-static int by_node(const void *a, const void *b)
-{
-    return strcmp(((const struct member *)a)->node,
-                  ((const struct member *)b)->node);
-}
-
-/* The agent pod on node, from a pod list, or NULL. */
-static const cJSON *agent_on(const cJSON *pods, const char *node)
-{
-    const cJSON *p;
-
-    cJSON_ArrayForEach(p, pf_json_at(pods, "items")) {
-        struct pf_k8s_pod q;
-        pf_k8s_pod_parse(p, &q);
-        if (!strcmp(q.node, node) && pf_k8s_pod_counts(&q))
-            return p;
+    cJSON_ArrayForEach(r, pf_json_at(pod, "metadata.ownerReferences")) {
+        const char *kind = pf_json_str(r, "kind");
+        const char *name = pf_json_str(r, "name");
+        if (kind && name && !strcmp(kind, "DaemonSet"))
+            return name;
     }
-    return NULL;
+    return "efa-preflight";
 }
 
-static pf_err add_member(struct view *v, const char *node, const cJSON *pod,
-                         char *err)
+static int clamp(int v, int lo, int hi)
 {
-    struct member *m = realloc(v->m, (size_t)(v->n + 1) * sizeof(*m));
-    struct pf_k8s_pod q;
+    return v < lo ? lo : v > hi ? hi : v;
+}
 
-    if (!m)
-        return pf_fail(err, PF_ERR_NOMEM, "out of memory");
-    v->m = m;
-    pf_k8s_pod_parse(pod, &q);
-    memset(&m[v->n], 0, sizeof(m[v->n]));
-    snprintf(m[v->n].node, sizeof(m[v->n].node), "%s", node);
-    snprintf(m[v->n].pod, sizeof(m[v->n].pod), "%s", q.name);
-    snprintf(m[v->n].ip, sizeof(m[v->n].ip), "%s", q.ip);
-    v->n++;
+/* The coordinator's pod and address from its holderIdentity
+ * "<pod>_<random>". */
+static pf_err holder_address(struct pf_kube *k, const char *ns,
+                             const char *holder, char *ip, size_t len,
+                             char *err)
+{
+    char pod[PF_NAME_MAX], path[PF_PATH_MAX];
+    const char *us = strrchr(holder, '_');
+    cJSON *obj = NULL;
+    struct pf_k8s_pod q;
+    pf_err rc;
+
+    snprintf(pod, sizeof(pod), "%.*s", us ? (int)(us - holder)
+                                          : (int)strlen(holder), holder);
+    if (!pf_kube_name_ok(pod))
+        return pf_fail(err, PF_ERR_PROTOCOL, "lease holder '%s' names no pod",
+                       holder);
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", ns, pod);
+    rc = pf_kube_get(k, path, &obj, err);
+    if (rc != PF_OK)
+        return rc;
+    pf_k8s_pod_parse(obj, &q);
+    cJSON_Delete(obj);
+    if (!pf_k8s_pod_counts(&q))
+        return pf_fail(err, PF_ERR_NOTFOUND, "coordinator pod %s has no "
+                       "address or is gone", pod);
+    snprintf(ip, len, "%s", q.ip);
     return PF_OK;
 }
 
-/* One look at the cluster: pending nodes of our type and zone that run a
- * live agent pod (our own node always counts). */
-static pf_err take_view(struct pf_kube *k, const char *nodes_path,
-                        const char *pods_path, const char *own_node,
-                        const char *type, const char *zn, struct view *v,
+static pf_err pool_init(struct pf_run *run, struct pf_kube *k,
+                        const struct pf_kube_identity *id,
+                        const cJSON *own_pod, struct pf_co_pool *p,
                         char *err)
 {
-    cJSON *nodes = NULL, *pods = NULL;
-    const cJSON *n;
-    bool own_seen = false;
+    const struct pf_config *cfg = &run->cfg;
+    char path[PF_PATH_MAX], sel[2048], pend[512];
+    char selector[1024];
+    cJSON *node = NULL;
+    const char *t, *z;
     pf_err rc;
 
-    free(v->m);
-    memset(v, 0, sizeof(*v));
-    rc = pf_kube_get(k, nodes_path, &nodes, err);
+    memset(p, 0, sizeof(*p));
+    p->k = k;
+    p->cfg = cfg;
+    snprintf(p->ns, sizeof(p->ns), "%s", id->ns);
+    snprintf(p->pod, sizeof(p->pod), "%s", id->pod);
+    snprintf(p->node, sizeof(p->node), "%s", id->node[0] ? id->node
+             : pf_json_str(own_pod, "spec.nodeName")
+                 ? pf_json_str(own_pod, "spec.nodeName") : "");
+    snprintf(p->pod_ip, sizeof(p->pod_ip), "%s", id->pod_ip[0] ? id->pod_ip
+             : pf_json_str(own_pod, "status.podIP")
+                 ? pf_json_str(own_pod, "status.podIP") : "");
+    if (!pf_kube_name_ok(p->node))
+        return pf_fail(err, PF_ERR_USAGE, "daemonset mode needs the node "
+                       "name: set NODE_NAME (downward API spec.nodeName) or "
+                       "--node-name");
+    if (cfg->port >= 65535)
+        return pf_fail(err, PF_ERR_USAGE, "daemonset mode uses --port and "
+                       "--port + 1 (the coordinator): --port %d leaves no "
+                       "room", cfg->port);
+    p->port = cfg->port + 1;
+    snprintf(path, sizeof(path), "/api/v1/nodes/%s", p->node);
+    rc = pf_kube_get(k, path, &node, err);
+    if (rc != PF_OK) {
+        pf_err_prefix(err, "reading own node");
+        return rc;
+    }
+    t = pf_k8s_node_type(node);
+    z = pf_k8s_node_zone(node);
+    snprintf(p->type, sizeof(p->type), "%s", t ? t : "");
+    snprintf(p->zone, sizeof(p->zone), "%s", z ? z : "");
+    cJSON_Delete(node);
+
+    rc = pf_k8s_selector(own_pod, cfg->peer_selector, selector,
+                         sizeof(selector), err);
     if (rc == PF_OK)
-        rc = pf_kube_get(k, pods_path, &pods, err);
+        rc = pf_kube_query_escape(selector, sel, sizeof(sel), err);
+    /* Only the coordinator lists: the pending Nodes of its instance type
+     * (the zone is checked on each). */
+    if (rc == PF_OK) {
+        if (p->type[0])
+            snprintf(path, sizeof(path), "%sstatus=pending,"
+                     "node.kubernetes.io/instance-type=%s", cfg->label_prefix,
+                     p->type);
+        else
+            snprintf(path, sizeof(path), "%sstatus=pending",
+                     cfg->label_prefix);
+        rc = pf_kube_query_escape(path, pend, sizeof(pend), err);
+    }
     if (rc != PF_OK)
-        goto out;
-    cJSON_ArrayForEach(n, pf_json_at(nodes, "items")) {
-        const char *name = pf_json_str(n, "metadata.name");
-        const cJSON *pod;
-        if (!name || !same(instance_type(n), type) || !same(zone(n), zn))
-            continue;
-        pod = agent_on(pods, name);
-        if (!pod) {
-            v->waiting++;
-            continue;
-        }
-        own_seen |= !strcmp(name, own_node);
-        rc = add_member(v, name, pod, err);
-        if (rc != PF_OK)
-            goto out;
-    }
-    if (!own_seen) {
-        const cJSON *pod = agent_on(pods, own_node);
-        if (!pod) {
-            rc = pf_fail(err, PF_ERR_USAGE, "no live agent pod on own node "
-                         "%s matches the peer selector", own_node);
-            goto out;
-        }
-        rc = add_member(v, own_node, pod, err);
-        if (rc != PF_OK)
-            goto out;
-    }
-    qsort(v->m, (size_t)v->n, sizeof(*v->m), by_node);
-out:
-    cJSON_Delete(nodes);
-    cJSON_Delete(pods);
-    return rc;
+        return rc;
+    snprintf(p->nodes_path, sizeof(p->nodes_path),
+             "/api/v1/nodes?labelSelector=%s", pend);
+    snprintf(p->pods_path, sizeof(p->pods_path),
+             "/api/v1/namespaces/%s/pods?labelSelector=%s", id->ns, sel);
+    /* Wait for stragglers a quarter of the run at most (>= 5 s). */
+    p->gather_ms = (int64_t)clamp(cfg->timeout_s / 4, 5, 120) * 1000;
+    pf_info("daemonset: node %s (%s, %s), agents '%s', group size %d",
+            p->node, p->type[0] ? p->type : "?", p->zone[0] ? p->zone : "?",
+            selector, cfg->group_size);
+    return PF_OK;
 }
 
-static bool same_view(const struct view *a, const struct view *b)
+static pf_err fill_peers(struct pf_run *run, const struct pf_co_pool *p,
+                         const struct pf_co_assign *a, char *err)
 {
-    if (a->n != b->n)
-        return false;
-    for (int i = 0; i < a->n; i++)
-        if (strcmp(a->m[i].node, b->m[i].node) || strcmp(a->m[i].ip, b->m[i].ip))
-            return false;
-    return true;
+    int world = a ? a->world : 1;
+
+    run->peers.list = calloc((size_t)world, sizeof(*run->peers.list));
+    if (!run->peers.list)
+        return pf_fail(err, PF_ERR_NOMEM, "out of memory");
+    run->peers.world = world;
+    run->peers.rank = a ? a->rank : 0;
+    for (int r = 0; r < world; r++) {
+        struct pf_peer *pe = &run->peers.list[r];
+        pe->rank = r;
+        pe->port = run->cfg.port;
+        snprintf(pe->host, sizeof(pe->host), "%s", a ? a->e[r].host
+                                                     : p->pod_ip);
+        snprintf(pe->pod, sizeof(pe->pod), "%s", a ? a->e[r].pod : p->pod);
+        snprintf(pe->node, sizeof(pe->node), "%s", a ? a->e[r].node : p->node);
+    }
+    if (run->cfg.run_id[0])
+        snprintf(run->peers.run_id, sizeof(run->peers.run_id), "%s",
+                 run->cfg.run_id);
+    else if (a)
+        snprintf(run->peers.run_id, sizeof(run->peers.run_id), "%s",
+                 a->run_id);
+    else
+        snprintf(run->peers.run_id, sizeof(run->peers.run_id),
+                 "ds-%016" PRIx64, pf_k8s_hash(p->node, 0));
+    return PF_OK;
 }
 
 pf_err pf_discover_daemonset(struct pf_run *run, struct pf_kube *k,
@@ -164,105 +185,122 @@ pf_err pf_discover_daemonset(struct pf_run *run, struct pf_kube *k,
                              const cJSON *own_pod, char *err)
 {
     const struct pf_config *cfg = &run->cfg;
-    char node_name[PF_NAME_MAX], selector[1024], sel[2048], pend[512];
-    char nodes_path[PF_PATH_MAX * 2], pods_path[PF_PATH_MAX * 3];
-    char path[PF_PATH_MAX], type[128], zn[128];
-    struct view cur = { 0 }, prev = { 0 };
-    int64_t start = pf_now_ms(), stable_since = start;
-    int64_t deadline = pf_run_deadline(run);
-    cJSON *node = NULL;
-    int me = -1, first, count;
-    uint64_t h;
+    struct pf_co_pool pool;
+    struct pf_lease lease;
+    struct pf_co_assign group = { 0 };
+    char *secret = NULL, holder[PF_NAME_MAX] = "", ip[64] = "";
+    char msg[PF_ERRLEN] = "", last[PF_ERRLEN] = "no coordinator found";
+    uint8_t rnd[PF_CO_NONCE];
+    size_t secret_len = 0;
+    int64_t start = pf_now_ms(), left = pf_ms_left(pf_run_deadline(run));
+    int64_t wait_until;
+    bool grouped = false;
     pf_err rc;
 
-    snprintf(node_name, sizeof(node_name), "%s", id->node[0] ? id->node
-             : pf_json_str(own_pod, "spec.nodeName")
-                 ? pf_json_str(own_pod, "spec.nodeName") : "");
-    if (!pf_kube_name_ok(node_name))
-        return pf_fail(err, PF_ERR_USAGE, "daemonset mode needs the node "
-                       "name: set NODE_NAME (downward API spec.nodeName) or "
-                       "--node-name");
-    snprintf(path, sizeof(path), "/api/v1/nodes/%s", node_name);
-    rc = pf_kube_get(k, path, &node, err);
-    if (rc != PF_OK) {
-        pf_err_prefix(err, "reading own node");
+    rc = pool_init(run, k, id, own_pod, &pool, err);
+    if (rc != PF_OK)
         return rc;
+    if (cfg->secret_file[0]) {
+        rc = pf_read_file(cfg->secret_file, SECRET_MAX, &secret, &secret_len,
+                          err);
+        if (rc != PF_OK) {
+            pf_err_prefix(err, "--secret-file");
+            return rc == PF_ERR_NOMEM ? rc : PF_ERR_USAGE;
+        }
+        pool.secret = (const uint8_t *)secret;
+        pool.secret_len = secret_len;
     }
-    snprintf(type, sizeof(type), "%s", instance_type(node) ? instance_type(node) : "");
-    snprintf(zn, sizeof(zn), "%s", zone(node) ? zone(node) : "");
-    cJSON_Delete(node);
+    /* Half the run at most waiting for a group (10 s at least), so the
+     * collective keeps the other half. */
+    wait_until = start + (left / 2 > 10000 ? left / 2 : 10000);
 
-    rc = pf_k8s_selector(own_pod, cfg->peer_selector, selector,
-                         sizeof(selector), err);
-    if (rc == PF_OK)
-        rc = pf_kube_query_escape(selector, sel, sizeof(sel), err);
-    if (rc != PF_OK)
-        return rc;
-    snprintf(path, sizeof(path), "%sstatus=pending", cfg->label_prefix);
-    rc = pf_kube_query_escape(path, pend, sizeof(pend), err);
-    if (rc != PF_OK)
-        return rc;
-    snprintf(nodes_path, sizeof(nodes_path), "/api/v1/nodes?labelSelector=%s",
-             pend);
-    snprintf(pods_path, sizeof(pods_path),
-             "/api/v1/namespaces/%s/pods?labelSelector=%s", id->ns, sel);
-    pf_info("daemonset: node %s (%s, %s), agents '%s', group size %d",
-            node_name, type[0] ? type : "?", zn[0] ? zn : "?", selector,
-            cfg->group_size);
+    memset(&lease, 0, sizeof(lease));
+    snprintf(lease.ns, sizeof(lease.ns), "%s", id->ns);
+    pf_lease_name(owner_daemonset(own_pod), pool.type, pool.zone, lease.name,
+                  sizeof(lease.name));
+    pf_co_nonce(rnd);
+    snprintf(lease.identity, sizeof(lease.identity),
+             "%s_%02x%02x%02x%02x%02x%02x%02x%02x", id->pod, rnd[0], rnd[1],
+             rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+    /* client-go's 15 s, shorter for short runs so a dead coordinator's
+     * Lease frees up within a fraction of the run. */
+    lease.duration_s = clamp(cfg->timeout_s / 6, 5, 15);
 
-    /* Settle: the same members for SETTLE_MS with no pending node still
-     * waiting for its agent, or SETTLE_MAX_MS at most. */
-    for (int polls = 0; polls < 100000; polls++) {
-        int64_t now;
-        rc = take_view(k, nodes_path, pods_path, node_name, type, zn, &cur,
-                       err);
-        if (rc != PF_OK)
-            goto out;
-        now = pf_now_ms();
-        if (polls == 0 || !same_view(&cur, &prev))
-            stable_since = now;
-        if ((cur.waiting == 0 && now - stable_since >= SETTLE_MS) ||
-            now - start >= SETTLE_MAX_MS || pf_ms_left(deadline) < POLL_MS)
+    for (int i = 0; i < LOOP_MAX && !grouped; i++) {
+        enum pf_lease_state st;
+        int64_t now = pf_now_ms();
+
+        if (now >= wait_until)
             break;
-        free(prev.m);
-        prev = cur;
-        memset(&cur, 0, sizeof(cur));
-        pf_sleep_ms(POLL_MS);
+        rc = pf_lease_try(k, &lease, now, &st, msg);
+        if (rc == PF_ERR_FORBIDDEN || rc == PF_ERR_UNAUTHORIZED ||
+            rc == PF_ERR_USAGE) {
+            snprintf(err, PF_ERRLEN, "%s", msg);
+            goto out;
+        }
+        if (rc != PF_OK) {
+            pf_warn("daemonset: lease %s/%s: %s", lease.ns, lease.name, msg);
+            snprintf(last, sizeof(last), "%s", msg);
+            pf_sleep_ms(RETRY_MS);
+            continue;
+        }
+        if (st == PF_LEASE_HELD) {
+            rc = pf_co_coordinate(&pool, &lease, wait_until, &group, &grouped,
+                                  err);
+            if (rc != PF_OK)
+                goto out;
+            continue;
+        }
+        if (st == PF_LEASE_RETRY) {
+            pf_sleep_ms(100 + (int64_t)(rnd[i % PF_CO_NONCE] % 200));
+            continue;
+        }
+        /* Held by another agent: find its address (again when it changed)
+         * and register there. */
+        if (strcmp(holder, lease.holder) || !ip[0]) {
+            snprintf(holder, sizeof(holder), "%s", lease.holder);
+            ip[0] = '\0';
+            rc = holder_address(k, id->ns, holder, ip, sizeof(ip), msg);
+            if (rc == PF_ERR_FORBIDDEN || rc == PF_ERR_UNAUTHORIZED) {
+                snprintf(err, PF_ERRLEN, "%s", msg);
+                goto out;
+            }
+            if (rc != PF_OK) {
+                snprintf(last, sizeof(last), "%s", msg);
+                pf_sleep_ms(RETRY_MS);
+                continue;
+            }
+        }
+        pf_info("daemonset: registering with coordinator %s at %s", holder,
+                ip);
+        rc = pf_co_join(&pool, ip, wait_until, &group, &grouped, msg);
+        if (rc == PF_ERR_LOST) {
+            pf_info("daemonset: %s; asking the lease again", msg);
+            snprintf(last, sizeof(last), "%s", msg);
+            pf_sleep_ms(RETRY_MS);
+            continue;
+        }
+        if (rc != PF_OK) {
+            snprintf(err, PF_ERRLEN, "%s", msg);
+            goto out;
+        }
     }
-
-    for (int i = 0; i < cur.n; i++)
-        if (!strcmp(cur.m[i].node, node_name))
-            me = i;
-    pf_k8s_group_of(cur.n, cfg->group_size, me, &first, &count);
-    run->peers.list = calloc((size_t)count, sizeof(*run->peers.list));
-    if (!run->peers.list) {
-        rc = pf_fail(err, PF_ERR_NOMEM, "out of memory");
-        goto out;
-    }
-    run->peers.world = count;
-    run->peers.rank = me - first;
-    h = pf_k8s_hash(type, pf_k8s_hash(zn, 0));
-    for (int r = 0; r < count; r++) {
-        const struct member *m = &cur.m[first + r];
-        struct pf_peer *pe = &run->peers.list[r];
-        pe->rank = r;
-        pe->port = cfg->port;
-        snprintf(pe->host, sizeof(pe->host), "%s", m->ip);
-        snprintf(pe->pod, sizeof(pe->pod), "%s", m->pod);
-        snprintf(pe->node, sizeof(pe->node), "%s", m->node);
-        h = pf_k8s_hash(m->node, h);
-    }
-    if (cfg->run_id[0])
-        snprintf(run->peers.run_id, sizeof(run->peers.run_id), "%s",
-                 cfg->run_id);
-    else
-        snprintf(run->peers.run_id, sizeof(run->peers.run_id),
-                 "ds-%016" PRIx64, h);
-    pf_info("daemonset: %d pending node(s) of this type and zone; group of "
-            "%d, rank %d%s", cur.n, count, run->peers.rank,
-            count == 1 ? " (alone: fabric untested)" : "");
+    if (!grouped)
+        pf_info("daemonset: no group within %.1f s (%s): validating alone, "
+                "fabric untested", (double)(pf_now_ms() - start) / 1000.0,
+                last);
+    rc = fill_peers(run, &pool, grouped ? &group : NULL, err);
+    if (rc == PF_OK)
+        pf_info("daemonset: group of %d, rank %d, rank 0 on %s%s",
+                run->peers.world, run->peers.rank, run->peers.list[0].node,
+                run->peers.world == 1 ? " (alone: fabric untested)" : "");
 out:
-    free(cur.m);
-    free(prev.m);
+    if (rc == PF_ERR_REJECTED)
+        pf_fault_set(&run->peers.fault, rc, PF_R_PeerRejected, err);
+    pf_co_assign_free(&group);
+    if (secret) {
+        memset(secret, 0, secret_len);
+        free(secret);
+    }
     return rc;
 }

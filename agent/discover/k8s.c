@@ -1,7 +1,13 @@
 /* The k8s bootstrap: find this pod, its peers and its rank through the API
  * server. Own pod -> selector -> world size (config or the owner Job) ->
- * list (paged) -> watch (bookmarks) until world pods have a podIP, bounded
- * by cfg.timeout_s; 410 on a continue token or a watch means list again. */
+ * then, on rank 0 (the leader) only, list (paged) + watch (bookmarks) until
+ * world pods have a podIP; every other rank lists and watches only the pod
+ * of rank 0 (a label selector on index 0) until it has a podIP, and learns
+ * the rest of the table from rank 0's WELCOME. So a non-leader makes a
+ * handful of requests whatever the group's size, and rank 0, which checks
+ * every HELLO against its own view, is the only one that reads N pods.
+ * Bounded by the run deadline; 410 on a continue token or a watch means
+ * list again. */
 #include "discover.h"
 #include "k8s.h"
 
@@ -25,6 +31,8 @@ struct wait_ctx {
     bool watch_error;                 /* an ERROR event other than 410 */
     int events;                       /* events the current watch gave */
     bool done;
+    bool follower;                    /* not rank 0: waits for rank 0 only */
+    struct pf_k8s_pod own_pod;        /* follower: own index and address */
     int world, parallelism, port;
     const char *own, *own_ip, *prefix;
     struct pf_peers *peers;
@@ -139,9 +147,13 @@ static void check_done(struct wait_ctx *w)
 {
     bool fatal = false;
 
-    w->done = pf_k8s_assign(&w->set, w->world, w->parallelism, w->own,
-                            w->prefix, w->port, w->peers, w->missing,
-                            sizeof(w->missing), &fatal);
+    w->done = w->follower
+        ? pf_k8s_assign_follower(&w->set, w->world, w->parallelism,
+                                 &w->own_pod, w->prefix, w->port, w->peers,
+                                 w->missing, sizeof(w->missing), &fatal)
+        : pf_k8s_assign(&w->set, w->world, w->parallelism, w->own,
+                        w->prefix, w->port, w->peers, w->missing,
+                        sizeof(w->missing), &fatal);
     if (fatal) {
         w->rc = pf_fail(w->err, PF_ERR_USAGE, "%s", w->missing);
         w->done = true;
@@ -194,7 +206,7 @@ static pf_err list_pages(struct pf_kube *k, const char *base,
                          int64_t deadline, char *err)
 {
     for (int restart = 0; restart < 10; restart++) {
-        char cont[2048] = "", next_cont[2048], path[PF_PATH_MAX * 4];
+        char cont[2048] = "", next_cont[2048], path[PF_PATH_MAX * 8];
         bool expired = false;
 
         set->n = 0;
@@ -285,7 +297,7 @@ static pf_err wait_for_peers(struct pf_kube *k, const char *ns,
                              const char *selector, struct wait_ctx *w,
                              int64_t deadline, char *err)
 {
-    char sel[2048], base[PF_PATH_MAX * 3], path[PF_PATH_MAX * 4];
+    char sel[4096], base[PF_PATH_MAX * 5], path[PF_PATH_MAX * 6];
     pf_err rc = pf_kube_query_escape(selector, sel, sizeof(sel), err);
 
     if (rc != PF_OK)
@@ -309,8 +321,10 @@ static pf_err wait_for_peers(struct pf_kube *k, const char *ns,
 
             if (left <= 0)
                 return PF_ERR_TIMEOUT;
-            secs = left / 1000 < WATCH_SECONDS ? (int)(left / 1000) + 1
-                                               : WATCH_SECONDS;
+            /* A follower watches one pod: one stream to the deadline keeps
+             * its request count constant. */
+            secs = left / 1000 < WATCH_SECONDS || w->follower
+                       ? (int)(left / 1000) + 1 : WATCH_SECONDS;
             snprintf(path, sizeof(path), "%s&watch=1&resourceVersion=%s"
                      "&allowWatchBookmarks=true&timeoutSeconds=%d", base,
                      w->rv, secs);
@@ -391,7 +405,7 @@ pf_err pf_discover_k8s(struct pf_run *run, char *err)
     struct pf_kube *k = NULL;
     struct wait_ctx w;
     cJSON *own = NULL;
-    char selector[1024], prefix[PF_NAME_MAX * 2];
+    char selector[1024], watch_sel[1200], prefix[PF_NAME_MAX * 2];
     int64_t deadline = pf_run_deadline(run);
     int64_t t0 = pf_now_ms();
     pf_err rc;
@@ -423,10 +437,25 @@ pf_err pf_discover_k8s(struct pf_run *run, char *err)
     w.prefix = prefix;
     w.port = cfg->port;
     w.peers = &run->peers;
-    pf_info("k8s: pod %s/%s, selector '%s', world %d", id.ns, id.pod,
-            selector, w.world);
+    parse_pod(&w, own, &w.own_pod);
+    w.follower = pf_k8s_pod_rank(&w.own_pod, w.parallelism) > 0 &&
+                 pf_k8s_leader_selector(own, selector, w.parallelism,
+                                        watch_sel, sizeof(watch_sel));
+    pf_info("k8s: pod %s/%s, selector '%s', world %d, %s", id.ns, id.pod,
+            selector, w.world, w.follower ? "waiting for rank 0 only"
+            : pf_k8s_pod_rank(&w.own_pod, w.parallelism) == 0
+                ? "rank 0: listing the group"
+                : "no index label: listing the group");
 
-    rc = wait_for_peers(k, id.ns, selector, &w, deadline, err);
+    rc = wait_for_peers(k, id.ns, w.follower ? watch_sel : selector, &w,
+                        deadline, err);
+    if (rc == PF_ERR_TIMEOUT && w.follower) {
+        rc = pf_fail(err, PF_ERR_TIMEOUT,
+                     "PeerTimeout: rank 0 had no podIP after %.1f s (selector "
+                     "%s); missing: %s", (double)(pf_now_ms() - t0) / 1000.0,
+                     watch_sel, w.missing[0] ? w.missing : "(unknown)");
+        goto out;
+    }
     if (rc == PF_ERR_TIMEOUT) {
         int have = 0;
         for (int i = 0; i < w.set.n; i++)

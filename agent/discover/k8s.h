@@ -16,6 +16,8 @@
 #define PF_K8S_JOBSET_RJOB "jobset.sigs.k8s.io/replicatedjob-name"
 #define PF_K8S_JOBSET_REPLICAS "jobset.sigs.k8s.io/replicatedjob-replicas"
 #define PF_K8S_JOBSET_INDEX "jobset.sigs.k8s.io/job-index"
+/* EKS: the network nodes above an instance, layer 3 nearest to it. */
+#define PF_K8S_TOPO_LAYER "topology.k8s.aws/network-node-layer-"
 
 /* What discovery needs of one pod. */
 struct pf_k8s_pod {
@@ -62,15 +64,44 @@ bool pf_k8s_assign(const struct pf_k8s_podset *s, int world, int parallelism,
                    struct pf_peers *peers, char *missing, size_t mlen,
                    bool *fatal);
 
+/* Only rank 0 lists and watches the group; any other rank asks for two
+ * pods: its own and rank 0's. The selector that finds rank 0 alone is the
+ * group's plus index 0 (completion index, and JobSet job index when the
+ * JobSet has parallelism). False when the own pod carries its index only
+ * as an annotation, which no selector can match: then every rank lists. */
+bool pf_k8s_leader_selector(const cJSON *own_pod, const char *selector,
+                            int parallelism, char *out, size_t len);
+/* A non-leader's table from the pods its rank-0 selector found: world
+ * entries, rank 0 (the live pod of rank 0 with a podIP, first by name) and
+ * own filled, the others empty until rank 0's WELCOME brings them. True
+ * when rank 0 has an address; else missing[] says what is missing. An own
+ * rank outside the world is reported through *fatal. */
+bool pf_k8s_assign_follower(const struct pf_k8s_podset *s, int world,
+                            int parallelism, const struct pf_k8s_pod *own,
+                            const char *name_prefix, int port,
+                            struct pf_peers *peers, char *missing,
+                            size_t mlen, bool *fatal);
+
 /* The whole run's group in DaemonSet mode (daemonset.c). */
 pf_err pf_discover_daemonset(struct pf_run *run, struct pf_kube *k,
                              const struct pf_kube_identity *id,
                              const cJSON *own_pod, char *err);
 
-/* Split n sorted members into groups of size g (a lone leftover joins the
- * last group, so group size 2 with 3 nodes gives one group of 3). Writes
- * the group of member i into *first and *count. */
-void pf_k8s_group_of(int n, int g, int i, int *first, int *count);
+/* A Node's instance type and zone labels (GA, else beta), or NULL. */
+const char *pf_k8s_node_type(const cJSON *node);
+const char *pf_k8s_node_zone(const cJSON *node);
+
+/* One member for the DaemonSet grouping: node name and its network nodes
+ * (layer 1..3 labels, "" when unlabelled). */
+struct pf_k8s_topo {
+    const char *node;
+    const char *layer[3];
+};
+/* Cut n members into groups of g, nodes under the same network nodes
+ * first (groups.c says how). Writes each member's group and rank within
+ * it; returns the number of groups, -1 when out of memory. */
+int pf_k8s_topo_groups(const struct pf_k8s_topo *m, int n, int g, int *gid,
+                       int *rank);
 
 /* FNV-1a, for run ids every member derives alike. */
 uint64_t pf_k8s_hash(const char *s, uint64_t h);

@@ -339,22 +339,108 @@ bool pf_k8s_assign(const struct pf_k8s_podset *s, int world, int parallelism,
     return complete;
 }
 
-void pf_k8s_group_of(int n, int g, int i, int *first, int *count)
+bool pf_k8s_leader_selector(const cJSON *own_pod, const char *selector,
+                            int parallelism, char *out, size_t len)
 {
-    int groups, gi;
+    bool jobset = parallelism > 0;
+    int n;
 
-    if (g < 1)
-        g = 1;
-    groups = n / g;
-    /* A remainder of one would leave a node alone: it joins the last
-     * group. A larger remainder forms its own smaller group. */
-    if (groups == 0 || n % g > 1)
-        groups++;
-    gi = i / g;
-    if (gi >= groups)
-        gi = groups - 1;
-    *first = gi * g;
-    *count = gi == groups - 1 ? n - *first : g;
+    if (!label_of(own_pod, PF_K8S_COMPLETION_INDEX) ||
+        (jobset && !label_of(own_pod, PF_K8S_JOBSET_INDEX)))
+        return false;
+    if (jobset)
+        n = snprintf(out, len, "%s,%s=0,%s=0", selector,
+                     PF_K8S_COMPLETION_INDEX, PF_K8S_JOBSET_INDEX);
+    else
+        n = snprintf(out, len, "%s,%s=0", selector, PF_K8S_COMPLETION_INDEX);
+    return n > 0 && (size_t)n < len;
+}
+
+bool pf_k8s_assign_follower(const struct pf_k8s_podset *s, int world,
+                            int parallelism, const struct pf_k8s_pod *own,
+                            const char *name_prefix, int port,
+                            struct pf_peers *peers, char *missing,
+                            size_t mlen, bool *fatal)
+{
+    const struct pf_k8s_pod *root = NULL, *seen = NULL;
+    int me = pf_k8s_pod_rank(own, parallelism);
+
+    *fatal = false;
+    missing[0] = '\0';
+    if (me < 1 || me >= world) {
+        *fatal = true;
+        snprintf(missing, mlen, "own pod %s has rank %d, outside the world "
+                 "of %d ranks (check --world-size)", own->name, me, world);
+        return false;
+    }
+    for (int i = 0; i < s->n; i++) {
+        const struct pf_k8s_pod *p = &s->items[i];
+        if (pf_k8s_pod_rank(p, parallelism) != 0)
+            continue;
+        if (!pf_k8s_pod_counts(p)) {
+            seen = p;
+            continue;
+        }
+        /* Two live pods with index 0: take the one every rank takes. */
+        if (!root || strcmp(p->name, root->name) < 0)
+            root = p;
+    }
+    if (!root) {
+        int shown = 0, more = 0;
+        if (seen)
+            describe_pending(seen, missing, mlen, &shown, &more);
+        else if (name_prefix && *name_prefix && parallelism > 0)
+            snprintf(missing, mlen, "%s0-0-* (rank 0, not created)",
+                     name_prefix);
+        else if (name_prefix && *name_prefix)
+            snprintf(missing, mlen, "%s0-* (rank 0, not created)",
+                     name_prefix);
+        else
+            snprintf(missing, mlen, "rank 0 (not created)");
+        return false;
+    }
+    peers->list = calloc((size_t)world, sizeof(*peers->list));
+    if (!peers->list) {
+        *fatal = true;
+        snprintf(missing, mlen, "out of memory");
+        return false;
+    }
+    peers->world = world;
+    peers->rank = me;
+    for (int r = 0; r < world; r++) {
+        peers->list[r].rank = r;
+        peers->list[r].port = port;
+    }
+    snprintf(peers->list[0].host, sizeof(peers->list[0].host), "%s", root->ip);
+    snprintf(peers->list[0].pod, sizeof(peers->list[0].pod), "%s", root->name);
+    snprintf(peers->list[0].node, sizeof(peers->list[0].node), "%s",
+             root->node);
+    snprintf(peers->list[me].host, sizeof(peers->list[me].host), "%s",
+             own->ip);
+    snprintf(peers->list[me].pod, sizeof(peers->list[me].pod), "%s",
+             own->name);
+    snprintf(peers->list[me].node, sizeof(peers->list[me].node), "%s",
+             own->node);
+    return true;
+}
+
+static const char *node_label(const cJSON *node, const char *ga,
+                              const char *beta)
+{
+    const char *v = label_of(node, ga);
+    return v ? v : label_of(node, beta);
+}
+
+const char *pf_k8s_node_type(const cJSON *node)
+{
+    return node_label(node, "node.kubernetes.io/instance-type",
+                      "beta.kubernetes.io/instance-type");
+}
+
+const char *pf_k8s_node_zone(const cJSON *node)
+{
+    return node_label(node, "topology.kubernetes.io/zone",
+                      "failure-domain.beta.kubernetes.io/zone");
 }
 
 uint64_t pf_k8s_hash(const char *s, uint64_t h)

@@ -32,6 +32,21 @@ static bool collective_attempted(const struct pf_run *run)
             run->peers.fault.err != PF_OK || run->peers.world > 0);
 }
 
+/* The collective never ran because of the peers or the infrastructure
+ * (PeerTimeout, PeerLost, APIUnavailable, ...): nothing of the fabric was
+ * measured, so the node must not read fabric=tested. */
+static bool peers_never_came(const struct pf_run *run)
+{
+    const struct pf_fault *f = run->peers.fault.err != PF_OK
+                                   ? &run->peers.fault : &run->coll.fault;
+    enum pf_reason_class c;
+
+    if (run->coll.ran || f->err == PF_OK)
+        return false;
+    c = pf_reason_class_of(f->reason);
+    return c == PF_CLASS_INFRA || c == PF_CLASS_PEER;
+}
+
 void pf_node_labels_make(const struct pf_run *run, time_t now,
                          struct pf_node_labels *l)
 {
@@ -54,7 +69,7 @@ void pf_node_labels_make(const struct pf_run *run, time_t now,
                        now + (time_t)run->cfg.valid_hours * 3600);
     snprintf(l->valid_until_epoch, sizeof(l->valid_until_epoch), "%lld",
              (long long)now + (long long)run->cfg.valid_hours * 3600);
-    if (pf_node_fabric_untested(run))
+    if (pf_node_fabric_untested(run) || peers_never_came(run))
         snprintf(l->fabric, sizeof(l->fabric), "untested");
     else if (collective_attempted(run))
         snprintf(l->fabric, sizeof(l->fabric), "tested");

@@ -11,6 +11,9 @@ implements the handful of resources the agent uses with real semantics:
           nodes/{name}/status; optimistic concurrency on metadata.resourceVersion
   events  POST (validated), list
   jobs    GET one (batch/v1)
+  leases  coordination.k8s.io/v1: GET one, POST (409 AlreadyExists), PUT
+          (resourceVersion required, 409 on a stale one, create when absent
+          as the real Lease strategy allows), DELETE; spec validated (422)
 
 Label keys/values are validated (422 with a Status body). Faults are rules
 (JSON list) that match a method + path regex and inject latency, an HTTP
@@ -19,6 +22,9 @@ connection reset, or ("reply_lost") a request carried out whose answer is
 replaced by a reset, as when a proxy drops the reply to a POST that landed. Rules come from --faults FILE or POST /faults on the admin
 port, which also serves GET /state, GET /log, POST /objects, POST /tokens,
 DELETE /objects. Every change is also written to --dump FILE (JSON).
+The request log records, per request, the response body bytes sent (a watch:
+every event line) and "who": a short hash of the bearer token, as an audit
+log names the user, so a test can count one agent's requests and bytes.
 
 Tokens (--tokens FILE, JSON {"token": "admin" | "read" | "none"}): unknown or
 missing token -> 401, "none" -> 403 everywhere, "read" -> 403 on writes.
@@ -26,6 +32,7 @@ missing token -> 401, "none" -> 403 everywhere, "read" -> 403 on writes.
 import argparse
 import base64
 import copy
+import hashlib
 import json
 import os
 import re
@@ -187,6 +194,7 @@ class Store:
         self.pods = {}      # (ns, name) -> obj
         self.nodes = {}     # name -> obj
         self.jobs = {}      # (ns, name) -> obj
+        self.leases = {}    # (ns, name) -> obj
         self.events = []    # list of obj
         self.log = []       # (rv, type, obj) for pod watches
         self.log_floor = self.rv
@@ -225,6 +233,9 @@ class Store:
         elif kind == 'Job':
             md['namespace'] = ns
             self.jobs[(ns, name)] = self.stamp(obj)
+        elif kind == 'Lease':
+            md['namespace'] = ns
+            self.leases[(ns, name)] = self.stamp(obj)
         else:
             raise ValueError("unsupported kind %r" % kind)
         self.lock.notify_all()
@@ -237,6 +248,8 @@ class Store:
             self.log.append((self.rv, 'DELETED', obj))
         elif kind == 'Node':
             self.nodes.pop(name, None)
+        elif kind == 'Lease':
+            self.leases.pop((ns, name), None)
         self.lock.notify_all()
 
     def snapshot(self):
@@ -244,6 +257,7 @@ class Store:
                 "pods": list(self.pods.values()),
                 "nodes": list(self.nodes.values()),
                 "jobs": list(self.jobs.values()),
+                "leases": list(self.leases.values()),
                 "events": self.events,
                 "requests": self.requests}
 
@@ -296,17 +310,23 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header(k, v)
         self.end_headers()
         self.wfile.write(data)
-        self.record(code)
+        self.record(code, len(data))
 
     def fail(self, code, reason, message, extra=None):
         self.send_json(code, status_body(code, reason, message), extra)
 
-    def record(self, code):
+    def record(self, code, nbytes=0):
+        """One line of the request log; a watch adds its events' bytes to
+        the returned entry as it sends them."""
         st = self.server.store
+        tok = getattr(self, 'token', None)
+        who = hashlib.sha256(tok.encode()).hexdigest()[:12] if tok else '-'
+        entry = {"method": self.command, "path": self.path, "status": code,
+                 "auth": self.auth_class, "who": who, "bytes": nbytes,
+                 "t": round(time.time(), 3)}
         with st.lock:
-            st.requests.append({"method": self.command, "path": self.path,
-                                "status": code, "auth": self.auth_class,
-                                "t": round(time.time(), 3)})
+            st.requests.append(entry)
+        return entry
 
     def reset_connection(self):
         # RST instead of FIN: the client sees "connection reset by peer".
@@ -344,6 +364,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def handle_api(self, method):
         self.auth_class = '-'
+        self.token = None
         self.lose_reply = False
         url = urllib.parse.urlsplit(self.path)
         path, query = url.path, urllib.parse.parse_qs(url.query)
@@ -421,6 +442,10 @@ class Handler(BaseHTTPRequestHandler):
                 return self.fail(404, 'NotFound',
                                  'jobs.batch "%s" not found' % parts[6])
             return self.send_json(200, job)
+        if parts[:4] == ['apis', 'coordination.k8s.io', 'v1', 'namespaces'] \
+                and len(parts) in (6, 7) and parts[5] == 'leases':
+            return self.lease_api(method, parts[4],
+                                  parts[6] if len(parts) == 7 else None, body)
         if parts[:3] == ['api', 'v1', 'nodes']:
             if len(parts) == 3 and method == 'GET':
                 return self.list_nodes(q)
@@ -491,12 +516,13 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header('Content-Type', 'application/json')
         self.send_header('Transfer-Encoding', 'chunked')
         self.end_headers()
-        self.record(200)
+        entry = self.record(200)
 
         def chunk(obj):
             data = (json.dumps(obj) + '\n').encode()
             self.wfile.write(b'%x\r\n%s\r\n' % (len(data), data))
             self.wfile.flush()
+            entry["bytes"] += len(data)
 
         try:
             with st.lock:
@@ -623,6 +649,112 @@ class Handler(BaseHTTPRequestHandler):
             st.dump()
             out = copy.deepcopy(st.nodes[name])
         return self.send_json(200, out)
+
+    # -------------------------------------------------------------- leases
+    def lease_errors(self, lease, ns, name):
+        """ValidateLease: a DNS-subdomain name, leaseDurationSeconds > 0 and
+        leaseTransitions >= 0 where set, MicroTime timestamps."""
+        errs = []
+        md = lease.get('metadata') or {}
+        if md.get('namespace', ns) != ns:
+            errs.append('metadata.namespace: does not match the namespace '
+                        'of the request')
+        if not name or len(name) > 253 or not DNS_SUB.match(name):
+            errs.append('metadata.name: Invalid value: %r: a lowercase RFC '
+                        '1123 subdomain must consist of lower case '
+                        "alphanumeric characters, '-' or '.'" % name)
+        spec = lease.get('spec') or {}
+        if not isinstance(spec, dict):
+            return errs + ['spec: must be an object']
+        d = spec.get('leaseDurationSeconds')
+        if d is not None and (not isinstance(d, int) or d <= 0):
+            errs.append('spec.leaseDurationSeconds: Invalid value: %r: must '
+                        'be greater than 0' % d)
+        t = spec.get('leaseTransitions')
+        if t is not None and (not isinstance(t, int) or t < 0):
+            errs.append('spec.leaseTransitions: Invalid value: %r: must be '
+                        'greater than or equal to 0' % t)
+        h = spec.get('holderIdentity')
+        if h is not None and not isinstance(h, str):
+            errs.append('spec.holderIdentity: must be a string')
+        for k in ('acquireTime', 'renewTime'):
+            if spec.get(k) is not None and not RFC3339.match(str(spec[k])):
+                errs.append('spec.%s: %r is not a MicroTime' % (k, spec[k]))
+        return errs
+
+    def lease_api(self, method, ns, name, body):
+        st = self.server.store
+        what = 'leases.coordination.k8s.io "%s"' % name
+        if method == 'GET' and name:
+            with st.lock:
+                lease = copy.deepcopy(st.leases.get((ns, name)))
+            if not lease:
+                return self.fail(404, 'NotFound', '%s not found' % what)
+            return self.send_json(200, lease)
+        if method == 'DELETE' and name:
+            with st.lock:
+                lease = st.leases.pop((ns, name), None)
+                st.dump()
+            if not lease:
+                return self.fail(404, 'NotFound', '%s not found' % what)
+            return self.send_json(200, status_body(200, '', 'deleted') |
+                                  {"status": "Success"})
+        if method not in ('POST', 'PUT') or (method == 'POST') != (name is None):
+            return self.fail(405, 'MethodNotAllowed', 'the server does not '
+                             'allow this method on the requested resource')
+        try:
+            lease = json.loads(body or b'null')
+        except ValueError as e:
+            return self.fail(400, 'BadRequest', 'lease is not JSON: %s' % e)
+        if not isinstance(lease, dict) or lease.get('kind', 'Lease') != 'Lease':
+            return self.fail(400, 'BadRequest', 'the body is not a Lease')
+        md = lease.setdefault('metadata', {})
+        if method == 'PUT' and md.get('name', name) != name:
+            return self.fail(400, 'BadRequest', 'the name of the object (%s) '
+                             'does not match the name on the URL (%s)'
+                             % (md.get('name'), name))
+        name = md.get('name') or name
+        what = 'leases.coordination.k8s.io "%s"' % name
+        errs = self.lease_errors(lease, ns, name)
+        if errs:
+            return self.fail(422, 'Invalid', 'Lease.coordination.k8s.io "%s" '
+                             'is invalid: %s' % (name, '; '.join(errs)))
+        with st.lock:
+            old = st.leases.get((ns, name))
+            rv = md.get('resourceVersion')
+            if method == 'POST' and old:
+                return self.fail(409, 'AlreadyExists', '%s already exists' % what)
+            if method == 'POST' and rv:
+                return self.fail(400, 'BadRequest', 'resourceVersion should '
+                                 'not be set on objects to be created')
+            if old:
+                # The Lease strategy forbids unconditional updates.
+                if not rv:
+                    return self.fail(422, 'Invalid', 'Lease.coordination.k8s.io '
+                                     '"%s" is invalid: metadata.resourceVersion: '
+                                     'Invalid value: 0x0: must be specified for '
+                                     'an update' % name)
+                if rv != old['metadata']['resourceVersion']:
+                    return self.fail(409, 'Conflict', 'Operation cannot be '
+                                     'fulfilled on %s: the object has been '
+                                     'modified; please apply your changes to '
+                                     'the latest version and try again' % what)
+                md['uid'] = old['metadata']['uid']
+                md['creationTimestamp'] = old['metadata']['creationTimestamp']
+            elif rv:
+                # Created on update only without a precondition to meet.
+                return self.fail(409, 'Conflict', 'Operation cannot be '
+                                 'fulfilled on %s: the object has been '
+                                 'modified; please apply your changes to the '
+                                 'latest version and try again' % what)
+            else:
+                md.pop('uid', None)
+            md['name'], md['namespace'] = name, ns
+            lease.update({"kind": "Lease", "apiVersion": "coordination.k8s.io/v1"})
+            st.leases[(ns, name)] = st.stamp(lease)
+            st.dump()
+            out = copy.deepcopy(lease)
+        return self.send_json(200 if old else 201, out)
 
     # -------------------------------------------------------------- events
     def create_event(self, ns, body):

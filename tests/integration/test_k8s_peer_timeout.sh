@@ -1,10 +1,12 @@
 #!/bin/bash
 # k8s bootstrap, one peer never comes: a 4-pod JobSet whose 4th pod was never
 # created. The three agents that exist must give up at their deadline
-# (--timeout 6) within 2 s, exit 3 (infrastructure), report PeerTimeout
-# naming the missing pod, and label their nodes status=error with
-# EFAFabricReady=False/PeerTimeout. Then the same with the 4th pod present
-# but Pending without a podIP: it is named by its pod name.
+# (--timeout 6) within 2 s, exit 3 (infrastructure), report PeerTimeout and
+# label their nodes status=error, fabric=untested (the fabric was never
+# measured) with EFAFabricReady=False/PeerTimeout. Rank 0, the only one that
+# lists the group, names the missing pod; ranks 1 and 2 know only rank 0,
+# which never opened its rendezvous, and name it. Then rank 0 again with the
+# 4th pod present but Pending without a podIP: it is named by its pod name.
 set -u
 . "$PF_ROOT/tests/fake_apiserver/lib.sh"
 pfk8s_init
@@ -40,12 +42,16 @@ for i in 0 1 2; do
     [ "$rc" = 3 ] || { cat "$T/out/a$i.stderr"; pfk8s_die "agent $i exit $rc, want 3"; }
     grep -q "PeerTimeout" "$T/out/a$i.stdout" "$T/out/a$i.json" ||
         pfk8s_die "agent $i: no PeerTimeout in its table or report"
-    grep -q "train-workers-3-0-\* (rank 3, not created)" "$T/out/a$i.json" ||
-        { cat "$T/out/a$i.json"; pfk8s_die "agent $i: report does not name the missing pod"; }
-    grep -q "3 of 4 peer pods" "$T/out/a$i.json" ||
-        pfk8s_die "agent $i: report does not count 3 of 4"
 done
-echo "all three: exit 3, PeerTimeout naming train-workers-3-0-* (never created)"
+grep -q "train-workers-3-0-\* (rank 3, not created)" "$T/out/a0.json" ||
+    { cat "$T/out/a0.json"; pfk8s_die "rank 0: report does not name the missing pod"; }
+grep -q "3 of 4 peer pods" "$T/out/a0.json" ||
+    pfk8s_die "rank 0: report does not count 3 of 4"
+for i in 1 2; do
+    grep -q "rank 0 at 127.0.0.1:$PFK8S_RDV_PORT never answered" "$T/out/a$i.json" ||
+        { cat "$T/out/a$i.json"; pfk8s_die "agent $i: report does not name rank 0"; }
+done
+echo "all three: exit 3, PeerTimeout; rank 0 names train-workers-3-0-* (never created), ranks 1-2 name rank 0"
 
 pfk8s_state "$T/state.json"
 pfk8s_check "$T/state.json" '
@@ -54,23 +60,24 @@ for i in range(3):
     l = labels(n)
     assert l["efa-preflight.io/status"] == "error", (n, l)
     assert "efa-preflight.io/busbw-gbps" not in l, l
+    assert l["efa-preflight.io/fabric"] == "untested", l
     c = cond(n, "EFAFabricReady")
     assert c and c["status"] == "False" and c["reason"] == "PeerTimeout", c
-    assert "train-workers-3-0-*" in c["message"], c["message"]
+    assert ("train-workers-3-0-*" if i == 0 else "rank 0 at") in c["message"], c["message"]
     ev = events(n)
     assert len(ev) == 1 and ev[0]["type"] == "Warning" and ev[0]["reason"] == "PeerTimeout", ev
     assert [t["key"] for t in node(n)["spec"]["taints"]] == ["nvidia.com/gpu"], node(n)["spec"]
 assert "efa-preflight.io/status" not in labels("node-3")
 '
-echo "nodes 0-2: status=error, EFAFabricReady False/PeerTimeout, one Warning event; node-3 untouched"
+echo "nodes 0-2: status=error, fabric=untested, EFAFabricReady False/PeerTimeout, one Warning event; node-3 untouched"
 
 # The 4th pod now exists but never gets an IP (unschedulable): named.
 pfk8s_admin POST /objects '{"kind":"Pod","apiVersion":"v1","metadata":{"name":"train-workers-3-0-p3","namespace":"ml","labels":{"jobset.sigs.k8s.io/jobset-name":"train","jobset.sigs.k8s.io/replicatedjob-name":"workers","jobset.sigs.k8s.io/replicatedjob-replicas":"4","jobset.sigs.k8s.io/job-index":"3","batch.kubernetes.io/job-completion-index":"0"},"ownerReferences":[{"kind":"Job","name":"train-workers-3"}]},"spec":{},"status":{"phase":"Pending"}}'
-agent 1 b1
-rc=$(cat "$T/out/b1.rc")
+agent 0 b0
+rc=$(cat "$T/out/b0.rc")
 [ "$rc" = 3 ] || pfk8s_die "pending-pod case: exit $rc, want 3"
-grep -q "train-workers-3-0-p3 (Pending, no podIP)" "$T/out/b1.json" ||
-    { cat "$T/out/b1.json"; pfk8s_die "pending pod not named"; }
+grep -q "train-workers-3-0-p3 (Pending, no podIP)" "$T/out/b0.json" ||
+    { cat "$T/out/b0.json"; pfk8s_die "pending pod not named"; }
 echo "a Pending pod without podIP is named: train-workers-3-0-p3 (Pending, no podIP)"
 pfk8s_no_token_in "$T/out"
 echo "PASS"

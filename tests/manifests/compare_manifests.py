@@ -11,7 +11,8 @@ values, release name and namespace "efa-preflight". Checks:
   2. the chart's other DaemonSets differ from the p5 one only in name, pool
      label, instance types and resources;
   3. RBAC rules are exactly the README's RBAC table; the job-namespace Role
-     equals the DaemonSet's Role;
+     equals the DaemonSet's Role but for the coordinator's Leases (release
+     namespace only);
   4. the DaemonSet selects <prefix>status=pending with the prefix the agent
      is given, tolerates the agent's <prefix>unhealthy taint and both EFA
      taint keys, labels its pods <prefix>pool, and its peer selector matches
@@ -62,6 +63,11 @@ NAMESPACE_RULES = [
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
     {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get"]},
     {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": ["get"]},
+]
+# The release namespace also holds the DaemonSet coordinator's Leases.
+RELEASE_RULES = NAMESPACE_RULES + [
+    {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+     "verbs": ["get", "create", "update"]},
 ]
 
 failures = []
@@ -456,7 +462,7 @@ def main():
     # 3. RBAC.
     for kind, ns, name, rules in (
             ("ClusterRole", "", RELEASE, NODE_RULES),
-            ("Role", RELEASE, RELEASE, NAMESPACE_RULES),
+            ("Role", RELEASE, RELEASE, RELEASE_RULES),
             ("Role", "default", RELEASE + "-job", NAMESPACE_RULES)):
         for src, objs in (("k8s/", plain), ("chart", chart)):
             o = objs.get((kind, ns, name))

@@ -108,6 +108,15 @@ Test(k8s_publish, labels_on_infra_failure_and_singleton)
     cr_assert_str_eq(label(p, "example.com/busbw-gbps"), "(null)");
     cJSON_Delete(p);
 
+    /* The peers never came: whatever else, the fabric was not tested. */
+    pf_fault_set(&run->peers.fault, PF_ERR_TIMEOUT, PF_R_PeerTimeout,
+                 "PeerTimeout: 3 of 4 peer pods");
+    pf_node_labels_make(run, 1795309323, &l);
+    p = pf_node_labels_patch("example.com/", &l);
+    cr_assert_str_eq(label(p, "example.com/fabric"), "untested");
+    cJSON_Delete(p);
+    memset(&run->peers.fault, 0, sizeof(run->peers.fault));
+
     run->verdict.cls = PF_CLASS_FABRIC;
     run->verdict.exit_code = 1;
     run->coll.ran = true;

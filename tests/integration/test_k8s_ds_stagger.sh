@@ -1,0 +1,152 @@
+#!/bin/bash
+# DaemonSet nodes turning pending at staggered times (the race the
+# per-agent grouping lost: a node that turned pending while two others
+# validated computed a group of 3 nobody joined, ended status=error with
+# PeerTimeout, and yet read fabric=tested). Five p5 nodes, group size 2:
+#   t0       node-0 and node-1 turn pending (their agent pods start)
+#   as soon as they validate together: node-2 turns pending, node-3 one
+#            second later: they must form the next group, not join the one
+#            running
+#   as soon as those two validate: node-4 turns pending and has nobody:
+#            node checks alone, fabric=untested, not an error
+# No node may end status=error or carry PeerTimeout; fabric=tested exactly
+# where two nodes ran together. PF_STAGGER_RUNS (default 1) repeats the
+# whole scenario on a fresh API server; scripts/ds_race_loop.sh runs it 20
+# times in a row, each under the lock on its own.
+set -u
+. "$PF_ROOT/tests/fake_apiserver/lib.sh"
+pfk8s_init
+T=$PFK8S_TMP
+N=5
+RUNS=${PF_STAGGER_RUNS:-1}
+
+pfk8s_netns_up $N
+
+nodes_json() {   # every node, none pending yet
+    python3 - "$1" <<'EOF'
+import json, sys
+objs = []
+for i in range(5):
+    objs.append({"kind": "Node", "apiVersion": "v1", "metadata": {
+        "name": "node-%d" % i, "labels": {
+            "node.kubernetes.io/instance-type": "p5.48xlarge",
+            "topology.kubernetes.io/zone": "us-east-1a"}},
+        "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                                   "lastTransitionTime": "2025-12-01T00:00:00Z"}]}})
+json.dump(objs, open(sys.argv[1], "w"), indent=1)
+EOF
+}
+
+# pending I: the node turns pending, the DaemonSet controller creates its
+# pod (running, as the kubelet reports it), and the agent starts.
+pending() {
+    local i=$1 now
+    now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+    pfk8s_admin POST /objects "[
+ {\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"node-$i\",\"labels\":{
+   \"efa-preflight.io/status\":\"pending\",\"node.kubernetes.io/instance-type\":\"p5.48xlarge\",
+   \"topology.kubernetes.io/zone\":\"us-east-1a\"}},
+  \"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\",\"reason\":\"KubeletReady\",
+   \"lastTransitionTime\":\"2025-12-01T00:00:00Z\"}]}},
+ {\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"efa-preflight-ds-$i\",
+   \"namespace\":\"efa-preflight\",\"labels\":{\"app.kubernetes.io/name\":\"efa-preflight\",
+   \"app.kubernetes.io/instance\":\"efa-preflight\"},
+   \"ownerReferences\":[{\"kind\":\"DaemonSet\",\"name\":\"efa-preflight\"}]},
+  \"spec\":{\"nodeName\":\"node-$i\"},
+  \"status\":{\"phase\":\"Running\",\"podIP\":\"10.254.40.$((11 + i))\",
+   \"containerStatuses\":[{\"name\":\"preflight\",\"ready\":true,\"restartCount\":0,
+     \"state\":{\"running\":{\"startedAt\":\"$now\"}}}]}}]"
+    ip netns exec "pfk8s-$((i + 1))" env POD_NAME="efa-preflight-ds-$i" \
+        POD_NAMESPACE=efa-preflight NODE_NAME="node-$i" \
+        "$PF_BIN" run --mode daemonset --group-size 2 \
+        --api-server "https://$PFK8S_HOST_IP:$PFK8S_API_PORT" \
+        --token-file "$T/token" --ca-file "$T/certs/ca.crt" --no-imds \
+        --port "$PFK8S_RDV_PORT" --fabric-provider tcp --engine host \
+        -b 64K -e 8M -n 8 -w 2 --timeout 40 --report "$T/out/r$run-$i.json" -vv \
+        > "$T/out/r$run-$i.stdout" 2> "$T/out/r$run-$i.stderr" &
+    pids="$pids $!"
+}
+
+grouped() {   # grouped I: the agent has its group (bounded wait, 30 s)
+    local t
+    for t in $(seq 1 300); do
+        grep -q "daemonset: group of" "$T/out/r$run-$1.stderr" 2>/dev/null && return 0
+        sleep 0.1
+    done
+    tail -n 30 "$T/out/r$run-$1.stderr"
+    pfk8s_die "run $run: agent $1 got no group within 30 s"
+}
+
+still_pending() {   # still_pending I: node-I has no result label yet
+    pfk8s_state "$T/now.json"
+    python3 -c "
+import json, sys; s = json.load(open('$T/now.json'))
+n = next(x for x in s['nodes'] if x['metadata']['name'] == 'node-$1')
+sys.exit(0 if n['metadata']['labels'].get('efa-preflight.io/status') == 'pending' else 1)"
+}
+
+start_all=$(date +%s.%N)
+for run in $(seq 1 "$RUNS"); do
+    t_run=$(date +%s.%N)
+    nodes_json "$T/objects.json"
+    [ -n "$PFK8S_SERVER_PID" ] && { kill "$PFK8S_SERVER_PID"; wait "$PFK8S_SERVER_PID" 2>/dev/null; }
+    pfk8s_server "$PFK8S_HOST_IP" "$T/objects.json"
+    pids=""
+    pending 0
+    pending 1
+    grouped 0
+    # The race: node-2 turns pending while node-0 and node-1 validate.
+    still_pending 0 || pfk8s_die "run $run: node-0 finished before node-2 came; the race was not reached"
+    pending 2
+    sleep 1
+    pending 3
+    grouped 2
+    still_pending 2 || pfk8s_die "run $run: node-2 finished before node-4 came"
+    pending 4
+
+    for t in $(seq 1 120); do
+        pfk8s_state "$T/state.json"
+        left=$(python3 -c "
+import json; s = json.load(open('$T/state.json'))
+print(sum(1 for n in s['nodes'] if n['metadata']['labels'].get('efa-preflight.io/status') == 'pending'))")
+        [ "$left" = 0 ] && break
+        sleep 0.5
+    done
+    [ "$left" = 0 ] || { tail -n 20 "$T"/out/r$run-*.stderr; pfk8s_die "run $run: $left node(s) still pending after 60 s"; }
+
+    pfk8s_check "$T/state.json" '
+for i in range(5):
+    n = "node-%d" % i
+    l = labels(n)
+    assert l["efa-preflight.io/status"] in ("pass", "warn"), (n, l)
+    f = cond(n, "EFAFabricReady")
+    assert f["reason"] != "PeerTimeout", (n, f)
+    if i < 4:
+        assert l["efa-preflight.io/fabric"] == "tested", (n, l)
+        assert "efa-preflight.io/busbw-gbps" in l, (n, l)
+    else:
+        assert l["efa-preflight.io/fabric"] == "untested", (n, l)
+        assert f["status"] == "Unknown" and f["reason"] == "FabricUntested", f
+lease = s["leases"][0]
+assert lease["spec"]["holderIdentity"] == "", lease
+assert lease["spec"]["leaseTransitions"] >= 2, lease
+' || exit 1
+    group_of() { grep -o "daemonset: group of [0-9]*, rank [0-9]*, rank 0 on node-[0-9]" \
+                 "$T/out/r$run-$1.stderr" | sed 's/, rank [0-9]*, / /'; }
+    for i in 0 1; do
+        [ "$(group_of $i)" = "daemonset: group of 2 rank 0 on node-0" ] ||
+            pfk8s_die "run $run: node-$i: '$(group_of $i)', want the first pair"
+    done
+    for i in 2 3; do
+        [ "$(group_of $i)" = "daemonset: group of 2 rank 0 on node-2" ] ||
+            pfk8s_die "run $run: node-$i: '$(group_of $i)', want the second pair"
+    done
+    [ "$(group_of 4)" = "daemonset: group of 1 rank 0 on node-4" ] ||
+        pfk8s_die "run $run: node-4: '$(group_of 4)', want alone"
+    for p in $pids; do kill -TERM "$p" 2>/dev/null; done
+    for p in $pids; do wait "$p"; done
+    echo "run $run: {0,1} then {2,3} (turned pending while {0,1} validated), then 4 alone (untested); no error, no PeerTimeout; $(pfk8s_elapsed "$t_run")s"
+done
+echo "$RUNS run(s) in a row in $(pfk8s_elapsed "$start_all")s"
+pfk8s_no_token_in "$T/out"
+echo "PASS"
