@@ -669,11 +669,14 @@ static void rdv_abort(struct pf_boot *b, const char *why)
         spent = pf_now_ms() - start;
         if (settled && spent >= ATTRIBUTE_MS)
             break;
-        if (b->rank != 0 && spent >= 2 * PF_RDV_CENSUS_MS) {
+        /* Rank 0's census takes PF_RDV_CENSUS_MS; past that and a margin
+         * for its poll cadence, its silence is the answer. */
+        if (b->rank != 0 && spent >= PF_RDV_CENSUS_MS + ATTRIBUTE_MS) {
             rdv_broke(r, PF_ERR_TIMEOUT, -1, NULL, "%s stopped answering: no "
                       "reply within %.1f s although its connection is open "
                       "(process stopped or hung, or its host froze)",
-                      rdv_who(r, 0, name), 2 * PF_RDV_CENSUS_MS / 1000.0);
+                      rdv_who(r, 0, name),
+                      (PF_RDV_CENSUS_MS + ATTRIBUTE_MS) / 1000.0);
             return;
         }
         pf_sleep_ms(10);
