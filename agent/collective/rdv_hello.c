@@ -130,8 +130,8 @@ pf_err pf_rdv_check_hello(const struct pf_rdv_view *v, const uint8_t *body,
         if ((whole && h->version == PF_RDV_VERSION && !h->has_mac) ||
             len < HEAD + PF_RDV_MAC)
             return pf_fail(err, PF_ERR_REJECTED, "%s sent no HMAC but rank 0 "
-                           "has a secret (--secret-file missing on that "
-                           "rank?)", claim);
+                           "has a secret (not a member, or --secret-file "
+                           "missing on that rank)", claim);
         pf_hmac_init(&hm, v->secret, v->secret_len);
         pf_hmac_update(&hm, body, len - PF_RDV_MAC);
         pf_hmac_update(&hm, v->challenge, PF_RDV_NONCE);
