@@ -60,9 +60,12 @@ struct root {
     char last[PF_ERRLEN / 2];         /* the last refusal, for PeerTimeout */
 };
 
+/* A connection per member plus what the rest of the agent holds; the
+ * slots for unproven connections use what is left (EMFILE pauses the
+ * listener, see accept_some). */
 long rdv_root_fds(int world)
 {
-    return (long)world + MAX_PENDING + 64;
+    return (long)world + 64;
 }
 
 static uint64_t tag(int kind, int idx)
@@ -89,10 +92,17 @@ static void set_listening(struct root *rt, bool on)
     rt->listening = on;
 }
 
+/* A slot is free again: a listener paused for want of one resumes. */
+static void slot_free(struct root *rt, int slot)
+{
+    rt->free_slots[rt->nfree++] = slot;
+    set_listening(rt, true);
+}
+
 static void release(struct root *rt, int slot)
 {
     pf_conn_close(&rt->pend[slot].c);   /* the close leaves the epoll set */
-    rt->free_slots[rt->nfree++] = slot;
+    slot_free(rt, slot);
 }
 
 /* Close a connection that did not prove membership; counted says it
@@ -330,7 +340,7 @@ static void on_pending(struct root *rt, int slot)
     }
     r->conns[h.rank] = p->c;
     pf_conn_init(&p->c, -1);
-    rt->free_slots[rt->nfree++] = slot;
+    slot_free(rt, slot);
     watch(rt, EPOLL_CTL_MOD, r->conns[h.rank].fd, EPOLLIN | EPOLLRDHUP,
           tag(TAG_MEMBER, h.rank));
     pf_conn_shrink(&r->conns[h.rank]);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1189,4 +1190,129 @@ Test(rendezvous, an_abort_caused_by_a_dead_peer_blames_that_peer)
     cr_assert_eq(blamed_rank(&(struct rank_spec){ 0, 3, 30712, NULL, NULL, 3000 }), 0);
     cr_assert_eq(exit_of(k1), 0);
     cr_assert_eq(exit_of(k2), 128 + SIGKILL);
+}
+
+/* ------------------------------------------------------------- scale */
+
+/* A member as one socket: dial, answer the CHALLENGE with a good HELLO. */
+static int member_dial(int port, int rank, int world)
+{
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+    uint8_t body[1024];
+    struct pf_wbuf w = { body, 0, sizeof(body), false };
+    struct pf_hello h;
+    struct pf_conn c;
+    struct pf_msg m;
+    char err[PF_ERRLEN];
+    int fd;
+
+    sa.sin_addr.s_addr = htonl(0x7f000001);
+    for (int tries = 0; tries < 100; tries++) {
+        fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+            break;
+        close(fd);
+        fd = -1;
+        pf_sleep_ms(20);
+    }
+    if (fd < 0)
+        return -1;
+    pf_conn_init(&c, fd);
+    if (pf_wire_recv(&c, &m, pf_deadline_in(3000), err) != PF_OK ||
+        m.type != PF_RDV_CHALLENGE)
+        return -1;
+    memset(&h, 0, sizeof(h));
+    h.magic = PF_RDV_MAGIC;
+    h.version = PF_RDV_VERSION;
+    h.rank = rank;
+    h.world = world;
+    snprintf(h.run_id, sizeof(h.run_id), "test-run");
+    snprintf(h.facts.hostname, sizeof(h.facts.hostname), "host-%d", rank);
+    pf_rdv_hello_encode(&h, NULL, 0, m.body + 6, &w, err);
+    if (pf_wire_send(&c, PF_RDV_HELLO, body, w.len, pf_deadline_in(1000), err))
+        return -1;
+    free(c.buf);                      /* keep the socket, drop the buffer */
+    return fd;
+}
+
+static int root_of_300(const struct rank_spec *s)
+{
+    struct pf_rdv_cfg c = mkcfg(s, NULL);
+    struct pf_boot *b;
+    char err[PF_ERRLEN];
+
+    if (pf_rdv_open(&c, &b, NULL, err) != PF_OK) {
+        fprintf(stderr, "rank 0: %s\n", err);
+        return 1;
+    }
+    pf_boot_close(b);
+    return 0;
+}
+
+/* The rendezvous has no rank cap of its own (it was 256): 300 ranks,
+ * every member gets a peer table of 300 entries. */
+Test(rendezvous, a_group_of_300_ranks_joins)
+{
+    enum { WORLD = 300 };
+    pid_t root = spawn(root_of_300, (struct rank_spec){ 0, WORLD, 30719, NULL,
+                                                        NULL, 8000 }, 0);
+    int fds[WORLD];
+
+    for (int r = 1; r < WORLD; r++) {
+        fds[r] = member_dial(30719, r, WORLD);
+        cr_assert_geq(fds[r], 0, "rank %d could not join", r);
+    }
+    for (int r = 1; r < WORLD; r++) {
+        struct pf_conn c;
+        struct pf_msg m;
+        char err[PF_ERRLEN];
+        pf_conn_init(&c, fds[r]);
+        cr_assert_eq(pf_wire_recv(&c, &m, pf_deadline_in(5000), err), PF_OK,
+                     "rank %d: %s", r, err);
+        cr_assert_eq(m.type, PF_RDV_WELCOME);
+        cr_assert_eq(m.body[0] << 24 | m.body[1] << 16 | m.body[2] << 8 |
+                     m.body[3], WORLD);
+        pf_conn_close(&c);
+    }
+    cr_assert_eq(exit_of(root), 0);
+}
+
+/* Rank 0 needs a descriptor per rank: it raises its soft limit to the
+ * hard one, and names the limit when even that is too low. */
+static int fd_limits(const struct rank_spec *s)
+{
+    struct pf_rdv_cfg c = mkcfg(s, NULL);
+    struct pf_boot *b = NULL;
+    struct rlimit rl = { 200, 200 };
+    char err[PF_ERRLEN];
+
+    c.world = 5000;
+    if (setrlimit(RLIMIT_NOFILE, &rl))
+        return 1;
+    if (pf_rdv_open(&c, &b, NULL, err) != PF_ERR_USAGE ||
+        !strstr(err, "rank 0 of 5000 ranks needs about") ||
+        !strstr(err, "RLIMIT_NOFILE allows 200 (hard limit)")) {
+        fprintf(stderr, "%s\n", err);
+        return 2;
+    }
+    rl = (struct rlimit){ 100, 190 };
+    c.world = 100;
+    c.deadline = pf_deadline_in(100);
+    if (setrlimit(RLIMIT_NOFILE, &rl))
+        return 3;
+    /* Nobody comes: a timeout, but with the limit raised first. */
+    if (pf_rdv_open(&c, &b, NULL, err) != PF_ERR_TIMEOUT ||
+        getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur != 190) {
+        fprintf(stderr, "%s (soft limit %llu)\n", err,
+                (unsigned long long)rl.rlim_cur);
+        return 4;
+    }
+    return 0;
+}
+
+Test(rendezvous, rank_0_raises_its_open_file_limit_or_names_it)
+{
+    pid_t kid = spawn(fd_limits, (struct rank_spec){ 0, 2, 30720, NULL, NULL,
+                                                     1000 }, 0);
+    cr_assert_eq(exit_of(kid), 0);
 }
