@@ -447,7 +447,7 @@ static pf_err timed_out(struct root *rt, int64_t start, char *err)
     /* A member refused for a mismatch (secret, run id) never joins: say
      * so, or the timeout would hide the cause. */
     if (rt->refused)
-        snprintf(why, sizeof(why), "; %d HELLO%s rejected, the last %s",
+        snprintf(why, sizeof(why), "; %d HELLO%s rejected: the last %s",
                  rt->refused, rt->refused == 1 ? "" : "s", rt->last);
     return rdv_broke(r, PF_ERR_TIMEOUT, -1, err, "%s never joined the "
                      "rendezvous on port %d within %.0f s (%d of %d ranks "
