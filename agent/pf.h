@@ -217,6 +217,8 @@ struct pf_peers {
     int world;                        /* number of ranks (processes) */
     int rank;                         /* own rank */
     struct pf_peer *list;             /* world entries, rank order */
+    char owner[PF_NAME_MAX];          /* k8s: "Kind/uid" every member shares
+                                         (keys the rendezvous HMAC), or "" */
     int64_t deadline_ms;              /* the run deadline (util/clock.h) */
     struct pf_fault fault;            /* why the peers could not be found */
 };

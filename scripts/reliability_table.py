@@ -42,7 +42,17 @@ FAULT_TESTS = [
      "starts", "exit 3 within deadline + 2 s, PeerTimeout naming the rank "
      "and its address"),
     ("test_peer_rejected", "mismatched --secret-file; a foreign --run-id",
-     "both sides exit 1, PeerRejected, secret never printed"),
+     "the rank that does not belong exits 3 PeerRejected at once, rank 0 "
+     "exits 3 PeerTimeout at its deadline saying why; secret never "
+     "printed"),
+    ("test_peer_strangers", "a stranger sending every kind of bad HELLO "
+     "while 3 and 2 ranks join", "every HELLO refused, the run passes, "
+     "refusals logged rate-limited"),
+    ("test_k8s_stranger", "a stranger on the pod network claiming a rank, "
+     "with and without the secret", "refused by the JobSet-derived key, "
+     "then by the pod IP; both pods pass"),
+    ("test_peer_stopped", "a rank SIGSTOPped mid-sweep (rank 2, then rank 0)",
+     "every survivor exits 3 PeerTimeout naming the stopped rank"),
     ("test_corrupt_rank", "one rank's input spoiled (--debug-corrupt-rank)",
      "DataCorruption with the exact #wrong count, exit 1"),
     ("test_nccl_double", "NCCL double: wrong data, NET/Socket channels, an "

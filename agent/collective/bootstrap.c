@@ -6,14 +6,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "../config/config.h"
 #include "../util/clock.h"
 #include "../util/fsutil.h"
 #include "../util/log.h"
+#include "../util/sha256.h"
 #include "rendezvous.h"
 
 #define SECRET_MAX (64 * 1024)
+#define SECRET_MIN 16         /* shorter ones draw a warning */
+#define OWNER_KEY "efa-preflight rendezvous key v1"
 
 /* Rank 0 gives up joining a little before the others do, so its ABORT
  * naming the missing ranks reaches them before their own deadline and
@@ -37,6 +41,55 @@ static void warn_mixed_types(const struct pf_rdv_facts *t, int world)
     }
 }
 
+/* --secret-file: trailing newlines (LF or CRLF) are not part of the
+ * secret, so `echo s > f` and `printf s > f` agree (README). */
+static pf_err read_secret(const char *path, char **out, size_t *len,
+                          char *err)
+{
+    struct stat st;
+    pf_err rc = pf_read_file(path, SECRET_MAX, out, len, err);
+
+    if (rc != PF_OK) {
+        pf_err_prefix(err, "--secret-file");
+        return rc == PF_ERR_NOMEM ? rc : PF_ERR_USAGE;
+    }
+    while (*len > 0 && ((*out)[*len - 1] == '\n' || (*out)[*len - 1] == '\r'))
+        (*out)[--*len] = '\0';
+    if (*len == 0) {
+        free(*out);
+        *out = NULL;
+        return pf_fail(err, PF_ERR_USAGE, "--secret-file %s is empty", path);
+    }
+    if (*len < SECRET_MIN)
+        pf_warn("--secret-file %s holds %zu bytes: a secret shorter than %d "
+                "bytes can be guessed (e.g. head -c 32 /dev/urandom | base64 "
+                "> file)", path, *len, SECRET_MIN);
+    if (stat(path, &st) == 0 && (st.st_mode & S_IROTH))
+        pf_warn("--secret-file %s is readable by every user (mode %04o): "
+                "chmod 600 it (a Kubernetes Secret volume: defaultMode 0400)",
+                path, (unsigned)(st.st_mode & 07777));
+    return PF_OK;
+}
+
+/* k8s without a secret file: a key only the group's pods can know, from
+ * the uid of the object they share (README, "Rendezvous security"). */
+static pf_err owner_key(const struct pf_peers *p, char **out, size_t *len,
+                        char *err)
+{
+    struct pf_hmac hm;
+
+    *out = malloc(PF_SHA256_LEN);
+    if (!*out)
+        return pf_fail(err, PF_ERR_NOMEM, "no memory for the rendezvous key");
+    pf_hmac_init(&hm, OWNER_KEY, strlen(OWNER_KEY));
+    pf_hmac_update(&hm, p->owner, strlen(p->owner));
+    pf_hmac_update(&hm, "\n", 1);
+    pf_hmac_update(&hm, p->run_id, strlen(p->run_id));
+    pf_hmac_final(&hm, (uint8_t *)*out);
+    *len = PF_SHA256_LEN;
+    return PF_OK;
+}
+
 pf_err pf_boot_open(struct pf_run *run, struct pf_boot **out, char *err)
 {
     const struct pf_peers *p = &run->peers;
@@ -45,6 +98,7 @@ pf_err pf_boot_open(struct pf_run *run, struct pf_boot **out, char *err)
     char *secret = NULL;
     size_t secret_len = 0;
     int64_t deadline;
+    bool k8s;
     pf_err rc;
 
     *out = NULL;
@@ -53,19 +107,24 @@ pf_err pf_boot_open(struct pf_run *run, struct pf_boot **out, char *err)
     if (p->world < 1 || !p->list || p->rank < 0 || p->rank >= p->world)
         return pf_fail(err, PF_ERR_USAGE, "no peer table: rank %d of %d "
                        "(discovery has not run)", p->rank, p->world);
-    if (run->cfg.secret_file[0]) {
-        rc = pf_read_file(run->cfg.secret_file, SECRET_MAX, &secret,
-                          &secret_len, err);
-        if (rc != PF_OK) {
-            pf_err_prefix(err, "--secret-file");
-            return rc == PF_ERR_NOMEM ? rc : PF_ERR_USAGE;
-        }
-        if (secret_len == 0) {
-            free(secret);
-            return pf_fail(err, PF_ERR_USAGE, "--secret-file %s is empty",
-                           run->cfg.secret_file);
-        }
-    }
+    k8s = !strcmp(p->bootstrap, "k8s");
+    if (run->cfg.secret_file[0])
+        rc = read_secret(run->cfg.secret_file, &secret, &secret_len, err);
+    else if (k8s && p->owner[0])
+        rc = owner_key(p, &secret, &secret_len, err);
+    else
+        rc = PF_OK;
+    if (rc != PF_OK)
+        return rc;
+    /* The owner's uid is the key's material: only its kind is named. */
+    if (p->world > 1 && run->cfg.secret_file[0])
+        pf_info("rendezvous: HELLOs signed with --secret-file");
+    else if (p->world > 1 && secret)
+        pf_info("rendezvous: HELLOs signed with a key from the %.*s's uid",
+                (int)strcspn(p->owner, "/"), p->owner);
+    else if (p->world > 1)
+        pf_info("rendezvous: HELLOs unsigned (no --secret-file%s)",
+                k8s ? ", no single owner of the group" : "");
 
     memset(&rc_cfg, 0, sizeof(rc_cfg));
     rc_cfg.rank = p->rank;
@@ -76,6 +135,12 @@ pf_err pf_boot_open(struct pf_run *run, struct pf_boot **out, char *err)
     snprintf(rc_cfg.bind_addr, sizeof(rc_cfg.bind_addr), "%s",
              run->cfg.bind_addr[0] ? run->cfg.bind_addr
              : !strcmp(p->bootstrap, "local") ? "127.0.0.1" : "");
+    /* k8s: rank 0 accepts rank r only from its pod IP, so the others dial
+     * from theirs (a pod with several interfaces could pick another). */
+    rc_cfg.bind_source = k8s;
+    if (k8s && p->rank != 0 && !rc_cfg.bind_addr[0])
+        snprintf(rc_cfg.bind_addr, sizeof(rc_cfg.bind_addr), "%s",
+                 p->list[p->rank].host);
     snprintf(rc_cfg.run_id, sizeof(rc_cfg.run_id), "%s", p->run_id);
     rc_cfg.secret = (const uint8_t *)secret;
     rc_cfg.secret_len = secret_len;

@@ -1,5 +1,6 @@
-/* Private to the rendezvous (rendezvous.c: group operations, rdv_join.c:
- * joining); everyone else uses rendezvous.h and bootstrap.h. */
+/* Private to the rendezvous (rendezvous.c: group operations, rdv_hello.c:
+ * the HELLO, rdv_root.c: rank 0 joining, rdv_join.c: the others joining);
+ * everyone else uses rendezvous.h and bootstrap.h. */
 #ifndef PF_RDV_IMPL_H
 #define PF_RDV_IMPL_H
 
@@ -22,15 +23,23 @@ struct rdv {
     struct pf_fault *fault;           /* first failure, for the verdict */
     uint8_t *scratch;
     size_t scratch_cap;
+    /* PING/PONG (rendezvous.h): who still answers. */
+    bool census_on;                   /* rank 0: one is running */
+    uint32_t census;                  /* rank 0: its id; others: last PING */
+    int64_t census_until;             /* rank 0: when it names the silent */
+    bool *alive;                      /* rank 0: answered it (world) */
+    bool *asked;                      /* rank 0: wants PONG {0} (world) */
+    uint32_t asked_seq;               /* others: PINGs sent to rank 0 */
+    bool settled;                     /* others: rank 0 answered PONG {0} */
 };
 
 /* Record a failure in fault (first one wins) under its reason. */
 pf_err rdv_record(struct pf_fault *fault, pf_err code, const char *msg);
 /* "rank 2 (node-c, 10.0.1.9)" into buf (WHO_LEN bytes). */
 const char *rdv_who(const struct rdv *r, int rank, char *buf);
-/* REJECT / ABORT frames: {reason word, message}. */
+/* REJECT / ABORT frames: {reason word, message}, sent by deadline. */
 pf_err rdv_send_reason(struct pf_conn *c, uint8_t type, const char *reason,
-                       const char *msg);
+                       const char *msg, int64_t deadline);
 void rdv_read_reason(const struct pf_msg *m, char reason[48],
                      char msg[PF_ERRLEN]);
 /* Fail the group for good: recorded, and spread by rank 0 to every rank
@@ -40,6 +49,16 @@ pf_err rdv_broke(struct rdv *r, pf_err code, int culprit, char *err,
 /* "rank 2 (...), rank 3 (...)" for the ranks not in done[]. */
 void rdv_missing_list(const struct rdv *r, const bool *done, char *out,
                       size_t cap);
+
+/* Peer-controlled text for a message: printable ASCII, cut to cap - 1
+ * bytes (marked "..."), so a hostname cannot forge a log line. */
+void rdv_clean(const char *in, char *out, size_t cap);
+void rdv_fill_nonce(uint8_t out[PF_RDV_NONCE]);
+void rdv_tune_socket(int fd);
+/* Numeric address of a peer (IPv4-mapped IPv6 shown as IPv4). */
+void rdv_addr_string(const void *sa, unsigned len, char *out, size_t cap);
+/* File descriptors rank 0 holds at most for a group of world ranks. */
+long rdv_root_fds(int world);
 
 pf_err rdv_root_join(struct rdv *r, const struct pf_rdv_cfg *cfg, char *err);
 pf_err rdv_peer_join(struct rdv *r, const struct pf_rdv_cfg *cfg, char *err);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "../util/clock.h"
 #include "../util/log.h"
@@ -22,6 +23,9 @@
 #define OP_GATHER 1
 #define OP_BCAST 2
 #define DATA_HEAD 5           /* u8 op + u32 seq */
+/* Largest group whose peer table can fit one frame (an entry is at least
+ * 16 bytes). */
+#define MAX_WORLD ((int)(PF_WIRE_MAX_FRAME / 16))
 
 static const struct pf_boot_ops rdv_ops;
 
@@ -82,7 +86,7 @@ static uint8_t *scratch(struct rdv *r, size_t len)
 }
 
 pf_err rdv_send_reason(struct pf_conn *c, uint8_t type, const char *reason,
-                          const char *msg)
+                       const char *msg, int64_t deadline)
 {
     uint8_t body[64 + PF_ERRLEN];
     struct pf_wbuf w = { body, 0, sizeof(body), false };
@@ -91,20 +95,23 @@ pf_err rdv_send_reason(struct pf_conn *c, uint8_t type, const char *reason,
     pf_put_str(&w, msg);
     if (w.overflow)
         return PF_ERR_USAGE;
-    return pf_wire_send(c, type, body, w.len, pf_deadline_in(CTRL_MS), NULL);
+    return pf_wire_send(c, type, body, w.len, deadline, NULL);
 }
 
 void rdv_read_reason(const struct pf_msg *m, char reason[48],
-                        char msg[PF_ERRLEN])
+                     char msg[PF_ERRLEN])
 {
     struct pf_rbuf rb = { m->body, m->len, 0, false };
+    char raw[PF_ERRLEN];
 
     pf_get_str(&rb, reason, 48);
-    pf_get_str(&rb, msg, PF_ERRLEN);
+    pf_get_str(&rb, raw, sizeof(raw));
     if (rb.bad) {
         snprintf(reason, 48, "%s", pf_reason_name(PF_R_PeerLost));
         snprintf(msg, PF_ERRLEN, "(malformed abort message)");
+        return;
     }
+    rdv_clean(raw, msg, PF_ERRLEN);
 }
 
 /* Rank 0: tell every connected peer but skip why the run stops. */
@@ -115,7 +122,8 @@ static void spread_abort(struct rdv *r, int skip, const char *reason,
         return;
     for (int i = 1; i < r->boot.world; i++)
         if (i != skip && r->conns[i].fd >= 0 && !r->bye[i])
-            rdv_send_reason(&r->conns[i], PF_RDV_ABORT, reason, msg);
+            rdv_send_reason(&r->conns[i], PF_RDV_ABORT, reason, msg,
+                            pf_deadline_in(CTRL_MS));
 }
 
 /* A failure after the join: sticky, recorded, and spread by rank 0 under
@@ -179,6 +187,114 @@ void rdv_missing_list(const struct rdv *r, const bool *joined, char *out,
         snprintf(out + len, cap - len, " and %d more", missing - shown);
 }
 
+/* ------------------------------------------------------------- census */
+
+static void send_u32(struct rdv *r, int to, uint8_t type, uint32_t v)
+{
+    uint8_t body[4] = { (uint8_t)(v >> 24), (uint8_t)(v >> 16),
+                        (uint8_t)(v >> 8), (uint8_t)v };
+
+    if (r->conns[to].fd >= 0)
+        pf_wire_send(&r->conns[to], type, body, sizeof(body),
+                     pf_deadline_in(CTRL_MS), NULL);
+}
+
+/* Rank 0: rank i owes no answer (closed, said BYE, or gave up). */
+static bool excused(const struct rdv *r, int i)
+{
+    struct pf_msg m;
+
+    return r->conns[i].fd < 0 || r->bye[i] ||
+           pf_wire_has(&r->conns[i], PF_RDV_ABORT, &m);
+}
+
+/* Rank 0: ask every member whether it is there. One census at a time;
+ * askers join the running one. */
+static void census_start(struct rdv *r)
+{
+    if (r->boot.rank != 0 || r->census_on)
+        return;
+    r->census_on = true;
+    r->census++;
+    r->census_until = pf_now_ms() + PF_RDV_CENSUS_MS;
+    for (int i = 1; i < r->boot.world; i++) {
+        r->alive[i] = excused(r, i);
+        if (!r->alive[i])
+            send_u32(r, i, PF_RDV_PING, r->census);
+    }
+}
+
+/* One PING or PONG from rank i (rank 0) or from rank 0 (the others). */
+static void control(struct rdv *r, int from, uint8_t type, const uint8_t *b,
+                    size_t len)
+{
+    uint32_t id = len >= 4 ? (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 |
+                             (uint32_t)b[2] << 8 | b[3] : 0;
+
+    if (r->boot.rank == 0) {
+        if (type == PF_RDV_PING) {        /* a member about to give up */
+            r->asked[from] = true;
+            census_start(r);
+            r->alive[from] = true;
+        } else if (r->census_on && id == r->census) {
+            r->alive[from] = true;
+        }
+        return;
+    }
+    if (type == PF_RDV_PING) {
+        r->census = id;
+        send_u32(r, 0, PF_RDV_PONG, id);
+    } else {
+        r->settled = true;                /* everyone answered rank 0 */
+    }
+}
+
+/* Take the PINGs and PONGs buffered on rank i's connection, wherever they
+ * sit: a rank busy in its engine must still answer. */
+static void control_in(struct rdv *r, int i)
+{
+    uint8_t b[8];
+    size_t n;
+
+    while (pf_wire_extract(&r->conns[i], PF_RDV_PING, b, sizeof(b), &n))
+        control(r, i, PF_RDV_PING, b, n);
+    while (pf_wire_extract(&r->conns[i], PF_RDV_PONG, b, sizeof(b), &n))
+        control(r, i, PF_RDV_PONG, b, n);
+}
+
+/* Rank 0: once every member answered, PONG {0} to those who asked; at the
+ * end of the census, PeerTimeout naming those who did not (their
+ * connection is open, so nothing else would ever name them). */
+static pf_err census_step(struct rdv *r, char *err)
+{
+    char silent[PF_ERRLEN - 160];
+    bool all = true;
+
+    if (r->boot.rank != 0 || !r->census_on)
+        return PF_OK;
+    for (int i = 1; i < r->boot.world && all; i++)
+        all = r->alive[i] || excused(r, i);
+    if (all) {
+        r->census_on = false;
+        for (int i = 1; i < r->boot.world; i++) {
+            if (r->asked[i])
+                send_u32(r, i, PF_RDV_PONG, 0);
+            r->asked[i] = false;
+        }
+        return PF_OK;
+    }
+    if (pf_now_ms() < r->census_until)
+        return PF_OK;
+    r->census_on = false;
+    for (int i = 1; i < r->boot.world; i++)
+        r->alive[i] = r->alive[i] || excused(r, i);
+    rdv_missing_list(r, r->alive, silent, sizeof(silent));
+    return rdv_broke(r, PF_ERR_TIMEOUT, -1, err, "%s stopped answering: no "
+                     "reply within %.1f s although its connection is open "
+                     "(process stopped or hung, or its host froze)", silent,
+                     PF_RDV_CENSUS_MS / 1000.0);
+}
+
 /* ------------------------------------------------------------- ops */
 
 static struct rdv *impl(struct pf_boot *b) { return b->impl; }
@@ -238,17 +354,20 @@ static pf_err take_data(struct rdv *r, int from, const struct pf_msg *m,
 }
 
 /* Rank 0: wait for a DATA frame from `only` (or every peer when only < 0),
- * watching every connection so a dead or aborting rank ends the wait. */
+ * watching every connection so a dead or aborting rank ends the wait. Only
+ * connections with something new are read: O(ready) system calls per
+ * wake-up, not O(world). */
 static pf_err root_collect(struct rdv *r, uint8_t op, int only, uint8_t *dst,
                            size_t len, int64_t deadline, char *err)
 {
     int world = r->boot.world, need = only >= 0 ? 1 : world - 1;
     bool *got = calloc((size_t)world, sizeof(bool));
     struct pollfd *pfds = calloc((size_t)world, sizeof(*pfds));
+    int *who = calloc((size_t)world, sizeof(int));
     char msg[PF_ERRLEN], name[WHO_LEN];
     pf_err rc = PF_OK;
 
-    if (!got || !pfds) {
+    if (!got || !pfds || !who) {
         rc = pf_fail(err, PF_ERR_NOMEM, "no memory");
         goto out;
     }
@@ -266,7 +385,12 @@ static pf_err root_collect(struct rdv *r, uint8_t op, int only, uint8_t *dst,
                                "group", rdv_who(r, i, name));
                 goto out;
             }
-            t = pf_wire_take(&r->conns[i], &m, msg);
+            for (;;) {
+                t = pf_wire_take(&r->conns[i], &m, msg);
+                if (t != 1 || (m.type != PF_RDV_PING && m.type != PF_RDV_PONG))
+                    break;
+                control(r, i, m.type, m.body, m.len);
+            }
             if (t < 0) {
                 rc = rdv_broke(r, PF_ERR_PROTOCOL, i, err, "%s: %s",
                                rdv_who(r, i, name), msg);
@@ -283,6 +407,8 @@ static pf_err root_collect(struct rdv *r, uint8_t op, int only, uint8_t *dst,
         }
         if (need == 0)
             break;
+        if ((rc = census_step(r, err)) != PF_OK)
+            goto out;
         left = pf_ms_left(deadline);
         if (left <= 0) {
             char missing[PF_ERRLEN - 160];
@@ -297,18 +423,22 @@ static pf_err root_collect(struct rdv *r, uint8_t op, int only, uint8_t *dst,
                            op == OP_GATHER ? "allgather" : "bcast", r->seq);
             goto out;
         }
-        for (int i = 1; i < world; i++)
-            if (r->conns[i].fd >= 0)
-                pfds[n++] = (struct pollfd){ .fd = r->conns[i].fd,
-                                             .events = POLLIN };
-        if (poll(pfds, (nfds_t)n, left > 1000 ? 1000 : (int)left) < 0 &&
+        for (int i = 1; i < world; i++) {
+            if (r->conns[i].fd < 0)
+                continue;
+            who[n] = i;
+            pfds[n++] = (struct pollfd){ .fd = r->conns[i].fd,
+                                         .events = POLLIN };
+        }
+        if (poll(pfds, (nfds_t)n, left > 200 ? 200 : (int)left) < 0 &&
             errno != EINTR) {
             rc = pf_fail(err, PF_ERR_SYS, "poll: %s", strerror(errno));
             goto out;
         }
-        for (int i = 1; i < world; i++) {
+        for (int k = 0; k < n; k++) {
+            int i = who[k];
             struct pf_msg m;
-            if (r->conns[i].fd < 0)
+            if (!pfds[k].revents)
                 continue;
             if (pf_wire_pump(&r->conns[i], msg) != PF_OK &&
                 !pf_wire_has(&r->conns[i], PF_RDV_DATA, &m)) {
@@ -322,6 +452,7 @@ static pf_err root_collect(struct rdv *r, uint8_t op, int only, uint8_t *dst,
                                op == OP_GATHER ? "allgather" : "bcast", r->seq);
                 goto out;
             }
+            control_in(r, i);
             if (pf_wire_has(&r->conns[i], PF_RDV_ABORT, &m) &&
                 (got[i] || (only >= 0 && i != only))) {
                 rc = from_abort(r, &m, i, err);
@@ -332,17 +463,25 @@ static pf_err root_collect(struct rdv *r, uint8_t op, int only, uint8_t *dst,
 out:
     free(got);
     free(pfds);
+    free(who);
     return rc;
 }
 
-/* Any rank but 0: the next frame from rank 0 must be this op's DATA. */
+/* Any rank but 0: the next frame from rank 0 must be this op's DATA
+ * (PINGs are answered on the way). */
 static pf_err peer_receive(struct rdv *r, uint8_t op, void *dst, size_t len,
                            int64_t deadline, char *err)
 {
     struct pf_msg m;
     char msg[PF_ERRLEN], name[WHO_LEN];
-    pf_err rc = pf_wire_recv(&r->conns[0], &m, deadline, msg);
+    pf_err rc;
 
+    for (;;) {
+        rc = pf_wire_recv(&r->conns[0], &m, deadline, msg);
+        if (rc != PF_OK || (m.type != PF_RDV_PING && m.type != PF_RDV_PONG))
+            break;
+        control(r, 0, m.type, m.body, m.len);
+    }
     if (rc == PF_ERR_TIMEOUT)
         return rdv_broke(r, PF_ERR_TIMEOUT, -1, err, "%s did not complete %s #%u "
                          "before the deadline", rdv_who(r, 0, name),
@@ -428,45 +567,72 @@ static pf_err rdv_barrier(struct pf_boot *b, int64_t deadline, char *err)
     return rdv_allgather(b, &none, 0, &none, deadline, err);
 }
 
-/* Non-blocking look at every connection: EOF without BYE, or an ABORT.
- * deaths_only ignores ranks that gave up on their own (ABORT gave-up):
- * while this rank is aborting for its own reason, only a dead peer may
- * take the blame. */
+/* Non-blocking look at every connection: EOF without BYE, or an ABORT;
+ * PINGs are answered and a census moves on. deaths_only ignores ranks
+ * that gave up on their own (ABORT gave-up): while this rank is aborting
+ * for its own reason, only a dead or silent peer may take the blame. One
+ * poll(2) for the whole group, a read only where something arrived. */
 static pf_err poll_conns(struct rdv *r, bool deaths_only, char *err)
 {
     struct pf_boot *b = &r->boot;
     int first = b->rank == 0 ? 1 : 0, last = b->rank == 0 ? b->world : 1;
+    struct pollfd one, *pfds = &one;
+    int n = 0;
     char msg[PF_ERRLEN], name[WHO_LEN];
+    pf_err rc = PF_OK;
 
     if (r->broken != PF_OK)
         return pf_fail(err, r->broken, "%s", r->broken_msg);
-    for (int i = first; i < last; i++) {
+    if (last - first > 1 && !(pfds = calloc((size_t)(last - first),
+                                            sizeof(*pfds))))
+        return pf_fail(err, PF_ERR_NOMEM, "no memory");
+    for (int i = first; i < last; i++)
+        pfds[n++] = (struct pollfd){
+            .fd = r->conns[i].fd < 0 || (b->rank == 0 && r->bye[i])
+                      ? -1 : r->conns[i].fd,
+            .events = POLLIN };
+    if (poll(pfds, (nfds_t)n, 0) < 0 && errno != EINTR)
+        n = 0;
+    for (int k = 0; k < n && rc == PF_OK; k++) {
+        int i = first + k;
         struct pf_conn *c = &r->conns[i];
-        struct pollfd p = { .fd = c->fd, .events = POLLIN };
         struct pf_msg m;
         bool closed = false;
 
-        if (c->fd < 0 || (b->rank == 0 && r->bye[i]))
+        if (pfds[k].fd < 0)
             continue;
-        if (poll(&p, 1, 0) > 0)
+        if (pfds[k].revents)
             closed = pf_wire_pump(c, msg) != PF_OK;
+        control_in(r, i);
         if (pf_wire_has(c, PF_RDV_ABORT, &m)) {
             char reason[48], text[PF_ERRLEN];
             rdv_read_reason(&m, reason, text);
-            if (deaths_only && !strcmp(reason, ABORT_OWN))
+            if (deaths_only && !strcmp(reason, ABORT_OWN)) {
+                /* Rank 0 gave up on its own after its census: nobody
+                 * silent is left to name. */
+                if (b->rank != 0)
+                    r->settled = true;
                 continue;
-            return from_abort(r, &m, i, err);
+            }
+            rc = from_abort(r, &m, i, err);
+            break;
         }
         if (pf_wire_has(c, PF_RDV_BYE, &m)) {
             if (b->rank == 0)
                 r->bye[i] = true;
+            else
+                r->settled = true;
             continue;
         }
         if (closed)
-            return rdv_broke(r, PF_ERR_LOST, i, err, "%s closed its connection "
-                             "(exited or was killed)", rdv_who(r, i, name));
+            rc = rdv_broke(r, PF_ERR_LOST, i, err, "%s closed its connection "
+                           "(exited or was killed)", rdv_who(r, i, name));
     }
-    return PF_OK;
+    if (pfds != &one)
+        free(pfds);
+    if (rc == PF_OK)
+        rc = census_step(r, err);
+    return rc;
 }
 
 static pf_err rdv_poll(struct pf_boot *b, char *err)
@@ -474,19 +640,45 @@ static pf_err rdv_poll(struct pf_boot *b, char *err)
     return poll_conns(impl(b), false, err);
 }
 
+/* Giving up. A fabric error is often a peer that died or stopped: before
+ * this rank reports its own symptom, the group gets a moment to say
+ * which. Rank 0 runs a census; the others ask rank 0 for one and wait for
+ * its answer (PONG {0}: everyone is there) or its ABORT naming the rank
+ * at fault; a rank 0 that answers nothing is itself the one named. */
 static void rdv_abort(struct pf_boot *b, const char *why)
 {
     struct rdv *r = impl(b);
     char msg[PF_ERRLEN], name[WHO_LEN];
+    int64_t start = pf_now_ms();
 
     if (r->broken != PF_OK)
         return;
-    /* A fabric error is often a peer that died: give the control
-     * connections a moment to say which, so every rank reports the rank at
-     * fault rather than its own symptom (poll records and spreads it). */
-    for (int64_t until = pf_deadline_in(ATTRIBUTE_MS); pf_ms_left(until) > 0;) {
+    if (b->rank == 0) {
+        census_start(r);
+    } else {
+        /* Nobody left to ask when rank 0 has closed already. */
+        r->settled = r->conns[0].fd < 0;
+        send_u32(r, 0, PF_RDV_PING, ++r->asked_seq);
+    }
+    for (;;) {
+        int64_t spent;
+        bool settled = b->rank == 0 ? !r->census_on : r->settled;
+
         if (poll_conns(r, true, NULL) != PF_OK)
+            return;               /* recorded (and spread by rank 0) */
+        spent = pf_now_ms() - start;
+        if (settled && spent >= ATTRIBUTE_MS)
+            break;
+        /* Rank 0's census takes PF_RDV_CENSUS_MS; past that and a margin
+         * for its poll cadence, its silence is the answer. */
+        if (b->rank != 0 && spent >= PF_RDV_CENSUS_MS + ATTRIBUTE_MS) {
+            rdv_broke(r, PF_ERR_TIMEOUT, -1, NULL, "%s stopped answering: no "
+                      "reply within %.1f s although its connection is open "
+                      "(process stopped or hung, or its host froze)",
+                      rdv_who(r, 0, name),
+                      (PF_RDV_CENSUS_MS + ATTRIBUTE_MS) / 1000.0);
             return;
+        }
         pf_sleep_ms(10);
     }
     snprintf(msg, sizeof(msg), "%s gave up: %s", rdv_who(r, b->rank, name),
@@ -496,7 +688,8 @@ static void rdv_abort(struct pf_boot *b, const char *why)
     if (b->rank == 0)
         spread_abort(r, -1, ABORT_OWN, msg);
     else if (r->conns[0].fd >= 0)
-        rdv_send_reason(&r->conns[0], PF_RDV_ABORT, ABORT_OWN, msg);
+        rdv_send_reason(&r->conns[0], PF_RDV_ABORT, ABORT_OWN, msg,
+                        pf_deadline_in(CTRL_MS));
 }
 
 static void rdv_close(struct pf_boot *b)
@@ -520,6 +713,8 @@ static void rdv_close(struct pf_boot *b)
     free(r->conns);
     free(r->bye);
     free(r->facts);
+    free(r->alive);
+    free(r->asked);
     free(r->scratch);
     free(r);
 }
@@ -533,6 +728,34 @@ static const struct pf_boot_ops rdv_ops = {
     .close = rdv_close,
 };
 
+/* Rank 0 holds a connection per rank: raise the soft RLIMIT_NOFILE as far
+ * as the hard limit when the group needs more, or name the limit to
+ * raise. */
+static pf_err fd_budget(int world, char *err)
+{
+    long need = rdv_root_fds(world);
+    struct rlimit rl;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY ||
+        rl.rlim_cur >= (rlim_t)need)
+        return PF_OK;
+    if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < (rlim_t)need)
+        return pf_fail(err, PF_ERR_USAGE, "rank 0 of %d ranks needs about %ld "
+                       "open files, but RLIMIT_NOFILE allows %llu (hard "
+                       "limit): raise it (ulimit -n, or the container "
+                       "runtime's nofile limit)", world, need,
+                       (unsigned long long)rl.rlim_max);
+    rl.rlim_cur = rl.rlim_max != RLIM_INFINITY ? rl.rlim_max : (rlim_t)need;
+    if (setrlimit(RLIMIT_NOFILE, &rl))
+        return pf_fail(err, PF_ERR_USAGE, "rank 0 of %d ranks needs about %ld "
+                       "open files and cannot raise RLIMIT_NOFILE to %llu: %s",
+                       world, need, (unsigned long long)rl.rlim_cur,
+                       strerror(errno));
+    pf_info("rendezvous: open-file limit raised to %llu for %d ranks",
+            (unsigned long long)rl.rlim_cur, world);
+    return PF_OK;
+}
+
 pf_err pf_rdv_open(const struct pf_rdv_cfg *cfg, struct pf_boot **out,
                    struct pf_rdv_facts *table, char *err)
 {
@@ -543,19 +766,32 @@ pf_err pf_rdv_open(const struct pf_rdv_cfg *cfg, struct pf_boot **out,
     if (cfg->world < 1 || cfg->rank < 0 || cfg->rank >= cfg->world)
         return pf_fail(err, PF_ERR_USAGE, "rank %d of %d ranks is outside "
                        "0..%d", cfg->rank, cfg->world, cfg->world - 1);
+    /* The peer table travels in one frame: that, not a constant, is the
+     * end of the group's size. */
+    if (cfg->world > MAX_WORLD)
+        return pf_fail(err, PF_ERR_USAGE, "a group of %d ranks cannot be "
+                       "described in one rendezvous frame (at most %d ranks)",
+                       cfg->world, MAX_WORLD);
     if (cfg->world > 1 && (cfg->root_port < 1 || cfg->root_port > 65535))
         return pf_fail(err, PF_ERR_USAGE, "rendezvous port %d is outside "
                        "1..65535", cfg->root_port);
+    if (cfg->rank == 0 && cfg->world > 1 &&
+        (rc = fd_budget(cfg->world, err)) != PF_OK)
+        return rc;
     r = calloc(1, sizeof(*r));
     if (!r)
         return pf_fail(err, PF_ERR_NOMEM, "no memory for the rendezvous");
     r->conns = calloc((size_t)cfg->world, sizeof(*r->conns));
     r->bye = calloc((size_t)cfg->world, sizeof(bool));
     r->facts = calloc((size_t)cfg->world, sizeof(*r->facts));
-    if (!r->conns || !r->bye || !r->facts) {
+    r->alive = calloc((size_t)cfg->world, sizeof(bool));
+    r->asked = calloc((size_t)cfg->world, sizeof(bool));
+    if (!r->conns || !r->bye || !r->facts || !r->alive || !r->asked) {
         free(r->conns);
         free(r->bye);
         free(r->facts);
+        free(r->alive);
+        free(r->asked);
         free(r);
         return pf_fail(err, PF_ERR_NOMEM, "no memory for the rendezvous");
     }

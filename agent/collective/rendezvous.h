@@ -12,11 +12,20 @@
  *
  * The nonces make every HMAC fresh, so a captured HELLO cannot be replayed
  * into a later run, and the peer learns that rank 0 holds the secret too.
+ * With a secret the MAC is the HELLO's last 32 bytes and is checked before
+ * anything the HELLO claims, version included. A HELLO that fails a check
+ * is answered with REJECT and its connection closed; the rendezvous goes
+ * on, so a stranger can neither join nor stop the run (a member that
+ * never gets in shows up as PeerTimeout, with the rejections counted).
  * Rank 0 replies only when every rank has joined, so the WELCOME doubles as
  * the first barrier. Afterwards DATA frames carry allgather / bcast /
  * barrier through rank 0, ABORT spreads a failure to every rank and BYE
  * marks an orderly close, so only a connection that drops without one counts
- * as PeerLost. */
+ * as PeerLost. PING/PONG find a member that stopped answering while its
+ * connection stays open (SIGSTOP, a hung process): a rank about to give up
+ * sends PING {n} to rank 0, which pings every member and names the ones
+ * that do not PONG within PF_RDV_CENSUS_MS, or answers PONG {0} when all
+ * did. */
 #ifndef PF_RENDEZVOUS_H
 #define PF_RENDEZVOUS_H
 
@@ -28,9 +37,10 @@
 #include "wire.h"
 
 #define PF_RDV_MAGIC 0x50465256u      /* "PFRV" */
-#define PF_RDV_VERSION 1
+#define PF_RDV_VERSION 2           /* 2: PING/PONG */
 #define PF_RDV_NONCE 16
 #define PF_RDV_MAC 32
+#define PF_RDV_CENSUS_MS 1000     /* a live member answers a PING by then */
 
 enum pf_rdv_type {
     PF_RDV_CHALLENGE = 1,
@@ -40,6 +50,8 @@ enum pf_rdv_type {
     PF_RDV_DATA,
     PF_RDV_ABORT,
     PF_RDV_BYE,
+    PF_RDV_PING,
+    PF_RDV_PONG,
 };
 
 /* What a rank says about itself in HELLO (and reads back in the table). */
@@ -61,6 +73,10 @@ struct pf_rdv_cfg {
     size_t secret_len;
     struct pf_rdv_facts self;
     const struct pf_peer *expected;   /* world entries (for naming), or NULL */
+    /* Rank 0: a HELLO for rank r must come from expected[r].host where
+     * that is an IP address (k8s: the pod IP the API server reports), so
+     * nobody else on the network can take the rank, secret or not. */
+    bool bind_source;
     int64_t deadline;                 /* everyone must have joined by then */
     struct pf_fault *fault;           /* failures recorded here, or NULL */
 };
@@ -68,7 +84,9 @@ struct pf_rdv_cfg {
 /* Join the group. On success *out is a pf_boot; table (world entries, or
  * NULL) receives every rank's facts. Failures are recorded in cfg->fault
  * (reason PeerTimeout / PeerRejected / PeerLost) and returned as
- * PF_ERR_TIMEOUT / PF_ERR_REJECTED / PF_ERR_LOST. */
+ * PF_ERR_TIMEOUT / PF_ERR_REJECTED / PF_ERR_LOST. Rank 0 needs a file
+ * descriptor per rank: it raises its soft RLIMIT_NOFILE as far as the hard
+ * limit allows and fails with PF_ERR_USAGE when that is not enough. */
 pf_err pf_rdv_open(const struct pf_rdv_cfg *cfg, struct pf_boot **out,
                    struct pf_rdv_facts *table, char *err);
 
@@ -83,6 +101,8 @@ struct pf_hello {
     uint8_t nonce[PF_RDV_NONCE];
     bool has_mac;
     uint8_t mac[PF_RDV_MAC];
+    bool taken;                       /* check: refused only because the
+                                         rank is held already */
 };
 
 /* Encode a HELLO, with a MAC over (body || challenge) when secret != NULL. */
@@ -99,12 +119,16 @@ struct pf_rdv_view {
     size_t secret_len;
     const uint8_t *challenge;         /* PF_RDV_NONCE bytes sent to this peer */
     const bool *joined;               /* world entries */
+    const char *from;                 /* the peer's address, or NULL */
+    const struct pf_peer *bind;       /* world entries: bind_source, or NULL */
 };
 
-/* Decode and check one HELLO. PF_OK: member. PF_ERR_REJECTED: a peer of
- * ours that does not belong (wrong world size, rank out of range or taken,
- * run id, secret, protocol version); err says which. PF_ERR_PROTOCOL: not
- * an efa-preflight HELLO at all (dropped without failing the run). */
+/* Decode and check one HELLO: the MAC first (when rank 0 has a secret),
+ * then version, run id, world size, rank, source address, a rank held
+ * already. PF_OK: member. PF_ERR_REJECTED: an efa-preflight peer that does
+ * not belong; err says why (what it claims is named as a claim).
+ * PF_ERR_PROTOCOL: not an efa-preflight HELLO at all. Either way rank 0
+ * drops the connection and goes on. */
 pf_err pf_rdv_check_hello(const struct pf_rdv_view *v, const uint8_t *body,
                           size_t len, struct pf_hello *h, char *err);
 

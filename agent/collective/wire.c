@@ -206,6 +206,37 @@ bool pf_wire_has(const struct pf_conn *c, uint8_t type, struct pf_msg *m)
     return false;
 }
 
+int pf_wire_extract(struct pf_conn *c, uint8_t type, uint8_t *body,
+                    size_t cap, size_t *len)
+{
+    size_t off = c->off;
+    uint32_t flen = 0;
+
+    while (frame_at(c, off, &flen, NULL) == 1) {
+        size_t whole = HEADER + (size_t)flen;
+        if (c->buf[off + HEADER] == type) {
+            size_t n = flen - 1 < cap ? flen - 1 : cap;
+            if (n)
+                memcpy(body, c->buf + off + HEADER + 1, n);
+            *len = flen - 1;
+            memmove(c->buf + off, c->buf + off + whole, c->have - off - whole);
+            c->have -= whole;
+            return 1;
+        }
+        off += whole;
+    }
+    return 0;
+}
+
+void pf_conn_shrink(struct pf_conn *c)
+{
+    if (c->off != c->have)
+        return;
+    free(c->buf);
+    c->buf = NULL;
+    c->off = c->have = c->cap = 0;
+}
+
 pf_err pf_wire_recv(struct pf_conn *c, struct pf_msg *m, int64_t deadline,
                     char *err)
 {

@@ -48,6 +48,15 @@ pf_err pf_wire_pump(struct pf_conn *c, char *err);
 int pf_wire_take(struct pf_conn *c, struct pf_msg *m, char *err);
 /* True when a complete buffered frame of this type is waiting (not taken). */
 bool pf_wire_has(const struct pf_conn *c, uint8_t type, struct pf_msg *m);
+/* Remove the first complete buffered frame of this type, wherever it sits
+ * (small control frames may overtake data nobody has asked for yet); up
+ * to cap body bytes are copied to body, its length to *len. 1 taken,
+ * 0 none. */
+int pf_wire_extract(struct pf_conn *c, uint8_t type, uint8_t *body,
+                    size_t cap, size_t *len);
+/* Give the receive buffer back when nothing is buffered (a quiet
+ * connection then costs no memory: rank 0 holds thousands). */
+void pf_conn_shrink(struct pf_conn *c);
 
 /* Body writer over a caller's buffer; overflow sticks and is checked once. */
 struct pf_wbuf {

@@ -10,6 +10,7 @@
  * list again. */
 #include "discover.h"
 #include "k8s.h"
+#include "k8s_owner.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -420,6 +421,9 @@ pf_err pf_discover_k8s(struct pf_run *run, char *err)
     if (rc != PF_OK)
         goto out;
     snprintf(run->peers.bootstrap, sizeof(run->peers.bootstrap), "k8s");
+    pf_k8s_group_owner(own, !strcmp(cfg->mode, "daemonset"),
+                       cfg->peer_selector[0] != '\0', run->peers.owner,
+                       sizeof(run->peers.owner));
     if (!strcmp(cfg->mode, "daemonset")) {
         rc = pf_discover_daemonset(run, k, &id, own, err);
         goto out;

@@ -185,6 +185,7 @@ for spec in specs:
     pod = {"kind": "Pod", "apiVersion": "v1", "metadata": {
         "name": "train-workers-%d-0-p%d" % (i, i), "namespace": "ml",
         "labels": {"jobset.sigs.k8s.io/jobset-name": "train",
+                   "jobset.sigs.k8s.io/jobset-uid": "7d2c0b1e-5a4f-4c3e-9b8a-1f2e3d4c5b6a",
                    "jobset.sigs.k8s.io/replicatedjob-name": "workers",
                    "jobset.sigs.k8s.io/replicatedjob-replicas": str(n),
                    "jobset.sigs.k8s.io/job-index": str(i),

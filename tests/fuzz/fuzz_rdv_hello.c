@@ -20,7 +20,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                                      9, 10, 11, 12, 13, 14,
                                                      15, 16 };
     bool joined[WORLD] = { true, false, false, false };
-    struct pf_rdv_view v = { WORLD, "run-1", NULL, 0, challenge, joined };
+    struct pf_rdv_view v = { .world = WORLD, .run_id = "run-1",
+                             .challenge = challenge, .joined = joined };
     struct pf_hello h;
     char err[PF_ERRLEN] = "";
     uint8_t *again;

@@ -19,6 +19,7 @@
 
 #include "collective/rendezvous.h"
 #include "discover/discover.h"
+#include "launch/launch.h"
 #include "util/clock.h"
 
 struct fake_peer {

@@ -43,7 +43,9 @@ for i, itype in enumerate(types):
         "name": "efa-preflight-ds-%d" % i, "namespace": "efa-preflight",
         "labels": {"app.kubernetes.io/name": "efa-preflight",
                    "app.kubernetes.io/instance": "efa-preflight"},
-        "ownerReferences": [{"kind": "DaemonSet", "name": "efa-preflight"}]},
+        "ownerReferences": [{"kind": "DaemonSet", "name": "efa-preflight",
+                             "uid": "0c9d8e7f-1a2b-4c3d-8e9f-a0b1c2d3e4f5",
+                             "controller": True}]},
         "spec": {"nodeName": "node-%d" % i},
         "status": {"phase": "Pending", "podIP": "10.254.40.%d" % (11 + i)}})
 json.dump(objs, open(sys.argv[1], "w"), indent=1)

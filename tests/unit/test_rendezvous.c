@@ -7,6 +7,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include "collective/rendezvous.h"
 #include "collective/wire.h"
 #include "util/clock.h"
+#include "util/sha256.h"
 
 /* ------------------------------------------------------------- framing */
 
@@ -227,8 +229,10 @@ static size_t make_hello(uint8_t *buf, size_t cap, int rank, int world,
 static pf_err check(const uint8_t *buf, size_t len, const char *secret,
                     bool *joined, struct pf_hello *h, char *err)
 {
-    struct pf_rdv_view v = { 4, "run-a", (const uint8_t *)secret,
-                             secret ? strlen(secret) : 0, challenge, joined };
+    struct pf_rdv_view v = { .world = 4, .run_id = "run-a",
+                             .secret = (const uint8_t *)secret,
+                             .secret_len = secret ? strlen(secret) : 0,
+                             .challenge = challenge, .joined = joined };
     return pf_rdv_check_hello(&v, buf, len, h, err);
 }
 
@@ -285,8 +289,8 @@ Test(hello, secrets_must_match_on_both_sides)
 
     n = make_hello(buf, sizeof(buf), 1, 4, "run-a", "wrong");
     cr_assert_eq(check(buf, n, "right", joined, &h, err), PF_ERR_REJECTED);
-    cr_assert_str_eq(err, "rank 1 on node-1: HELLO HMAC does not match (its "
-                          "secret differs from rank 0's)");
+    cr_assert_str_eq(err, "a peer claiming rank 1 on node-1: HELLO HMAC does "
+                          "not match (its secret differs from rank 0's)");
     n = make_hello(buf, sizeof(buf), 1, 4, "run-a", NULL);
     cr_assert_eq(check(buf, n, "right", joined, &h, err), PF_ERR_REJECTED);
     cr_assert(strstr(err, "sent no HMAC"), "%s", err);
@@ -304,7 +308,9 @@ Test(hello, a_hello_signed_for_another_challenge_is_rejected)
     uint8_t buf[2048];
     bool joined[4] = { true, false, false, false };
     static const uint8_t other[PF_RDV_NONCE] = "fedcba9876543210";
-    struct pf_rdv_view v = { 4, "run-a", (const uint8_t *)"k", 1, other, joined };
+    struct pf_rdv_view v = { .world = 4, .run_id = "run-a",
+                             .secret = (const uint8_t *)"k", .secret_len = 1,
+                             .challenge = other, .joined = joined };
     struct pf_hello h;
     char err[PF_ERRLEN];
     size_t n = make_hello(buf, sizeof(buf), 1, 4, "run-a", "k");
@@ -345,6 +351,114 @@ Test(hello, a_hello_cut_before_its_version_is_malformed_not_a_rejection)
     /* With the whole version present a cut is still malformed. */
     cr_assert_eq(check(buf, 6, NULL, joined, &h, err), PF_ERR_PROTOCOL);
     cr_assert_str_eq(err, "malformed HELLO (6 bytes)");
+}
+
+/* A stranger's HELLO is judged by its MAC before anything it claims: a
+ * version, run id or rank from someone without the secret is never
+ * reported as such. */
+Test(hello, the_mac_is_checked_before_the_version_and_every_claim)
+{
+    uint8_t buf[2048];
+    bool joined[4] = { true, false, false, false };
+    struct pf_hello h;
+    char err[PF_ERRLEN];
+    size_t n = make_hello(buf, sizeof(buf), 2, 4, "run-a", "guess");
+
+    buf[5] = 9;                       /* version 9, signed with a guess */
+    cr_assert_eq(check(buf, n, "right", joined, &h, err), PF_ERR_REJECTED);
+    cr_assert(strstr(err, "HELLO HMAC does not match"), "%s", err);
+    cr_assert_null(strstr(err, "version"), "%s", err);
+    cr_assert_str_eq(err, "a peer: HELLO HMAC does not match (its secret "
+                          "differs from rank 0's)");
+    /* A member with the secret but another agent version is told so. */
+    n = make_hello(buf, sizeof(buf), 2, 4, "run-b", "right");
+    buf[5] = 9;
+    {
+        /* re-sign after the edit, as a real version-9 agent would */
+        struct pf_hmac hm;
+        pf_hmac_init(&hm, "right", 5);
+        pf_hmac_update(&hm, buf, n - PF_RDV_MAC);
+        pf_hmac_update(&hm, challenge, PF_RDV_NONCE);
+        pf_hmac_final(&hm, buf + n - PF_RDV_MAC);
+    }
+    cr_assert_eq(check(buf, n, "right", joined, &h, err), PF_ERR_REJECTED);
+    cr_assert(strstr(err, "protocol version 9"), "%s", err);
+    /* Too short to carry a MAC at all. */
+    cr_assert_eq(check(buf, 20, "right", joined, &h, err), PF_ERR_REJECTED);
+    cr_assert(strstr(err, "sent no HMAC"), "%s", err);
+}
+
+/* k8s: a rank may only be claimed from the address discovery saw for it,
+ * whatever the spelling of that address. */
+Test(hello, a_rank_bound_to_an_address_is_refused_from_any_other)
+{
+    uint8_t buf[2048];
+    bool joined[4] = { true, false, false, false };
+    struct pf_peer bind[4] = {
+        { .host = "10.0.0.10" }, { .host = "10.0.0.11", .pod = "train-1" },
+        { .host = "fd00::12" }, { .host = "node-3.example" },
+    };
+    struct pf_rdv_view v = { .world = 4, .run_id = "run-a",
+                             .challenge = challenge, .joined = joined,
+                             .bind = bind };
+    struct pf_hello h;
+    char err[PF_ERRLEN];
+    size_t n = make_hello(buf, sizeof(buf), 1, 4, "run-a", NULL);
+
+    v.from = "10.0.0.99";
+    cr_assert_eq(pf_rdv_check_hello(&v, buf, n, &h, err), PF_ERR_REJECTED);
+    cr_assert_str_eq(err, "a peer at 10.0.0.99 on node-1 claims rank 1, which "
+                          "is train-1 at 10.0.0.11");
+    cr_assert_not(h.taken);
+    v.from = "10.0.0.11";
+    cr_assert_eq(pf_rdv_check_hello(&v, buf, n, &h, err), PF_OK, "%s", err);
+    v.from = "::ffff:10.0.0.11";
+    cr_assert_eq(pf_rdv_check_hello(&v, buf, n, &h, err), PF_OK, "%s", err);
+    n = make_hello(buf, sizeof(buf), 2, 4, "run-a", NULL);
+    v.from = "fd00:0:0::12";
+    cr_assert_eq(pf_rdv_check_hello(&v, buf, n, &h, err), PF_OK, "%s", err);
+    v.from = "10.0.0.12";
+    cr_assert_eq(pf_rdv_check_hello(&v, buf, n, &h, err), PF_ERR_REJECTED);
+    /* A host name cannot be compared with an address: not bound. */
+    n = make_hello(buf, sizeof(buf), 3, 4, "run-a", NULL);
+    cr_assert_eq(pf_rdv_check_hello(&v, buf, n, &h, err), PF_OK, "%s", err);
+}
+
+Test(hello, a_rank_held_already_is_marked_taken)
+{
+    uint8_t buf[2048];
+    bool joined[4] = { true, true, false, false };
+    struct pf_hello h;
+    char err[PF_ERRLEN];
+    size_t n = make_hello(buf, sizeof(buf), 1, 4, "run-a", NULL);
+
+    cr_assert_eq(check(buf, n, NULL, joined, &h, err), PF_ERR_REJECTED);
+    cr_assert(h.taken);
+    n = make_hello(buf, sizeof(buf), 1, 4, "run-b", NULL);
+    cr_assert_eq(check(buf, n, NULL, joined, &h, err), PF_ERR_REJECTED);
+    cr_assert_not(h.taken);
+}
+
+/* What a stranger wrote reaches a log line only as printable ASCII. */
+Test(hello, claims_are_cleaned_before_they_reach_a_message)
+{
+    uint8_t buf[2048];
+    bool joined[4] = { true, false, false, false };
+    struct pf_hello h;
+    struct pf_wbuf w = { buf, 0, sizeof(buf), false };
+    char err[PF_ERRLEN];
+
+    memset(&h, 0, sizeof(h));
+    h.magic = PF_RDV_MAGIC;
+    h.version = PF_RDV_VERSION;
+    h.rank = 1;
+    h.world = 4;
+    snprintf(h.run_id, sizeof(h.run_id), "x\nFAKE: pass");
+    snprintf(h.facts.hostname, sizeof(h.facts.hostname), "evil\033[2J\xff");
+    cr_assert_eq(pf_rdv_hello_encode(&h, NULL, 0, challenge, &w, err), PF_OK);
+    cr_assert_eq(check(buf, w.len, NULL, joined, &h, err), PF_ERR_REJECTED);
+    cr_assert_str_eq(err, "rank 1 on evil?[2J? belongs to run 'x?FAKE: pass', "
+                          "rank 0 to run 'run-a'");
 }
 
 Test(hello, reason_words_map_to_error_codes)
@@ -397,8 +511,10 @@ static int full_rank(const struct rank_spec *s)
     static uint8_t bigmine[65536], bigall[8 * 65536];
     int64_t dl = pf_deadline_in(5000);
 
-    if (pf_rdv_open(&c, &b, table, err) != PF_OK)
+    if (pf_rdv_open(&c, &b, table, err) != PF_OK) {
+        fprintf(stderr, "rank %d: %s\n", s->rank, err);
         return 10;
+    }
     for (int r = 0; r < s->world; r++)
         if (strcmp(table[r].hostname, (char[16]){ 0 }) == 0 ||
             table[r].efa_count != r)
@@ -525,31 +641,311 @@ Test(rendezvous, missing_rank_0_is_peer_timeout_naming_its_address)
     cr_assert_lt(pf_now_ms() - t0, 800 + 500);
 }
 
-Test(rendezvous, wrong_secret_is_peer_rejected_on_both_sides)
+/* A rank with another secret is a stranger to rank 0: it is told at once
+ * (PeerRejected); rank 0 waits for the real rank 1 and at its deadline
+ * reports PeerTimeout naming it and why its HELLO was refused. */
+Test(rendezvous, wrong_secret_is_told_at_once_and_rank_0_times_out_saying_why)
 {
+    int64_t t0 = pf_now_ms();
     pid_t kid;
 
     want_code = PF_ERR_REJECTED;
     want_reason = "PeerRejected";
-    want_needle = "HMAC does not match";
+    want_needle = "a peer claiming rank 1 on host-1: HELLO HMAC does not match";
     kid = spawn(join_expect, (struct rank_spec){ 1, 2, 30705, "wrong", NULL, 3000 }, 0);
-    cr_assert_eq(join_expect(&(struct rank_spec){ 0, 2, 30705, "right", NULL, 3000 }), 0);
+    want_code = PF_ERR_TIMEOUT;
+    want_reason = "PeerTimeout";
+    want_needle = "s (1 of 2 ranks joined; 1 HELLO rejected: the last from "
+                  "127.0.0.1: a peer claiming rank 1 on host-1: HELLO HMAC does "
+                  "not match";
+    cr_assert_eq(join_expect(&(struct rank_spec){ 0, 2, 30705, "right", NULL, 1500 }), 0);
     cr_assert_eq(exit_of(kid), 0);
+    cr_assert_lt(pf_now_ms() - t0, 1500 + 1000);
 }
 
-Test(rendezvous, wrong_run_id_rejects_and_aborts_those_already_joined)
+/* A rank of another run cannot stop this one: it is refused, the others
+ * time out waiting for the real rank 2 and all of them learn why. */
+Test(rendezvous, wrong_run_id_is_refused_and_the_others_learn_why)
 {
     pid_t k1, k2;
 
     want_code = PF_ERR_REJECTED;
     want_reason = "PeerRejected";
     want_needle = "belongs to run 'other-run'";
-    k1 = spawn(join_expect, (struct rank_spec){ 1, 3, 30706, NULL, NULL, 3000 }, 0);
     k2 = spawn(join_expect, (struct rank_spec){ 2, 3, 30706, NULL, "other-run",
-                                                3000 }, 400);
-    cr_assert_eq(join_expect(&(struct rank_spec){ 0, 3, 30706, NULL, NULL, 3000 }), 0);
+                                                3000 }, 200);
+    want_code = PF_ERR_TIMEOUT;
+    want_reason = "PeerTimeout";
+    want_needle = "1 HELLO rejected: the last from 127.0.0.1: rank 2 on host-2 "
+                  "belongs to run 'other-run', rank 0 to run 'test-run'";
+    k1 = spawn(join_expect, (struct rank_spec){ 1, 3, 30706, NULL, NULL, 1800 }, 0);
+    cr_assert_eq(join_expect(&(struct rank_spec){ 0, 3, 30706, NULL, NULL, 1500 }), 0);
     cr_assert_eq(exit_of(k1), 0);
     cr_assert_eq(exit_of(k2), 0);
+}
+
+/* ------------------------------------------------------------- strangers */
+
+enum stranger_kind {
+    S_NO_MAC, S_WRONG_MAC, S_REPLAYED, S_OTHER_VERSION, S_OUT_OF_RANGE,
+    S_OTHER_RUN, S_OTHER_WORLD, S_NOT_HELLO, S_GARBAGE, S_CUT, S_DUPLICATE,
+    S_KINDS
+};
+
+/* One connection to rank 0 (from src when set) answering its CHALLENGE
+ * with a bad HELLO of this kind, in a group of `world` whose members sign
+ * with `secret`. True when rank 0 turned it away (REJECT or a close). */
+static bool stranger_once(int port, const char *src, int kind, int world,
+                          int rank, const char *secret)
+{
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+    static const uint8_t old_challenge[PF_RDV_NONCE] = "captured-before!";
+    uint8_t body[2048], nonce0[PF_RDV_NONCE];
+    struct pf_wbuf w = { body, 0, sizeof(body), false };
+    const uint8_t *key = (const uint8_t *)secret;
+    struct pf_hello h;
+    struct pf_conn c;
+    struct pf_msg m;
+    char err[PF_ERRLEN];
+    pf_err rc;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    sa.sin_addr.s_addr = htonl(0x7f000001);
+    if (src) {
+        struct sockaddr_in me = { .sin_family = AF_INET };
+        inet_pton(AF_INET, src, &me.sin_addr);
+        if (bind(fd, (struct sockaddr *)&me, sizeof(me)))
+            return false;
+    }
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+        close(fd);
+        return false;
+    }
+    pf_conn_init(&c, fd);
+    if (pf_wire_recv(&c, &m, pf_deadline_in(2000), err) != PF_OK ||
+        m.type != PF_RDV_CHALLENGE || m.len < 6 + PF_RDV_NONCE) {
+        pf_conn_close(&c);
+        return false;
+    }
+    memcpy(nonce0, m.body + 6, PF_RDV_NONCE);
+    memset(&h, 0, sizeof(h));
+    h.magic = PF_RDV_MAGIC;
+    h.version = PF_RDV_VERSION;
+    h.rank = rank;
+    h.world = world;
+    snprintf(h.run_id, sizeof(h.run_id), "test-run");
+    snprintf(h.facts.hostname, sizeof(h.facts.hostname), "stranger");
+    switch (kind) {
+    case S_NO_MAC: key = NULL; break;
+    case S_WRONG_MAC: key = (const uint8_t *)"a-guess"; break;
+    case S_REPLAYED:
+        if (!key)                     /* unsigned, a replay is a HELLO */
+            key = (const uint8_t *)"captured";
+        break;
+    case S_OTHER_VERSION: h.version = PF_RDV_VERSION - 1; break;
+    case S_OUT_OF_RANGE: h.rank = world; break;
+    case S_OTHER_RUN: snprintf(h.run_id, sizeof(h.run_id), "other-run"); break;
+    case S_OTHER_WORLD: h.world = world + 1; break;
+    default: break;
+    }
+    /* Members' mistakes are signed (with the group's secret, if any);
+     * a captured HELLO was signed for another challenge. */
+    pf_rdv_hello_encode(&h, key, key ? strlen((const char *)key) : 0,
+                        kind == S_REPLAYED ? old_challenge : nonce0, &w,
+                        err);
+    if (kind == S_NOT_HELLO)
+        rc = pf_wire_send(&c, PF_RDV_DATA, body, w.len, pf_deadline_in(1000), err);
+    else if (kind == S_GARBAGE)
+        rc = send(fd, "GET / HTTP/1.1\r\n\r\n", 18, MSG_NOSIGNAL) == 18
+                 ? PF_OK : PF_ERR_IO;
+    else
+        rc = pf_wire_send(&c, PF_RDV_HELLO, body, kind == S_CUT ? 10 : w.len,
+                          pf_deadline_in(1000), err);
+    if (rc == PF_OK)
+        rc = pf_wire_recv(&c, &m, pf_deadline_in(3000), err);
+    pf_conn_close(&c);
+    return rc == PF_ERR_LOST || (rc == PF_OK && m.type == PF_RDV_REJECT);
+}
+
+/* Every kind of stranger in turn; exit code = how many got in. */
+static int stranger_body(const struct rank_spec *s)
+{
+    int in = 0;
+
+    for (int k = 0; k < S_KINDS; k++) {
+        if (k == S_DUPLICATE && s->rank == 0)
+            continue;                 /* no member to duplicate yet */
+        if (k == S_NO_MAC && !s->secret)
+            continue;                 /* no secret: that is a HELLO */
+        if (!stranger_once(s->port, NULL, k, s->world, 1, s->secret)) {
+            fprintf(stderr, "stranger of kind %d got in\n", k);
+            in++;
+        }
+    }
+    return in;
+}
+
+/* Strangers of every kind during a real run: every one is refused and
+ * the run passes. rank_spec.rank 0 for the stranger: before rank 1 joins
+ * (no duplicate then), 1: after. */
+static void strangers_during_a_run(int world, int port, const char *secret)
+{
+    pid_t kids[8], stranger;
+    int before = world == 2;
+
+    for (int i = 1; i < world; i++)
+        kids[i] = spawn(full_rank, (struct rank_spec){ i, world, port, secret,
+                                                       NULL, 6000 },
+                        before || i == world - 1 ? 1500 : 0);
+    stranger = spawn(stranger_body, (struct rank_spec){ before ? 0 : 1, world,
+                                                        port, secret, NULL, 0 },
+                     300);
+    cr_assert_eq(full_rank(&(struct rank_spec){ 0, world, port, secret, NULL,
+                                                6000 }), 0);
+    for (int i = 1; i < world; i++)
+        cr_assert_eq(exit_of(kids[i]), 0, "rank %d", i);
+    cr_assert_eq(exit_of(stranger), 0, "strangers got in");
+}
+
+Test(rendezvous, strangers_of_every_kind_cannot_stop_a_2_rank_run)
+{
+    strangers_during_a_run(2, 30713, "shared-secret-0123456789");
+}
+
+Test(rendezvous, strangers_of_every_kind_cannot_stop_a_3_rank_run)
+{
+    strangers_during_a_run(3, 30714, "shared-secret-0123456789");
+}
+
+/* Without a secret a well-formed HELLO for a free rank is a member (only
+ * k8s source binding tells it apart); every other kind is still refused. */
+Test(rendezvous, strangers_cannot_stop_a_3_rank_run_without_a_secret)
+{
+    strangers_during_a_run(3, 30715, NULL);
+}
+
+/* k8s: rank 0 binds each rank to the address discovery saw for it. A
+ * stranger claiming rank 1 from another address is refused even with a
+ * perfect HELLO; the real rank 1, from its own address, joins. */
+static struct pf_peer bound_hosts[3] = {
+    { .rank = 0, .host = "127.0.0.1" }, { .rank = 1, .host = "127.0.0.2" },
+    { .rank = 2, .host = "127.0.0.3" },
+};
+
+static int bound_rank(const struct rank_spec *s)
+{
+    struct pf_rdv_cfg c = mkcfg(s, NULL);
+    struct pf_boot *b;
+    char err[PF_ERRLEN];
+
+    c.expected = bound_hosts;
+    c.bind_source = s->rank == 0;
+    if (s->rank != 0)
+        snprintf(c.bind_addr, sizeof(c.bind_addr), "%s", bound_hosts[s->rank].host);
+    if (pf_rdv_open(&c, &b, NULL, err) != PF_OK) {
+        fprintf(stderr, "rank %d: %s\n", s->rank, err);
+        return 10;
+    }
+    if (pf_boot_barrier(b, pf_deadline_in(3000), err) != PF_OK)
+        return 11;
+    pf_boot_close(b);
+    return 0;
+}
+
+static int impostor(const struct rank_spec *s)
+{
+    /* A flawless HELLO for rank 1 (no secret in use), from rank 2's
+     * address. */
+    return stranger_once(s->port, "127.0.0.3", S_KINDS, s->world, 1, NULL) ? 0 : 1;
+}
+
+Test(rendezvous, a_rank_claimed_from_another_address_is_refused)
+{
+    pid_t k1 = spawn(bound_rank, (struct rank_spec){ 1, 2, 30716, NULL, NULL, 4000 }, 800);
+    pid_t bad = spawn(impostor, (struct rank_spec){ 0, 2, 30716, NULL, NULL, 0 }, 200);
+
+    cr_assert_eq(bound_rank(&(struct rank_spec){ 0, 2, 30716, NULL, NULL, 4000 }), 0);
+    cr_assert_eq(exit_of(k1), 0);
+    cr_assert_eq(exit_of(bad), 0, "the impostor got in");
+}
+
+/* ------------------------------------------------------------- silence */
+
+/* A rank that stops (SIGSTOP) keeps its connections open, so nothing
+ * breaks: the others' own deadlines pass at different times and each
+ * blames its own neighbour. Giving up asks rank 0 for a census, and every
+ * survivor names the rank that stopped. */
+static int stopped_victim;
+
+static int stop_rank(const struct rank_spec *s)
+{
+    static struct pf_fault coll;
+    struct pf_rdv_cfg c = mkcfg(s, &coll);
+    struct pf_boot *b;
+    char err[PF_ERRLEN], want[96];
+    int64_t until;
+    pf_err rc = PF_OK;
+
+    if (pf_rdv_open(&c, &b, NULL, err) != PF_OK ||
+        pf_boot_barrier(b, pf_deadline_in(3000), err) != PF_OK)
+        return 80;
+    if (s->rank == stopped_victim) {
+        raise(SIGSTOP);
+        return 0;
+    }
+    /* An engine waiting on the fabric: polls, then its deadline passes
+     * (a different one on each rank). */
+    until = pf_deadline_in(300 + 300 * s->rank);
+    while (pf_ms_left(until) > 0 && (rc = pf_boot_poll(b, err)) == PF_OK)
+        pf_sleep_ms(10);
+    if (rc == PF_OK)
+        pf_boot_abort(b, "all_reduce: not finished by the deadline (receiving "
+                         "from the previous rank)");
+    pf_boot_close(b);
+    snprintf(want, sizeof(want), "rank %d (host-%d, 127.0.0.1) stopped "
+             "answering", stopped_victim, stopped_victim);
+    if (coll.reason != PF_R_PeerTimeout || !strstr(coll.msg, want)) {
+        fprintf(stderr, "rank %d: %s %s\n", s->rank,
+                pf_reason_name(coll.reason), coll.msg);
+        return 81;
+    }
+    return 0;
+}
+
+static void stop_one(int victim, int port)
+{
+    pid_t kids[3];
+    int64_t t0 = pf_now_ms();
+
+    stopped_victim = victim;
+    for (int i = 1; i < 3; i++)
+        kids[i] = spawn(stop_rank, (struct rank_spec){ i, 3, port, NULL, NULL,
+                                                       3000 }, 0);
+    if (victim == 0) {
+        kids[0] = spawn(stop_rank, (struct rank_spec){ 0, 3, port, NULL, NULL,
+                                                       3000 }, 0);
+    } else {
+        cr_assert_eq(stop_rank(&(struct rank_spec){ 0, 3, port, NULL, NULL,
+                                                    3000 }), 0);
+    }
+    for (int i = 0; i < 3; i++) {
+        if (i == victim || (i == 0 && victim != 0))
+            continue;
+        cr_assert_eq(exit_of(kids[i]), 0, "rank %d", i);
+    }
+    kill(kids[victim], SIGKILL);
+    exit_of(kids[victim]);
+    cr_assert_lt(pf_now_ms() - t0, 5000);
+}
+
+Test(rendezvous, a_stopped_rank_is_named_by_every_survivor)
+{
+    stop_one(2, 30717);
+}
+
+Test(rendezvous, a_stopped_rank_0_is_named_by_every_survivor)
+{
+    stop_one(0, 30718);
 }
 
 /* Join, then rank `victim` dies without a goodbye; the others must see
@@ -793,4 +1189,129 @@ Test(rendezvous, an_abort_caused_by_a_dead_peer_blames_that_peer)
     cr_assert_eq(blamed_rank(&(struct rank_spec){ 0, 3, 30712, NULL, NULL, 3000 }), 0);
     cr_assert_eq(exit_of(k1), 0);
     cr_assert_eq(exit_of(k2), 128 + SIGKILL);
+}
+
+/* ------------------------------------------------------------- scale */
+
+/* A member as one socket: dial, answer the CHALLENGE with a good HELLO. */
+static int member_dial(int port, int rank, int world)
+{
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+    uint8_t body[1024];
+    struct pf_wbuf w = { body, 0, sizeof(body), false };
+    struct pf_hello h;
+    struct pf_conn c;
+    struct pf_msg m;
+    char err[PF_ERRLEN];
+    int fd;
+
+    sa.sin_addr.s_addr = htonl(0x7f000001);
+    for (int tries = 0; tries < 100; tries++) {
+        fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+            break;
+        close(fd);
+        fd = -1;
+        pf_sleep_ms(20);
+    }
+    if (fd < 0)
+        return -1;
+    pf_conn_init(&c, fd);
+    if (pf_wire_recv(&c, &m, pf_deadline_in(3000), err) != PF_OK ||
+        m.type != PF_RDV_CHALLENGE)
+        return -1;
+    memset(&h, 0, sizeof(h));
+    h.magic = PF_RDV_MAGIC;
+    h.version = PF_RDV_VERSION;
+    h.rank = rank;
+    h.world = world;
+    snprintf(h.run_id, sizeof(h.run_id), "test-run");
+    snprintf(h.facts.hostname, sizeof(h.facts.hostname), "host-%d", rank);
+    pf_rdv_hello_encode(&h, NULL, 0, m.body + 6, &w, err);
+    if (pf_wire_send(&c, PF_RDV_HELLO, body, w.len, pf_deadline_in(1000), err))
+        return -1;
+    free(c.buf);                      /* keep the socket, drop the buffer */
+    return fd;
+}
+
+static int root_of_300(const struct rank_spec *s)
+{
+    struct pf_rdv_cfg c = mkcfg(s, NULL);
+    struct pf_boot *b;
+    char err[PF_ERRLEN];
+
+    if (pf_rdv_open(&c, &b, NULL, err) != PF_OK) {
+        fprintf(stderr, "rank 0: %s\n", err);
+        return 1;
+    }
+    pf_boot_close(b);
+    return 0;
+}
+
+/* The rendezvous has no rank cap of its own (it was 256): 300 ranks,
+ * every member gets a peer table of 300 entries. */
+Test(rendezvous, a_group_of_300_ranks_joins)
+{
+    enum { WORLD = 300 };
+    pid_t root = spawn(root_of_300, (struct rank_spec){ 0, WORLD, 30719, NULL,
+                                                        NULL, 8000 }, 0);
+    int fds[WORLD];
+
+    for (int r = 1; r < WORLD; r++) {
+        fds[r] = member_dial(30719, r, WORLD);
+        cr_assert_geq(fds[r], 0, "rank %d could not join", r);
+    }
+    for (int r = 1; r < WORLD; r++) {
+        struct pf_conn c;
+        struct pf_msg m;
+        char err[PF_ERRLEN];
+        pf_conn_init(&c, fds[r]);
+        cr_assert_eq(pf_wire_recv(&c, &m, pf_deadline_in(5000), err), PF_OK,
+                     "rank %d: %s", r, err);
+        cr_assert_eq(m.type, PF_RDV_WELCOME);
+        cr_assert_eq(m.body[0] << 24 | m.body[1] << 16 | m.body[2] << 8 |
+                     m.body[3], WORLD);
+        pf_conn_close(&c);
+    }
+    cr_assert_eq(exit_of(root), 0);
+}
+
+/* Rank 0 needs a descriptor per rank: it raises its soft limit to the
+ * hard one, and names the limit when even that is too low. */
+static int fd_limits(const struct rank_spec *s)
+{
+    struct pf_rdv_cfg c = mkcfg(s, NULL);
+    struct pf_boot *b = NULL;
+    struct rlimit rl = { 200, 200 };
+    char err[PF_ERRLEN];
+
+    c.world = 5000;
+    if (setrlimit(RLIMIT_NOFILE, &rl))
+        return 1;
+    if (pf_rdv_open(&c, &b, NULL, err) != PF_ERR_USAGE ||
+        !strstr(err, "rank 0 of 5000 ranks needs about") ||
+        !strstr(err, "RLIMIT_NOFILE allows 200 (hard limit)")) {
+        fprintf(stderr, "%s\n", err);
+        return 2;
+    }
+    rl = (struct rlimit){ 100, 190 };
+    c.world = 100;
+    c.deadline = pf_deadline_in(100);
+    if (setrlimit(RLIMIT_NOFILE, &rl))
+        return 3;
+    /* Nobody comes: a timeout, but with the limit raised first. */
+    if (pf_rdv_open(&c, &b, NULL, err) != PF_ERR_TIMEOUT ||
+        getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur != 190) {
+        fprintf(stderr, "%s (soft limit %llu)\n", err,
+                (unsigned long long)rl.rlim_cur);
+        return 4;
+    }
+    return 0;
+}
+
+Test(rendezvous, rank_0_raises_its_open_file_limit_or_names_it)
+{
+    pid_t kid = spawn(fd_limits, (struct rank_spec){ 0, 2, 30720, NULL, NULL,
+                                                     1000 }, 0);
+    cr_assert_eq(exit_of(kid), 0);
 }
