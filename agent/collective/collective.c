@@ -7,6 +7,7 @@
  * Engine contract: open releases what it allocated when it fails; close is
  * called only after a successful open. */
 #include "collective.h"
+#include "nics.h"
 #include "straggler.h"
 #include "sweep.h"
 
@@ -130,6 +131,7 @@ pf_err pf_collective(struct pf_run *run, char *err)
     c->slow_rank = -1;
     pf_coll_free(c);
     memset(&c->strag, 0, sizeof(c->strag));
+    memset(&c->nics, 0, sizeof(c->nics));
     c->nnodes = count_nodes(&run->peers);
     c->nranks = run->peers.world;
     if ((rc = choose_engine(run, &ops, err)) != PF_OK)
@@ -164,8 +166,13 @@ pf_err pf_collective(struct pf_run *run, char *err)
         rc = ops->open(&engine, run, boot, c->max_bytes / sizeof(float),
                        deadline, msg);
         if (rc == PF_OK) {
+            struct pf_nic_watch watch;
+
             c->nranks = engine.nranks;
+            /* Read even when the sweep fails: errors on a NIC may be why. */
+            pf_nics_begin(run, &watch);
             rc = pf_sweep(run, &engine, boot, deadline, msg);
+            pf_nics_end(run, &watch, "sweep", -1);
             if (rc == PF_OK)
                 rc = pf_straggler_retest(run, &engine, boot, deadline, msg);
             ops->close(&engine);

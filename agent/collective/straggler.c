@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nics.h"
 #include "../config/catalog.h"
 #include "../util/clock.h"
 #include "../util/log.h"
@@ -369,9 +370,14 @@ static pf_err pairwise(struct pf_run *run, struct pf_engine *e,
         rc = pf_boot_barrier(b, deadline, err);
         if (rc == PF_OK && e->ops->pair_setup)
             rc = e->ops->pair_setup(e, peer, ph, deadline, err);
-        if (rc == PF_OK && peer >= 0)
+        if (rc == PF_OK && peer >= 0) {
+            struct pf_nic_watch watch;
+
+            pf_nics_begin(run, &watch);
             rc = e->ops->pair(e, peer, ph, p->bytes / sizeof(float), p->iters,
                               &mine[ph].seconds, &w, deadline, err);
+            pf_nics_end(run, &watch, "pairwise", peer);
+        }
         mine[ph].wrong = w;
     }
     all = calloc((size_t)n, sizeof(mine));

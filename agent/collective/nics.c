@@ -1,0 +1,71 @@
+/* Per-NIC accounting around the collective's stages (nics.h). */
+#include "nics.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "../probe/hw_counters.h"
+#include "../util/clock.h"
+#include "../util/log.h"
+
+static int stored(const struct pf_node *n)
+{
+    return n->efa_count < PF_MAX_EFA ? n->efa_count : PF_MAX_EFA;
+}
+
+void pf_nics_begin(struct pf_run *run, struct pf_nic_watch *w)
+{
+    struct pf_nics *s = &run->coll.nics;
+    int n = stored(&run->node);
+    bool any = false;
+
+    memset(w, 0, sizeof(*w));
+    s->n = n;
+    if (n == 0 || s->nwin >= PF_NIC_MAX_WINDOWS)
+        return;
+    pf_hwc_read_all(run->cfg.sysfs_root, &run->node, w->before, n);
+    for (int i = 0; i < n; i++)
+        any = any || w->before[i].nports > 0;
+    if (!any) {
+        snprintf(s->note, sizeof(s->note), "the EFA driver exposes no "
+                 "hardware counters (no ports/*/hw_counters on %d "
+                 "device(s)): per-NIC traffic and errors not judged", n);
+        return;
+    }
+    w->on = true;
+    w->t0 = pf_now_s();
+}
+
+void pf_nics_end(struct pf_run *run, struct pf_nic_watch *w,
+                 const char *stage, int peer)
+{
+    struct pf_nics *s = &run->coll.nics;
+    const char *root = run->cfg.debug_counters_after[0]
+                           ? run->cfg.debug_counters_after
+                           : run->cfg.sysfs_root;
+    struct pf_hwc_snap after[PF_MAX_EFA];
+    struct pf_nic_window *win;
+    char absent[256];
+    int n = s->n;
+
+    if (!w->on || s->nwin >= PF_NIC_MAX_WINDOWS)
+        return;
+    /* What the kernel hands out may be this old: let it expire. */
+    pf_sleep_ms(pf_hwc_settle_ms(w->before, n));
+    pf_hwc_read_all(root, &run->node, after, n);
+    win = &s->win[s->nwin++];
+    memset(win, 0, sizeof(*win));
+    snprintf(win->stage, sizeof(win->stage), "%s", stage);
+    win->peer = peer;
+    win->seconds = pf_now_s() - w->t0;
+    for (int i = 0; i < n; i++)
+        pf_hwc_delta(&w->before[i], &after[i], &win->nic[i]);
+    if (!s->read) {
+        s->read = true;
+        if (pf_hwc_absent_text(after, n, absent, sizeof(absent)) > 0)
+            snprintf(s->note, sizeof(s->note), "absent on this driver: %s",
+                     absent);
+    }
+    pf_debug("nics: %s window %.2f s over %d device(s)", stage, win->seconds,
+             n);
+}

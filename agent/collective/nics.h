@@ -1,0 +1,27 @@
+/* Per-NIC accounting around the collective's stages (run->coll.nics).
+ *
+ * The harness (collective.c around the sweep, straggler.c around each
+ * pairwise phase) brackets a stage with pf_nics_begin / pf_nics_end: every
+ * EFA device's hardware counters are read before and after and the deltas
+ * become a window. The engines never know. Counters are node-wide: every
+ * process on the node, this one's other ranks included, adds to them. */
+#ifndef PF_NICS_H
+#define PF_NICS_H
+
+#include "../pf.h"
+
+struct pf_nic_watch {
+    bool on;                          /* begin read something */
+    double t0;
+    struct pf_hwc_snap before[PF_MAX_EFA];
+};
+
+/* Read the counters before a stage. */
+void pf_nics_begin(struct pf_run *run, struct pf_nic_watch *w);
+/* Read them after (once the kernel's cache period has passed) and append
+ * a window: stage "sweep" or "pairwise", peer the partner rank or -1. The
+ * after read comes from cfg.debug_counters_after when set (tests). */
+void pf_nics_end(struct pf_run *run, struct pf_nic_watch *w,
+                 const char *stage, int peer);
+
+#endif
