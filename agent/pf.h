@@ -75,6 +75,15 @@ struct pf_config {
     double min_busbw_gbps;            /* 0 = catalog floor */
     uint64_t min_busbw_from_bytes;    /* the user floor holds from this size
                                          (0 = the largest size swept) */
+    char *fabric_addrs;               /* host engine, socket providers: one
+                                         endpoint (NIC) per address; heap,
+                                         NULL = the bind address */
+    /* per-NIC checks (verdict/nic_checks.c) */
+    double nic_idle_ratio;            /* idle below this x the median NIC */
+    uint64_t nic_idle_min_bytes;      /* judge idleness from this mean */
+    int nic_max_errors;               /* error counts a NIC may gain in a run */
+    int nic_boot_max_errors;          /* ... since boot, before a warning */
+    double nic_slow_ratio;            /* slow below this x the median rail */
     int debug_corrupt_rank;           /* -1 = off */
     int debug_slow_rank;              /* -1 = off */
     int debug_slow_ms;

@@ -181,6 +181,7 @@ pf_err pf_collective(struct pf_run *run, char *err)
             pf_boot_abort(boot, msg);
     }
     c->wall_s = pf_now_s() - t0;
+    pf_nics_spread(run);
     if (is_usage(rc)) {
         pf_boot_close(boot);
         return pf_fail(err, rc, "%s", msg);

@@ -69,3 +69,52 @@ void pf_nics_end(struct pf_run *run, struct pf_nic_watch *w,
     pf_debug("nics: %s window %.2f s over %d device(s)", stage, win->seconds,
              n);
 }
+
+/* Every EFA device of the node has a rail of the same name. */
+static bool rails_cover(const struct pf_nics *s, const struct pf_node *node)
+{
+    for (int i = 0; i < s->n; i++) {
+        bool found = false;
+        for (int r = 0; r < s->nrails && !found; r++)
+            found = !strcmp(s->rails[r].nic, node->efa[i].name);
+        if (!found)
+            return false;
+    }
+    return s->n > 0;
+}
+
+void pf_nics_spread(struct pf_run *run)
+{
+    struct pf_coll *c = &run->coll;
+    struct pf_nics *s = &c->nics;
+    char *why = s->spread_note;
+    size_t len = sizeof(s->spread_note);
+
+    s->spread = false;
+    if (c->nnodes < 2) {
+        snprintf(why, len, "one node: the %s engine's traffic stays inside "
+                 "it (NVLink, shared memory), off the NICs",
+                 c->engine[0] ? c->engine : "?");
+    } else if (!strcmp(c->engine, "nccl")) {
+        if (!c->net_plugin_loaded || c->inter_node_socket ||
+            !strstr(c->transport, "NET/Libfabric"))
+            snprintf(why, len, "NCCL did not run over aws-ofi-nccl on every "
+                     "channel (transports %s), so it need not use every NIC",
+                     c->transport[0] ? c->transport : "unknown");
+        else {
+            s->spread = true;
+            snprintf(why, len, "NCCL over aws-ofi-nccl (%s) across %d nodes "
+                     "stripes over every NIC", c->transport, c->nnodes);
+        }
+    } else if (c->provider_is_fallback) {
+        snprintf(why, len, "the host engine ran over %s, not EFA",
+                 c->provider[0] ? c->provider : "?");
+    } else if (!rails_cover(s, &run->node)) {
+        snprintf(why, len, "the host engine striped over %d of the node's %d "
+                 "EFA devices", s->nrails, s->n);
+    } else {
+        s->spread = true;
+        snprintf(why, len, "the host engine striped over all %d EFA devices "
+                 "across %d nodes", s->nrails, c->nnodes);
+    }
+}

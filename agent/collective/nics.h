@@ -24,4 +24,11 @@ void pf_nics_begin(struct pf_run *run, struct pf_nic_watch *w);
 void pf_nics_end(struct pf_run *run, struct pf_nic_watch *w,
                  const char *stage, int peer);
 
+/* After the engine closed: does it drive every NIC, so that a NIC with
+ * far less traffic than its siblings means something (nics.spread and
+ * why in nics.spread_note)? NCCL: 2+ nodes over aws-ofi-nccl
+ * (NET/Libfabric, no socket channel). Host engine: 2+ nodes over efa with
+ * one rail per EFA device. Within one node neither touches the NICs. */
+void pf_nics_spread(struct pf_run *run);
+
 #endif

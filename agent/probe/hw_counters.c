@@ -235,3 +235,15 @@ int pf_hwc_settle_ms(const struct pf_hwc_snap *s, int n)
             ms = s[i].v[PF_HWC_LIFESPAN];
     return ms > SETTLE_MAX_MS ? SETTLE_MAX_MS : (int)ms;
 }
+
+void pf_hwc_fmt_bytes(char *out, size_t len, double b)
+{
+    static const char *const unit[] = { "B", "kB", "MB", "GB", "TB", "PB" };
+    int u = 0;
+
+    while (b >= 1000 && u < 5) {
+        b /= 1000;
+        u++;
+    }
+    snprintf(out, len, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
+}

@@ -56,6 +56,9 @@ void pf_hwc_errors_text(const uint64_t *v, uint32_t present, const char *sign,
 int pf_hwc_absent_text(const struct pf_hwc_snap *s, int n, char *out,
                        size_t len);
 
+/* "384.1 MB": bytes in SI units, as GB/s are (GB = 1e9). */
+void pf_hwc_fmt_bytes(char *out, size_t len, double b);
+
 /* How long to wait after traffic before an "after" read, from the
  * largest lifespan seen (capped at 1 s). */
 int pf_hwc_settle_ms(const struct pf_hwc_snap *s, int n);
