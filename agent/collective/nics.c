@@ -93,8 +93,9 @@ void pf_nics_spread(struct pf_run *run)
     s->spread = false;
     if (c->nnodes < 2) {
         snprintf(why, len, "one node: the %s engine's traffic stays inside "
-                 "it (NVLink, shared memory), off the NICs",
-                 c->engine[0] ? c->engine : "?");
+                 "it (%s), off the NICs", c->engine[0] ? c->engine : "?",
+                 strcmp(c->engine, "nccl") ? "shared memory, loopback"
+                                           : "NVLink, PCIe, shared memory");
     } else if (!strcmp(c->engine, "nccl")) {
         if (!c->net_plugin_loaded || c->inter_node_socket ||
             !strstr(c->transport, "NET/Libfabric"))

@@ -11,7 +11,9 @@
  * and the NICs moved nic_idle_min_bytes each on average: small sweeps
  * travel on one channel, one NIC. Both run only after a collective that
  * finished; after a failed one the counters are in the report but judge
- * nothing (a dead peer moves this node's unresponsive_remote_events). */
+ * nothing (a dead peer moves this node's unresponsive_remote_events), and
+ * neither does a run over a fallback provider (tcp, shm), which never
+ * touched the EFA NICs. */
 #include "verdict.h"
 
 #include <stdio.h>
@@ -181,8 +183,21 @@ static void nic_errors(struct pf_run *run)
 
 void pf_verdict_nics(struct pf_run *run)
 {
-    if (run->coll.nics.n == 0)
+    const struct pf_coll *c = &run->coll;
+
+    if (c->nics.n == 0)
         return;                       /* no EFA device: nothing to say */
+    if (c->provider_is_fallback) {
+        /* This run's traffic never touched the EFA NICs: what moved there
+         * is someone else's, reported but not held against the node. */
+        static const char *const names[] = { "nic_traffic", "nic_errors" };
+        for (int i = 0; i < 2; i++)
+            pf_verdict_add(&run->verdict, names[i], COND, PF_SKIP,
+                           PF_R_EFANotRequired, "", "provider %s: this run "
+                           "did not use the EFA NICs (their counters are in "
+                           "the report)", c->provider);
+        return;
+    }
     nic_traffic(run);
     nic_errors(run);
 }
