@@ -136,6 +136,10 @@ struct pf_instance {
     bool no_nccl;                     /* trn: host engine only */
     int nfloors;
     struct pf_floor floors[PF_MAX_FLOORS];
+    /* host engine floors by the NICs its ring striped over (2+ nodes,
+     * efa): `nodes` holds that NIC count here */
+    int nhost_floors;
+    struct pf_floor host_floors[PF_MAX_FLOORS];
     char notes[256];
 };
 

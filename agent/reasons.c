@@ -144,7 +144,6 @@ static const struct pf_reason_info table[PF_R_COUNT] = {
         "CollectiveFailed", PF_CLASS_FABRIC, FAB,
         "read the message and the rank logs; re-run with --log-level "
         "debug" },
-
     [PF_R_EFANICIdle] = {
         "EFANICIdle", PF_CLASS_FABRIC, FAB,
         "check that every EFA device reaches the container (EFA device "
@@ -155,6 +154,10 @@ static const struct pf_reason_info table[PF_R_COUNT] = {
         "look at dmesg | grep efa and the NIC's counters (ports/1/"
         "hw_counters); re-run, and replace the node if they move again on "
         "the same NIC" },
+    [PF_R_EFANICSlow] = {
+        "EFANICSlow", PF_CLASS_FABRIC, FAB,
+        "re-run to confirm, then replace the node: one NIC (or its link) "
+        "carries its share of the traffic far slower than its siblings" },
 
     [PF_R_SlowPeer] = {
         "SlowPeer", PF_CLASS_PEER, FAB,

@@ -80,6 +80,7 @@ enum pf_reason {
     PF_R_DataCorruptionNotLocalised,
     PF_R_EFANICIdle,
     PF_R_EFANICErrors,
+    PF_R_EFANICSlow,
     /* a peer at fault */
     PF_R_SlowPeer,
     PF_R_PeerDataCorruption,

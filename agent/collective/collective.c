@@ -138,9 +138,11 @@ pf_err pf_collective(struct pf_run *run, char *err)
         return rc;
     snprintf(c->engine, sizeof(c->engine), "%s", ops->name);
     /* Sweep up to the floor's size unless -e says otherwise, so a
-     * catalogued type is judged where its floor holds. */
+     * catalogued type is judged where its floor holds (the host engine
+     * will stripe over every EFA device). */
     pf_floor_for(&run->cfg, run->instance, c->engine,
-                 requested_fallback(&run->cfg), c->nnodes, &rule);
+                 requested_fallback(&run->cfg), c->nnodes,
+                 run->node.efa_count, &rule);
     c->min_bytes = run->cfg.min_bytes;
     c->max_bytes = pf_sweep_max_bytes(&run->cfg, &rule);
     /* Bad sizes are the user's to fix before any peer is waited for. */
@@ -167,12 +169,16 @@ pf_err pf_collective(struct pf_run *run, char *err)
                        deadline, msg);
         if (rc == PF_OK) {
             struct pf_nic_watch watch;
+            struct pf_rail_use rails0[PF_MAX_EFA], rails1[PF_MAX_EFA];
+            int nrails = pf_rails_read(&engine, rails0);
 
             c->nranks = engine.nranks;
             /* Read even when the sweep fails: errors on a NIC may be why. */
             pf_nics_begin(run, &watch);
             rc = pf_sweep(run, &engine, boot, deadline, msg);
             pf_nics_end(run, &watch, "sweep", -1);
+            if (nrails > 0 && pf_rails_read(&engine, rails1) == nrails)
+                pf_rails_sweep(run, rails0, rails1, nrails);
             if (rc == PF_OK)
                 rc = pf_straggler_retest(run, &engine, boot, deadline, msg);
             ops->close(&engine);

@@ -2,6 +2,7 @@
 #include "nics.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../probe/hw_counters.h"
@@ -68,6 +69,60 @@ void pf_nics_end(struct pf_run *run, struct pf_nic_watch *w,
     }
     pf_debug("nics: %s window %.2f s over %d device(s)", stage, win->seconds,
              n);
+}
+
+int pf_rails_read(struct pf_engine *e, struct pf_rail_use *out)
+{
+    if (!e || !e->ops || !e->ops->rails || !e->impl)
+        return 0;
+    return e->ops->rails(e, out, PF_MAX_EFA);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+void pf_rails_sweep(struct pf_run *run, const struct pf_rail_use *before,
+                    const struct pf_rail_use *after, int n)
+{
+    struct pf_nics *s = &run->coll.nics;
+    double rate[PF_MAX_EFA], median;
+
+    s->nrails = n;
+    for (int r = 0; r < n; r++) {
+        struct pf_rail *rl = &s->rails[r];
+
+        memset(rl, 0, sizeof(*rl));
+        snprintf(rl->nic, sizeof(rl->nic), "%s", after[r].nic);
+        rl->bytes = after[r].bytes - before[r].bytes;
+        rl->seconds = after[r].seconds - before[r].seconds;
+        rl->gbps = rl->seconds > 0 ? (double)rl->bytes / rl->seconds / 1e9 : 0;
+        rl->suspect = -1;
+        rate[r] = rl->gbps;
+    }
+    if (n < 2)
+        return;
+    qsort(rate, (size_t)n, sizeof(rate[0]), cmp_double);
+    median = n % 2 ? rate[n / 2] : (rate[n / 2 - 1] + rate[n / 2]) / 2;
+    for (int r = 0; r < n; r++) {
+        struct pf_rail *rl = &s->rails[r];
+        rl->slow = rl->gbps < run->cfg.nic_slow_ratio * median;
+        pf_info("rail %d (%s): %llu bytes in %.3f s, %.3f GB/s%s", r, rl->nic,
+                (unsigned long long)rl->bytes, rl->seconds, rl->gbps,
+                rl->slow ? ": slow" : "");
+    }
+}
+
+bool pf_rails_any_slow(const struct pf_run *run)
+{
+    const struct pf_nics *s = &run->coll.nics;
+
+    for (int r = 0; r < s->nrails; r++)
+        if (s->rails[r].slow)
+            return true;
+    return false;
 }
 
 /* Every EFA device of the node has a rail of the same name. */

@@ -9,6 +9,7 @@
 #define PF_NICS_H
 
 #include "../pf.h"
+#include "engine.h"
 
 struct pf_nic_watch {
     bool on;                          /* begin read something */
@@ -23,6 +24,16 @@ void pf_nics_begin(struct pf_run *run, struct pf_nic_watch *w);
  * after read comes from cfg.debug_counters_after when set (tests). */
 void pf_nics_end(struct pf_run *run, struct pf_nic_watch *w,
                  const char *stage, int peer);
+
+/* The engine's rails (its own per-NIC accounting, engine op `rails`) at
+ * this moment; returns how many, 0 when it keeps none. */
+int pf_rails_read(struct pf_engine *e, struct pf_rail_use *out);
+/* Rails over the sweep into run->coll.nics.rails: bytes, seconds, GB/s,
+ * and `slow` below cfg.nic_slow_ratio x the median rail's rate. */
+void pf_rails_sweep(struct pf_run *run, const struct pf_rail_use *before,
+                    const struct pf_rail_use *after, int n);
+/* Whether any rail of this rank came out slow. */
+bool pf_rails_any_slow(const struct pf_run *run);
 
 /* After the engine closed: does it drive every NIC, so that a NIC with
  * far less traffic than its siblings means something (nics.spread and

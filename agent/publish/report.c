@@ -188,6 +188,17 @@ static cJSON *instance_json(const struct pf_instance *it)
         add_str(f, "source", it->floors[i].source);
         cJSON_AddItemToArray(floors, f);
     }
+    floors = cJSON_AddArrayToObject(o, "host_floors");
+    for (int i = 0; i < it->nhost_floors && i < PF_MAX_FLOORS; i++) {
+        cJSON *f = cJSON_CreateObject();
+        const struct pf_floor *h = &it->host_floors[i];
+        cJSON_AddNumberToObject(f, "nics", h->nodes);
+        cJSON_AddNumberToObject(f, "busbw_gbps", h->busbw_gbps);
+        cJSON_AddNumberToObject(f, "from_bytes", (double)h->from_bytes);
+        cJSON_AddBoolToObject(f, "verified", h->verified);
+        add_str(f, "source", h->source);
+        cJSON_AddItemToArray(floors, f);
+    }
     add_str(o, "notes", it->notes);
     return o;
 }

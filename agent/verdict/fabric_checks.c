@@ -52,7 +52,7 @@ static const char *rank_host(const struct pf_run *run, int r, char *buf,
 /* Whether ranks a and b run on one node, which then fails with its
  * straggler. Kubernetes names Nodes; elsewhere a hostname alone can repeat
  * (network namespaces share it), so the address must match too. */
-static bool same_node(const struct pf_run *run, int a, int b)
+bool pf_verdict_same_node(const struct pf_run *run, int a, int b)
 {
     const struct pf_peers *p = &run->peers;
     const struct pf_peer *x, *y;
@@ -92,7 +92,7 @@ static int own_culprit(const struct pf_run *run)
     const struct pf_straggler *s = &run->coll.strag;
 
     for (int k = 0; k < s->nculprits; k++)
-        if (same_node(run, s->culprits[k], s->self))
+        if (pf_verdict_same_node(run, s->culprits[k], s->self))
             return s->culprits[k];
     return -1;
 }

@@ -6,6 +6,10 @@
  *                              sweep that should spread over every NIC
  *   nic_errors   EFANICErrors  error counters moved during the run by more
  *                              than nic_max_errors on a NIC
+ *   nic_speed    EFANICSlow    host engine: a rail (one endpoint per NIC)
+ *                              below nic_slow_ratio x the median rail; the
+ *                              per-rail pairwise re-test says whose NIC
+ *                              (SlowPeer, warn, when it is a peer's)
  *
  * Idleness is judged only where the engine drives every NIC (nics.spread)
  * and the NICs moved nic_idle_min_bytes each on average: small sweeps
@@ -181,10 +185,77 @@ static void nic_errors(struct pf_run *run)
                    bad > LIST_MAX ? "; ..." : "");
 }
 
+/* Host engine rails: the ring's per-NIC timings, then whose NIC the
+ * per-rail pairwise re-test blamed. */
+static void nic_speed(struct pf_run *run)
+{
+    const struct pf_nics *s = &run->coll.nics;
+    int self = run->coll.strag.self, mine = -1, peer = -1, slow = 0;
+    double lo = -1, hi = 0;
+    char rates[160] = "";
+
+    if (s->nrails < 2)
+        return;                       /* one NIC: no sibling to compare */
+    for (int r = 0; r < s->nrails; r++) {
+        const struct pf_rail *rl = &s->rails[r];
+        if (lo < 0 || rl->gbps < lo)
+            lo = rl->gbps;
+        if (rl->gbps > hi)
+            hi = rl->gbps;
+        slow += rl->slow;
+        if (rl->suspect >= 0 && pf_verdict_same_node(run, rl->suspect, self)) {
+            if (mine < 0)
+                mine = r;
+        } else if (rl->suspect >= 0 && peer < 0) {
+            peer = r;
+        }
+        if (strlen(rates) + 48 < sizeof(rates))
+            snprintf(rates + strlen(rates), sizeof(rates) - strlen(rates),
+                     "%s%s %.3f", r ? ", " : "", rl->nic, rl->gbps);
+    }
+    if (mine >= 0) {
+        pf_verdict_add(&run->verdict, "nic_speed", COND, PF_FAIL,
+                       PF_R_EFANICSlow, "", "NIC %s (rail %d) of this node "
+                       "(rank %d) is slow: rails %s GB/s in the ring; %s",
+                       s->rails[mine].nic, mine, self, rates, s->rail_note);
+        return;
+    }
+    if (peer >= 0) {
+        pf_verdict_add(&run->verdict, "nic_speed", COND, PF_WARN,
+                       PF_R_SlowPeer, "nothing to fix here: the slow NIC's "
+                       "own report fails with EFANICSlow; re-run once that "
+                       "node is drained or replaced", "rank %d's NIC on rail "
+                       "%d is slow, not this node's (rank %d): rails %s GB/s "
+                       "in the ring; %s", s->rails[peer].suspect, peer, self,
+                       rates, s->rail_note);
+        return;
+    }
+    if (slow == 0) {
+        pf_verdict_add(&run->verdict, "nic_speed", COND, PF_PASS, PF_R_None,
+                       "", "%d NICs alike: %.3f..%.3f GB/s per rail in the "
+                       "ring (slow below %.0f%% of the median)", s->nrails,
+                       lo, hi, 100.0 * run->cfg.nic_slow_ratio);
+        return;
+    }
+    for (int r = 0; r < s->nrails; r++) {
+        if (!s->rails[r].slow)
+            continue;
+        pf_verdict_add(&run->verdict, "nic_speed", COND, PF_FAIL,
+                       PF_R_EFANICSlow, "", "rail %d (NIC %s here) is slow "
+                       "in the ring: rails %s GB/s (slow below %.0f%% of the "
+                       "median); whose NIC is not known: this node's or a "
+                       "peer's on that rail%s%s", r, s->rails[r].nic, rates,
+                       100.0 * run->cfg.nic_slow_ratio,
+                       s->rail_note[0] ? "; " : "", s->rail_note);
+        return;
+    }
+}
+
 void pf_verdict_nics(struct pf_run *run)
 {
     const struct pf_coll *c = &run->coll;
 
+    nic_speed(run);
     if (c->nics.n == 0)
         return;                       /* no EFA device: nothing to say */
     if (c->provider_is_fallback) {

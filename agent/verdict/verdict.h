@@ -10,6 +10,9 @@
 void pf_verdict_node(struct pf_run *run);
 /* Collective checks (EFAFabricReady): fabric_checks.c */
 void pf_verdict_fabric(struct pf_run *run);
+/* Whether ranks a and b run on one node (fabric_checks.c): the Node name
+ * under k8s, else hostname and address. */
+bool pf_verdict_same_node(const struct pf_run *run, int a, int b);
 /* Per-NIC checks (EFANICIdle, EFANICErrors, EFANICSlow): nic_checks.c,
  * called by pf_verdict_fabric after a collective that finished. */
 void pf_verdict_nics(struct pf_run *run);

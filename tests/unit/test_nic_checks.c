@@ -8,6 +8,7 @@
 #include "collective/collective.h"
 #include "collective/nics.h"
 #include "collective/sweep.h"
+#include "config/config.h"
 #include "nic_fixture.h"
 #include "probe/probe.h"
 #include "verdict/verdict.h"
@@ -309,4 +310,123 @@ Test(nic_checks, node_warns_of_errors_since_boot)
     cr_assert_eq(find(run, "efa_nic_errors")->status, PF_PASS);
     pf_test_fixture_drop(root);
     free(run);
+}
+
+/* Host engine rails (nic_speed), filled as the harness fills them. */
+static struct pf_run *rails_run(int self, const double *gbps, int n)
+{
+    struct pf_run *run = calloc(1, sizeof(*run));
+    struct pf_coll *c = &run->coll;
+
+    pf_config_defaults(&run->cfg);
+    c->ran = true;
+    snprintf(c->engine, sizeof(c->engine), "host");
+    snprintf(c->provider, sizeof(c->provider), "tcp;ofi_rxm");
+    c->provider_is_fallback = true;
+    c->nnodes = c->nranks = 4;
+    c->nrows = 1;
+    c->strag.self = self;
+    pf_sweep_fill_row(&c->rows[0], 1 << 20, 4, 1e-3, 1e-3, 0, 0);
+    pf_sweep_summarize(c);
+    run->peers.world = 4;
+    run->peers.list = calloc(4, sizeof(*run->peers.list));
+    for (int r = 0; r < 4; r++)
+        snprintf(run->peers.list[r].host, sizeof(run->peers.list[r].host),
+                 "10.254.70.%d", 10 + r);
+    c->nics.nrails = n;
+    for (int r = 0; r < n; r++) {
+        snprintf(c->nics.rails[r].nic, sizeof(c->nics.rails[r].nic),
+                 "10.254.%d.%d", 70 + r, 10 + self);
+        c->nics.rails[r].gbps = gbps[r];
+        c->nics.rails[r].suspect = -1;
+        c->nics.rails[r].slow = gbps[r] < 0.5 * 0.2;
+    }
+    return run;
+}
+
+static void judge_rails(struct pf_run *run)
+{
+    pf_verdict_fabric(run);
+    pf_verdict_finish(run);
+}
+
+static void free_rails_run(struct pf_run *run)
+{
+    free(run->peers.list);
+    free(run);
+}
+
+Test(nic_checks, alike_rails_pass)
+{
+    double g[2] = { 0.21, 0.19 };
+    struct pf_run *run = rails_run(0, g, 2);
+    const struct pf_check *s;
+
+    judge_rails(run);
+    s = find(run, "nic_speed");
+    cr_assert_eq(s->status, PF_PASS, "%s", s->message);
+    cr_assert_str_eq(s->message, "2 NICs alike: 0.190..0.210 GB/s per rail "
+                     "in the ring (slow below 50% of the median)");
+    cr_assert_eq(run->verdict.exit_code, 0);
+    free_rails_run(run);
+}
+
+Test(nic_checks, slow_rail_localised_here_fails_and_elsewhere_warns)
+{
+    double g[2] = { 0.20, 0.02 };
+    struct pf_run *run = rails_run(2, g, 2);
+    const struct pf_check *s;
+
+    run->coll.nics.rails[1].suspect = 2;
+    run->coll.nics.rails_localised = true;
+    snprintf(run->coll.nics.rail_note, sizeof(run->coll.nics.rail_note),
+             "rail 1: pairwise: rank 2's links are both slow");
+    judge_rails(run);
+    s = find(run, "nic_speed");
+    cr_assert_eq(s->reason, PF_R_EFANICSlow, "%s", s->message);
+    cr_assert_str_eq(s->message, "NIC 10.254.71.12 (rail 1) of this node "
+                     "(rank 2) is slow: rails 10.254.70.12 0.200, "
+                     "10.254.71.12 0.020 GB/s in the ring; rail 1: pairwise: "
+                     "rank 2's links are both slow");
+    cr_assert_eq(run->verdict.exit_code, 1);
+    free_rails_run(run);
+
+    run = rails_run(0, g, 2);
+    run->coll.nics.rails[1].suspect = 2;
+    judge_rails(run);
+    s = find(run, "nic_speed");
+    cr_assert_eq(s->status, PF_WARN);
+    cr_assert_eq(s->reason, PF_R_SlowPeer);
+    cr_assert(strstr(s->message, "rank 2's NIC on rail 1 is slow, not this "
+                     "node's (rank 0)"), "%s", s->message);
+    cr_assert_eq(run->verdict.exit_code, 4);
+    free_rails_run(run);
+}
+
+Test(nic_checks, slow_rail_not_localised_fails_without_claiming_whose)
+{
+    double g[3] = { 0.20, 0.21, 0.03 };
+    struct pf_run *run = rails_run(1, g, 3);
+    const struct pf_check *s;
+
+    snprintf(run->coll.nics.rail_note, sizeof(run->coll.nics.rail_note),
+             "not localised per rail: 2 ranks share one link");
+    judge_rails(run);
+    s = find(run, "nic_speed");
+    cr_assert_eq(s->reason, PF_R_EFANICSlow, "%s", s->message);
+    cr_assert(strstr(s->message, "rail 2 (NIC 10.254.72.11 here) is slow in "
+                     "the ring"), "%s", s->message);
+    cr_assert(strstr(s->message, "whose NIC is not known"), "%s", s->message);
+    free_rails_run(run);
+}
+
+Test(nic_checks, one_rail_has_no_speed_check)
+{
+    double g[1] = { 0.2 };
+    struct pf_run *run = rails_run(0, g, 1);
+
+    judge_rails(run);
+    for (int i = 0; i < run->verdict.n; i++)
+        cr_assert_str_neq(run->verdict.checks[i].name, "nic_speed");
+    free_rails_run(run);
 }
