@@ -75,9 +75,19 @@ struct pf_config {
     double min_busbw_gbps;            /* 0 = catalog floor */
     uint64_t min_busbw_from_bytes;    /* the user floor holds from this size
                                          (0 = the largest size swept) */
+    char *fabric_addrs;               /* host engine, socket providers: one
+                                         endpoint (NIC) per address; heap,
+                                         NULL = the bind address */
+    /* per-NIC checks (verdict/nic_checks.c) */
+    double nic_idle_ratio;            /* idle below this x the median NIC */
+    uint64_t nic_idle_min_bytes;      /* judge idleness from this mean */
+    int nic_max_errors;               /* error counts a NIC may gain in a run */
+    int nic_boot_max_errors;          /* ... since boot, before a warning */
+    double nic_slow_ratio;            /* slow below this x the median rail */
     int debug_corrupt_rank;           /* -1 = off */
     int debug_slow_rank;              /* -1 = off */
     int debug_slow_ms;
+    char debug_counters_after[PF_PATH_MAX]; /* "" = sysfs_root */
 
     /* kubernetes */
     char api_server[PF_NAME_MAX];     /* "" = in-cluster */
@@ -126,6 +136,10 @@ struct pf_instance {
     bool no_nccl;                     /* trn: host engine only */
     int nfloors;
     struct pf_floor floors[PF_MAX_FLOORS];
+    /* host engine floors by the NICs its ring striped over (2+ nodes,
+     * efa): `nodes` holds that NIC count here */
+    int nhost_floors;
+    struct pf_floor host_floors[PF_MAX_FLOORS];
     char notes[256];
 };
 
@@ -139,6 +153,28 @@ struct pf_catalog {
 #define PF_MAX_EFA 64
 #define PF_MAX_GPUS 16
 
+/* The EFA driver's per-port counters (probe/hw_counters.h), one file each
+ * under /sys/class/infiniband/<dev>/ports/<port>/hw_counters/. Older
+ * drivers lack some (the last five before Nitro v4): a missing file is a
+ * fact, its bit in `present` clear, never an error. */
+enum pf_hwc {
+    PF_HWC_TX_BYTES, PF_HWC_RX_BYTES, PF_HWC_TX_PKTS, PF_HWC_RX_PKTS,
+    PF_HWC_RX_DROPS, PF_HWC_SEND_BYTES, PF_HWC_RECV_BYTES,
+    PF_HWC_RDMA_READ_BYTES, PF_HWC_RDMA_READ_WR_ERR, PF_HWC_RDMA_WRITE_BYTES,
+    PF_HWC_RDMA_WRITE_WR_ERR, PF_HWC_RETRANS_BYTES, PF_HWC_RETRANS_PKTS,
+    PF_HWC_RETRANS_TIMEOUT_EVENTS, PF_HWC_UNRESPONSIVE_REMOTE_EVENTS,
+    PF_HWC_IMPAIRED_REMOTE_CONN_EVENTS,
+    PF_HWC_LIFESPAN,                  /* the kernel's cache period, ms */
+    PF_HWC_COUNT
+};
+
+/* One device's counters at one moment, summed over its ports. */
+struct pf_hwc_snap {
+    uint64_t v[PF_HWC_COUNT];
+    uint32_t present;                 /* bit c: file c read on every port */
+    int nports;                       /* ports with hw_counters; 0 = none */
+};
+
 struct pf_efa_dev {
     char name[64];                    /* rdmap16s27 */
     unsigned vendor, device;          /* PCI ids */
@@ -146,6 +182,8 @@ struct pf_efa_dev {
     char port_state[32];              /* "4: ACTIVE" */
     bool port_active;
     char uverbs[16];                  /* uverbs3, "" = not mapped in sysfs */
+    struct pf_hwc_snap hwc;           /* counters at probe time: what the
+                                         device counted since it came up */
 };
 
 struct pf_gpu {
@@ -168,6 +206,9 @@ struct pf_node {
     struct pf_efa_dev efa[PF_MAX_EFA];
     int uverbs_present, uverbs_openable;
     char uverbs_error[256];
+
+    double uptime_s;                  /* /proc/uptime, -1 unreadable: the
+                                         age of the since-boot counters */
 
     bool efa_module_loaded;
     char efa_module_version[64];
@@ -263,6 +304,51 @@ struct pf_straggler {
     int *culprits;                    /* nculprits bootstrap ranks, heap */
 };
 
+/* Per-NIC accounting around the collective (collective/nics.h). The
+ * hardware counters are read by the harness before and after each stage
+ * (the sweep, each pairwise phase), never by the engines; the rails are
+ * the engine's own per-NIC bytes and time (host engine: one endpoint per
+ * NIC). Arrays are in node.efa order, n = the node's EFA count. */
+#define PF_NIC_MAX_WINDOWS 4          /* the sweep + up to 3 pairwise phases */
+
+struct pf_nic_delta {
+    uint64_t d[PF_HWC_COUNT];         /* after - before */
+    uint32_t present;                 /* read before and after */
+    bool went_back;                   /* a counter decreased (device reset):
+                                         that counter's delta is 0 */
+};
+
+struct pf_nic_window {
+    char stage[16];                   /* sweep|pairwise */
+    int peer;                         /* pairwise: the partner rank, -1 */
+    double seconds;
+    struct pf_nic_delta nic[PF_MAX_EFA];
+};
+
+struct pf_rail {                      /* one NIC the host engine stripes over */
+    char nic[64];                     /* EFA device, or the address (tcp) */
+    uint64_t bytes;                   /* sent + received in the sweep */
+    double seconds;                   /* summed time until its last chunk */
+    double gbps;                      /* bytes / seconds / 1e9 */
+    int suspect;                      /* pairwise per rail: the rank whose
+                                         NIC on this rail is slow, -1 */
+    bool slow;                        /* below nic_slow_ratio x the median */
+};
+
+struct pf_nics {
+    int n;                            /* EFA devices counted (<= PF_MAX_EFA) */
+    bool read;                        /* counters read around the sweep */
+    char note[320];                   /* why not, or which counters are absent */
+    bool spread;                      /* the engine drives every NIC */
+    char spread_note[192];            /* why (not): engine, plugin, nodes */
+    int nwin;
+    struct pf_nic_window win[PF_NIC_MAX_WINDOWS];
+    int nrails;                       /* host engine: NICs it striped over */
+    struct pf_rail rails[PF_MAX_EFA];
+    bool rails_localised;             /* the pairwise re-test ran per rail */
+    char rail_note[384];              /* what the per-rail timings found */
+};
+
 struct pf_coll {
     bool ran;
     char engine[16];                  /* nccl|host */
@@ -287,6 +373,7 @@ struct pf_coll {
     int nrank_seconds;                /* its entries */
     int slow_rank;                    /* straggler, -1 = none found */
     struct pf_straggler strag;        /* how slow_rank was looked for */
+    struct pf_nics nics;              /* per-NIC counters and rails */
     struct pf_fault fault;            /* the first failure: err, reason, msg */
     double wall_s;
 };

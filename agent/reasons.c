@@ -57,6 +57,10 @@ static const struct pf_reason_info table[PF_R_COUNT] = {
         "ProviderFallback", PF_CLASS_WARN, FAB,
         "drop --fabric-provider (default efa) to test the EFA fabric "
         "itself" },
+    [PF_R_EFANICErrorsSinceBoot] = {
+        "EFANICErrorsSinceBoot", PF_CLASS_WARN, DEV,
+        "look at dmesg | grep efa; errors that move again during a run fail "
+        "it with EFANICErrors" },
 
     [PF_R_BandwidthNotJudged] = {
         "BandwidthNotJudged", PF_CLASS_WARN, FAB,
@@ -140,6 +144,20 @@ static const struct pf_reason_info table[PF_R_COUNT] = {
         "CollectiveFailed", PF_CLASS_FABRIC, FAB,
         "read the message and the rank logs; re-run with --log-level "
         "debug" },
+    [PF_R_EFANICIdle] = {
+        "EFANICIdle", PF_CLASS_FABRIC, FAB,
+        "check that every EFA device reaches the container (EFA device "
+        "plugin request) and that NCCL's plugin uses them all (NCCL_DEBUG="
+        "INFO 'found N nics'); replace the node if a NIC stays idle" },
+    [PF_R_EFANICErrors] = {
+        "EFANICErrors", PF_CLASS_FABRIC, FAB,
+        "look at dmesg | grep efa and the NIC's counters (ports/1/"
+        "hw_counters); re-run, and replace the node if they move again on "
+        "the same NIC" },
+    [PF_R_EFANICSlow] = {
+        "EFANICSlow", PF_CLASS_FABRIC, FAB,
+        "re-run to confirm, then replace the node: one NIC (or its link) "
+        "carries its share of the traffic far slower than its siblings" },
 
     [PF_R_SlowPeer] = {
         "SlowPeer", PF_CLASS_PEER, FAB,

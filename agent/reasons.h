@@ -57,6 +57,7 @@ enum pf_reason {
     PF_R_LibfabricTooOld,
     PF_R_ProviderFallback,
     PF_R_BandwidthNotJudged,
+    PF_R_EFANICErrorsSinceBoot,
     /* node failures */
     PF_R_NotAnEFAInstance,
     PF_R_EFAModuleNotLoaded,
@@ -77,6 +78,9 @@ enum pf_reason {
     PF_R_GDRDisabled,
     PF_R_CollectiveFailed,
     PF_R_DataCorruptionNotLocalised,
+    PF_R_EFANICIdle,
+    PF_R_EFANICErrors,
+    PF_R_EFANICSlow,
     /* a peer at fault */
     PF_R_SlowPeer,
     PF_R_PeerDataCorruption,

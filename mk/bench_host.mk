@@ -10,3 +10,9 @@ $(BUILD)/bench/mpi_allreduce: bench/mpi_allreduce.c
 
 bench-host: $(BIN) $(BUILD)/bench/mpi_allreduce
 	BUILD=$(BUILD) bench/host_allreduce
+
+# Host engine with 2 NICs per rank next to 1 (bench/host_nics; results in
+# bench/results/host_allreduce.md, "2 NICs per rank").
+.PHONY: bench-host-nics
+bench-host-nics: $(BIN)
+	BUILD=$(BUILD) bench/host_nics

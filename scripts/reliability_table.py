@@ -74,6 +74,14 @@ FAULT_TESTS = [
      "only that rank fails (StragglerNode)"),
     ("test_straggler_tbf", "a 100 Mbit/s token bucket on one rank's link",
      "only that rank fails (StragglerNode)"),
+    ("test_nic_rails_tbf", "a 100 Mbit/s token bucket on one of a rank's "
+     "two NICs (host engine, one endpoint per NIC; 4 and 2 ranks)",
+     "only that rank fails (EFANICSlow naming the NIC), its peers warn "
+     "SlowPeer; with 2 ranks both fail on that rail"),
+    ("test_nic_counters", "EFA counters moved between the before and after "
+     "reads; errors since boot; an old driver without the Nitro v4 "
+     "counters; none at all", "the deltas in report and table; a warning "
+     "naming device and counters; absent counters reported, exit 0"),
     ("test_node_fixtures", "broken nodes: 31/32 EFA, efa module missing, "
      "uverbs missing, port down, 15/16 on p5en, no efa provider",
      "the exact exit code and headline reason per tree"),

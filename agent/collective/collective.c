@@ -7,6 +7,7 @@
  * Engine contract: open releases what it allocated when it fails; close is
  * called only after a successful open. */
 #include "collective.h"
+#include "nics.h"
 #include "straggler.h"
 #include "sweep.h"
 
@@ -100,15 +101,18 @@ pf_err pf_collective(struct pf_run *run, char *err)
     c->slow_rank = -1;
     pf_coll_free(c);
     memset(&c->strag, 0, sizeof(c->strag));
+    memset(&c->nics, 0, sizeof(c->nics));
     c->nnodes = pf_peers_count_nodes(&run->peers);
     c->nranks = run->peers.world;
     if ((rc = choose_engine(run, &ops, err)) != PF_OK)
         return rc;
     snprintf(c->engine, sizeof(c->engine), "%s", ops->name);
     /* Sweep up to the floor's size unless -e says otherwise, so a
-     * catalogued type is judged where its floor holds. */
+     * catalogued type is judged where its floor holds (the host engine
+     * will stripe over every EFA device). */
     pf_floor_for(&run->cfg, run->instance, c->engine,
-                 requested_fallback(&run->cfg), c->nnodes, &rule);
+                 requested_fallback(&run->cfg), c->nnodes,
+                 run->node.efa_count, &rule);
     c->min_bytes = run->cfg.min_bytes;
     c->max_bytes = pf_sweep_max_bytes(&run->cfg, &rule);
     /* Bad sizes are the user's to fix before any peer is waited for. */
@@ -135,8 +139,17 @@ pf_err pf_collective(struct pf_run *run, char *err)
         rc = ops->open(&engine, run, boot, c->max_bytes / sizeof(float),
                        deadline, msg);
         if (rc == PF_OK) {
+            struct pf_nic_watch watch;
+            struct pf_rail_use rails0[PF_MAX_EFA], rails1[PF_MAX_EFA];
+            int nrails = pf_rails_read(&engine, rails0);
+
             c->nranks = engine.nranks;
+            /* Read even when the sweep fails: errors on a NIC may be why. */
+            pf_nics_begin(run, &watch);
             rc = pf_sweep(run, &engine, boot, deadline, msg);
+            pf_nics_end(run, &watch, "sweep", -1);
+            if (nrails > 0 && pf_rails_read(&engine, rails1) == nrails)
+                pf_rails_sweep(run, rails0, rails1, nrails);
             if (rc == PF_OK)
                 rc = pf_straggler_retest(run, &engine, boot, deadline, msg);
             ops->close(&engine);
@@ -145,6 +158,7 @@ pf_err pf_collective(struct pf_run *run, char *err)
             pf_boot_abort(boot, msg);
     }
     c->wall_s = pf_now_s() - t0;
+    pf_nics_spread(run);
     if (is_usage(rc)) {
         pf_boot_close(boot);
         return pf_fail(err, rc, "%s", msg);

@@ -13,6 +13,14 @@
 
 struct pf_engine;
 
+/* What one NIC carried since the engine opened (engine op `rails`). */
+struct pf_rail_use {
+    char nic[64];                     /* EFA device, address, or provider */
+    uint64_t bytes;                   /* sent + received */
+    double seconds;                   /* summed per all_reduce / timed
+                                         exchange until its last chunk */
+};
+
 struct pf_engine_ops {
     const char *name;                 /* "host" | "nccl" */
     /* Set up for all_reduces of up to max_count elements per rank. */
@@ -47,6 +55,12 @@ struct pf_engine_ops {
      * over the bootstrap, which needs every rank). */
     pf_err (*pair_setup)(struct pf_engine *e, int peer, int round,
                          int64_t deadline, char *err);
+    /* Optional, NULL when the engine does not account per NIC: the NICs
+     * it stripes over (at most max into out) with what each carried since
+     * open; returns how many. Every rank has the same count. The harness
+     * takes differences around a stage; pair exchanges count only their
+     * timed iterations. */
+    int (*rails)(struct pf_engine *e, struct pf_rail_use *out, int max);
 };
 
 struct pf_engine {

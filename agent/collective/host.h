@@ -1,6 +1,15 @@
 /* Internals of the host engine (engine_host.c, host_ep.c): one libfabric
- * RDM endpoint per rank, tagged sends to rank+1 and receives from rank-1,
- * and a set of "columns" that walk the ring steps chunk by chunk. */
+ * RDM endpoint per NIC and rank (a "rail"), tagged sends to rank+1 and
+ * receives from rank-1, and per rail a set of "columns" that walk the
+ * ring steps chunk by chunk.
+ *
+ * Rails: with efa, one per EFA device (every domain fi_getinfo lists);
+ * with a socket provider (tcp), one per address of --fabric-addrs, else
+ * one on the bind address; shm, one. Every rank uses the smallest rail
+ * count any rank has, so rail r of one rank always talks to rail r of its
+ * neighbours. Chunk c of an all_reduce travels on rail c % nrails through
+ * every step and every rank, so each rail's share is timed on its own:
+ * a slow NIC shows as a slow rail. */
 #ifndef PF_HOST_H
 #define PF_HOST_H
 
@@ -13,19 +22,23 @@
 #include <rdma/fi_eq.h>
 
 #include "bootstrap.h"
+#include "engine.h"
 #include "fabric.h"
 
 /* Tuned on loopback tcp (bench/results/host_allreduce.md): chunks large
  * enough that per-message costs vanish, enough in flight to keep both
  * directions of every link busy, small enough that staging stays a few
- * MiB whatever the buffer size. */
+ * MiB per rail whatever the buffer size. */
 #define PF_HOST_CHUNK_BYTES (1u << 20)
-#define PF_HOST_DEPTH 4
+#define PF_HOST_DEPTH 4               /* columns in flight per rail */
 #define PF_HOST_MAX_DEPTH 16
+/* Sizes that give fewer chunks than rails are cut finer, down to this,
+ * so that mid-size all_reduces still reach every NIC. */
+#define PF_HOST_MIN_RAIL_CHUNK_BYTES (64u << 10)
 #define PF_HOST_ADDR_MAX 240
 /* How often a wait on the fabric also asks the bootstrap about peers. */
 #define PF_HOST_BOOT_POLL_MS 100
-/* Longest single sleep on the queue's fd. */
+/* Longest single sleep on the queues' fds. */
 #define PF_HOST_WAIT_MS 10
 /* How long an idle rank keeps polling before it sleeps: 200 us measured
  * best for 1-4 MiB (2 ranks, 1 MiB: 1.09 -> 1.76 GB/s), neutral at 16 MiB
@@ -35,12 +48,14 @@
 enum host_op_kind { OP_SEND, OP_RECV, OP_HS_SEND, OP_HS_RECV };
 
 struct host_col;
+struct host_rail;
 
 /* One posted operation; its address is the completion context, so the
  * provider's scratch space (FI_CONTEXT/FI_CONTEXT2 mode) comes first. */
 struct host_op {
     struct fi_context2 ctx;
-    struct host_col *col;
+    struct host_col *col;             /* OP_SEND, OP_RECV */
+    struct host_rail *rail;
     enum host_op_kind kind;
 };
 
@@ -49,6 +64,7 @@ struct host_op {
  * is posted, which keeps in-place buffers safe without further tracking. */
 struct host_col {
     struct host_op send_op, recv_op;
+    struct host_rail *rail;
     bool active;
     uint64_t chunk;
     int step;
@@ -60,9 +76,11 @@ struct host_col {
     uint64_t recv_off;                /* element offset of recv in dst */
 };
 
-struct host {
-    struct pf_fi fi;
-    struct fi_info *info;
+/* One NIC: its own fabric objects, address table and columns. */
+struct host_rail {
+    int index;
+    char name[64];                    /* EFA device, address, or provider */
+    struct fi_info *info;             /* owned (a dup) */
     struct fid_fabric *fabric;
     struct fid_domain *domain;
     struct fid_av *av;
@@ -74,6 +92,31 @@ struct host {
     fi_addr_t *addrs;                 /* n entries, rank order */
     fi_addr_t left, right;
 
+    struct host_col *cols;            /* h->depth of them */
+    /* the all_reduce in progress: this rail's chunks are index, index +
+     * nrails, ...; rail-local counts */
+    uint64_t nchunks, next_chunk, done_chunks;
+    double t0;                        /* when its first chunk started */
+
+    /* handshake and pair exchanges */
+    struct host_op hs_ops[2];         /* send, recv */
+    bool hs_send_done, hs_recv_done;
+    uint64_t pair_next, pair_chunks;  /* rail-local chunk of an exchange */
+    uint64_t pair_len;                /* elements of the chunk in flight */
+    bool pair_busy;
+
+    /* since open: what this NIC carried and how long it took */
+    uint64_t bytes;                   /* sent + received */
+    double seconds;                   /* per all_reduce (or timed exchange):
+                                         start until its last chunk */
+};
+
+struct host {
+    struct pf_fi fi;
+    struct host_rail *rails;
+    int nrails;                       /* used: the smallest of every rank */
+    int nopened;                      /* rails with objects to close */
+
     struct pf_run *run;
     struct pf_boot *boot;
     int rank, n;
@@ -82,7 +125,7 @@ struct host {
 
     float *sendbuf, *recvbuf, *stage;
     uint64_t max_count, chunk_elems;
-    int depth;
+    int depth;                        /* columns per rail */
     uint32_t seq;                     /* all_reduce counter, part of tags */
     int64_t next_boot_poll;
     double idle_since;                /* first empty poll, 0 while busy */
@@ -90,29 +133,29 @@ struct host {
     /* the all_reduce in progress */
     const float *src;
     float *dst;
-    uint64_t count, nchunks, next_chunk, done_chunks;
+    uint64_t count, nchunks, done_chunks;
     int slow_step;                    /* last step the slow rank slept for */
-    struct host_col cols[PF_HOST_MAX_DEPTH];
-    struct host_op hs_ops[2];         /* handshake send, recv */
-    bool hs_send_done, hs_recv_done;
-    int pair_peer;                    /* pairwise re-test partner, -1 none;
-                                         it reuses hs_ops */
+    int pair_peer;                    /* pairwise re-test partner, -1 none */
 };
 
-/* host_ep.c: fabric objects, buffers, address exchange, the first
- * exchange with the neighbours (which is where a blocked fabric shows). */
+/* host_ep.c: rails (fabric objects, buffers), address exchange, the first
+ * exchange with the neighbours on every rail (which is where a blocked
+ * fabric or NIC shows). */
 pf_err pf_host_ep_open(struct host *h, int64_t deadline, char *err);
 void pf_host_ep_close(struct host *h);
 
-/* engine_host.c: drive completions until *flag_a && *flag_b or the
- * deadline; what names the wait goes into messages. */
-pf_err pf_host_wait(struct host *h, const bool *flag_a, const bool *flag_b,
-                    int64_t deadline, const char *what, char *err);
-/* Read at most one batch of completions; PF_OK when none were ready. */
+/* engine_host.c: drive completions until every rail's handshake flags
+ * are set, or the deadline; what names the wait in messages. */
+pf_err pf_host_wait_handshake(struct host *h, int64_t deadline,
+                              const char *what, char *err);
+/* Read at most one batch of completions per rail; PF_OK when none were
+ * ready. */
 pf_err pf_host_progress(struct host *h, int64_t deadline, const char *what,
                         char *err);
 
-/* The memory-registration descriptor covering ptr (NULL when none). */
-void *pf_host_desc(const struct host *h, const void *ptr);
+/* The memory-registration descriptor of rail r covering ptr (NULL when
+ * none). */
+void *pf_host_desc(const struct host_rail *r, const struct host *h,
+                   const void *ptr);
 
 #endif

@@ -1,5 +1,5 @@
-/* Host engine set-up: provider, endpoint, buffers, address exchange and
- * the first message round the ring. */
+/* Host engine set-up: provider, one rail (endpoint) per NIC, buffers,
+ * address exchange and the first message round the ring on every rail. */
 #include "host.h"
 
 #include <stdio.h>
@@ -15,9 +15,9 @@
 
 #define TAG_HANDSHAKE (1ULL << 63)
 
-struct addr_blob {
-    uint32_t len;
-    uint8_t bytes[PF_HOST_ADDR_MAX];
+struct rail_count {                   /* first exchange: what each rank has */
+    int32_t nrails;
+    int32_t addrlen;                  /* longest endpoint name */
 };
 
 static pf_err fi_failed(const struct host *h, char *err, const char *call,
@@ -38,12 +38,10 @@ static bool is_efa(const char *prov)
 /* Socket-based providers must bind the address the peers reach us on (the
  * rendezvous address), not whatever interface comes first; efa and shm
  * choose their own. */
-static const char *source_node(const struct host *h, const char *want)
+static const char *source_node(const struct host *h)
 {
     const struct pf_run *run = h->run;
 
-    if (is_efa(want) || !strcmp(want, "shm"))
-        return NULL;
     if (run->cfg.bind_addr[0])
         return run->cfg.bind_addr;
     if (run->peers.list && h->rank < run->peers.world &&
@@ -52,16 +50,12 @@ static const char *source_node(const struct host *h, const char *want)
     return NULL;
 }
 
-static pf_err get_info(struct host *h, char *err)
+static struct fi_info *hints_for(struct host *h, const char *want)
 {
-    const char *want = h->run->cfg.fabric_provider[0]
-                           ? h->run->cfg.fabric_provider : "efa";
-    const char *node = source_node(h, want);
     struct fi_info *hints = h->fi.dupinfo(NULL);
-    int rc;
 
     if (!hints)
-        return pf_fail(err, PF_ERR_NOMEM, "fi_dupinfo: out of memory");
+        return NULL;
     hints->caps = FI_TAGGED;
     hints->mode = FI_CONTEXT | FI_CONTEXT2;
     hints->ep_attr->type = FI_EP_RDM;
@@ -69,30 +63,151 @@ static pf_err get_info(struct host *h, char *err)
                                   FI_MR_VIRT_ADDR | FI_MR_PROV_KEY;
     hints->domain_attr->threading = FI_THREAD_DOMAIN;
     hints->fabric_attr->prov_name = strdup(want);
-    rc = h->fi.getinfo(pf_fi_api_version(&h->fi), node, NULL,
-                       node ? FI_SOURCE : 0, hints, &h->info);
-    h->fi.freeinfo(hints);
+    return hints;
+}
+
+static pf_err getinfo_failed(struct host *h, int rc, const char *want,
+                             const char *node, char *err)
+{
     if (rc == -FI_ENODATA)
         return pf_fail(err, PF_ERR_UNSUPPORTED,
                        "libfabric %s has no provider '%s' with reliable "
                        "datagram endpoints%s%s (fi_getinfo: no data)",
                        h->fi.path, want, node ? " bound to " : "",
                        node ? node : "");
-    if (rc != 0)
-        return pf_fail(err, PF_ERR_ENGINE,
-                       "fi_getinfo(provider %s%s%s): %s (%d)", want,
-                       node ? ", node " : "", node ? node : "",
-                       h->fi.strerror(-rc), rc);
-    snprintf(h->provider, sizeof(h->provider), "%s",
-             h->info->fabric_attr->prov_name);
+    return pf_fail(err, PF_ERR_ENGINE, "fi_getinfo(provider %s%s%s): %s (%d)",
+                   want, node ? ", node " : "", node ? node : "",
+                   h->fi.strerror(-rc), rc);
+}
+
+static pf_err add_rail(struct host *h, const struct fi_info *info,
+                       const char *name, char *err)
+{
+    struct host_rail *r = &h->rails[h->nopened];
+
+    memset(r, 0, sizeof(*r));
+    r->index = h->nopened;
+    r->wait_fd = -1;
+    snprintf(r->name, sizeof(r->name), "%s", name);
+    r->info = h->fi.dupinfo(info);
+    if (!r->info)
+        return pf_fail(err, PF_ERR_NOMEM, "fi_dupinfo: out of memory");
+    h->nopened++;
+    return PF_OK;
+}
+
+/* efa: one rail per EFA device (domain "rdmap16s27-rdm"), each listed
+ * once (libfabric 2.x lists a device under efa and efa-direct). */
+static pf_err efa_rails(struct host *h, struct fi_info *list, char *err)
+{
+    for (struct fi_info *i = list; i && h->nopened < PF_MAX_EFA; i = i->next) {
+        const char *dom = i->domain_attr && i->domain_attr->name
+                              ? i->domain_attr->name : "efa";
+        char name[64];
+        bool seen = false;
+        size_t len = strcspn(dom, "-");
+
+        snprintf(name, sizeof(name), "%.*s", (int)len, dom);
+        for (int r = 0; r < h->nopened && !seen; r++)
+            seen = !strcmp(h->rails[r].name, name);
+        if (!seen && add_rail(h, i, name, err) != PF_OK)
+            return PF_ERR_NOMEM;
+    }
+    return PF_OK;
+}
+
+/* The NICs to use: efa lists its devices, shm is one, a socket provider
+ * binds one endpoint per --fabric-addrs address (else the bind address). */
+static pf_err get_rails(struct host *h, char *err)
+{
+    const char *want = h->run->cfg.fabric_provider[0]
+                           ? h->run->cfg.fabric_provider : "efa";
+    const char *addrs = h->run->cfg.fabric_addrs ? h->run->cfg.fabric_addrs
+                                                 : "";
+    bool sockets = !is_efa(want) && strcmp(want, "shm");
+    pf_err rc = PF_OK;
+
+    h->rails = calloc(PF_MAX_EFA, sizeof(*h->rails));
+    if (!h->rails)
+        return pf_fail(err, PF_ERR_NOMEM, "host engine: out of memory");
+    for (const char *p = addrs; rc == PF_OK; ) {
+        char node[PF_NAME_MAX] = "";
+        const char *bind = NULL;
+        struct fi_info *hints, *list = NULL;
+        int frc;
+
+        if (sockets && *p) {
+            size_t len = strcspn(p, ",");
+            snprintf(node, sizeof(node), "%.*s", (int)len, p);
+            bind = node;
+            p += len + (p[len] == ',');
+        } else if (sockets) {
+            bind = source_node(h);
+        }
+        if (!(hints = hints_for(h, want)))
+            return pf_fail(err, PF_ERR_NOMEM, "fi_dupinfo: out of memory");
+        frc = h->fi.getinfo(pf_fi_api_version(&h->fi), bind, NULL,
+                            bind ? FI_SOURCE : 0, hints, &list);
+        h->fi.freeinfo(hints);
+        if (frc != 0)
+            return getinfo_failed(h, frc, want, bind, err);
+        if (!h->provider[0])
+            snprintf(h->provider, sizeof(h->provider), "%s",
+                     list->fabric_attr->prov_name);
+        if (is_efa(want))
+            rc = efa_rails(h, list, err);
+        else
+            rc = add_rail(h, list, bind ? bind : want, err);
+        h->fi.freeinfo(list);
+        if (!sockets || !*p || h->nopened >= PF_MAX_EFA)
+            break;
+    }
     h->provider_is_efa = is_efa(h->provider);
+    return rc;
+}
+
+static pf_err open_rail(struct host *h, struct host_rail *r, char *err)
+{
+    struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_CONTEXT,
+                                  .size = 4 * PF_HOST_MAX_DEPTH + 16,
+                                  .wait_obj = FI_WAIT_NONE };
+    struct fi_cq_attr cq_attr_fd = cq_attr;
+    struct fi_av_attr av_attr = { .type = FI_AV_UNSPEC,
+                                  .count = (size_t)h->n };
+    int rc;
+
+    cq_attr_fd.wait_obj = FI_WAIT_FD;
+    if ((rc = h->fi.fabric(r->info->fabric_attr, &r->fabric, NULL)))
+        return fi_failed(h, err, "fi_fabric", rc);
+    if ((rc = fi_domain(r->fabric, r->info, &r->domain, NULL)))
+        return fi_failed(h, err, "fi_domain", rc);
+    /* A queue with a file descriptor lets a rank with nothing to do sleep
+     * in poll() (bounded by our own timeout) instead of spinning on cores
+     * that other ranks need; efa and shm have none and are polled. */
+    if (fi_cq_open(r->domain, &cq_attr_fd, &r->cq, NULL) == 0) {
+        if (fi_control(&r->cq->fid, FI_GETWAIT, &r->wait_fd) != 0)
+            r->wait_fd = -1;
+    } else if ((rc = fi_cq_open(r->domain, &cq_attr, &r->cq, NULL))) {
+        return fi_failed(h, err, "fi_cq_open", rc);
+    }
+    if ((rc = fi_av_open(r->domain, &av_attr, &r->av, NULL)))
+        return fi_failed(h, err, "fi_av_open", rc);
+    if ((rc = fi_endpoint(r->domain, r->info, &r->ep, NULL)))
+        return fi_failed(h, err, "fi_endpoint", rc);
+    if ((rc = fi_ep_bind(r->ep, &r->av->fid, 0)))
+        return fi_failed(h, err, "fi_ep_bind(av)", rc);
+    if ((rc = fi_ep_bind(r->ep, &r->cq->fid, FI_TRANSMIT | FI_RECV)))
+        return fi_failed(h, err, "fi_ep_bind(cq)", rc);
+    if ((rc = fi_enable(r->ep)))
+        return fi_failed(h, err, "fi_enable", rc);
     return PF_OK;
 }
 
 static pf_err alloc_buffers(struct host *h, char *err)
 {
     size_t data = (size_t)(h->max_count ? h->max_count : 1) * sizeof(float);
-    size_t stage = (size_t)h->depth * h->chunk_elems * sizeof(float);
+    size_t per_rail = (size_t)h->depth * h->chunk_elems;
+    size_t stage = (size_t)h->nrails * per_rail * sizeof(float);
     void **bufs[3] = { (void **)&h->sendbuf, (void **)&h->recvbuf,
                        (void **)&h->stage };
     size_t lens[3] = { data, data, stage };
@@ -102,55 +217,30 @@ static pf_err alloc_buffers(struct host *h, char *err)
         if (posix_memalign(bufs[i], 4096, lens[i]) != 0)
             return pf_fail(err, PF_ERR_NOMEM,
                            "host engine: cannot allocate %zu bytes", lens[i]);
-        if (h->info->domain_attr->mr_mode & FI_MR_LOCAL) {
-            int rc = fi_mr_reg(h->domain, *bufs[i], lens[i],
-                               FI_SEND | FI_RECV, 0, 0, 0, &h->mr[i], NULL);
+        for (int k = 0; k < h->nrails; k++) {
+            struct host_rail *r = &h->rails[k];
+            int rc;
+
+            if (!(r->info->domain_attr->mr_mode & FI_MR_LOCAL))
+                continue;
+            rc = fi_mr_reg(r->domain, *bufs[i], lens[i], FI_SEND | FI_RECV,
+                           0, 0, 0, &r->mr[i], NULL);
             if (rc)
                 return fi_failed(h, err, "fi_mr_reg", rc);
-            h->desc[i] = fi_mr_desc(h->mr[i]);
+            r->desc[i] = fi_mr_desc(r->mr[i]);
         }
     }
-    for (int i = 0; i < h->depth; i++)
-        h->cols[i].stage = h->stage + (size_t)i * h->chunk_elems;
-    return PF_OK;
-}
-
-static pf_err open_objects(struct host *h, char *err)
-{
-    struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_CONTEXT,
-                                  .size = 4 * PF_HOST_MAX_DEPTH + 16,
-                                  .wait_obj = FI_WAIT_NONE };
-    struct fi_cq_attr cq_attr_fd = { .format = FI_CQ_FORMAT_CONTEXT,
-                                     .size = 4 * PF_HOST_MAX_DEPTH + 16,
-                                     .wait_obj = FI_WAIT_FD };
-    struct fi_av_attr av_attr = { .type = FI_AV_UNSPEC,
-                                  .count = (size_t)h->n };
-    int rc;
-
-    if ((rc = h->fi.fabric(h->info->fabric_attr, &h->fabric, NULL)))
-        return fi_failed(h, err, "fi_fabric", rc);
-    if ((rc = fi_domain(h->fabric, h->info, &h->domain, NULL)))
-        return fi_failed(h, err, "fi_domain", rc);
-    /* A queue with a file descriptor lets a rank with nothing to do sleep
-     * in poll() (bounded by our own timeout) instead of spinning on cores
-     * that other ranks need; efa and shm have none and are polled. */
-    h->wait_fd = -1;
-    if (fi_cq_open(h->domain, &cq_attr_fd, &h->cq, NULL) == 0) {
-        if (fi_control(&h->cq->fid, FI_GETWAIT, &h->wait_fd) != 0)
-            h->wait_fd = -1;
-    } else if ((rc = fi_cq_open(h->domain, &cq_attr, &h->cq, NULL))) {
-        return fi_failed(h, err, "fi_cq_open", rc);
+    for (int k = 0; k < h->nrails; k++) {
+        struct host_rail *r = &h->rails[k];
+        r->cols = calloc((size_t)h->depth, sizeof(*r->cols));
+        if (!r->cols)
+            return pf_fail(err, PF_ERR_NOMEM, "host engine: out of memory");
+        for (int i = 0; i < h->depth; i++) {
+            r->cols[i].rail = r;
+            r->cols[i].stage = h->stage + (size_t)k * per_rail +
+                               (size_t)i * h->chunk_elems;
+        }
     }
-    if ((rc = fi_av_open(h->domain, &av_attr, &h->av, NULL)))
-        return fi_failed(h, err, "fi_av_open", rc);
-    if ((rc = fi_endpoint(h->domain, h->info, &h->ep, NULL)))
-        return fi_failed(h, err, "fi_endpoint", rc);
-    if ((rc = fi_ep_bind(h->ep, &h->av->fid, 0)))
-        return fi_failed(h, err, "fi_ep_bind(av)", rc);
-    if ((rc = fi_ep_bind(h->ep, &h->cq->fid, FI_TRANSMIT | FI_RECV)))
-        return fi_failed(h, err, "fi_ep_bind(cq)", rc);
-    if ((rc = fi_enable(h->ep)))
-        return fi_failed(h, err, "fi_enable", rc);
     return PF_OK;
 }
 
@@ -163,59 +253,120 @@ static const char *host_of(const struct host *h, int rank)
     return "?";
 }
 
+/* Agree on the rail count (the smallest any rank has), then swap every
+ * rail's endpoint name: rail r of every rank goes into rail r's table. */
 static pf_err exchange_addresses(struct host *h, int64_t deadline, char *err)
 {
-    struct addr_blob mine, *all;
-    size_t len = sizeof(mine.bytes);
-    pf_err rc = PF_OK;
-    int frc;
+    struct rail_count mine = { h->nopened, 0 }, *counts;
+    uint8_t (*names)[PF_HOST_ADDR_MAX] = NULL;
+    uint8_t *blob = NULL, *all = NULL;
+    size_t lens[PF_MAX_EFA], stride;
+    pf_err rc;
+    int frc, minr = h->nopened, maxlen = 0;
 
-    memset(&mine, 0, sizeof(mine));
-    if ((frc = fi_getname(&h->ep->fid, mine.bytes, &len)))
-        return fi_failed(h, err, "fi_getname", frc);
-    mine.len = (uint32_t)len;
-    all = calloc((size_t)h->n, sizeof(*all));
-    h->addrs = calloc((size_t)h->n, sizeof(*h->addrs));
-    if (!all || !h->addrs) {
-        free(all);
-        return pf_fail(err, PF_ERR_NOMEM, "host engine: address table");
+    names = calloc(PF_MAX_EFA, sizeof(*names));
+    counts = calloc((size_t)h->n, sizeof(*counts));
+    if (!names || !counts) {
+        rc = pf_fail(err, PF_ERR_NOMEM, "host engine: address table");
+        goto out;
     }
-    rc = pf_boot_allgather(h->boot, &mine, sizeof(mine), all, deadline, err);
+    for (int k = 0; k < h->nopened; k++) {
+        lens[k] = PF_HOST_ADDR_MAX;
+        if ((frc = fi_getname(&h->rails[k].ep->fid, names[k], &lens[k]))) {
+            rc = fi_failed(h, err, "fi_getname", frc);
+            goto out;
+        }
+        if ((int)lens[k] > mine.addrlen)
+            mine.addrlen = (int32_t)lens[k];
+    }
+    rc = pf_boot_allgather(h->boot, &mine, sizeof(mine), counts, deadline,
+                           err);
+    if (rc != PF_OK) {
+        pf_err_prefix(err, "exchanging rail counts");
+        goto out;
+    }
+    for (int r = 0; r < h->n; r++) {
+        if (counts[r].nrails < 1 || counts[r].nrails > PF_MAX_EFA ||
+            counts[r].addrlen < 1 || counts[r].addrlen > PF_HOST_ADDR_MAX) {
+            rc = pf_fail(err, PF_ERR_PROTOCOL, "rank %d (%s) sent %d rails "
+                         "of %d-byte addresses", r, host_of(h, r),
+                         counts[r].nrails, counts[r].addrlen);
+            goto out;
+        }
+        if (counts[r].nrails < minr)
+            minr = counts[r].nrails;
+        if (counts[r].addrlen > maxlen)
+            maxlen = counts[r].addrlen;
+    }
+    if (minr < h->nopened)
+        pf_warn("host engine: %d NICs here, but a peer has only %d: the "
+                "last %d stay unused", h->nopened, minr, h->nopened - minr);
+    h->nrails = minr;
+    stride = 2 + (size_t)maxlen;
+    blob = calloc((size_t)minr, stride);
+    all = calloc((size_t)h->n * (size_t)minr, stride);
+    if (!blob || !all) {
+        rc = pf_fail(err, PF_ERR_NOMEM, "host engine: address table");
+        goto out;
+    }
+    for (int k = 0; k < minr; k++) {
+        blob[k * stride] = (uint8_t)(lens[k] >> 8);
+        blob[k * stride + 1] = (uint8_t)lens[k];
+        memcpy(blob + k * stride + 2, names[k], lens[k]);
+    }
+    rc = pf_boot_allgather(h->boot, blob, (size_t)minr * stride, all,
+                           deadline, err);
     if (rc != PF_OK) {
         pf_err_prefix(err, "exchanging fabric addresses");
-        free(all);
-        return rc;
+        goto out;
     }
-    for (int r = 0; r < h->n && rc == PF_OK; r++) {
-        if (all[r].len == 0 || all[r].len > PF_HOST_ADDR_MAX ||
-            fi_av_insert(h->av, all[r].bytes, 1, &h->addrs[r], 0, NULL) != 1)
-            rc = pf_fail(err, PF_ERR_PROTOCOL,
-                         "fabric address of rank %d (%s) is not usable with "
-                         "provider %s", r, host_of(h, r), h->provider);
+    for (int k = 0; k < minr && rc == PF_OK; k++) {
+        struct host_rail *rl = &h->rails[k];
+
+        rl->addrs = calloc((size_t)h->n, sizeof(*rl->addrs));
+        if (!rl->addrs) {
+            rc = pf_fail(err, PF_ERR_NOMEM, "host engine: address table");
+            break;
+        }
+        for (int r = 0; r < h->n && rc == PF_OK; r++) {
+            const uint8_t *e = all + ((size_t)r * minr + k) * stride;
+            size_t len = (size_t)e[0] << 8 | e[1];
+            if (len == 0 || len > (size_t)maxlen ||
+                fi_av_insert(rl->av, e + 2, 1, &rl->addrs[r], 0, NULL) != 1)
+                rc = pf_fail(err, PF_ERR_PROTOCOL,
+                             "fabric address of rank %d (%s) on rail %d is "
+                             "not usable with provider %s", r, host_of(h, r),
+                             k, h->provider);
+        }
+        rl->left = rl->addrs[(h->rank + h->n - 1) % h->n];
+        rl->right = rl->addrs[(h->rank + 1) % h->n];
     }
+out:
+    free(names);
+    free(counts);
+    free(blob);
     free(all);
-    h->left = h->addrs[(h->rank + h->n - 1) % h->n];
-    h->right = h->addrs[(h->rank + 1) % h->n];
     return rc;
 }
 
 /* Post with the provider's back-pressure: -FI_EAGAIN means "progress the
  * completion queue and try again". */
-static pf_err post_handshake(struct host *h, bool recv, int64_t deadline,
-                             char *err)
+static pf_err post_handshake(struct host *h, struct host_rail *r, bool recv,
+                             int64_t deadline, char *err)
 {
-    struct host_op *op = &h->hs_ops[recv ? 1 : 0];
-    uint64_t *word = (uint64_t *)(void *)h->stage + (recv ? 1 : 0);
+    struct host_op *op = &r->hs_ops[recv ? 1 : 0];
+    uint64_t *word = (uint64_t *)(void *)r->cols[0].stage + (recv ? 1 : 0);
     ssize_t rc;
 
     op->col = NULL;
+    op->rail = r;
     op->kind = recv ? OP_HS_RECV : OP_HS_SEND;
     for (;;) {
         if (recv)
-            rc = fi_trecv(h->ep, word, sizeof(*word), h->desc[2],
+            rc = fi_trecv(r->ep, word, sizeof(*word), r->desc[2],
                           FI_ADDR_UNSPEC, TAG_HANDSHAKE, 0, &op->ctx);
         else
-            rc = fi_tsend(h->ep, word, sizeof(*word), h->desc[2], h->right,
+            rc = fi_tsend(r->ep, word, sizeof(*word), r->desc[2], r->right,
                           TAG_HANDSHAKE, &op->ctx);
         if (rc == 0)
             return PF_OK;
@@ -228,36 +379,53 @@ static pf_err post_handshake(struct host *h, bool recv, int64_t deadline,
     }
 }
 
-/* One 8-byte message to the right neighbour and one from the left: the
- * first use of every link, where a blocked fabric shows up as a hang. */
+/* One 8-byte message to the right neighbour and one from the left on
+ * every rail: the first use of every link and NIC, where a blocked fabric
+ * shows up as a hang. */
 static pf_err handshake(struct host *h, int64_t deadline, char *err)
 {
-    uint64_t *words = (uint64_t *)(void *)h->stage;
     int left = (h->rank + h->n - 1) % h->n, right = (h->rank + 1) % h->n;
     int64_t started = pf_now_ms();
-    pf_err rc;
+    pf_err rc = PF_OK;
 
-    words[0] = (uint64_t)h->rank;
-    words[1] = UINT64_MAX;
-    h->hs_send_done = h->hs_recv_done = false;
-    rc = post_handshake(h, true, deadline, err);
+    for (int k = 0; k < h->nrails && rc == PF_OK; k++) {
+        struct host_rail *r = &h->rails[k];
+        uint64_t *words = (uint64_t *)(void *)r->cols[0].stage;
+
+        words[0] = (uint64_t)h->rank;
+        words[1] = UINT64_MAX;
+        r->hs_send_done = r->hs_recv_done = false;
+        rc = post_handshake(h, r, true, deadline, err);
+        if (rc == PF_OK)
+            rc = post_handshake(h, r, false, deadline, err);
+    }
     if (rc == PF_OK)
-        rc = post_handshake(h, false, deadline, err);
-    if (rc == PF_OK)
-        rc = pf_host_wait(h, &h->hs_send_done, &h->hs_recv_done, deadline,
-                          "fabric handshake", err);
+        rc = pf_host_wait_handshake(h, deadline, "fabric handshake", err);
     if (rc == PF_ERR_TIMEOUT) {
-        char who[320];
-        if (!h->hs_send_done && !h->hs_recv_done)
-            snprintf(who, sizeof(who), "nothing reached rank %d (%s) and "
-                     "nothing came from rank %d (%s)", right,
-                     host_of(h, right), left, host_of(h, left));
-        else if (!h->hs_send_done)
-            snprintf(who, sizeof(who), "nothing reached rank %d (%s)", right,
-                     host_of(h, right));
-        else
-            snprintf(who, sizeof(who), "nothing came from rank %d (%s)",
-                     left, host_of(h, left));
+        char who[384] = "";
+        for (int k = 0; k < h->nrails; k++) {
+            const struct host_rail *r = &h->rails[k];
+            size_t used = strlen(who);
+            char nic[80] = "";
+
+            if (r->hs_send_done && r->hs_recv_done)
+                continue;
+            if (h->nrails > 1)
+                snprintf(nic, sizeof(nic), "NIC %s: ", r->name);
+            if (!r->hs_send_done && !r->hs_recv_done)
+                snprintf(who + used, sizeof(who) - used, "%s%snothing "
+                         "reached rank %d (%s) and nothing came from rank %d "
+                         "(%s)", used ? "; " : "", nic, right,
+                         host_of(h, right), left, host_of(h, left));
+            else if (!r->hs_send_done)
+                snprintf(who + used, sizeof(who) - used, "%s%snothing "
+                         "reached rank %d (%s)", used ? "; " : "", nic, right,
+                         host_of(h, right));
+            else
+                snprintf(who + used, sizeof(who) - used, "%s%snothing came "
+                         "from rank %d (%s)", used ? "; " : "", nic, left,
+                         host_of(h, left));
+        }
         return pf_fail(err, PF_ERR_TIMEOUT,
                        "fabric handshake over %s timed out after %.0f s: %s, "
                        "although the TCP rendezvous reached every rank; on "
@@ -268,11 +436,14 @@ static pf_err handshake(struct host *h, int64_t deadline, char *err)
     }
     if (rc != PF_OK)
         return rc;
-    if (words[1] != (uint64_t)left)
-        return pf_fail(err, PF_ERR_PROTOCOL,
-                       "fabric handshake: expected rank %d (%s) on the left, "
-                       "got %llu", left, host_of(h, left),
-                       (unsigned long long)words[1]);
+    for (int k = 0; k < h->nrails; k++) {
+        uint64_t *words = (uint64_t *)(void *)h->rails[k].cols[0].stage;
+        if (words[1] != (uint64_t)left)
+            return pf_fail(err, PF_ERR_PROTOCOL,
+                           "fabric handshake on rail %d: expected rank %d "
+                           "(%s) on the left, got %llu", k, left,
+                           host_of(h, left), (unsigned long long)words[1]);
+    }
     return PF_OK;
 }
 
@@ -282,40 +453,51 @@ pf_err pf_host_ep_open(struct host *h, int64_t deadline, char *err)
 
     if ((rc = pf_fi_load(&h->fi, h->run->cfg.libfabric_path, err)) != PF_OK)
         return rc;
-    if ((rc = get_info(h, err)) != PF_OK)
+    if ((rc = get_rails(h, err)) != PF_OK)
         return rc;
     snprintf(h->run->coll.provider, sizeof(h->run->coll.provider), "%s",
              h->provider);
     h->run->coll.provider_is_fallback = !h->provider_is_efa;
-    if ((rc = open_objects(h, err)) != PF_OK)
+    for (int k = 0; k < h->nopened; k++)
+        if ((rc = open_rail(h, &h->rails[k], err)) != PF_OK) {
+            if (h->nopened > 1)
+                pf_err_prefix(err, "NIC %s", h->rails[k].name);
+            return rc;
+        }
+    if ((rc = exchange_addresses(h, deadline, err)) != PF_OK)
         return rc;
     if ((rc = alloc_buffers(h, err)) != PF_OK)
-        return rc;
-    if ((rc = exchange_addresses(h, deadline, err)) != PF_OK)
         return rc;
     return handshake(h, deadline, err);
 }
 
 void pf_host_ep_close(struct host *h)
 {
-    /* Endpoint first: it references the queue, the table and the
-     * registrations. */
-    if (h->ep)
-        fi_close(&h->ep->fid);
-    if (h->av)
-        fi_close(&h->av->fid);
-    if (h->cq)
-        fi_close(&h->cq->fid);
-    for (int i = 0; i < 3; i++)
-        if (h->mr[i])
-            fi_close(&h->mr[i]->fid);
-    if (h->domain)
-        fi_close(&h->domain->fid);
-    if (h->fabric)
-        fi_close(&h->fabric->fid);
-    if (h->info)
-        h->fi.freeinfo(h->info);
-    free(h->addrs);
+    for (int k = 0; h->rails && k < h->nopened; k++) {
+        struct host_rail *r = &h->rails[k];
+
+        /* Endpoint first: it references the queue, the table and the
+         * registrations. */
+        if (r->ep)
+            fi_close(&r->ep->fid);
+        if (r->av)
+            fi_close(&r->av->fid);
+        if (r->cq)
+            fi_close(&r->cq->fid);
+        for (int i = 0; i < 3; i++)
+            if (r->mr[i])
+                fi_close(&r->mr[i]->fid);
+        if (r->domain)
+            fi_close(&r->domain->fid);
+        if (r->fabric)
+            fi_close(&r->fabric->fid);
+        if (r->info)
+            h->fi.freeinfo(r->info);
+        free(r->addrs);
+        free(r->cols);
+    }
+    free(h->rails);
+    h->rails = NULL;
     free(h->sendbuf);
     free(h->recvbuf);
     free(h->stage);

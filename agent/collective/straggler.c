@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nics.h"
 #include "../config/catalog.h"
 #include "../util/clock.h"
 #include "../util/log.h"
@@ -22,9 +23,15 @@ enum plan_mode { PLAN_NONE = 0, PLAN_TIMINGS, PLAN_PAIRWISE };
 struct plan {                         /* rank 0's decision, broadcast */
     int32_t mode;
     int32_t data;                     /* localise wrong data, not slowness */
+    int32_t below;                    /* the ring missed its floor */
+    int32_t rails;                    /* a rail was slow: localise per rail */
     int32_t iters;
     uint64_t bytes;
-    char why[160];                    /* PLAN_TIMINGS: why not pairwise */
+    char why[160];                    /* why not pairwise */
+};
+
+struct rail_time {                    /* one rank's rail in one phase */
+    double seconds, bytes;
 };
 
 double pf_coll_floor(const struct pf_run *run, struct pf_floor_rule *rule)
@@ -32,7 +39,8 @@ double pf_coll_floor(const struct pf_run *run, struct pf_floor_rule *rule)
     const struct pf_coll *c = &run->coll;
 
     pf_floor_for(&run->cfg, run->instance, c->engine,
-                 c->provider_is_fallback ? c->provider : NULL, c->nnodes, rule);
+                 c->provider_is_fallback ? c->provider : NULL, c->nnodes,
+                 c->nics.nrails, rule);
     return rule->gbps;
 }
 
@@ -292,7 +300,8 @@ static double mean(const double *v, int n)
 
 /* Rank 0: nothing to do, timings only (and why), or the pairwise test. */
 static void decide(const struct pf_run *run, const struct pf_engine *e,
-                   int world, int64_t deadline, struct plan *p)
+                   int world, bool rails_slow, int64_t deadline,
+                   struct plan *p)
 {
     const struct pf_coll *c = &run->coll;
     struct pf_floor_rule rule;
@@ -306,12 +315,16 @@ static void decide(const struct pf_run *run, const struct pf_engine *e,
     /* Wrong data is localised whatever the bandwidth; otherwise nothing to
      * localise when nothing was judged or the floor was met. */
     p->data = c->wrong_total > 0;
-    if (!p->data && (floor <= 0 || c->nrows == 0 || judged < 0 ||
-                     judged >= floor))
+    p->below = floor > 0 && c->nrows > 0 && judged >= 0 && judged < floor;
+    p->rails = rails_slow && e->ops->rails;
+    if (!p->data && !p->below && !p->rails)
         return;
     if (world < 2)
         return;
-    p->mode = PLAN_TIMINGS;
+    /* A ring that met its floor with right data gets no straggler search,
+     * only the per-rail one: PLAN_NONE with the reason when that cannot
+     * run. */
+    p->mode = p->data || p->below ? PLAN_TIMINGS : PLAN_NONE;
     if (!e->ops->pair) {
         snprintf(p->why, sizeof(p->why), "the %s engine has no pairwise "
                  "test", e->ops->name);
@@ -349,6 +362,65 @@ struct pair_result {
     int64_t wrong;
 };
 
+/* Per rail r, the links' bandwidth from every rank's per-phase rail
+ * times; the rank whose NIC on that rail has both links slow. */
+static pf_err localise_rails(struct pf_run *run, int n, int nrails,
+                             const struct rail_time *all, char *err)
+{
+    struct pf_nics *s = &run->coll.nics;
+    size_t stride = (size_t)PAIR_MAX_PHASES * (size_t)nrails, used = 0;
+    double *gbps = calloc((size_t)n, sizeof(*gbps));
+
+    if (!gbps)
+        return pf_fail(err, PF_ERR_NOMEM, "straggler re-test: no memory for "
+                       "%d ranks", n);
+    s->rails_localised = true;
+    s->rail_note[0] = '\0';
+    for (int r = 0; r < nrails && r < s->nrails; r++) {
+        char note[320];
+        for (int i = 0; i < n; i++) {
+            int a = i, bb = (i + 1) % n, ph = pf_straggler_link_phase(n, i);
+            const struct rail_time *ta = &all[a * stride + ph * nrails + r];
+            const struct rail_time *tb = &all[bb * stride + ph * nrails + r];
+            double t = ta->seconds > tb->seconds ? ta->seconds : tb->seconds;
+            gbps[i] = t > 0 ? ta->bytes / 2 / t / 1e9 : 0;
+        }
+        s->rails[r].suspect = pf_straggler_from_links(n, gbps, note,
+                                                      sizeof(note));
+        pf_info("straggler: rail %d (%s here): %s", r, s->rails[r].nic, note);
+        if ((s->rails[r].suspect >= 0 || s->rails[r].slow) &&
+            used < sizeof(s->rail_note)) {
+            int k = snprintf(s->rail_note + used, sizeof(s->rail_note) - used,
+                             "%srail %d: %s", used ? "; " : "", r, note);
+            if (k > 0)
+                used += (size_t)k;
+        }
+    }
+    free(gbps);
+    return PF_OK;
+}
+
+/* Each rail's time and bytes in each phase, gathered from every rank. */
+static pf_err gather_rails(struct pf_run *run, struct pf_boot *b, int nrails,
+                           const struct rail_time *mine, int64_t deadline,
+                           char *err)
+{
+    size_t len = (size_t)PAIR_MAX_PHASES * (size_t)nrails * sizeof(*mine);
+    struct rail_time *all = calloc((size_t)b->world, len);
+    pf_err rc;
+
+    if (!all)
+        return pf_fail(err, PF_ERR_NOMEM, "straggler re-test: no memory for "
+                       "%d ranks' rails", b->world);
+    rc = pf_boot_allgather(b, mine, len, all, deadline, err);
+    if (rc == PF_OK)
+        rc = localise_rails(run, b->world, nrails, all, err);
+    else
+        pf_err_prefix(err, "pairwise re-test per rail");
+    free(all);
+    return rc;
+}
+
 static pf_err pairwise(struct pf_run *run, struct pf_engine *e,
                        struct pf_boot *b, const struct plan *p,
                        int64_t deadline, char *err)
@@ -358,10 +430,16 @@ static pf_err pairwise(struct pf_run *run, struct pf_engine *e,
     double *gbps;
     long *wrong;
     bool *culprit;
+    struct pf_rail_use before[PF_MAX_EFA], after[PF_MAX_EFA];
+    struct rail_time *rmine = NULL;
     int n = b->world, nph = pf_straggler_nphases(n);
+    int nrails = p->rails ? pf_rails_read(e, before) : 0;
     pf_err rc = PF_OK;
 
     memset(mine, 0, sizeof(mine));
+    if (nrails > 0 && !(rmine = calloc((size_t)PAIR_MAX_PHASES *
+                                       (size_t)nrails, sizeof(*rmine))))
+        return pf_fail(err, PF_ERR_NOMEM, "straggler re-test: out of memory");
     for (int ph = 0; ph < nph && rc == PF_OK; ph++) {
         int peer = pf_straggler_peer(b->rank, n, ph);
         long w = 0;
@@ -369,9 +447,22 @@ static pf_err pairwise(struct pf_run *run, struct pf_engine *e,
         rc = pf_boot_barrier(b, deadline, err);
         if (rc == PF_OK && e->ops->pair_setup)
             rc = e->ops->pair_setup(e, peer, ph, deadline, err);
-        if (rc == PF_OK && peer >= 0)
+        if (rc == PF_OK && peer >= 0) {
+            struct pf_nic_watch watch;
+
+            if (nrails > 0)
+                pf_rails_read(e, before);
+            pf_nics_begin(run, &watch);
             rc = e->ops->pair(e, peer, ph, p->bytes / sizeof(float), p->iters,
                               &mine[ph].seconds, &w, deadline, err);
+            pf_nics_end(run, &watch, "pairwise", peer);
+            if (nrails > 0 && pf_rails_read(e, after) == nrails)
+                for (int r = 0; r < nrails; r++) {
+                    struct rail_time *t = &rmine[ph * nrails + r];
+                    t->seconds = after[r].seconds - before[r].seconds;
+                    t->bytes = (double)(after[r].bytes - before[r].bytes);
+                }
+        }
         mine[ph].wrong = w;
     }
     all = calloc((size_t)n, sizeof(mine));
@@ -392,6 +483,11 @@ static pf_err pairwise(struct pf_run *run, struct pf_engine *e,
         pf_err_prefix(err, "pairwise re-test of ring neighbours");
         goto out;
     }
+    if (nrails > 0 &&
+        (rc = gather_rails(run, b, nrails, rmine, deadline, err)) != PF_OK)
+        goto out;
+    if (!p->data && !p->below)
+        goto out;                     /* the ring itself was fine */
     s->nlinks = n;
     for (int i = 0; i < n; i++) {
         int a = i, bb = (i + 1) % n, ph = pf_straggler_link_phase(n, i);
@@ -431,6 +527,7 @@ out:
     free(gbps);
     free(wrong);
     free(culprit);
+    free(rmine);
     return rc;
 }
 
@@ -442,19 +539,37 @@ pf_err pf_straggler_retest(struct pf_run *run, struct pf_engine *e,
     struct pf_floor_rule rule;
     char times[320];
     int n = b->world;
+    int32_t slow = pf_rails_any_slow(run), *slows;
+    bool any_slow = false;
     pf_err rc;
 
     s->self = b->rank;
     s->nprocs = n;
+    /* Whether a rail was slow anywhere: every rank's rail r waits for the
+     * slowest rail r of the ring, but each rank says so for itself. */
+    slows = calloc((size_t)n, sizeof(*slows));
+    if (!slows)
+        return pf_fail(err, PF_ERR_NOMEM, "straggler re-test: out of memory");
+    rc = pf_boot_allgather(b, &slow, sizeof(slow), slows, deadline, err);
+    for (int r = 0; r < n && rc == PF_OK; r++)
+        any_slow = any_slow || slows[r];
+    free(slows);
+    if (rc != PF_OK) {
+        pf_err_prefix(err, "straggler re-test: rail timings");
+        return rc;
+    }
     memset(&p, 0, sizeof(p));         /* every rank sends its copy */
     if (b->rank == 0)
-        decide(run, e, b->world, deadline, &p);
+        decide(run, e, b->world, any_slow, deadline, &p);
     rc = pf_boot_bcast(b, &p, sizeof(p), 0, deadline, err);
     if (rc != PF_OK) {
         pf_err_prefix(err, "straggler re-test plan");
         return rc;
     }
     p.why[sizeof(p.why) - 1] = '\0';
+    if (p.rails && p.mode != PLAN_PAIRWISE)
+        snprintf(run->coll.nics.rail_note, sizeof(run->coll.nics.rail_note),
+                 "not localised per rail: %s", p.why);
     if (p.mode == PLAN_NONE)
         return PF_OK;
     s->floor_gbps = pf_coll_floor(run, &rule);
@@ -475,6 +590,13 @@ pf_err pf_straggler_retest(struct pf_run *run, struct pf_engine *e,
         return pf_fail(err, PF_ERR_PROTOCOL, "straggler re-test: rank 0 "
                        "sent a bad plan (%llu bytes x %d)",
                        (unsigned long long)p.bytes, p.iters);
+    if (!p.data && !p.below) {
+        s->floor_gbps = 0;
+        s->kind[0] = '\0';
+        pf_info("straggler: a rail was slow in the ring: pairwise re-test of "
+                "%d ring links per rail", b->world);
+        return pairwise(run, e, b, &p, deadline, err);
+    }
     snprintf(s->method, sizeof(s->method), "pairwise");
     s->pair_bytes = p.bytes;
     s->pair_iters = p.iters;

@@ -72,6 +72,20 @@ const struct pf_floor *pf_instance_floor(const struct pf_instance *it,
     return best;
 }
 
+const struct pf_floor *pf_instance_host_floor(const struct pf_instance *it,
+                                              int nics)
+{
+    const struct pf_floor *best = NULL;
+
+    if (!it)
+        return NULL;
+    for (int i = 0; i < it->nhost_floors; i++)
+        if (it->host_floors[i].nodes <= nics &&
+            (!best || it->host_floors[i].nodes > best->nodes))
+            best = &it->host_floors[i];
+    return best;
+}
+
 /* ------------------------------------------------------------- parsing */
 
 struct ctx {
@@ -255,6 +269,40 @@ static pf_err get_floors(struct ctx *c, yaml_node_t *v, struct pf_instance *it)
     return PF_OK;
 }
 
+/* host_floors: {NIC count: floor}, each floor as in `floors`. */
+static pf_err get_host_floors(struct ctx *c, yaml_node_t *v,
+                              struct pf_instance *it)
+{
+    if (!v || v->type != YAML_MAPPING_NODE)
+        return at(c, v, "%s: 'host_floors' must be a mapping of NIC count: "
+                  "floor", it->name);
+    it->nhost_floors = 0;
+    for (yaml_node_pair_t *p = v->data.mapping.pairs.start;
+         p < v->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
+        yaml_node_t *x = yaml_document_get_node(c->doc, p->value);
+        struct pf_floor f;
+        int nics;
+
+        memset(&f, 0, sizeof(f));
+        if (get_int(c, k, it->name, "host_floors key (NIC count)", 1,
+                    PF_MAX_EFA, &nics) != PF_OK)
+            return PF_ERR_CONFIG;
+        if (get_floor(c, x, it->name, &f) != PF_OK)
+            return PF_ERR_CONFIG;
+        for (int i = 0; i < it->nhost_floors; i++)
+            if (it->host_floors[i].nodes == nics)
+                return at(c, k, "%s: host floor for %d NICs given twice",
+                          it->name, nics);
+        if (it->nhost_floors >= PF_MAX_FLOORS)
+            return at(c, x, "%s: more than %d host floors", it->name,
+                      PF_MAX_FLOORS);
+        f.nodes = nics;
+        it->host_floors[it->nhost_floors++] = f;
+    }
+    return PF_OK;
+}
+
 static pf_err get_quirks(struct ctx *c, yaml_node_t *v, struct pf_instance *it)
 {
     if (!v || v->type != YAML_SEQUENCE_NODE)
@@ -315,6 +363,8 @@ static pf_err parse_instance(struct ctx *c, yaml_node_t *map,
             rc = get_quirks(c, v, it);
         else if (!strcmp(key, "floors"))
             rc = get_floors(c, v, it);
+        else if (!strcmp(key, "host_floors"))
+            rc = get_host_floors(c, v, it);
         else if (!strcmp(key, "notes"))
             rc = get_str(c, v, it->name, key, it->notes, sizeof(it->notes));
         else
@@ -470,6 +520,26 @@ static void print_quoted(FILE *out, const char *s)
     fputc('"', out);
 }
 
+/* floors or host_floors, keyed by node or NIC count (`nodes`). */
+static void print_floors(FILE *out, const char *key, const struct pf_floor *fl,
+                         int n)
+{
+    if (n == 0)
+        return;
+    fprintf(out, "    %s:\n", key);
+    for (int f = 0; f < n; f++) {
+        fprintf(out, "      %d: {busbw_gbps: %g, from_bytes: %llu, "
+                "verified: %s", fl[f].nodes, fl[f].busbw_gbps,
+                (unsigned long long)fl[f].from_bytes,
+                fl[f].verified ? "true" : "false");
+        if (fl[f].source[0]) {
+            fprintf(out, ", source: ");
+            print_quoted(out, fl[f].source);
+        }
+        fprintf(out, "}\n");
+    }
+}
+
 void pf_catalog_print(const struct pf_catalog *cat, FILE *out)
 {
     fprintf(out, "version: 1\ninstances:\n");
@@ -494,21 +564,8 @@ void pf_catalog_print(const struct pf_catalog *cat, FILE *out)
                                                           : "ignore_non_efa") : "",
                     it->no_nccl ? (it->recount_efa || it->ignore_non_efa
                                    ? ", no_nccl" : "no_nccl") : "");
-        if (it->nfloors) {
-            fprintf(out, "    floors:\n");
-            for (int f = 0; f < it->nfloors; f++) {
-                const struct pf_floor *fl = &it->floors[f];
-                fprintf(out, "      %d: {busbw_gbps: %g, from_bytes: %llu, "
-                        "verified: %s", fl->nodes, fl->busbw_gbps,
-                        (unsigned long long)fl->from_bytes,
-                        fl->verified ? "true" : "false");
-                if (fl->source[0]) {
-                    fprintf(out, ", source: ");
-                    print_quoted(out, fl->source);
-                }
-                fprintf(out, "}\n");
-            }
-        }
+        print_floors(out, "floors", it->floors, it->nfloors);
+        print_floors(out, "host_floors", it->host_floors, it->nhost_floors);
         if (it->notes[0]) {
             fprintf(out, "    notes: ");
             print_quoted(out, it->notes);
@@ -520,7 +577,7 @@ void pf_catalog_print(const struct pf_catalog *cat, FILE *out)
 /* The one floor rule (catalog.h). */
 void pf_floor_for(const struct pf_config *cfg, const struct pf_instance *it,
                   const char *engine, const char *fallback_provider,
-                  int nnodes, struct pf_floor_rule *out)
+                  int nnodes, int nics, struct pf_floor_rule *out)
 {
     const struct pf_floor *f;
     bool gpu_type, nccl;
@@ -548,6 +605,18 @@ void pf_floor_for(const struct pf_config *cfg, const struct pf_instance *it,
         snprintf(out->src, sizeof(out->src), "no floor: the catalog's floors "
                  "for %s measure the %s engine", it->name,
                  gpu_type ? "nccl" : "host");
+        return;
+    }
+    /* Across nodes the host engine's ring goes through every NIC it
+     * striped over: its floor grows with them. */
+    f = !nccl && nnodes >= 2 ? pf_instance_host_floor(it, nics) : NULL;
+    if (f && f->busbw_gbps > 0) {
+        out->gbps = f->busbw_gbps;
+        out->from_bytes = f->from_bytes;
+        out->verified = f->verified;
+        snprintf(out->src, sizeof(out->src), "catalog host floor for %s over "
+                 "%d NIC(s)%s", it->name, nics,
+                 f->verified ? "" : ", estimated");
         return;
     }
     f = pf_instance_floor(it, nnodes);

@@ -29,6 +29,11 @@ const struct pf_instance *pf_catalog_find(const struct pf_catalog *cat,
 const struct pf_floor *pf_instance_floor(const struct pf_instance *it,
                                          int nodes);
 
+/* The host engine's floor over nics NICs: the host_floors entry with the
+ * largest count <= nics; NULL when none applies. */
+const struct pf_floor *pf_instance_host_floor(const struct pf_instance *it,
+                                              int nics);
+
 /* A floor as it applies to one run. */
 struct pf_floor_rule {
     double gbps;                      /* 0 = no floor */
@@ -43,10 +48,12 @@ struct pf_floor_rule {
  * cfg.min_busbw_from_bytes) when set, else the catalog's floor for the
  * instance type and node count where it measures the same thing (provider
  * efa: fallback_provider NULL; the engine the floors were set for: nccl on
- * GPU types, host elsewhere). */
+ * GPU types, host elsewhere). The host engine across 2+ nodes takes the
+ * entry's host_floors by the NICs it striped over (nics; 0 = not known
+ * yet) where it has them, its node-count floors otherwise. */
 void pf_floor_for(const struct pf_config *cfg, const struct pf_instance *it,
                   const char *engine, const char *fallback_provider,
-                  int nnodes, struct pf_floor_rule *out);
+                  int nnodes, int nics, struct pf_floor_rule *out);
 
 /* The largest size to sweep: -e when given, else 64 MiB or the floor's
  * size when that is larger (so a catalogued type is judged by default),

@@ -135,12 +135,26 @@ static const struct opt_spec options[] = {
     { "min_busbw_from_bytes", 0, OPT_SIZE, F(min_busbw_from_bytes), 4, 64.0 * (1ull << 30),
       NULL, C_COLL, "message size from which --min-busbw-gbps holds (default: "
       "the largest size swept)" },
+    { "fabric_addrs", 0, OPT_TEXT, F(fabric_addrs), 0, 0, NULL, C_COLL,
+      "host engine over tcp: one endpoint per address, each a NIC (comma-separated; default: the bind address)" },
+    { "nic_idle_ratio", 0, OPT_DOUBLE, F(nic_idle_ratio), 0, 1, NULL, C_COLL,
+      "a NIC that moved less than this x the median NIC's bytes is idle (EFANICIdle)" },
+    { "nic_idle_min_bytes", 0, OPT_SIZE, F(nic_idle_min_bytes), 4, 64.0 * (1ull << 30), NULL, C_COLL,
+      "judge idleness only when the NICs moved at least this much each on average" },
+    { "nic_max_errors", 0, OPT_INT, F(nic_max_errors), 0, 1000000000, NULL, C_COLL,
+      "error counts a NIC may gain during the run before EFANICErrors" },
+    { "nic_boot_max_errors", 0, OPT_INT, F(nic_boot_max_errors), 0, 1000000000, NULL, C_CHECKS,
+      "error counts a NIC may hold since boot before EFANICErrorsSinceBoot (warn)" },
+    { "nic_slow_ratio", 0, OPT_DOUBLE, F(nic_slow_ratio), 0, 1, NULL, C_COLL,
+      "host engine: a NIC below this x the median NIC's rate is slow (EFANICSlow)" },
     { "debug_corrupt_rank", 0, OPT_INT, F(debug_corrupt_rank), -1, INT_MAX, NULL, C_COLL,
       "testing: this rank flips data" },
     { "debug_slow_rank", 0, OPT_INT, F(debug_slow_rank), -1, INT_MAX, NULL, C_COLL,
       "testing: this rank is slowed down" },
     { "debug_slow_ms", 0, OPT_INT, F(debug_slow_ms), 0, 60000, NULL, C_COLL,
       "testing: delay per step of the slow rank, ms" },
+    { "debug_counters_after", 0, OPT_STR, F(debug_counters_after), 0, 0, NULL, C_COLL,
+      "testing: read the NIC counters after each stage under this root (a fixture tree)" },
     /* kubernetes */
     { "api_server", 0, OPT_STR, F(api_server), 0, 0, NULL, C_RUN,
       "API server URL (default: in-cluster)" },
@@ -227,6 +241,11 @@ void pf_config_defaults(struct pf_config *cfg)
     cfg->check = true;
     cfg->debug_corrupt_rank = -1;
     cfg->debug_slow_rank = -1;
+    cfg->nic_idle_ratio = 0.10;
+    cfg->nic_idle_min_bytes = 4ull << 20;
+    cfg->nic_max_errors = 0;
+    cfg->nic_boot_max_errors = 0;
+    cfg->nic_slow_ratio = 0.5;
     snprintf(cfg->mode, sizeof(cfg->mode), "initcontainer");
     cfg->group_size = 2;
     snprintf(cfg->label_prefix, sizeof(cfg->label_prefix), "efa-preflight.io/");
@@ -349,6 +368,28 @@ static pf_err check_text(const struct opt_spec *o, const char *val,
                            "or a percentage (e.g. 5 or 20%%)", where, val);
         return PF_OK;
     }
+    if (!strcmp(o->key, "fabric_addrs")) {
+        /* addr,addr,...: each names one NIC, at most PF_MAX_EFA */
+        int count = 0;
+        for (const char *p = val; *p; ) {
+            size_t len = strcspn(p, ",");
+            if (len == 0)
+                return pf_fail(err, PF_ERR_USAGE, "%s: entry %d is empty "
+                               "(stray comma?)", where, count + 1);
+            for (size_t i = 0; i < len; i++)
+                if (!isalnum((unsigned char)p[i]) && !strchr(".:-_%", p[i]))
+                    return pf_fail(err, PF_ERR_USAGE, "%s: entry %d '%.*s' "
+                                   "is not an address", where, count + 1,
+                                   (int)len, p);
+            if (++count > PF_MAX_EFA)
+                return pf_fail(err, PF_ERR_USAGE, "%s: more than %d "
+                               "addresses (one per NIC)", where, PF_MAX_EFA);
+            p += len;
+            if (*p == ',' && !*++p)
+                return pf_fail(err, PF_ERR_USAGE, "%s: trailing comma", where);
+        }
+        return PF_OK;
+    }
     if (strcmp(o->key, "label_prefix"))
         return PF_OK;
     /* The label prefix must make valid label keys: DNS subdomain + '/'.
@@ -384,7 +425,10 @@ static pf_err set_option(struct pf_config *cfg, const struct opt_spec *o,
 
     switch (o->type) {
     case OPT_TEXT: {
-        char *copy = strdup(val);
+        char *copy;
+        if (check_text(o, val, where, err) != PF_OK)
+            return PF_ERR_USAGE;
+        copy = strdup(val);
         if (!copy)
             return pf_fail(err, PF_ERR_NOMEM, "%s: no memory for %zu "
                            "characters", where, strlen(val));
@@ -547,7 +591,8 @@ pf_err pf_config_load_yaml_buf(struct pf_config *cfg, const char *name,
         }
         snprintf(where, sizeof(where), "%s:%zu: key '%s'", name,
                  v->start_mark.line + 1, key);
-        if (v->type == YAML_SEQUENCE_NODE && !strcmp(key, "peers")) {
+        if (v->type == YAML_SEQUENCE_NODE &&
+            (!strcmp(key, "peers") || !strcmp(key, "fabric_addrs"))) {
             char *joined = NULL;
             rc = join_sequence(&doc, v, &joined, where, err);
             if (rc == PF_OK)
@@ -883,6 +928,8 @@ void pf_config_free(struct pf_config *cfg)
 {
     free(cfg->peers);
     cfg->peers = NULL;
+    free(cfg->fabric_addrs);
+    cfg->fabric_addrs = NULL;
 }
 
 void pf_run_start_clock(struct pf_run *run)

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "../util/fsutil.h"
+#include "hw_counters.h"
 
 #define EFA_VENDOR 0x1d0f
 
@@ -129,6 +130,7 @@ void pf_probe_efa_devices(const struct pf_config *cfg, struct pf_node *node)
             if (node->efa_count < PF_MAX_EFA) {
                 struct pf_efa_dev *d = &node->efa[node->efa_count];
                 fill_dev(ibdev, list[i]->d_name, vendor, device, d);
+                pf_hwc_read(cfg->sysfs_root, d->name, &d->hwc);
                 if (d->port_active)
                     node->efa_ports_active++;
             }

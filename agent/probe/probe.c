@@ -5,12 +5,14 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "../config/catalog.h"
 #include "../util/clock.h"
+#include "../util/fsutil.h"
 #include "../util/log.h"
 
 /* Re-count tries spread over cfg.efa_recount_ms. */
@@ -60,6 +62,21 @@ static void recount_efa(const struct pf_run *run, struct pf_node *node)
     }
 }
 
+/* Seconds since boot, the age bound of the EFA counters read at probe
+ * time; -1 when unreadable. */
+static double read_uptime(const struct pf_config *cfg)
+{
+    char path[PF_PATH_MAX], buf[64], err[PF_ERRLEN], *end;
+    double up;
+
+    if (pf_path_join(path, sizeof(path), cfg->sysfs_root, "/proc/uptime",
+                     err) != PF_OK ||
+        pf_read_line(path, buf, sizeof(buf), err) != PF_OK)
+        return -1;
+    up = strtod(buf, &end);
+    return end != buf && up >= 0 ? up : -1;
+}
+
 pf_err pf_probe(struct pf_run *run, char *err)
 {
     const struct pf_config *cfg = &run->cfg;
@@ -82,6 +99,7 @@ pf_err pf_probe(struct pf_run *run, char *err)
                         : NULL;
     pf_probe_efa(cfg, node);
     recount_efa(run, node);
+    node->uptime_s = read_uptime(cfg);
     pf_probe_limits(cfg, node);
     pf_probe_fabric(cfg, node);
     pf_probe_gpu(node);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../probe/hw_counters.h"
 #include "../verdict/verdict.h"
 
 static const char *command_name(enum pf_command c)
@@ -39,6 +40,25 @@ static void add_limit(cJSON *o, const char *key, uint64_t v)
         cJSON_AddNumberToObject(o, key, (double)v);
 }
 
+/* {counter: value} with null for a counter the driver lacks; null when
+ * the device has no hw_counters at all. */
+static cJSON *counters_json(const uint64_t *v, uint32_t present, bool any)
+{
+    cJSON *o;
+
+    if (!any)
+        return cJSON_CreateNull();
+    o = cJSON_CreateObject();
+    for (int c = 0; c < PF_HWC_COUNT; c++) {
+        if (present & (1u << c))
+            cJSON_AddNumberToObject(o, pf_hwc_name((enum pf_hwc)c),
+                                    (double)v[c]);
+        else
+            cJSON_AddNullToObject(o, pf_hwc_name((enum pf_hwc)c));
+    }
+    return o;
+}
+
 static cJSON *efa_json(const struct pf_node *n)
 {
     cJSON *efa = cJSON_CreateObject(), *devs;
@@ -64,6 +84,9 @@ static cJSON *efa_json(const struct pf_node *n)
         add_str(o, "port_state", d->port_state);
         cJSON_AddBoolToObject(o, "port_active", d->port_active);
         add_str(o, "uverbs", d->uverbs);
+        cJSON_AddItemToObject(o, "hw_counters",
+                              counters_json(d->hwc.v, d->hwc.present,
+                                            d->hwc.nports > 0));
         cJSON_AddItemToArray(devs, o);
     }
     cJSON_AddNumberToObject(efa, "uverbs_present", n->uverbs_present);
@@ -83,6 +106,10 @@ static cJSON *node_json(const struct pf_node *n)
     add_str(node, "instance_type", n->instance_type);
     add_str(node, "instance_source", n->instance_source);
     add_str(node, "instance_note", n->instance_note);
+    if (n->uptime_s >= 0)
+        cJSON_AddNumberToObject(node, "uptime_s", n->uptime_s);
+    else
+        cJSON_AddNullToObject(node, "uptime_s");
     cJSON_AddItemToObject(node, "efa", efa_json(n));
 
     o = cJSON_AddObjectToObject(node, "libfabric");
@@ -159,6 +186,17 @@ static cJSON *instance_json(const struct pf_instance *it)
         cJSON_AddNumberToObject(f, "from_bytes", (double)it->floors[i].from_bytes);
         cJSON_AddBoolToObject(f, "verified", it->floors[i].verified);
         add_str(f, "source", it->floors[i].source);
+        cJSON_AddItemToArray(floors, f);
+    }
+    floors = cJSON_AddArrayToObject(o, "host_floors");
+    for (int i = 0; i < it->nhost_floors && i < PF_MAX_FLOORS; i++) {
+        cJSON *f = cJSON_CreateObject();
+        const struct pf_floor *h = &it->host_floors[i];
+        cJSON_AddNumberToObject(f, "nics", h->nodes);
+        cJSON_AddNumberToObject(f, "busbw_gbps", h->busbw_gbps);
+        cJSON_AddNumberToObject(f, "from_bytes", (double)h->from_bytes);
+        cJSON_AddBoolToObject(f, "verified", h->verified);
+        add_str(f, "source", h->source);
         cJSON_AddItemToArray(floors, f);
     }
     add_str(o, "notes", it->notes);
@@ -238,6 +276,93 @@ static cJSON *straggler_json(const struct pf_run *run)
     return o;
 }
 
+/* Per-NIC accounting (collective/nics.h): a summary per device over every
+ * window, each window's deltas, and the host engine's rails. */
+static cJSON *nics_json(const struct pf_run *run)
+{
+    const struct pf_nics *s = &run->coll.nics;
+    cJSON *o = cJSON_CreateObject(), *arr;
+    uint64_t bytes[PF_MAX_EFA] = { 0 }, total = 0;
+
+    cJSON_AddBoolToObject(o, "counters_read", s->read);
+    add_str(o, "note", s->note);
+    cJSON_AddBoolToObject(o, "spread", s->spread);
+    add_str(o, "spread_note", s->spread_note);
+    for (int i = 0; i < s->n && s->nwin > 0; i++) {
+        bool known;
+        bytes[i] = pf_hwc_bytes(s->win[0].nic[i].d, s->win[0].nic[i].present,
+                                &known);
+        total += bytes[i];
+    }
+    arr = cJSON_AddArrayToObject(o, "devices");
+    for (int i = 0; i < s->n && s->nwin > 0; i++) {
+        cJSON *d = cJSON_CreateObject(), *err;
+        bool went_back = false;
+
+        cJSON_AddStringToObject(d, "name", run->node.efa[i].name);
+        cJSON_AddNumberToObject(d, "sweep_bytes", (double)bytes[i]);
+        cJSON_AddNumberToObject(d, "sweep_share",
+                                total ? (double)bytes[i] / (double)total : 0);
+        err = cJSON_AddObjectToObject(d, "errors");
+        for (int c = 0; c < PF_HWC_COUNT; c++) {
+            uint64_t sum = 0;
+            bool present = true;
+            if (!pf_hwc_is_error((enum pf_hwc)c))
+                continue;
+            for (int w = 0; w < s->nwin; w++) {
+                present = present && (s->win[w].nic[i].present & (1u << c));
+                sum += s->win[w].nic[i].d[c];
+                went_back = went_back || s->win[w].nic[i].went_back;
+            }
+            if (present && sum > 0)
+                cJSON_AddNumberToObject(err, pf_hwc_name((enum pf_hwc)c),
+                                        (double)sum);
+        }
+        cJSON_AddBoolToObject(d, "counter_reset", went_back);
+        cJSON_AddItemToArray(arr, d);
+    }
+    arr = cJSON_AddArrayToObject(o, "windows");
+    for (int w = 0; w < s->nwin; w++) {
+        const struct pf_nic_window *win = &s->win[w];
+        cJSON *x = cJSON_CreateObject(), *devs;
+
+        cJSON_AddStringToObject(x, "stage", win->stage);
+        if (win->peer >= 0)
+            cJSON_AddNumberToObject(x, "peer", win->peer);
+        else
+            cJSON_AddNullToObject(x, "peer");
+        cJSON_AddNumberToObject(x, "seconds", win->seconds);
+        devs = cJSON_AddArrayToObject(x, "devices");
+        for (int i = 0; i < s->n; i++) {
+            cJSON *d = cJSON_CreateObject();
+            cJSON_AddStringToObject(d, "name", run->node.efa[i].name);
+            cJSON_AddItemToObject(d, "counters",
+                                  counters_json(win->nic[i].d,
+                                                win->nic[i].present, true));
+            cJSON_AddItemToArray(devs, d);
+        }
+        cJSON_AddItemToArray(arr, x);
+    }
+    arr = cJSON_AddArrayToObject(o, "rails");
+    for (int r = 0; r < s->nrails; r++) {
+        const struct pf_rail *rl = &s->rails[r];
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddStringToObject(x, "nic", rl->nic);
+        cJSON_AddNumberToObject(x, "bytes", (double)rl->bytes);
+        cJSON_AddNumberToObject(x, "seconds", rl->seconds);
+        cJSON_AddNumberToObject(x, "gbps", rl->gbps);
+        cJSON_AddBoolToObject(x, "slow", rl->slow);
+        if (rl->suspect >= 0)
+            cJSON_AddNumberToObject(x, "suspect_rank", rl->suspect);
+        else
+            cJSON_AddNullToObject(x, "suspect_rank");
+        cJSON_AddItemToArray(arr, x);
+    }
+    cJSON_AddBoolToObject(o, "rails_localised", s->rails_localised);
+    add_str(o, "rail_note", s->rail_note);
+    return o;
+}
+
 static cJSON *collective_json(const struct pf_run *run)
 {
     const struct pf_coll *c = &run->coll;
@@ -285,6 +410,7 @@ static cJSON *collective_json(const struct pf_run *run)
     else
         cJSON_AddNullToObject(o, "slow_rank");
     cJSON_AddItemToObject(o, "straggler", straggler_json(run));
+    cJSON_AddItemToObject(o, "nics", nics_json(run));
     cJSON_AddNumberToObject(o, "wall_s", c->wall_s);
     if (f->err != PF_OK) {
         cJSON *e = cJSON_AddObjectToObject(o, "error");

@@ -8,6 +8,8 @@
 
 #include <string.h>
 
+#include "../probe/hw_counters.h"
+
 static const char *status_tag(enum pf_status s)
 {
     switch (s) {
@@ -93,6 +95,59 @@ static void print_coll(const struct pf_coll *c, const struct pf_fault *f,
                                        : pf_err_name(f->err), f->msg);
 }
 
+/* The per-NIC block: each EFA device's bytes over the sweep, its share of
+ * the node's traffic and the error counters that moved in any window;
+ * then the host engine's rails when it striped over several NICs. */
+static void print_nics(const struct pf_run *run, FILE *out)
+{
+    const struct pf_nics *s = &run->coll.nics;
+    uint64_t bytes[PF_MAX_EFA] = { 0 }, total = 0;
+    char txt[32], errs[256];
+
+    if (s->nwin > 0) {
+        for (int i = 0; i < s->n; i++) {
+            bool known;
+            bytes[i] = pf_hwc_bytes(s->win[0].nic[i].d,
+                                    s->win[0].nic[i].present, &known);
+            total += bytes[i];
+        }
+        pf_hwc_fmt_bytes(txt, sizeof(txt), (double)total);
+        fprintf(out, "\n# NICs: %d EFA, hardware counters over the %s: %s "
+                "moved%s%s\n", s->n, s->win[0].stage, txt,
+                s->note[0] ? "; " : "", s->note);
+        fprintf(out, "#%-15s %12s %7s  %s\n", "device", "bytes", "share",
+                "errors moved");
+        for (int i = 0; i < s->n; i++) {
+            uint64_t sum[PF_HWC_COUNT] = { 0 };
+            uint32_t present = ~0u;
+            for (int w = 0; w < s->nwin; w++) {
+                present &= s->win[w].nic[i].present;
+                for (int c = 0; c < PF_HWC_COUNT; c++)
+                    sum[c] += s->win[w].nic[i].d[c];
+            }
+            pf_hwc_errors_text(sum, present, "+", errs, sizeof(errs));
+            pf_hwc_fmt_bytes(txt, sizeof(txt), (double)bytes[i]);
+            fprintf(out, " %-15s %12s %6.1f%%  %s\n", run->node.efa[i].name,
+                    txt, total ? 100.0 * (double)bytes[i] / (double)total : 0,
+                    errs[0] ? errs : "-");
+        }
+    } else if (s->note[0]) {
+        fprintf(out, "\n# NICs: %s\n", s->note);
+    }
+    if (s->nrails < 2)
+        return;
+    fprintf(out, "\n# rails: the host engine striped over %d NICs%s%s\n",
+            s->nrails, s->rail_note[0] ? ": " : "", s->rail_note);
+    fprintf(out, "#%-23s %12s %9s %8s  %s\n", "nic", "bytes", "seconds",
+            "GB/s", "");
+    for (int r = 0; r < s->nrails; r++) {
+        const struct pf_rail *rl = &s->rails[r];
+        pf_hwc_fmt_bytes(txt, sizeof(txt), (double)rl->bytes);
+        fprintf(out, " %-23s %12s %9.3f %8.3f  %s\n", rl->nic, txt,
+                rl->seconds, rl->gbps, rl->slow ? "slow" : "");
+    }
+}
+
 static void print_summary(const struct pf_run *run, FILE *out)
 {
     const struct pf_verdict *v = &run->verdict;
@@ -120,7 +175,9 @@ void pf_publish_table(const struct pf_run *run, FILE *out)
     const struct pf_fault *f = run->peers.fault.err != PF_OK ? &run->peers.fault
                                                              : &run->coll.fault;
 
-    if (run->coll.ran || f->err != PF_OK)
+    if (run->coll.ran || f->err != PF_OK) {
         print_coll(&run->coll, f, out);
+        print_nics(run, out);
+    }
     print_summary(run, out);
 }

@@ -273,6 +273,8 @@ void pf_verdict_fabric(struct pf_run *run)
                            "provider %s in use because it was asked for: "
                            "EFA itself was not tested",
                            c->provider);
+        /* A named NIC is a cause, a ring below its floor the symptom. */
+        pf_verdict_nics(run);
         if (c->wrong_total == 0)
             bandwidth_check(run);
     }

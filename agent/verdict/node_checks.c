@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../probe/hw_counters.h"
+
 #define COND "EFADevicesReady"
 #define MIB (1024ull * 1024ull)
 
@@ -230,6 +232,70 @@ static void check_ports(struct ctx *c)
                    "stays down",
                    "%d of %d EFA ports not ACTIVE: %s%s", ndown, stored_efa(n),
                    down, ndown > 4 ? ", ..." : "");
+}
+
+/* "3.2 d", "5.0 h", "40 min": how long the host has been up. */
+static void fmt_age(double s, char *out, size_t len)
+{
+    if (s < 0)
+        snprintf(out, len, "unknown");
+    else if (s >= 86400)
+        snprintf(out, len, "%.1f d", s / 86400);
+    else if (s >= 3600)
+        snprintf(out, len, "%.1f h", s / 3600);
+    else
+        snprintf(out, len, "%.0f min", s / 60);
+}
+
+/* Error counters the EFA devices accumulated since they came up: a
+ * warning only, they may be old news; errors that move during a run fail
+ * it (EFANICErrors). Counters the driver lacks are named, never failed. */
+static void check_nic_errors(struct ctx *c)
+{
+    const struct pf_node *n = c->node;
+    struct pf_hwc_snap all[PF_MAX_EFA];
+    char list[300] = "", absent[256], age[32];
+    int stored = stored_efa(n), bad = 0, with = 0;
+
+    if (skipped(c, "efa_nic_errors") || no_devices(c, "efa_nic_errors"))
+        return;
+    for (int i = 0; i < stored; i++) {
+        const struct pf_hwc_snap *h = &n->efa[i].hwc;
+        char moved[192];
+
+        all[i] = *h;
+        with += h->nports > 0;
+        if (pf_hwc_errors(h->v, h->present) <=
+            (uint64_t)c->run->cfg.nic_boot_max_errors)
+            continue;
+        if (bad++ < 3) {
+            pf_hwc_errors_text(h->v, h->present, "", moved, sizeof(moved));
+            snprintf(list + strlen(list), sizeof(list) - strlen(list),
+                     "%s%s %s", bad > 1 ? "; " : "", n->efa[i].name, moved);
+        }
+    }
+    fmt_age(n->uptime_s, age, sizeof(age));
+    if (with == 0) {
+        pf_verdict_add(c->v, "efa_nic_errors", COND, PF_SKIP,
+                       PF_R_NotApplicable, "", "the EFA driver exposes no "
+                       "hardware counters (ports/*/hw_counters) on %d "
+                       "device(s): errors not read", stored);
+        return;
+    }
+    pf_hwc_absent_text(all, stored, absent, sizeof(absent));
+    if (bad == 0) {
+        pf_verdict_add(c->v, "efa_nic_errors", COND, PF_PASS, PF_R_None, "",
+                       "no error counter above %d on %d EFA device(s) since "
+                       "they came up (host up %s)%s%s",
+                       c->run->cfg.nic_boot_max_errors, with, age,
+                       absent[0] ? "; absent on this driver: " : "", absent);
+        return;
+    }
+    pf_verdict_add(c->v, "efa_nic_errors", COND, PF_WARN,
+                   PF_R_EFANICErrorsSinceBoot, "", "%d of %d EFA device(s) "
+                   "counted errors since they came up, at most the host's "
+                   "uptime of %s ago: %s%s", bad, with, age, list,
+                   bad > 3 ? "; ..." : "");
 }
 
 static void check_files(struct ctx *c)
@@ -512,6 +578,7 @@ void pf_verdict_node(struct pf_run *run)
     check_module(&c);
     check_devices(&c);
     check_ports(&c);
+    check_nic_errors(&c);
     check_files(&c);
     check_provider(&c);
     check_net_plugin(&c);

@@ -10,6 +10,9 @@
 void pf_verdict_node(struct pf_run *run);
 /* Collective checks (EFAFabricReady): fabric_checks.c */
 void pf_verdict_fabric(struct pf_run *run);
+/* Per-NIC checks (EFANICIdle, EFANICErrors, EFANICSlow): nic_checks.c,
+ * called by pf_verdict_fabric after a collective that finished. */
+void pf_verdict_nics(struct pf_run *run);
 /* NCCL transport checks (SocketFallback, NetPluginMissing, GDRDisabled):
  * transport_checks.c, called by pf_verdict_fabric. */
 void pf_verdict_transport(struct pf_run *run);

@@ -168,7 +168,9 @@ Test(engine_host, unknown_provider_is_unsupported, .timeout = 30)
 
 /* A fabric that accepts connections but never answers (what a security
  * group without the self rule looks like) while the bootstrap works: rank
- * 1 publishes the address of a socket that listens and never reads. */
+ * 1 publishes the address of a socket that listens and never reads, as
+ * host_ep.c exchanges them: rail counts, then each rail's name as a
+ * 2-byte length and the name, padded to the longest. */
 struct silent {
     pf_err rc;
     char msg[PF_ERRLEN];
@@ -178,21 +180,27 @@ struct silent {
 static int silent_rank(struct pf_boot *b, void *arg)
 {
     struct silent *out = arg;
-    struct { uint32_t len; uint8_t bytes[PF_HOST_ADDR_MAX]; } blob, all[2];
+    struct { int32_t nrails, addrlen; } count = { 1, 16 }, counts[2];
+    uint8_t blob[2 + PF_HOST_ADDR_MAX], all[2][2 + PF_HOST_ADDR_MAX];
     char err[PF_ERRLEN] = "";
 
-    memset(&blob, 0, sizeof(blob));
+    memset(blob, 0, sizeof(blob));
     if (b->rank == 1) {
         struct sockaddr_in sa = { .sin_family = AF_INET };
         socklen_t len = sizeof(sa);
         int fd = socket(AF_INET, SOCK_STREAM, 0);
+        size_t stride;
         sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 8) ||
             getsockname(fd, (struct sockaddr *)&sa, &len))
             return 3;
-        blob.len = sizeof(sa);
-        memcpy(blob.bytes, &sa, sizeof(sa));
-        if (pf_boot_allgather(b, &blob, sizeof(blob), all, pf_deadline_in(10000),
+        if (pf_boot_allgather(b, &count, sizeof(count), counts,
+                              pf_deadline_in(10000), err) != PF_OK)
+            return 4;
+        stride = 2 + (size_t)(counts[0].addrlen > 16 ? counts[0].addrlen : 16);
+        blob[1] = sizeof(sa);
+        memcpy(blob + 2, &sa, sizeof(sa));
+        if (pf_boot_allgather(b, blob, stride, all, pf_deadline_in(10000),
                               err) != PF_OK)
             return 4;
         /* stay until rank 0 has given up */
