@@ -461,6 +461,13 @@ pf_err rdv_root_join(struct rdv *r, const struct pf_rdv_cfg *cfg, char *err)
                            (double)(now - start) / 1000.0, njoined, world);
             goto out;
         }
+        if (pf_progress_due(cfg->progress, now)) {
+            char missing[PF_ERRLEN - 160];
+            rdv_missing_list(r, joined, missing, sizeof(missing));
+            pf_progress_say(cfg->progress, now, "%d of %d ranks joined, "
+                            "missing %s; %.0f s left", njoined, world,
+                            missing, (double)left / 1000.0);
+        }
         pfds[n++] = (struct pollfd){ .fd = lfd, .events = POLLIN };
         for (int i = 0; i < MAX_PENDING; i++)
             if (pend[i].c.fd >= 0)
@@ -745,6 +752,10 @@ pf_err rdv_peer_join(struct rdv *r, const struct pf_rdv_cfg *cfg, char *err)
                              "never answered within %.0f s (last error: %s)",
                              root, (double)(pf_now_ms() - start) / 1000.0,
                              last);
+        if (pf_progress_due(cfg->progress, pf_now_ms()))
+            pf_progress_say(cfg->progress, pf_now_ms(), "rank 0 at %s not "
+                            "reached yet (%s); %.0f s left", root, last,
+                            (double)left / 1000.0);
         if (dial(cfg, cfg->deadline, &fd, last) != PF_OK) {
             pf_sleep_ms(backoff < left ? backoff : left);
             backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS

@@ -63,6 +63,7 @@ struct pf_rdv_cfg {
     const struct pf_peer *expected;   /* world entries (for naming), or NULL */
     int64_t deadline;                 /* everyone must have joined by then */
     struct pf_fault *fault;           /* failures recorded here, or NULL */
+    struct pf_progress *progress;     /* lines while waiting, or NULL */
 };
 
 /* Join the group. On success *out is a pf_boot; table (world entries, or

@@ -212,6 +212,7 @@ pf_err pf_discover_daemonset(struct pf_run *run, struct pf_kube *k,
 
     /* Settle: the same members for SETTLE_MS with no pending node still
      * waiting for its agent, or SETTLE_MAX_MS at most. */
+    pf_progress_begin(&run->progress, "settling the group", start);
     for (int polls = 0; polls < 100000; polls++) {
         int64_t now;
         rc = take_view(k, nodes_path, pods_path, node_name, type, zn, &cur,
@@ -219,6 +220,10 @@ pf_err pf_discover_daemonset(struct pf_run *run, struct pf_kube *k,
         if (rc != PF_OK)
             goto out;
         now = pf_now_ms();
+        if (pf_progress_due(&run->progress, now))
+            pf_progress_say(&run->progress, now, "%d pending node(s) of this "
+                            "type and zone, %d without an agent yet",
+                            cur.n, cur.waiting);
         if (polls == 0 || !same_view(&cur, &prev))
             stable_since = now;
         if ((cur.waiting == 0 && now - stable_since >= SETTLE_MS) ||
@@ -262,6 +267,7 @@ pf_err pf_discover_daemonset(struct pf_run *run, struct pf_kube *k,
             "%d, rank %d%s", cur.n, count, run->peers.rank,
             count == 1 ? " (alone: fabric untested)" : "");
 out:
+    pf_progress_end(&run->progress);
     free(cur.m);
     free(prev.m);
     return rc;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../collective/straggler.h"
 #include "../verdict/verdict.h"
 
 static const char *command_name(enum pf_command c)
@@ -17,6 +18,7 @@ static const char *command_name(enum pf_command c)
     case PF_CMD_LOCAL: return "local";
     case PF_CMD_CATALOG: return "catalog";
     case PF_CMD_VERSION: return "version";
+    case PF_CMD_HISTORY: return "history";
     }
     return "?";
 }
@@ -238,6 +240,27 @@ static cJSON *straggler_json(const struct pf_run *run)
     return o;
 }
 
+/* The floor the verdict judged peak_busbw_gbps against (one rule:
+ * pf_coll_floor), and the message size it was judged at. */
+static cJSON *floor_json(const struct pf_run *run)
+{
+    const struct pf_coll *c = &run->coll;
+    cJSON *o = cJSON_CreateObject();
+    char src[192];
+    double floor = pf_coll_floor(run, src, sizeof(src));
+
+    if (floor > 0)
+        cJSON_AddNumberToObject(o, "busbw_gbps", floor);
+    else
+        cJSON_AddNullToObject(o, "busbw_gbps");
+    if (c->nrows > 0)
+        cJSON_AddNumberToObject(o, "bytes", (double)c->rows[c->nrows - 1].bytes);
+    else
+        cJSON_AddNullToObject(o, "bytes");
+    add_str(o, "source", src);
+    return o;
+}
+
 static cJSON *collective_json(const struct pf_run *run)
 {
     const struct pf_coll *c = &run->coll;
@@ -279,6 +302,7 @@ static cJSON *collective_json(const struct pf_run *run)
     }
     cJSON_AddNumberToObject(o, "avg_busbw_gbps", c->avg_busbw);
     cJSON_AddNumberToObject(o, "peak_busbw_gbps", c->peak_busbw);
+    cJSON_AddItemToObject(o, "floor", floor_json(run));
     cJSON_AddNumberToObject(o, "wrong_total", (double)c->wrong_total);
     if (c->slow_rank >= 0 && c->nranks > 0)
         cJSON_AddNumberToObject(o, "slow_rank", c->slow_rank);
