@@ -181,6 +181,33 @@ n=$(curl -fsS "http://$PGW/metrics" | grep -c '^efa_preflight_exit_code{')
 [ "$n" -eq 1 ] || fail "the Pushgateway holds $n groups of efa_preflight_exit_code, want 1"
 echo "ok   a second run (pass) replaced both: Prometheus shows its values"
 
+# Every query of the chart's dashboard runs on this Prometheus; those of
+# the main panels return data.
+python3 - "$root/charts/efa-preflight/dashboards/efa-preflight.json" "$PROM" <<'PY' || fail "dashboard queries on Prometheus"
+import json, re, sys, urllib.parse, urllib.request
+dash, prom = sys.argv[1:]
+d = json.load(open(dash))
+must = {"Nodes by status", "Top reasons", "busbw per node over time", "Floor margin per node",
+        "busbw by message size", "Time since last validation"}
+bad = n = 0
+for p in d["panels"]:
+    for t in p["targets"]:
+        q = re.sub(r"\$\{?instance\}?", ".*", t["expr"])
+        url = "http://%s/api/v1/query?%s" % (prom, urllib.parse.urlencode({"query": q}))
+        try:
+            with urllib.request.urlopen(url, timeout=5) as f:
+                r = json.load(f)
+        except Exception as e:
+            print("FAIL panel %r: %s: %s" % (p["title"], q, e)); bad += 1; continue
+        n += 1
+        if r["status"] != "success":
+            print("FAIL panel %r: %s: %s" % (p["title"], q, r)); bad += 1
+        elif p["title"] in must and t["refId"] == "A" and not r["data"]["result"]:
+            print("FAIL panel %r returns nothing: %s" % (p["title"], q)); bad += 1
+print("ok   %d dashboard queries run on Prometheus; the main panels have data" % n)
+sys.exit(1 if bad else 0)
+PY
+
 # An unreachable Pushgateway is logged and changes nothing else.
 timeout -k 5 60 "$bin" local --ranks 2 --fabric-provider tcp --no-imds --timeout 20 \
     -e 64K --pushgateway "http://user:pw@127.0.0.1:1" >"$tmp/out3.log" 2>"$tmp/err3.log"
