@@ -5,7 +5,8 @@
 # functions, matchers, grouping and arithmetic found; labels, functions and
 # variables not), and a dashboard naming a metric the agent does not write,
 # or a query selecting none, fails. The chart, rendered with the dashboard
-# on, carries the file unchanged in a ConfigMap. Port 30720.
+# on, carries the file unchanged in a ConfigMap, and docs/observability.md
+# lists every family. Port 30720.
 set -u
 root=${PF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 bin=${PF_BIN:-$root/${BUILD:-build}/efa-preflight}
@@ -22,6 +23,11 @@ timeout -k 5 60 "$bin" local --ranks 2 --fabric-provider tcp --no-imds \
     >/dev/null 2>"$tmp/err" || fail "the agent exited $?: $(cat "$tmp/err")"
 n=$(grep -c '^# TYPE efa_preflight_' "$tmp/efa_preflight.prom")
 [ "$n" -ge 15 ] || fail "the agent wrote $n families"
+
+missing=$(grep -o '^# TYPE efa_preflight_[a-z_]*' "$tmp/efa_preflight.prom" | cut -d' ' -f3 |
+          while read -r m; do grep -q "\`$m\`" docs/observability.md || echo "$m"; done)
+[ -z "$missing" ] || fail "docs/observability.md does not list: $missing"
+echo "ok   the agent writes $n families, each listed in docs/observability.md"
 
 # 2. The dashboard against them.
 python3 "$check" "$dash" "$tmp/efa_preflight.prom" >"$tmp/out" || { cat "$tmp/out"; fail "dashboard"; }
