@@ -93,3 +93,29 @@ assert cm["metadata"]["labels"].get("grafana_dashboard") == "1", cm["metadata"]
 assert json.loads(cm["data"]["efa-preflight.json"]) == json.load(open(sys.argv[2]))
 PY
 echo "ok   grafanaDashboard.enabled renders a ConfigMap holding the dashboard as is"
+
+# 6. The DaemonSet and ConfigMap with every observability value on are valid
+#    Kubernetes objects (test_manifests.sh installs the validators).
+if command -v node >/dev/null && [ -d tests/manifests/node_modules/kubernetes-models ]; then
+    node tests/manifests/validate.mjs manifests "$tmp/rendered.yaml" >"$tmp/out" 2>&1 ||
+        { grep -v '^ok ' "$tmp/out"; fail "Kubernetes schemas of the observability render"; }
+    python3 - "$tmp/rendered.yaml" <<'PY' || fail "observability mounts"
+import sys, yaml
+ds = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "DaemonSet"][0]
+spec = ds["spec"]["template"]["spec"]
+c = spec["containers"][0]
+env = {e["name"]: e.get("value") for e in c["env"]}
+mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
+vols = {v["name"]: v.get("hostPath", {}).get("path") for v in spec["volumes"]}
+assert env["EFA_PREFLIGHT_METRICS_TEXTFILE"].startswith(mounts["metrics-textfile"] + "/"), env
+assert env["EFA_PREFLIGHT_METRICS_TEXTFILE"].endswith(".prom"), env
+assert env["EFA_PREFLIGHT_HISTORY_DIR"] == mounts["history"], (env, mounts)
+assert env["EFA_PREFLIGHT_HISTORY_KEEP"] == "30", env
+assert env["EFA_PREFLIGHT_PUSHGATEWAY"] == "http://pushgateway.monitoring:9091", env
+assert vols["metrics-textfile"] == "/var/lib/node_exporter/textfile_collector", vols
+assert vols["history"] == "/var/lib/efa-preflight/history", vols
+PY
+    echo "ok   observability render: valid objects, the env points into the hostPath mounts"
+else
+    echo "note the Kubernetes validators are not installed (test_manifests.sh does that): schemas not checked"
+fi
