@@ -200,10 +200,13 @@ static void read_entry(const char *dir, const char *name, struct entry *e)
     rows = pf_json_at(root, "collective.rows");
     if (cJSON_GetArraySize(rows) > 0) {
         const cJSON *last = cJSON_GetArrayItem(rows, cJSON_GetArraySize(rows) - 1);
-        e->busbw = num_at(root, "collective.peak_busbw_gbps");
+        /* The busbw the floor judged, where the report has it. */
+        e->busbw = num_at(root, "collective.floor.judged_busbw_gbps");
         e->bytes = num_at(root, "collective.floor.bytes");
-        if (isnan(e->bytes))          /* reports from before the floor */
+        if (isnan(e->busbw)) {
+            e->busbw = num_at(root, "collective.peak_busbw_gbps");
             e->bytes = num_at(last, "bytes");
+        }
     }
     e->floor = num_at(root, "collective.floor.busbw_gbps");
     cJSON_Delete(root);

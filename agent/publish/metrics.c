@@ -22,7 +22,7 @@
  * docs and the dashboard test all come from this one list. */
 enum fam {
     F_LAST_RUN, F_DURATION, F_STATUS, F_EXIT, F_VERDICT, F_BUSBW, F_PEAK,
-    F_AVG, F_FLOOR, F_FLOOR_SIZE, F_COLL_DURATION, F_WRONG, F_RANKS,
+    F_AVG, F_JUDGED, F_FLOOR, F_FLOOR_SIZE, F_COLL_DURATION, F_WRONG, F_RANKS,
     F_NODES, F_EFA, F_EFA_EXPECTED, F_PORT_UP, F_COUNT
 };
 
@@ -48,15 +48,17 @@ static const struct {
                   "all_reduce bus bandwidth at each message size (label "
                   "bytes), out of place and in place, as nccl-tests' busbw." },
     [F_PEAK] = { "efa_preflight_busbw_peak_bytes_per_second",
-                 "Best busbw at the largest message size: the value judged "
-                 "against the floor." },
+                 "Best busbw at the largest message size." },
     [F_AVG] = { "efa_preflight_busbw_average_bytes_per_second",
                 "Mean busbw over all sizes (nccl-tests' Avg bus bandwidth)." },
+    [F_JUDGED] = { "efa_preflight_busbw_judged_bytes_per_second",
+                   "The busbw judged against the floor: the best at or above "
+                   "the floor's size (the largest size when it names none)." },
     [F_FLOOR] = { "efa_preflight_busbw_floor_bytes_per_second",
                   "The busbw floor the verdict applied; absent when none "
                   "applies." },
     [F_FLOOR_SIZE] = { "efa_preflight_busbw_floor_message_size_bytes",
-                       "Message size the floor is judged at (the largest)." },
+                       "Message size of the busbw judged against the floor." },
     [F_COLL_DURATION] = { "efa_preflight_collective_duration_seconds",
                           "Seconds the collective took: rendezvous, engine, "
                           "sweep and re-test." },
@@ -248,8 +250,11 @@ static void collective_metrics(struct mbuf *b, const struct pf_run *run)
     bool rows = c->nrows > 0;
     /* As the report: a collective that ran or failed has numbers. */
     bool tried = c->ran || f->err != PF_OK;
-    char src[192], bytes[32];
-    double floor = pf_coll_floor(run, src, sizeof(src));
+    struct pf_floor_rule rule;
+    char bytes[32];
+    uint64_t at = 0;
+    double floor = pf_coll_floor(run, &rule);
+    double judged = pf_coll_judged_busbw(c, &rule, &at);
 
     head(b, F_BUSBW);
     for (int i = 0; i < c->nrows && i < PF_MAX_ROWS; i++) {
@@ -268,12 +273,15 @@ static void collective_metrics(struct mbuf *b, const struct pf_run *run)
     head(b, F_AVG);
     if (rows)
         sample(b, F_AVG, NULL, c->avg_busbw * 1e9);
+    head(b, F_JUDGED);
+    if (rows && judged >= 0 && at > 0)
+        sample(b, F_JUDGED, NULL, judged * 1e9);
     head(b, F_FLOOR);
     if (tried && floor > 0)
         sample(b, F_FLOOR, NULL, floor * 1e9);
     head(b, F_FLOOR_SIZE);
-    if (rows)
-        sample(b, F_FLOOR_SIZE, NULL, (double)c->rows[c->nrows - 1].bytes);
+    if (rows && judged >= 0 && at > 0)
+        sample(b, F_FLOOR_SIZE, NULL, (double)at);
     head(b, F_COLL_DURATION);
     if (tried)
         sample(b, F_COLL_DURATION, NULL, c->wall_s);

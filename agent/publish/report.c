@@ -240,24 +240,30 @@ static cJSON *straggler_json(const struct pf_run *run)
     return o;
 }
 
-/* The floor the verdict judged peak_busbw_gbps against (one rule:
- * pf_coll_floor), and the message size it was judged at. */
+/* The floor the verdict applied (one rule: pf_coll_floor), the busbw it
+ * judged against it and the message size that busbw was measured at. */
 static cJSON *floor_json(const struct pf_run *run)
 {
     const struct pf_coll *c = &run->coll;
     cJSON *o = cJSON_CreateObject();
-    char src[192];
-    double floor = pf_coll_floor(run, src, sizeof(src));
+    struct pf_floor_rule rule;
+    uint64_t at = 0;
+    double floor = pf_coll_floor(run, &rule);
+    double judged = pf_coll_judged_busbw(c, &rule, &at);
 
     if (floor > 0)
         cJSON_AddNumberToObject(o, "busbw_gbps", floor);
     else
         cJSON_AddNullToObject(o, "busbw_gbps");
-    if (c->nrows > 0)
-        cJSON_AddNumberToObject(o, "bytes", (double)c->rows[c->nrows - 1].bytes);
-    else
+    cJSON_AddNumberToObject(o, "from_bytes", (double)rule.from_bytes);
+    if (judged >= 0 && at > 0) {
+        cJSON_AddNumberToObject(o, "judged_busbw_gbps", judged);
+        cJSON_AddNumberToObject(o, "bytes", (double)at);
+    } else {
+        cJSON_AddNullToObject(o, "judged_busbw_gbps");
         cJSON_AddNullToObject(o, "bytes");
-    add_str(o, "source", src);
+    }
+    add_str(o, "source", rule.src);
     return o;
 }
 

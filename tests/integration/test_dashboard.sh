@@ -6,7 +6,7 @@
 # variables not), and a dashboard naming a metric the agent does not write,
 # or a query selecting none, fails. The chart, rendered with the dashboard
 # on, carries the file unchanged in a ConfigMap, and docs/observability.md
-# lists every family. Port 30720.
+# lists every family. Port 37110.
 set -u
 root=${PF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 bin=${PF_BIN:-$root/${BUILD:-build}/efa-preflight}
@@ -19,7 +19,7 @@ fail() { echo "FAIL $*"; exit 1; }
 
 # 1. What the agent writes, from a real run.
 timeout -k 5 60 "$bin" local --ranks 2 --fabric-provider tcp --no-imds \
-    --port 30720 --timeout 30 -e 64K --metrics-textfile "$tmp/efa_preflight.prom" \
+    --port 37110 --timeout 30 -e 64K --metrics-textfile "$tmp/efa_preflight.prom" \
     >/dev/null 2>"$tmp/err" || fail "the agent exited $?: $(cat "$tmp/err")"
 n=$(grep -c '^# TYPE efa_preflight_' "$tmp/efa_preflight.prom")
 [ "$n" -ge 15 ] || fail "the agent wrote $n families"
@@ -79,9 +79,18 @@ python3 "$check" "$tmp/none.json" "$tmp/efa_preflight.prom" >"$tmp/out" &&
 grep -q "selects no metric: vector(1)" "$tmp/out" || fail "no 'selects no metric'"
 echo "ok   a dashboard with an unknown metric or an empty query fails, naming it"
 
-# 5. The chart carries the dashboard unchanged.
+# 5. The chart carries the dashboard unchanged (rendered by Helm's own
+#    template engine, tests/helm_render, as test_manifests.sh does).
 python3 -c 'import yaml' 2>/dev/null || { echo "skip: python3-yaml is not installed"; exit 77; }
-python3 tests/manifests/render_chart.py charts/efa-preflight --name efa-preflight \
+command -v go >/dev/null && [ -d /usr/share/gocode/src/github.com/Masterminds/sprig ] \
+    && [ -d /usr/share/gocode/src/sigs.k8s.io/yaml ] \
+    && [ -d /usr/share/gocode/src/github.com/xeipuuv/gojsonschema ] || {
+    echo "skip: the chart renderer needs golang-go golang-github-masterminds-sprig-dev" \
+         "golang-k8s-sigs-yaml-dev golang-github-xeipuuv-gojsonschema-dev (.ci/run installs them)"; exit 77; }
+GO111MODULE=off GOPATH=/usr/share/gocode GOFLAGS= go build -o "$tmp/helm-render" \
+    ./tests/helm_render >"$tmp/go-build.log" 2>&1 || { cat "$tmp/go-build.log"; fail "go build tests/helm_render"; }
+"$tmp/helm-render" charts/efa-preflight --name efa-preflight --namespace efa-preflight --strict \
+    --set image.repository=123456789012.dkr.ecr.us-west-2.amazonaws.com/efa-preflight \
     -f tests/manifests/fixtures/values-observability.yaml >"$tmp/rendered.yaml" ||
     fail "the chart does not render with the dashboard on"
 python3 - "$tmp/rendered.yaml" "$dash" <<'PY' || fail "dashboard ConfigMap"

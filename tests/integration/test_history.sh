@@ -5,7 +5,7 @@
 # newest first (0.20, 0.15, 0.10), each with status, reason, busbw at the
 # floor's size and the floor, plus a trend line; --json gives the same
 # order; EFA_PREFLIGHT_HISTORY_DIR works as the flag does; the oldest
-# report is gone and nothing else was touched. Ports 30716-30719.
+# report is gone and nothing else was touched. Ports 37106-37109.
 set -u
 root=${PF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 bin=${PF_BIN:-$root/${BUILD:-build}/efa-preflight}
@@ -16,7 +16,7 @@ fail() { echo "FAIL $*"; cat "$tmp/out" 2>/dev/null | head -20; exit 1; }
 hist=$tmp/history
 mkdir -p "$hist"
 echo keep >"$hist/notes.txt"
-port=30716
+port=37106
 for floor in 0.05 0.10 0.15 0.20; do
     timeout -k 5 60 "$bin" local --ranks 2 --fabric-provider tcp --no-imds \
         --timeout 30 -e 256K --port $port --min-busbw-gbps $floor \

@@ -71,7 +71,7 @@ echo "ok   pushgateway, node-exporter and prometheus up on loopback"
 run_agent() {   # run_agent REPORT [more options]
     local report=$1; shift
     timeout -k 5 60 "$bin" local --ranks 2 --fabric-provider tcp --no-imds \
-        --timeout 40 -e 1M --min-busbw-gbps 1000 --instance-type 'p5"x\y' \
+        --port 0 --timeout 40 -e 1M --min-busbw-gbps 1000 --instance-type 'p5"x\y' \
         --metrics-textfile "$tmp/textfile/efa_preflight.prom" \
         --pushgateway "http://$PGW" --report "$report" "$@" \
         >"$tmp/agent-out.log" 2>"$tmp/agent-err.log"
@@ -134,6 +134,7 @@ c = r["collective"]
 w("efa_preflight_busbw_peak_bytes_per_second", c["peak_busbw_gbps"] * 1e9)
 w("efa_preflight_busbw_average_bytes_per_second", c["avg_busbw_gbps"] * 1e9)
 w("efa_preflight_busbw_floor_bytes_per_second", c["floor"]["busbw_gbps"] * 1e9)
+w("efa_preflight_busbw_judged_bytes_per_second", c["floor"]["judged_busbw_gbps"] * 1e9)
 w("efa_preflight_busbw_floor_message_size_bytes", c["floor"]["bytes"])
 w("efa_preflight_collective_duration_seconds", c["wall_s"])
 w("efa_preflight_collective_wrong_elements", c["wrong_total"])
@@ -209,7 +210,7 @@ sys.exit(1 if bad else 0)
 PY
 
 # An unreachable Pushgateway is logged and changes nothing else.
-timeout -k 5 60 "$bin" local --ranks 2 --fabric-provider tcp --no-imds --timeout 20 \
+timeout -k 5 60 "$bin" local --ranks 2 --fabric-provider tcp --no-imds --port 0 --timeout 20 \
     -e 64K --pushgateway "http://user:pw@127.0.0.1:1" >"$tmp/out3.log" 2>"$tmp/err3.log"
 rc=$?
 [ $rc -eq 0 ] || fail "a run with an unreachable Pushgateway exited $rc, want 0"

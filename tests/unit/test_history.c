@@ -55,8 +55,8 @@ static void report(char *out, size_t cap, const char *started, double busbw,
     snprintf(out, cap,
              "{\"schema\":\"efa-preflight.io/report/v1\",\"started_at\":\"%s\","
              "\"collective\":{\"rows\":[{\"bytes\":8},{\"bytes\":67108864}],"
-             "\"peak_busbw_gbps\":%g,\"floor\":{\"busbw_gbps\":300,"
-             "\"bytes\":67108864,\"source\":\"x\"}},"
+             "\"peak_busbw_gbps\":1,\"floor\":{\"busbw_gbps\":300,"
+             "\"judged_busbw_gbps\":%g,\"bytes\":67108864,\"source\":\"x\"}},"
              "\"verdict\":{\"status\":\"%s\",\"exit_code\":%d,\"reason\":%s,"
              "\"class\":\"%s\"}}",
              started, busbw, status, strcmp(status, "pass") ? 1 : 0,

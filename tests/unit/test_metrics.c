@@ -150,8 +150,19 @@ Test(metrics, busbw_in_bytes_per_second_per_size_with_the_floor)
                  61.25e9);
     cr_assert_eq(value_of(text, "efa_preflight_busbw_floor_bytes_per_second"),
                  100e9);
+    cr_assert_eq(value_of(text, "efa_preflight_busbw_judged_bytes_per_second"),
+                 121.75e9);
     cr_assert_eq(value_of(text, "efa_preflight_busbw_floor_message_size_bytes"),
                  67108864);
+    free(text);
+    /* A floor from 1 KiB on: the best row at or above it is judged. */
+    run->cfg.min_busbw_from_bytes = 1024;
+    run->coll.rows[1].oop_busbw = run->coll.rows[1].ip_busbw = 0.5;
+    text = pf_metrics_text(run, 1);
+    cr_assert_eq(value_of(text, "efa_preflight_busbw_judged_bytes_per_second"),
+                 1.5e9, "%s", text);
+    cr_assert_eq(value_of(text, "efa_preflight_busbw_floor_message_size_bytes"),
+                 1024);
     cr_assert_eq(value_of(text, "efa_preflight_collective_duration_seconds"), 3.5);
     cr_assert_eq(value_of(text, "efa_preflight_collective_nodes"), 2);
     free(text);
