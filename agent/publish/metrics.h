@@ -1,7 +1,7 @@
 /* Prometheus metrics of a finished run, exported the way batch jobs on a
  * node do it: a file for node-exporter's textfile collector
  * (--metrics-textfile, written atomically) and a push to a Pushgateway
- * (--pushgateway, grouping key job/instance). Names follow Prometheus'
+ * (--pushgateway, grouping key job/instance: pushgateway.h). Names follow Prometheus'
  * rules: the efa_preflight_ prefix, base units as suffixes (seconds,
  * bytes, bytes_per_second), and gauges throughout: every value describes
  * the last run, nothing counts up across runs. docs/observability.md lists
@@ -31,15 +31,5 @@ bool pf_metrics_escape(const char *in, char *out, size_t cap);
  * directory, which node-exporter never reads half-written). */
 pf_err pf_metrics_write_textfile(const char *path, const char *text,
                                  char *err);
-
-/* <base>/metrics/job/efa_preflight/instance/<instance>; the instance in
- * Pushgateway's base64url form when it is not a plain name. */
-pf_err pf_metrics_push_url(const char *base, const char *instance, char *out,
-                           size_t cap, char *err);
-
-/* PUT text to the Pushgateway (replacing this node's group), bounded by
- * deadline_ms (monotonic). Messages name the URL without any password. */
-pf_err pf_metrics_push(const char *base, const char *instance,
-                       const char *text, int64_t deadline_ms, char *err);
 
 #endif

@@ -19,6 +19,7 @@
 #include "../verdict/verdict.h"
 #include "history.h"
 #include "metrics.h"
+#include "pushgateway.h"
 #include "node.h"
 
 /* A Node write that failed becomes a check of its own, so the table, the

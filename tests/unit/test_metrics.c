@@ -10,6 +10,7 @@
 #include "config/catalog.h"
 #include "config/config.h"
 #include "publish/metrics.h"
+#include "publish/pushgateway.h"
 #include "util/clock.h"
 #include "verdict/verdict.h"
 
