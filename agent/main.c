@@ -5,6 +5,7 @@
  *   efa-preflight local     N ranks on this machine (the embedded default)
  *   efa-preflight catalog   print the effective instance catalog
  *   efa-preflight reasons   print the table of reasons [--json|--markdown]
+ *   efa-preflight history   this node's past runs, newest first
  *   efa-preflight version
  *
  * Exit codes: 0 pass, 1 validation failed, 2 usage/config error,
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "pf.h"
 #include "collective/collective.h"
@@ -20,6 +22,7 @@
 #include "discover/discover.h"
 #include "launch/launch.h"
 #include "probe/probe.h"
+#include "publish/history.h"
 #include "publish/publish.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -37,6 +40,8 @@ static const struct {
     { "local", PF_CMD_LOCAL, "node checks, then an all_reduce across N local ranks" },
     { "catalog", PF_CMD_CATALOG, "print the effective instance-type catalog" },
     { "version", PF_CMD_VERSION, "print the version" },
+    { "history", PF_CMD_HISTORY, "this node's past runs from --history-dir, "
+                                 "newest first, with a busbw trend [--json]" },
     /* Handled before the config stage: it reads no option but its format. */
     { "reasons", PF_CMD_VERSION, "print every reason, its class, exit code "
                                  "and remedy [--json|--markdown]" },
@@ -91,6 +96,20 @@ static void run_free(struct pf_run *run)
     pf_catalog_free(&run->catalog);
     pf_config_free(&run->cfg);
     free(run);
+}
+
+/* Whether the terminal shows UTF-8 (the history trend's block
+ * characters), by the locale variables in their order of precedence. */
+static bool utf8_locale(void)
+{
+    const char *vars[] = { "LC_ALL", "LC_CTYPE", "LANG" };
+
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v)
+            return strcasestr(v, "utf-8") || strcasestr(v, "utf8");
+    }
+    return false;
 }
 
 /* The pipeline after config: probe -> [discover -> collective] -> verdict
@@ -202,7 +221,22 @@ int main(int argc, char **argv)
         return PF_EXIT_PASS;
     }
     pf_log_set_level(log_level_from(run->cfg.log_level));
+    /* Progress lines show at the default level, not when asked for errors
+     * only; a terminal gets one live line. */
+    pf_progress_init(&run->progress,
+                     pf_log_get_level() >= PF_LOG_WARN ? stderr : NULL,
+                     isatty(STDERR_FILENO),
+                     (int64_t)run->cfg.progress_interval * 1000);
 
+    if (cmd == PF_CMD_HISTORY) {
+        rc = pf_history_print(run->cfg.history_dir, run->cfg.json,
+                              utf8_locale(), stdout, err);
+        if (rc != PF_OK)
+            fprintf(stderr, "efa-preflight: history: %s\n", err);
+        run_free(run);
+        return rc == PF_OK ? PF_EXIT_PASS
+               : rc == PF_ERR_USAGE ? PF_EXIT_USAGE : PF_EXIT_INFRA;
+    }
     if (cmd == PF_CMD_VERSION) {
         printf("efa-preflight %s (report schema %s)\n", PF_VERSION,
                PF_REPORT_SCHEMA);
@@ -237,6 +271,9 @@ int main(int argc, char **argv)
             fprintf(stderr, "efa-preflight: %s\n", err);
             code = rc == PF_ERR_USAGE ? PF_EXIT_USAGE : PF_EXIT_INFRA;
         } else if (is_child) {
+            /* Rank 0 speaks for the run, progress included. */
+            if (run->cfg.rank != 0)
+                pf_progress_init(&run->progress, NULL, false, 0);
             code = run_stages(run, true);
         }
         break;

@@ -16,6 +16,7 @@
 
 #include "reasons.h"
 #include "util/err.h"
+#include "util/progress.h"
 
 #define PF_VERSION "0.1.0"
 #define PF_REPORT_SCHEMA "efa-preflight.io/report/v1"
@@ -26,7 +27,7 @@
 /* ---------------------------------------------------------------- config */
 
 enum pf_command { PF_CMD_NODE, PF_CMD_RUN, PF_CMD_LOCAL, PF_CMD_CATALOG,
-                  PF_CMD_VERSION };
+                  PF_CMD_VERSION, PF_CMD_HISTORY };
 
 struct pf_config {
     enum pf_command command;
@@ -52,6 +53,11 @@ struct pf_config {
     char report_file[PF_PATH_MAX];
     char log_level[16];               /* error|warn|info|debug */
     char on_failure[16];              /* fail|continue */
+    char metrics_textfile[PF_PATH_MAX];/* node-exporter textfile, "" = off */
+    char pushgateway[PF_PATH_MAX];    /* Pushgateway base URL, "" = off */
+    char history_dir[PF_PATH_MAX];    /* one report per run, "" = off */
+    int history_keep;                 /* reports kept in history_dir */
+    int progress_interval;            /* s between progress lines, 0 = none */
 
     /* collective */
     char bootstrap[16];               /* local|static|mpi|k8s */
@@ -416,6 +422,7 @@ struct pf_run {
     int64_t deadline_ms;              /* the one run deadline (util/clock.h):
                                          set once in main before the probe,
                                          read through pf_run_deadline */
+    struct pf_progress progress;      /* progress lines of long phases */
 };
 
 /* After the run deadline, publishing the verdict may take this much longer

@@ -156,6 +156,7 @@ pf_err pf_boot_open(struct pf_run *run, struct pf_boot **out, char *err)
     rc_cfg.self.gpu_count = run->node.gpu_count;
     rc_cfg.expected = p->list;
     rc_cfg.fault = &run->coll.fault;
+    rc_cfg.progress = &run->progress;
     deadline = pf_run_deadline(run);
     rc_cfg.deadline = p->rank == 0 ? deadline - root_margin_ms(run->cfg.timeout_s)
                                    : deadline;
@@ -165,7 +166,9 @@ pf_err pf_boot_open(struct pf_run *run, struct pf_boot **out, char *err)
         free(secret);
         return pf_fail(err, PF_ERR_NOMEM, "no memory for the peer table");
     }
+    pf_progress_begin(&run->progress, "waiting for peers", pf_now_ms());
     rc = pf_rdv_open(&rc_cfg, out, table, err);
+    pf_progress_end(&run->progress);
     if (secret) {
         memset(secret, 0, secret_len);
         free(secret);

@@ -220,6 +220,10 @@ static pf_err wait_comms_ready(struct nccl_engine *g, const char *what,
         bool spinning = pf_now_ms() - start < SPIN_MS;
         if (spinning && spins % 64 != 0)
             continue;
+        if (g->connecting && pf_progress_due(&g->run->progress, pf_now_ms()))
+            pf_progress_say(&g->run->progress, pf_now_ms(), "%d ranks (%d "
+                            "here) still connecting; %.0f s left", g->nranks,
+                            g->nlocal, (double)pf_ms_left(deadline) / 1000.0);
         bool ask = pf_now_ms() - last_peer >= POLL_PEER_MS;
         if (ask)
             last_peer = pf_now_ms();
@@ -275,6 +279,10 @@ static pf_err wait_gpu(struct nccl_engine *g, int lo, int hi, int which,
         }
         if (left == 0)
             return PF_OK;
+        if (g->connecting && pf_progress_due(&g->run->progress, pf_now_ms()))
+            pf_progress_say(&g->run->progress, pf_now_ms(), "%d ranks (%d "
+                            "here) still connecting; %.0f s left", g->nranks,
+                            g->nlocal, (double)pf_ms_left(deadline) / 1000.0);
         bool ask = pf_now_ms() - last_peer >= POLL_PEER_MS;
         if (ask)
             last_peer = pf_now_ms();
@@ -628,7 +636,9 @@ static pf_err init_comms(struct nccl_engine *g, int64_t deadline, char *err)
         return PF_ERR_ENGINE;
     }
     g->connecting = true;
+    pf_progress_begin(&g->run->progress, "NCCL init", pf_now_ms());
     rc = wait_comms_ready(g, "NCCL communicator init", deadline, err);
+    pf_progress_end(&g->run->progress);
     g->connecting = false;
     if (rc == PF_OK)
         rc = split_blocking(g, deadline, err);

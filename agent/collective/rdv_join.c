@@ -20,6 +20,7 @@
 
 #include "../util/clock.h"
 #include "../util/log.h"
+#include "../util/progress.h"
 #include "../util/sha256.h"
 #include "rdv_impl.h"
 
@@ -308,6 +309,10 @@ pf_err rdv_peer_join(struct rdv *r, const struct pf_rdv_cfg *cfg, char *err)
                              "never answered within %.0f s (last error: %s)",
                              root, (double)(pf_now_ms() - start) / 1000.0,
                              last);
+        if (pf_progress_due(cfg->progress, pf_now_ms()))
+            pf_progress_say(cfg->progress, pf_now_ms(), "rank 0 at %s not "
+                            "reached yet (%s); %.0f s left", root, last,
+                            (double)left / 1000.0);
         if (dial(cfg, cfg->deadline, &fd, last) != PF_OK) {
             pf_sleep_ms(backoff < left ? backoff : left);
             backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS

@@ -23,6 +23,7 @@
 
 #include "../util/clock.h"
 #include "../util/log.h"
+#include "../util/progress.h"
 #include "../util/sha256.h"
 #include "rdv_impl.h"
 
@@ -467,6 +468,13 @@ static pf_err run_root(struct root *rt, int64_t start, char *err)
 
         if (left <= 0)
             return timed_out(rt, start, err);
+        if (pf_progress_due(cfg->progress, now)) {
+            char missing[PF_ERRLEN - 160];
+            rdv_missing_list(rt->r, rt->joined, missing, sizeof(missing));
+            pf_progress_say(cfg->progress, now, "%d of %d ranks joined, "
+                            "missing %s; %.0f s left", rt->njoined,
+                            rt->r->boot.world, missing, (double)left / 1000.0);
+        }
         n = epoll_wait(rt->ep, evs, EVENTS, left > SWEEP_MS ? SWEEP_MS
                                                              : (int)left);
         if (n < 0 && errno != EINTR)

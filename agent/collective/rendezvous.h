@@ -79,6 +79,7 @@ struct pf_rdv_cfg {
     bool bind_source;
     int64_t deadline;                 /* everyone must have joined by then */
     struct pf_fault *fault;           /* failures recorded here, or NULL */
+    struct pf_progress *progress;     /* lines while waiting, or NULL */
 };
 
 /* Join the group. On success *out is a pf_boot; table (world entries, or

@@ -440,9 +440,14 @@ static pf_err pairwise(struct pf_run *run, struct pf_engine *e,
     if (nrails > 0 && !(rmine = calloc((size_t)PAIR_MAX_PHASES *
                                        (size_t)nrails, sizeof(*rmine))))
         return pf_fail(err, PF_ERR_NOMEM, "straggler re-test: out of memory");
+    pf_progress_begin(&run->progress, "pairwise re-test", pf_now_ms());
     for (int ph = 0; ph < nph && rc == PF_OK; ph++) {
         int peer = pf_straggler_peer(b->rank, n, ph);
         long w = 0;
+        if (pf_progress_due(&run->progress, pf_now_ms()))
+            pf_progress_say(&run->progress, pf_now_ms(), "phase %d of %d "
+                            "(%d ring links); %.0f s left", ph + 1, nph, n,
+                            (double)pf_ms_left(deadline) / 1000.0);
         /* Pairs of a phase start together and run alone. */
         rc = pf_boot_barrier(b, deadline, err);
         if (rc == PF_OK && e->ops->pair_setup)
@@ -465,6 +470,7 @@ static pf_err pairwise(struct pf_run *run, struct pf_engine *e,
         }
         mine[ph].wrong = w;
     }
+    pf_progress_end(&run->progress);
     all = calloc((size_t)n, sizeof(mine));
     gbps = calloc((size_t)n, sizeof(*gbps));
     wrong = calloc((size_t)n, sizeof(*wrong));

@@ -174,6 +174,7 @@ pf_err pf_sweep(struct pf_run *run, struct pf_engine *e, struct pf_boot *b,
         rc = warm_up(e, sizes[0] / sizeof(float), cfg->warmup, deadline, err);
 
     c->nrows = 0;
+    pf_progress_begin(&run->progress, "all_reduce sweep", pf_now_ms());
     for (int i = 0; i < nsizes && rc == PF_OK; i++) {
         uint64_t count = sizes[i] / sizeof(float);
         struct rank_result mine = { 0 };
@@ -206,7 +207,15 @@ pf_err pf_sweep(struct pf_run *run, struct pf_engine *e, struct pf_boot *b,
                 c->rows[c->nrows - 1].ip_busbw, oop_wrong + ip_wrong);
         if (i == nsizes - 1)
             rc = keep_rank_seconds(c, all, b->world, err);
+        if (pf_progress_due(&run->progress, pf_now_ms()))
+            pf_progress_say(&run->progress, pf_now_ms(), "%llu of %llu bytes "
+                            "(%d of %d sizes), busbw %.2f GB/s; %.0f s left",
+                            (unsigned long long)sizes[i],
+                            (unsigned long long)sizes[nsizes - 1], i + 1,
+                            nsizes, c->rows[c->nrows - 1].oop_busbw,
+                            (double)pf_ms_left(deadline) / 1000.0);
     }
+    pf_progress_end(&run->progress);
     free(all);
     pf_sweep_summarize(c);
     return rc;

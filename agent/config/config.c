@@ -34,9 +34,10 @@ enum opt_type { OPT_STR, OPT_INT, OPT_DOUBLE, OPT_BOOL, OPT_SIZE, OPT_ENUM,
 #define C_LOCAL (1u << PF_CMD_LOCAL)
 #define C_CATALOG (1u << PF_CMD_CATALOG)
 #define C_VERSION (1u << PF_CMD_VERSION)
+#define C_HISTORY (1u << PF_CMD_HISTORY)
 #define C_CHECKS (C_NODE | C_RUN | C_LOCAL)
 #define C_COLL (C_RUN | C_LOCAL)
-#define C_ALL (C_CHECKS | C_CATALOG | C_VERSION)
+#define C_ALL (C_CHECKS | C_CATALOG | C_VERSION | C_HISTORY)
 
 struct opt_spec {
     const char *key;      /* YAML key; flag = key with '-', env = upper */
@@ -79,14 +80,27 @@ static const struct opt_spec options[] = {
     { "libfabric_path", 0, OPT_STR, F(libfabric_path), 0, 0, NULL, C_CHECKS,
       "libfabric to dlopen (default: /opt/amazon/efa/lib{64,}, then the system's)" },
     /* output */
-    { "json", 0, OPT_BOOL, F(json), 0, 0, NULL, C_CHECKS,
-      "print the JSON report on stdout instead of the table" },
+    { "json", 0, OPT_BOOL, F(json), 0, 0, NULL, C_CHECKS | C_HISTORY,
+      "print the JSON report on stdout instead of the table (history: one "
+      "summary per run)" },
     { "report", 0, OPT_STR, F(report_file), 0, 0, NULL, C_CHECKS,
       "also write the JSON report to this file" },
     { "log_level", 0, OPT_ENUM, F(log_level), 0, 0, "error|warn|info|debug", C_ALL,
       "stderr log level (-v: info, -vv: debug)" },
     { "on_failure", 0, OPT_ENUM, F(on_failure), 0, 0, "fail|continue", C_CHECKS,
       "'continue' exits 0 when validation fails (observe-only)" },
+    { "metrics_textfile", 0, OPT_STR, F(metrics_textfile), 0, 0, NULL, C_CHECKS,
+      "write efa_preflight_* metrics to this *.prom file, atomically, for "
+      "node-exporter's textfile collector" },
+    { "pushgateway", 0, OPT_STR, F(pushgateway), 0, 0, NULL, C_CHECKS,
+      "also push them to this Prometheus Pushgateway URL (job efa_preflight, "
+      "instance: the node)" },
+    { "history_dir", 0, OPT_STR, F(history_dir), 0, 0, NULL, C_CHECKS | C_HISTORY,
+      "keep each run's JSON report in this directory (read by 'history')" },
+    { "history_keep", 0, OPT_INT, F(history_keep), 1, 100000, NULL, C_CHECKS,
+      "reports kept in history_dir; the oldest are removed" },
+    { "progress_interval", 0, OPT_INT, F(progress_interval), 0, 3600, NULL, C_COLL,
+      "seconds between progress lines on stderr in long phases (0: none)" },
     /* collective */
     { "bootstrap", 0, OPT_ENUM, F(bootstrap), 0, 0, "auto|local|static|mpi|k8s", C_RUN,
       "how peers are found (auto: k8s in a pod, mpi under mpirun, else static)" },
@@ -226,6 +240,8 @@ void pf_config_defaults(struct pf_config *cfg)
     cfg->efa_recount_ms = 3000;
     snprintf(cfg->log_level, sizeof(cfg->log_level), "warn");
     snprintf(cfg->on_failure, sizeof(cfg->on_failure), "fail");
+    cfg->history_keep = 100;
+    cfg->progress_interval = 5;
     snprintf(cfg->bootstrap, sizeof(cfg->bootstrap), "auto");
     cfg->ranks = 0;                   /* fit the host (launch/local.c) */
     cfg->rank = -1;
@@ -358,6 +374,24 @@ static pf_err check_text(const struct opt_spec *o, const char *val,
             if (!isalnum((unsigned char)*p) && *p != '_' && *p != ';' && *p != '-')
                 return pf_fail(err, PF_ERR_USAGE, "%s: '%s' is not a provider "
                                "name", where, val);
+        return PF_OK;
+    }
+    if (!strcmp(o->key, "metrics_textfile")) {
+        const char *base = strrchr(val, '/') ? strrchr(val, '/') + 1 : val;
+        /* node-exporter reads only *.prom files of its directory. */
+        if (n && (strlen(base) <= 5 || strcmp(val + n - 5, ".prom")))
+            return pf_fail(err, PF_ERR_USAGE, "%s: '%s' must be a file named "
+                           "*.prom (node-exporter's textfile collector reads "
+                           "no other)", where, val);
+        return PF_OK;
+    }
+    if (!strcmp(o->key, "pushgateway")) {
+        const char *host = !strncmp(val, "http://", 7) ? val + 7
+                           : !strncmp(val, "https://", 8) ? val + 8 : NULL;
+        if (n && (!host || !*host || *host == '/' || strpbrk(val, "?# ")))
+            /* The value is not echoed: it may carry a password. */
+            return pf_fail(err, PF_ERR_USAGE, "%s: not a Pushgateway URL "
+                           "(http[s]://host:port[/path], no query)", where);
         return PF_OK;
     }
     if (!strcmp(o->key, "max_tainted")) {
@@ -893,7 +927,8 @@ static void print_default(const struct opt_spec *o, FILE *out)
 
 void pf_config_usage(enum pf_command cmd, FILE *out)
 {
-    static const char *names[] = { "node", "run", "local", "catalog", "version" };
+    static const char *names[] = { "node", "run", "local", "catalog", "version",
+                                   "history" };
     static const char *types[] = { "TEXT", "N", "X", "", "SIZE", "", "TEXT" };
 
     fprintf(out, "usage: efa-preflight %s [options]\n\noptions "

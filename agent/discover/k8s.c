@@ -40,6 +40,8 @@ struct wait_ctx {
     char missing[PF_ERRLEN];
     char err[PF_ERRLEN];
     pf_err rc;
+    struct pf_progress *progress;     /* lines while waiting */
+    int64_t deadline;
 };
 
 static const char *owner_job(const cJSON *pod)
@@ -161,6 +163,21 @@ static void check_done(struct wait_ctx *w)
     }
 }
 
+/* Between events: say who is still missing, at most once per interval. */
+static void waiting(const struct wait_ctx *w)
+{
+    int have = 0;
+
+    if (!pf_progress_due(w->progress, pf_now_ms()))
+        return;
+    for (int i = 0; i < w->set.n; i++)
+        have += pf_k8s_pod_counts(&w->set.items[i]);
+    pf_progress_say(w->progress, pf_now_ms(), "%d of %d peer pods have a "
+                    "podIP, missing %s; %.0f s left", have, w->world,
+                    w->missing[0] ? w->missing : "(unknown)",
+                    (double)pf_ms_left(w->deadline) / 1000.0);
+}
+
 static bool on_event(void *ctx, const cJSON *ev)
 {
     struct wait_ctx *w = ctx;
@@ -168,6 +185,10 @@ static bool on_event(void *ctx, const cJSON *ev)
     const cJSON *obj = pf_json_at(ev, "object");
     struct pf_k8s_pod p;
 
+    if (!ev) {
+        waiting(w);
+        return true;
+    }
     if (!type || !obj)
         return true;
     w->events++;
@@ -451,8 +472,14 @@ pf_err pf_discover_k8s(struct pf_run *run, char *err)
                 ? "rank 0: listing the group"
                 : "no index label: listing the group");
 
+    w.progress = &run->progress;
+    w.deadline = deadline;
+    pf_progress_begin(&run->progress, w.follower ? "waiting for rank 0"
+                                                 : "waiting for pods",
+                      pf_now_ms());
     rc = wait_for_peers(k, id.ns, w.follower ? watch_sel : selector, &w,
                         deadline, err);
+    pf_progress_end(&run->progress);
     if (rc == PF_ERR_TIMEOUT && w.follower) {
         rc = pf_fail(err, PF_ERR_TIMEOUT,
                      "PeerTimeout: rank 0 had no podIP after %.1f s (selector "

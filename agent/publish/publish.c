@@ -2,17 +2,24 @@
  *   stdout   the table (table.c), or the JSON report with cfg.json;
  *   file     the JSON report, written atomically, with cfg.report_file;
  *   Node     labels, conditions, Event, taint (node.c) in k8s mode with
- *            cfg.publish.
+ *            cfg.publish;
+ *   history  the JSON report again, in cfg.history_dir (history.c);
+ *   metrics  cfg.metrics_textfile and cfg.pushgateway (metrics.c).
  * Under `local` only rank 0 speaks: the other ranks' results reach it
  * through the collective, and N copies of the table would be noise. */
 #include "publish.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "../config/config.h"
 #include "../util/fsutil.h"
 #include "../util/log.h"
 #include "../verdict/verdict.h"
+#include "history.h"
+#include "metrics.h"
+#include "pushgateway.h"
 #include "node.h"
 
 /* A Node write that failed becomes a check of its own, so the table, the
@@ -30,6 +37,41 @@ static void publish_failed(struct pf_run *run, pf_err rc, const char *msg)
     pf_verdict_add(&run->verdict, "publish", "", PF_FAIL, reason, "", "%s",
                    msg);
     pf_verdict_finish(run);
+}
+
+/* History and metrics are for monitoring: a failure is logged and changes
+ * neither the verdict nor the exit code, since the outcome is already on
+ * the Node and in the report, and a stale
+ * efa_preflight_last_run_timestamp_seconds is what alerts watch for. */
+static void publish_monitoring(const struct pf_run *run, const char *json)
+{
+    const struct pf_config *cfg = &run->cfg;
+    char msg[PF_ERRLEN], *text = NULL;
+    struct timespec now;
+
+    clock_gettime(CLOCK_REALTIME, &now);
+    if (cfg->history_dir[0] && json &&
+        pf_history_append(cfg->history_dir, cfg->history_keep, json, &now,
+                          msg) != PF_OK)
+        pf_error("%s", msg);
+    if (!cfg->metrics_textfile[0] && !cfg->pushgateway[0])
+        return;
+    text = pf_metrics_text(run, (double)now.tv_sec + now.tv_nsec / 1e9);
+    if (!text) {
+        pf_error("metrics: out of memory");
+        return;
+    }
+    if (cfg->metrics_textfile[0] &&
+        pf_metrics_write_textfile(cfg->metrics_textfile, text, msg) != PF_OK)
+        pf_error("%s", msg);
+    /* A Pushgateway is the cluster's: a usage error writes nothing there. */
+    if (cfg->pushgateway[0] && run->verdict.cls != PF_CLASS_USAGE &&
+        pf_metrics_push(cfg->pushgateway, cfg->node_name[0] ? cfg->node_name
+                                                            : run->node.hostname,
+                        text, pf_run_deadline(run) + PF_PUBLISH_GRACE_MS,
+                        msg) != PF_OK)
+        pf_error("metrics: %s", msg);
+    free(text);
 }
 
 pf_err pf_publish(struct pf_run *run, bool *node_written, char *err)
@@ -58,7 +100,7 @@ pf_err pf_publish(struct pf_run *run, bool *node_written, char *err)
         }
     }
 
-    if (cfg->json || cfg->report_file[0]) {
+    if (cfg->json || cfg->report_file[0] || cfg->history_dir[0]) {
         json = pf_report_json(run);
         if (!json)
             return pf_fail(err, PF_ERR_NOMEM, "JSON report: out of memory");
@@ -76,6 +118,7 @@ pf_err pf_publish(struct pf_run *run, bool *node_written, char *err)
         if (rc != PF_OK)
             pf_err_prefix(err, "report");
     }
+    publish_monitoring(run, json);
     free(json);
     return rc;
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../collective/straggler.h"
 #include "../probe/hw_counters.h"
 #include "../verdict/verdict.h"
 
@@ -18,6 +19,7 @@ static const char *command_name(enum pf_command c)
     case PF_CMD_LOCAL: return "local";
     case PF_CMD_CATALOG: return "catalog";
     case PF_CMD_VERSION: return "version";
+    case PF_CMD_HISTORY: return "history";
     }
     return "?";
 }
@@ -363,6 +365,33 @@ static cJSON *nics_json(const struct pf_run *run)
     return o;
 }
 
+/* The floor the verdict applied (one rule: pf_coll_floor), the busbw it
+ * judged against it and the message size that busbw was measured at. */
+static cJSON *floor_json(const struct pf_run *run)
+{
+    const struct pf_coll *c = &run->coll;
+    cJSON *o = cJSON_CreateObject();
+    struct pf_floor_rule rule;
+    uint64_t at = 0;
+    double floor = pf_coll_floor(run, &rule);
+    double judged = pf_coll_judged_busbw(c, &rule, &at);
+
+    if (floor > 0)
+        cJSON_AddNumberToObject(o, "busbw_gbps", floor);
+    else
+        cJSON_AddNullToObject(o, "busbw_gbps");
+    cJSON_AddNumberToObject(o, "from_bytes", (double)rule.from_bytes);
+    if (judged >= 0 && at > 0) {
+        cJSON_AddNumberToObject(o, "judged_busbw_gbps", judged);
+        cJSON_AddNumberToObject(o, "bytes", (double)at);
+    } else {
+        cJSON_AddNullToObject(o, "judged_busbw_gbps");
+        cJSON_AddNullToObject(o, "bytes");
+    }
+    add_str(o, "source", rule.src);
+    return o;
+}
+
 static cJSON *collective_json(const struct pf_run *run)
 {
     const struct pf_coll *c = &run->coll;
@@ -404,6 +433,7 @@ static cJSON *collective_json(const struct pf_run *run)
     }
     cJSON_AddNumberToObject(o, "avg_busbw_gbps", c->avg_busbw);
     cJSON_AddNumberToObject(o, "peak_busbw_gbps", c->peak_busbw);
+    cJSON_AddItemToObject(o, "floor", floor_json(run));
     cJSON_AddNumberToObject(o, "wrong_total", (double)c->wrong_total);
     if (c->slow_rank >= 0 && c->nranks > 0)
         cJSON_AddNumberToObject(o, "slow_rank", c->slow_rank);

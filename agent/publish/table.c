@@ -29,6 +29,7 @@ static const char *command_name(enum pf_command c)
     case PF_CMD_LOCAL: return "local";
     case PF_CMD_CATALOG: return "catalog";
     case PF_CMD_VERSION: return "version";
+    case PF_CMD_HISTORY: return "history";
     }
     return "?";
 }

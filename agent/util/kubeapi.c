@@ -717,6 +717,19 @@ static size_t on_watch(char *data, size_t size, size_t n, void *user)
     return len;
 }
 
+/* curl calls this about once a second, data or not: the watcher's tick. */
+static int on_watch_tick(void *user, curl_off_t dt, curl_off_t dn,
+                         curl_off_t ut, curl_off_t un)
+{
+    struct watch_ctx *w = user;
+
+    (void)dt, (void)dn, (void)ut, (void)un;
+    if (w->stopped || w->fn(w->ctx, NULL))
+        return 0;
+    w->stopped = true;
+    return 1;
+}
+
 pf_err pf_kube_watch(struct pf_kube *k, const char *path, int timeout_s,
                      pf_kube_event_fn fn, void *ctx, long *status, char *err)
 {
@@ -742,6 +755,9 @@ pf_err pf_kube_watch(struct pf_kube *k, const char *path, int timeout_s,
     }
     curl_easy_setopt(k->curl, CURLOPT_WRITEFUNCTION, on_watch);
     curl_easy_setopt(k->curl, CURLOPT_WRITEDATA, &w);
+    curl_easy_setopt(k->curl, CURLOPT_XFERINFOFUNCTION, on_watch_tick);
+    curl_easy_setopt(k->curl, CURLOPT_XFERINFODATA, &w);
+    curl_easy_setopt(k->curl, CURLOPT_NOPROGRESS, 0L);
     cc = curl_easy_perform(k->curl);
     free_headers(hdrs);
     curl_easy_setopt(k->curl, CURLOPT_HTTPHEADER, NULL);

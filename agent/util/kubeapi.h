@@ -79,7 +79,9 @@ pf_err pf_kube_get(struct pf_kube *k, const char *path, cJSON **out,
 /* Watch: GET path (which must carry watch=1&timeoutSeconds=N) and hand
  * each event line to fn; fn returns false to stop early. *status is the
  * HTTP status. Ends when the server closes the stream, fn stops it, or
- * timeout_s + 10 s (bounded by the client deadline) pass. */
+ * timeout_s + 10 s (bounded by the client deadline) pass. fn is also
+ * called with event NULL about once a second while the stream is open,
+ * quiet or not, so a waiting caller can report progress. */
 typedef bool (*pf_kube_event_fn)(void *ctx, const cJSON *event);
 pf_err pf_kube_watch(struct pf_kube *k, const char *path, int timeout_s,
                      pf_kube_event_fn fn, void *ctx, long *status,

@@ -15,24 +15,30 @@ void pf_log_set_tag(const char *tag)
     snprintf(log_tag, sizeof(log_tag), "%s", tag ? tag : "");
 }
 
+void pf_log_prefix(char *buf, size_t cap, const char *kind)
+{
+    struct timespec ts;
+    struct tm tm;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    snprintf(buf, cap, "%02d:%02d:%02d.%03ld efa-preflight%s%s%s %s: ",
+             tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000,
+             log_tag[0] ? " [" : "", log_tag, log_tag[0] ? "]" : "", kind);
+}
+
 void pf_log(enum pf_log_level lvl, const char *fmt, ...)
 {
     static const char *names[] = { "error", "warn", "info", "debug" };
-    char line[2048];
-    struct timespec ts;
-    struct tm tm;
+    char prefix[160], line[2048];
     va_list ap;
 
     if (lvl > log_level)
         return;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    gmtime_r(&ts.tv_sec, &tm);
+    pf_log_prefix(prefix, sizeof(prefix), names[lvl]);
     va_start(ap, fmt);
     vsnprintf(line, sizeof(line), fmt, ap);
     va_end(ap);
     /* One fprintf per line so lines from several ranks do not interleave. */
-    fprintf(stderr, "%02d:%02d:%02d.%03ld efa-preflight%s%s%s %s: %s\n",
-            tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000,
-            log_tag[0] ? " [" : "", log_tag, log_tag[0] ? "]" : "",
-            names[lvl], line);
+    fprintf(stderr, "%s%s\n", prefix, line);
 }

@@ -4,12 +4,18 @@
 #ifndef PF_LOG_H
 #define PF_LOG_H
 
+#include <stddef.h>
+
 enum pf_log_level { PF_LOG_ERROR = 0, PF_LOG_WARN, PF_LOG_INFO, PF_LOG_DEBUG };
 
 void pf_log_set_level(enum pf_log_level lvl);
 enum pf_log_level pf_log_get_level(void);
 /* Prefix each line with a tag such as "rank 3" (copied). */
 void pf_log_set_tag(const char *tag);
+
+/* "12:00:01.234 efa-preflight [tag] kind: " into buf: the prefix of every
+ * line, for writers that print lines of their own (util/progress.c). */
+void pf_log_prefix(char *buf, size_t cap, const char *kind);
 
 void pf_log(enum pf_log_level lvl, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -415,6 +415,48 @@ func kindLess(a, b string) bool {
 	return ra == len(installOrder) && a < b
 }
 
+// chartFiles is a chart's .Files, as Helm's loader fills it: every file but
+// Chart.yaml, values.yaml, values.schema.json and what is under templates/
+// and charts/ (the chart has no .helmignore), by path from the chart's root.
+type chartFiles map[string][]byte
+
+// Get returns the file's content, "" when the chart has no such file (as Helm).
+func (f chartFiles) Get(name string) string { return string(f[name]) }
+
+// GetBytes returns the file's content, nil when the chart has no such file.
+func (f chartFiles) GetBytes(name string) []byte { return f[name] }
+
+func loadFiles(chart string) (chartFiles, error) {
+	f := chartFiles{}
+	err := filepath.Walk(chart, func(p string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(chart, p)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if info.IsDir() {
+			if rel == "templates" || rel == "charts" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		switch rel {
+		case "Chart.yaml", "values.yaml", "values.schema.json":
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		f[rel] = data
+		return nil
+	})
+	return f, err
+}
+
 func render(o options) (string, error) {
 	meta, chartObj, err := loadChart(o.chart)
 	if err != nil {
@@ -501,6 +543,10 @@ func render(o options) (string, error) {
 		names = append(names, name)
 	}
 
+	files, err := loadFiles(o.chart)
+	if err != nil {
+		return "", err
+	}
 	top := map[string]interface{}{
 		"Values": vals,
 		"Chart":  chartObj,
@@ -509,7 +555,7 @@ func render(o options) (string, error) {
 			"IsInstall": true, "IsUpgrade": false, "Revision": 1,
 		},
 		"Capabilities": caps,
-		"Files":        map[string]interface{}{},
+		"Files":        files,
 	}
 	var out strings.Builder
 	var docs []manifest

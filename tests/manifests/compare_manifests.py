@@ -184,22 +184,30 @@ def check_values_schema(root, options):
         return
     with open(schema_path) as f:
         schema = json.load(f)
-    with open(template_path) as f:
-        template = f.read()
+    # The DaemonSet's env lives in daemonset.yaml and the partials it
+    # includes (_observability.tpl).
+    template = ""
+    tdir = os.path.dirname(template_path)
+    for name in sorted(os.listdir(tdir)):
+        if name == "daemonset.yaml" or name.endswith(".tpl"):
+            with open(os.path.join(tdir, name)) as f:
+                template += f.read() + "\n"
     specs = agent_option_specs(root)
     if set(specs) != set(options):
         fail("could not read the range of %s in agent/config/config.c"
              % sorted(set(options) - set(specs)))
     props = schema.get("properties", {})
     # Values the template hands to the agent as EFA_PREFLIGHT_<KEY>.
-    passed = re.findall(r"name: EFA_PREFLIGHT_(\w+)\s*\n\s*value: \{\{ \$\.Values\.(\w+)",
+    passed = re.findall(r"name: EFA_PREFLIGHT_(\w+)\s*\n\s*value: \{\{ \$?\.Values\.([\w.]+)",
                         template)
     for env, value in passed:
         key = env.lower()
         if key not in specs:
             continue        # named by check 6
         typ, lo, hi, choices = specs[key]
-        p = props.get(value, {})
+        p = {"properties": props}
+        for part in value.split("."):
+            p = p.get("properties", {}).get(part, {})
         where = "values.schema.json %s (the agent's %s)" % (value, key)
         if typ in ("OPT_INT", "OPT_DOUBLE"):
             if "minimum" not in p or "maximum" not in p:

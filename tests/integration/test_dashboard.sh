@@ -1,0 +1,130 @@
+#!/bin/bash
+# The chart's Grafana dashboard asks only for metrics the agent writes:
+# every metric name in its PromQL (panels and variables) is a family of the
+# textfile a real run writes. The extractor is checked too (names in
+# functions, matchers, grouping and arithmetic found; labels, functions and
+# variables not), and a dashboard naming a metric the agent does not write,
+# or a query selecting none, fails. The chart, rendered with the dashboard
+# on, carries the file unchanged in a ConfigMap, and docs/observability.md
+# lists every family. Port 37110.
+set -u
+root=${PF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+bin=${PF_BIN:-$root/${BUILD:-build}/efa-preflight}
+cd "$root" || exit 1
+dash=charts/efa-preflight/dashboards/efa-preflight.json
+check=tests/manifests/dashboard_metrics.py
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL $*"; exit 1; }
+
+# 1. What the agent writes, from a real run.
+timeout -k 5 60 "$bin" local --ranks 2 --fabric-provider tcp --no-imds \
+    --port 37110 --timeout 30 -e 64K --metrics-textfile "$tmp/efa_preflight.prom" \
+    >/dev/null 2>"$tmp/err" || fail "the agent exited $?: $(cat "$tmp/err")"
+n=$(grep -c '^# TYPE efa_preflight_' "$tmp/efa_preflight.prom")
+[ "$n" -ge 15 ] || fail "the agent wrote $n families"
+
+missing=$(grep -o '^# TYPE efa_preflight_[a-z_]*' "$tmp/efa_preflight.prom" | cut -d' ' -f3 |
+          while read -r m; do grep -q "\`$m\`" docs/observability.md || echo "$m"; done)
+[ -z "$missing" ] || fail "docs/observability.md does not list: $missing"
+echo "ok   the agent writes $n families, each listed in docs/observability.md"
+
+# 2. The dashboard against them.
+python3 "$check" "$dash" "$tmp/efa_preflight.prom" >"$tmp/out" || { cat "$tmp/out"; fail "dashboard"; }
+tail -n 1 "$tmp/out"
+for title in "busbw per node over time" "Nodes by status" "Top reasons" "Per-NIC"; do
+    grep -q "panel '$title" "$tmp/out" || fail "no panel '$title'"
+done
+echo "ok   the dashboard's panels: busbw per node, nodes by status, top reasons, per-NIC"
+
+# 3. The extractor finds what it must and nothing else.
+python3 - "$check" <<'PY' || fail "extractor"
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("dm", sys.argv[1])
+dm = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(dm)
+cases = {
+    'sum by (instance, le) (rate(a_total{job="x",b=~"$v"}[5m])) / on (x) group_left (y) b_gauge':
+        ["a_total", "b_gauge"],
+    'topk(10, count by (reason) (c_info{reason!="a b", instance=~"${instance}"}))': ["c_info"],
+    'time() - d_seconds offset 1h > 2e3 and bool e': ["d_seconds", "e"],
+    'label_values(f_seconds, instance)': ["f_seconds"],
+    'max_over_time(g[1h:5m]) unless h{x="y"} or vector(1)': ["g", "h"],
+}
+bad = 0
+for q, want in cases.items():
+    got = dm.metric_names(q)
+    if got != want:
+        print("FAIL metric_names(%r) = %r, want %r" % (q, got, want)); bad += 1
+sys.exit(1 if bad else 0)
+PY
+echo "ok   the PromQL extractor finds metric names only"
+
+# 4. A dashboard naming an unwritten metric, or selecting none, fails.
+python3 - "$dash" "$tmp" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["panels"][0]["targets"][0]["expr"] = 'count by (status) (efa_preflight_node_status == 1)'
+json.dump(d, open(sys.argv[2] + "/unknown.json", "w"))
+d = json.load(open(sys.argv[1]))
+d["panels"][1]["targets"][0]["expr"] = 'vector(1)'
+json.dump(d, open(sys.argv[2] + "/none.json", "w"))
+PY
+python3 "$check" "$tmp/unknown.json" "$tmp/efa_preflight.prom" >"$tmp/out" &&
+    fail "a dashboard using efa_preflight_node_status passed"
+grep -q "uses efa_preflight_node_status, which the agent does not write" "$tmp/out" ||
+    fail "the failure does not name the metric: $(cat "$tmp/out")"
+python3 "$check" "$tmp/none.json" "$tmp/efa_preflight.prom" >"$tmp/out" &&
+    fail "a query selecting no metric passed"
+grep -q "selects no metric: vector(1)" "$tmp/out" || fail "no 'selects no metric'"
+echo "ok   a dashboard with an unknown metric or an empty query fails, naming it"
+
+# 5. The chart carries the dashboard unchanged (rendered by Helm's own
+#    template engine, tests/helm_render, as test_manifests.sh does).
+python3 -c 'import yaml' 2>/dev/null || { echo "skip: python3-yaml is not installed"; exit 77; }
+command -v go >/dev/null && [ -d /usr/share/gocode/src/github.com/Masterminds/sprig ] \
+    && [ -d /usr/share/gocode/src/sigs.k8s.io/yaml ] \
+    && [ -d /usr/share/gocode/src/github.com/xeipuuv/gojsonschema ] || {
+    echo "skip: the chart renderer needs golang-go golang-github-masterminds-sprig-dev" \
+         "golang-k8s-sigs-yaml-dev golang-github-xeipuuv-gojsonschema-dev (.ci/run installs them)"; exit 77; }
+GO111MODULE=off GOPATH=/usr/share/gocode GOFLAGS= go build -o "$tmp/helm-render" \
+    ./tests/helm_render >"$tmp/go-build.log" 2>&1 || { cat "$tmp/go-build.log"; fail "go build tests/helm_render"; }
+"$tmp/helm-render" charts/efa-preflight --name efa-preflight --namespace efa-preflight --strict \
+    --set image.repository=123456789012.dkr.ecr.us-west-2.amazonaws.com/efa-preflight \
+    -f tests/manifests/fixtures/values-observability.yaml >"$tmp/rendered.yaml" ||
+    fail "the chart does not render with the dashboard on"
+python3 - "$tmp/rendered.yaml" "$dash" <<'PY' || fail "dashboard ConfigMap"
+import json, sys, yaml
+cms = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "ConfigMap"]
+assert len(cms) == 1, "%d ConfigMaps" % len(cms)
+cm = cms[0]
+assert cm["metadata"]["labels"].get("grafana_dashboard") == "1", cm["metadata"]
+assert json.loads(cm["data"]["efa-preflight.json"]) == json.load(open(sys.argv[2]))
+PY
+echo "ok   grafanaDashboard.enabled renders a ConfigMap holding the dashboard as is"
+
+# 6. The DaemonSet and ConfigMap with every observability value on are valid
+#    Kubernetes objects (test_manifests.sh installs the validators).
+if command -v node >/dev/null && [ -d tests/manifests/node_modules/kubernetes-models ]; then
+    node tests/manifests/validate.mjs manifests "$tmp/rendered.yaml" >"$tmp/out" 2>&1 ||
+        { grep -v '^ok ' "$tmp/out"; fail "Kubernetes schemas of the observability render"; }
+    python3 - "$tmp/rendered.yaml" <<'PY' || fail "observability mounts"
+import sys, yaml
+ds = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "DaemonSet"][0]
+spec = ds["spec"]["template"]["spec"]
+c = spec["containers"][0]
+env = {e["name"]: e.get("value") for e in c["env"]}
+mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
+vols = {v["name"]: v.get("hostPath", {}).get("path") for v in spec["volumes"]}
+assert env["EFA_PREFLIGHT_METRICS_TEXTFILE"].startswith(mounts["metrics-textfile"] + "/"), env
+assert env["EFA_PREFLIGHT_METRICS_TEXTFILE"].endswith(".prom"), env
+assert env["EFA_PREFLIGHT_HISTORY_DIR"] == mounts["history"], (env, mounts)
+assert env["EFA_PREFLIGHT_HISTORY_KEEP"] == "30", env
+assert env["EFA_PREFLIGHT_PUSHGATEWAY"] == "http://pushgateway.monitoring:9091", env
+assert vols["metrics-textfile"] == "/var/lib/node_exporter/textfile_collector", vols
+assert vols["history"] == "/var/lib/efa-preflight/history", vols
+PY
+    echo "ok   observability render: valid objects, the env points into the hostPath mounts"
+else
+    echo "note the Kubernetes validators are not installed (test_manifests.sh does that): schemas not checked"
+fi

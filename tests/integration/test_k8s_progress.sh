@@ -1,0 +1,26 @@
+#!/bin/bash
+# k8s discovery says who it waits for while the pod watch is quiet: a
+# 2-pod JobSet whose 2nd pod was never created; the agent that exists, at
+# the default log level with --progress-interval 2 and --timeout 9, prints
+# progress lines naming the missing pod while no watch event arrives, then
+# exits 3 (PeerTimeout) as before. Fake API server (tests/fake_apiserver).
+set -u
+. "$PF_ROOT/tests/fake_apiserver/lib.sh"
+pfk8s_init
+T=$PFK8S_TMP
+
+pfk8s_jobset_objects "$T/objects.json" 0:127.0.0.1 1:x
+pfk8s_server 127.0.0.1 "$T/objects.json"
+
+"$PF_BIN" run --api-server "https://127.0.0.1:$PFK8S_API_PORT" \
+    --token-file "$T/token" --ca-file "$T/certs/ca.crt" \
+    --pod-name train-workers-0-0-p0 --namespace ml --port "$PFK8S_RDV_PORT" \
+    --fabric-provider tcp --engine host --timeout 9 --no-imds \
+    --progress-interval 2 --no-publish >"$T/out/a.stdout" 2>"$T/out/a.stderr"
+rc=$?
+[ $rc -eq 3 ] || { cat "$T/out/a.stderr"; pfk8s_die "agent exit $rc, want 3"; }
+n=$(grep -c 'progress: waiting for pods: 1 of 2 peer pods have a podIP, missing train-workers-1-0-\* (rank 1, not created); [0-9]* s left' "$T/out/a.stderr")
+[ "$n" -ge 3 ] || { cat "$T/out/a.stderr"; pfk8s_die "$n progress lines naming the missing pod in 9 s, want >= 3"; }
+grep -q $'\r' "$T/out/a.stderr" && pfk8s_die "a carriage return on a stderr that is no terminal"
+echo "ok   $n progress lines naming train-workers-1-0-* while the watch was quiet, e.g.:"
+grep -m1 'progress:' "$T/out/a.stderr" | sed 's/^/     /'

@@ -1,0 +1,220 @@
+#!/bin/bash
+# Metrics against the real parts (Debian's prometheus, prometheus-node-exporter,
+# prometheus-pushgateway), on loopback: a local run that fails its floor
+# (a reason to carry, an instance type that needs escaping) writes
+# --metrics-textfile into node-exporter's textfile directory and pushes
+# to a Pushgateway; Prometheus scrapes both. Every efa_preflight_* value
+# Prometheus' HTTP API returns equals the JSON report's, from both paths;
+# `promtool check metrics` passes on the file; a second run replaces the
+# Pushgateway group rather than adding to it. Ports 39090, 39091, 39100.
+set -u
+root=${PF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+bin=${PF_BIN:-$root/${BUILD:-build}/efa-preflight}
+for b in prometheus promtool prometheus-node-exporter prometheus-pushgateway; do
+    command -v $b >/dev/null || {
+        echo "skip: $b is not installed (apt-get install prometheus prometheus-node-exporter prometheus-pushgateway)"
+        exit 77; }
+done
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+    for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail() {
+    echo "FAIL $*"
+    for f in "$tmp"/*.log; do [ -f "$f" ] && { echo "--- $f"; tail -n 8 "$f"; }; done
+    exit 1
+}
+PROM=127.0.0.1:39090 PGW=127.0.0.1:39091 NE=127.0.0.1:39100
+
+# wait_http URL SECONDS: until it answers 200.
+wait_http() {
+    local end=$(( $(date +%s) + $2 ))
+    while [ "$(date +%s)" -lt $end ]; do
+        curl -fsS -o /dev/null --max-time 2 "$1" 2>/dev/null && return 0
+        sleep 0.3
+    done
+    return 1
+}
+
+mkdir -p "$tmp/textfile" "$tmp/tsdb"
+prometheus-pushgateway --web.listen-address=$PGW >"$tmp/pushgateway.log" 2>&1 &
+pids+=($!)
+prometheus-node-exporter --web.listen-address=$NE --collector.disable-defaults \
+    --collector.textfile --collector.textfile.directory="$tmp/textfile" \
+    >"$tmp/node-exporter.log" 2>&1 &
+pids+=($!)
+cat >"$tmp/prometheus.yml" <<EOF
+global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+scrape_configs:
+  - job_name: node
+    static_configs: [{targets: ["$NE"]}]
+  - job_name: pushgateway
+    honor_labels: true
+    static_configs: [{targets: ["$PGW"]}]
+EOF
+promtool check config "$tmp/prometheus.yml" >"$tmp/promtool-config.log" 2>&1 ||
+    fail "promtool check config refuses the test's own config"
+prometheus --config.file="$tmp/prometheus.yml" --storage.tsdb.path="$tmp/tsdb" \
+    --web.listen-address=$PROM >"$tmp/prometheus.log" 2>&1 &
+pids+=($!)
+for u in "http://$PGW/-/ready" "http://$NE/metrics" "http://$PROM/-/ready"; do
+    wait_http "$u" 30 || fail "$u did not come up within 30 s"
+done
+echo "ok   pushgateway, node-exporter and prometheus up on loopback"
+
+run_agent() {   # run_agent REPORT [more options]
+    local report=$1; shift
+    timeout -k 5 60 "$bin" local --ranks 2 --fabric-provider tcp --no-imds \
+        --port 0 --timeout 40 -e 1M --min-busbw-gbps 1000 --instance-type 'p5"x\y' \
+        --metrics-textfile "$tmp/textfile/efa_preflight.prom" \
+        --pushgateway "http://$PGW" --report "$report" "$@" \
+        >"$tmp/agent-out.log" 2>"$tmp/agent-err.log"
+}
+run_agent "$tmp/r.json"
+rc=$?
+[ $rc -eq 1 ] || fail "the agent exited $rc, want 1 (busbw below a 1000 GB/s floor)"
+grep -q 'error' "$tmp/agent-err.log" && fail "the agent logged an error: $(grep error "$tmp/agent-err.log")"
+ls "$tmp/textfile" | grep -qv '^efa_preflight.prom$' && fail "files other than the .prom left: $(ls "$tmp/textfile")"
+promtool check metrics <"$tmp/textfile/efa_preflight.prom" >"$tmp/promtool.log" 2>&1 ||
+    fail "promtool check metrics: $(cat "$tmp/promtool.log")"
+echo "ok   promtool check metrics passes on the textfile ($(grep -c '^# TYPE' "$tmp/textfile/efa_preflight.prom") families)"
+"$bin" reasons --json >"$tmp/reasons.json"
+
+# compare REPORT: wait (bounded) until Prometheus has scraped this run from
+# both paths, then check every value against the report.
+compare() {
+python3 - "$1" "$tmp/reasons.json" "$tmp/textfile/efa_preflight.prom" "$PROM" <<'PY'
+import calendar, json, re, sys, time, urllib.parse, urllib.request
+report, reasons, textfile, prom = sys.argv[1:]
+r = json.load(open(report))
+rows = r["collective"]["rows"]
+label_of = {x["reason"]: x["status_label"] or "usage" for x in json.load(open(reasons))}
+status = label_of[r["verdict"]["reason"]] if r["verdict"]["reason"] else "pass"
+started = calendar.timegm(time.strptime(r["started_at"], "%Y-%m-%dT%H:%M:%SZ"))
+
+def query(q):
+    url = "http://%s/api/v1/query?%s" % (prom, urllib.parse.urlencode({"query": q}))
+    with urllib.request.urlopen(url, timeout=5) as f:
+        d = json.load(f)
+    assert d["status"] == "success", d
+    return d["data"]["result"]
+
+# Both paths must show this run (its timestamp is after the report's
+# start): the scrape job "node" for the textfile, and the pushed grouping
+# key job="efa_preflight", which honor_labels keeps.
+deadline = time.time() + 40
+while True:
+    got = query('efa_preflight_last_run_timestamp_seconds >= %d' % started)
+    if {s["metric"]["job"] for s in got} == {"node", "efa_preflight"}:
+        break
+    if time.time() > deadline:
+        sys.exit("FAIL Prometheus did not show the run from both jobs within 40 s: %s" % got)
+    time.sleep(0.5)
+
+want = {}   # (name, frozenset(labels)) -> value
+def w(name, value, **labels):
+    want[(name, frozenset(labels.items()))] = float(value)
+w("efa_preflight_exit_code", r["verdict"]["exit_code"])
+for s in ("pass", "warn", "fail", "error", "usage"):
+    w("efa_preflight_status", s == status, status=s)
+w("efa_preflight_verdict_info", 1, reason=r["verdict"]["reason"] or "",
+  **{"class": r["verdict"]["class"]}, command=r["command"],
+  instance_type=r["node"]["instance_type"], version=r["tool"]["version"])
+for row in rows:
+    for p in ("out_of_place", "in_place"):
+        w("efa_preflight_busbw_bytes_per_second", row[p]["busbw_gbps"] * 1e9,
+          bytes=str(row["bytes"]), placement=p)
+c = r["collective"]
+w("efa_preflight_busbw_peak_bytes_per_second", c["peak_busbw_gbps"] * 1e9)
+w("efa_preflight_busbw_average_bytes_per_second", c["avg_busbw_gbps"] * 1e9)
+w("efa_preflight_busbw_floor_bytes_per_second", c["floor"]["busbw_gbps"] * 1e9)
+w("efa_preflight_busbw_judged_bytes_per_second", c["floor"]["judged_busbw_gbps"] * 1e9)
+w("efa_preflight_busbw_floor_message_size_bytes", c["floor"]["bytes"])
+w("efa_preflight_collective_duration_seconds", c["wall_s"])
+w("efa_preflight_collective_wrong_elements", c["wrong_total"])
+w("efa_preflight_collective_ranks", c["nranks"])
+w("efa_preflight_collective_nodes", c["nnodes"])
+w("efa_preflight_efa_devices", r["node"]["efa"]["count"])
+
+names = sorted(set(re.findall(r"^# TYPE (\S+) gauge$", open(textfile).read(), re.M)))
+bad = 0
+for job in ("node", "efa_preflight"):
+    have = {}
+    for s in query('{__name__=~"efa_preflight_.*", job="%s"}' % job):
+        m = dict(s["metric"])
+        name = m.pop("__name__")
+        inst = m.pop("instance")
+        m.pop("job")
+        if job == "efa_preflight" and inst != r["node"]["hostname"]:
+            print("FAIL pushgateway: instance %r, want the node %r" % (inst, r["node"]["hostname"])); bad += 1
+        have[(name, frozenset(m.items()))] = float(s["value"][1])
+    for k, v in want.items():
+        if k not in have:
+            print("FAIL %s: %s%s missing" % (job, k[0], dict(k[1]))); bad += 1
+        elif abs(have[k] - v) > 1e-9 * max(1.0, abs(v)):
+            print("FAIL %s: %s%s = %r, the report says %r" % (job, k[0], dict(k[1]), have[k], v)); bad += 1
+    # Every family with a sample in the file reached Prometheus.
+    for n in names:
+        if any(k[0] == n for k in want) and not any(k[0] == n for k in have):
+            print("FAIL %s: family %s never arrived" % (job, n)); bad += 1
+    ts = have[("efa_preflight_last_run_timestamp_seconds", frozenset())]
+    dur = have[("efa_preflight_run_duration_seconds", frozenset())]
+    if not (started <= ts <= started + dur + 5 and 0 < dur < 60):
+        print("FAIL %s: last run at %r after %r s; the report started at %d" % (job, ts, dur, started)); bad += 1
+    print("ok   %s: %d efa_preflight series, %d checked against the report" % (job, len(have), len(want)))
+sys.exit(1 if bad else 0)
+PY
+}
+compare "$tmp/r.json" || fail "Prometheus' values differ from the report"
+
+# A second run replaces the Pushgateway's group (PUT) and the textfile.
+run_agent "$tmp/r2.json" --min-busbw-gbps 0.000001
+rc=$?
+[ $rc -eq 0 ] || fail "the second run exited $rc, want 0"
+compare "$tmp/r2.json" || fail "after the second run, Prometheus' values differ from its report"
+n=$(curl -fsS "http://$PGW/metrics" | grep -c '^efa_preflight_exit_code{')
+[ "$n" -eq 1 ] || fail "the Pushgateway holds $n groups of efa_preflight_exit_code, want 1"
+echo "ok   a second run (pass) replaced both: Prometheus shows its values"
+
+# Every query of the chart's dashboard runs on this Prometheus; those of
+# the main panels return data.
+python3 - "$root/charts/efa-preflight/dashboards/efa-preflight.json" "$PROM" <<'PY' || fail "dashboard queries on Prometheus"
+import json, re, sys, urllib.parse, urllib.request
+dash, prom = sys.argv[1:]
+d = json.load(open(dash))
+must = {"Nodes by status", "Top reasons", "busbw per node over time", "Floor margin per node",
+        "busbw by message size", "Time since last validation"}
+bad = n = 0
+for p in d["panels"]:
+    for t in p["targets"]:
+        q = re.sub(r"\$\{?instance\}?", ".*", t["expr"])
+        url = "http://%s/api/v1/query?%s" % (prom, urllib.parse.urlencode({"query": q}))
+        try:
+            with urllib.request.urlopen(url, timeout=5) as f:
+                r = json.load(f)
+        except Exception as e:
+            print("FAIL panel %r: %s: %s" % (p["title"], q, e)); bad += 1; continue
+        n += 1
+        if r["status"] != "success":
+            print("FAIL panel %r: %s: %s" % (p["title"], q, r)); bad += 1
+        elif p["title"] in must and t["refId"] == "A" and not r["data"]["result"]:
+            print("FAIL panel %r returns nothing: %s" % (p["title"], q)); bad += 1
+print("ok   %d dashboard queries run on Prometheus; the main panels have data" % n)
+sys.exit(1 if bad else 0)
+PY
+
+# An unreachable Pushgateway is logged and changes nothing else.
+timeout -k 5 60 "$bin" local --ranks 2 --fabric-provider tcp --no-imds --port 0 --timeout 20 \
+    -e 64K --pushgateway "http://user:pw@127.0.0.1:1" >"$tmp/out3.log" 2>"$tmp/err3.log"
+rc=$?
+[ $rc -eq 0 ] || fail "a run with an unreachable Pushgateway exited $rc, want 0"
+grep -q 'error: metrics: Pushgateway http://127.0.0.1:1/metrics/job/efa_preflight/instance' "$tmp/err3.log" ||
+    fail "no error naming the Pushgateway: $(cat "$tmp/err3.log")"
+grep -q 'pw@' "$tmp/err3.log" && fail "the password was logged"
+echo "ok   an unreachable Pushgateway: error logged without the password, exit code unchanged"

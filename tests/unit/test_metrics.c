@@ -1,0 +1,250 @@
+/* publish/metrics: the exposition text (every family's HELP/TYPE, one-hot
+ * status, labels escaped, units converted, samples only where the run has
+ * them), the Pushgateway URL and the push's failure messages. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config/catalog.h"
+#include "config/config.h"
+#include "publish/metrics.h"
+#include "publish/pushgateway.h"
+#include "util/clock.h"
+#include "verdict/verdict.h"
+
+static struct pf_run *node_run(void)
+{
+    struct pf_run *run = calloc(1, sizeof(*run));
+    char err[PF_ERRLEN];
+
+    cr_assert_not_null(run);
+    cr_assert_eq(pf_catalog_load(&run->catalog, "", err), PF_OK, "%s", err);
+    pf_config_defaults(&run->cfg);
+    run->cfg.command = PF_CMD_NODE;
+    snprintf(run->node.instance_type, sizeof(run->node.instance_type),
+             "p5.48xlarge");
+    run->instance = pf_catalog_find(&run->catalog, "p5.48xlarge");
+    run->node.efa_count = 2;
+    run->node.efa_module_loaded = true;
+    snprintf(run->node.efa[0].name, sizeof(run->node.efa[0].name), "rdmap16s27");
+    run->node.efa[0].port_active = true;
+    snprintf(run->node.efa[1].name, sizeof(run->node.efa[1].name), "rdmap17s27");
+    run->node.efa[1].port_active = false;
+    run->coll.slow_rank = -1;
+    pf_verdict_node(run);
+    pf_verdict_finish(run);
+    return run;
+}
+
+/* Two sizes of a 2-node host-engine run on p5, floor 100 GB/s. */
+static void add_collective(struct pf_run *run)
+{
+    struct pf_coll *c = &run->coll;
+
+    run->cfg.command = PF_CMD_RUN;
+    run->cfg.min_busbw_gbps = 100;
+    c->ran = true;
+    snprintf(c->engine, sizeof(c->engine), "host");
+    c->nranks = 2;
+    c->nnodes = 2;
+    c->nrows = 2;
+    c->rows[0] = (struct pf_row){ .bytes = 1024, .oop_busbw = 1.5,
+                                  .ip_busbw = 1.25 };
+    c->rows[1] = (struct pf_row){ .bytes = 64u << 20, .oop_busbw = 120.5,
+                                  .ip_busbw = 121.75 };
+    c->avg_busbw = 61.25;
+    c->peak_busbw = 121.75;
+    c->wall_s = 3.5;
+}
+
+static const char *line_of(const char *text, const char *start)
+{
+    for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+        if (!strncmp(p, start, strlen(start)))
+            return p;
+    return NULL;
+}
+
+/* The value of the sample line that starts with start, or NaN. */
+static double value_of(const char *text, const char *start)
+{
+    const char *l = line_of(text, start);
+    const char *sp;
+
+    if (!l)
+        return NAN;
+    sp = strchr(l + strlen(start), ' ');
+    return sp ? strtod(sp + 1, NULL) : NAN;
+}
+
+Test(metrics, every_family_has_help_and_type_even_without_samples)
+{
+    struct pf_run *run = node_run();
+    char *text = pf_metrics_text(run, 1700000000.5);
+    char want[256];
+    size_t n = 0;
+
+    cr_assert_not_null(text);
+    for (const char *name; (name = pf_metrics_family(n)); n++) {
+        snprintf(want, sizeof(want), "# HELP %s ", name);
+        cr_assert_not_null(line_of(text, want), "no HELP for %s", name);
+        snprintf(want, sizeof(want), "# TYPE %s gauge\n", name);
+        cr_assert_not_null(strstr(text, want), "no TYPE for %s", name);
+        cr_assert(!strncmp(name, "efa_preflight_", 14), "%s", name);
+    }
+    cr_assert_geq(n, 15);
+    /* A node run has no collective: the families are there, samples not. */
+    cr_assert_null(line_of(text, "efa_preflight_busbw_peak_bytes_per_second "));
+    cr_assert_null(line_of(text, "efa_preflight_collective_ranks "));
+    cr_assert_eq(value_of(text, "efa_preflight_last_run_timestamp_seconds"),
+                 1700000000.5);
+    cr_assert_eq(text[strlen(text) - 1], '\n');
+    free(text);
+    pf_catalog_free(&run->catalog);
+    free(run);
+}
+
+Test(metrics, status_is_one_hot_and_verdict_labels_carry_reason_and_class)
+{
+    struct pf_run *run = node_run();
+    char *text = pf_metrics_text(run, 1);
+    int ones = 0;
+
+    /* Two EFA devices of p5's 32: a node failure. */
+    cr_assert_eq(run->verdict.cls, PF_CLASS_NODE);
+    for (const char *s = text; (s = strstr(s, "\nefa_preflight_status{")); s++)
+        ones += strstr(s, "} 1\n") == strchr(s, '}');
+    cr_assert_eq(ones, 1);
+    cr_assert_eq(value_of(text, "efa_preflight_status{status=\"fail\"}"), 1);
+    cr_assert_eq(value_of(text, "efa_preflight_status{status=\"pass\"}"), 0);
+    cr_assert_eq(value_of(text, "efa_preflight_exit_code"), 1);
+    cr_assert_not_null(strstr(text, "efa_preflight_verdict_info{reason=\""
+                                    "EFADeviceCountMismatch\",class=\"node\","
+                                    "command=\"node\",instance_type=\""
+                                    "p5.48xlarge\",version=\"" PF_VERSION
+                                    "\"} 1\n"), "%s", text);
+    cr_assert_eq(value_of(text, "efa_preflight_efa_devices_expected"), 32);
+    cr_assert_eq(value_of(text, "efa_preflight_efa_port_up{device=\"rdmap16s27\"}"), 1);
+    cr_assert_eq(value_of(text, "efa_preflight_efa_port_up{device=\"rdmap17s27\"}"), 0);
+    free(text);
+    pf_catalog_free(&run->catalog);
+    free(run);
+}
+
+Test(metrics, busbw_in_bytes_per_second_per_size_with_the_floor)
+{
+    struct pf_run *run = node_run();
+    char *text;
+
+    add_collective(run);
+    text = pf_metrics_text(run, 1);
+    cr_assert_eq(value_of(text, "efa_preflight_busbw_bytes_per_second{bytes="
+                                "\"67108864\",placement=\"out_of_place\"}"),
+                 120.5e9);
+    cr_assert_eq(value_of(text, "efa_preflight_busbw_bytes_per_second{bytes="
+                                "\"1024\",placement=\"in_place\"}"), 1.25e9);
+    cr_assert_eq(value_of(text, "efa_preflight_busbw_peak_bytes_per_second"),
+                 121.75e9);
+    cr_assert_eq(value_of(text, "efa_preflight_busbw_average_bytes_per_second"),
+                 61.25e9);
+    cr_assert_eq(value_of(text, "efa_preflight_busbw_floor_bytes_per_second"),
+                 100e9);
+    cr_assert_eq(value_of(text, "efa_preflight_busbw_judged_bytes_per_second"),
+                 121.75e9);
+    cr_assert_eq(value_of(text, "efa_preflight_busbw_floor_message_size_bytes"),
+                 67108864);
+    free(text);
+    /* A floor from 1 KiB on: the best row at or above it is judged. */
+    run->cfg.min_busbw_from_bytes = 1024;
+    run->coll.rows[1].oop_busbw = run->coll.rows[1].ip_busbw = 0.5;
+    text = pf_metrics_text(run, 1);
+    cr_assert_eq(value_of(text, "efa_preflight_busbw_judged_bytes_per_second"),
+                 1.5e9, "%s", text);
+    cr_assert_eq(value_of(text, "efa_preflight_busbw_floor_message_size_bytes"),
+                 1024);
+    cr_assert_eq(value_of(text, "efa_preflight_collective_duration_seconds"), 3.5);
+    cr_assert_eq(value_of(text, "efa_preflight_collective_nodes"), 2);
+    free(text);
+    pf_catalog_free(&run->catalog);
+    free(run);
+}
+
+Test(metrics, label_values_are_escaped)
+{
+    struct pf_run *run = node_run();
+    char out[64], *text;
+
+    cr_assert(pf_metrics_escape("a\\b\"c\nd", out, sizeof(out)));
+    cr_assert_str_eq(out, "a\\\\b\\\"c\\nd");
+    cr_assert_not(pf_metrics_escape("\"\"\"", out, 6), "6 bytes hold 5 chars");
+    cr_assert(pf_metrics_escape("\"\"", out, 5));
+    snprintf(run->node.instance_type, sizeof(run->node.instance_type),
+             "p\"5\\x\ny");
+    text = pf_metrics_text(run, 1);
+    cr_assert_not_null(strstr(text, "instance_type=\"p\\\"5\\\\x\\ny\""),
+                       "%s", text);
+    free(text);
+    pf_catalog_free(&run->catalog);
+    free(run);
+}
+
+Test(metrics, pushgateway_url_groups_by_job_and_instance)
+{
+    char url[512], err[PF_ERRLEN];
+
+    cr_assert_eq(pf_metrics_push_url("http://pgw:9091/", "ip-10-0-0-7.ec2",
+                                     url, sizeof(url), err), PF_OK);
+    cr_assert_str_eq(url, "http://pgw:9091/metrics/job/efa_preflight/"
+                          "instance/ip-10-0-0-7.ec2");
+    /* '/' and other characters: Pushgateway's base64url form. */
+    cr_assert_eq(pf_metrics_push_url("http://pgw:9091", "a/b", url,
+                                     sizeof(url), err), PF_OK);
+    cr_assert_str_eq(url, "http://pgw:9091/metrics/job/efa_preflight/"
+                          "instance@base64/YS9i");
+    cr_assert_eq(pf_metrics_push_url("http://pgw:9091", "", url, sizeof(url),
+                                     err), PF_OK);
+    cr_assert_str_eq(url, "http://pgw:9091/metrics/job/efa_preflight/"
+                          "instance@base64/=");
+    cr_assert_eq(pf_metrics_push_url("http://pgw:9091", "node", url, 20, err),
+                 PF_ERR_USAGE);
+}
+
+Test(metrics, failed_push_names_the_url_without_its_password)
+{
+    char err[PF_ERRLEN];
+    pf_err rc;
+
+    /* Port 1 on loopback: nothing listens. */
+    rc = pf_metrics_push("http://alice:s3cret@127.0.0.1:1", "node", "x 1\n",
+                         pf_deadline_in(5000), err);
+    cr_assert_eq(rc, PF_ERR_IO, "%s", err);
+    cr_assert_not_null(strstr(err, "http://127.0.0.1:1/metrics/job/"), "%s", err);
+    cr_assert_null(strstr(err, "s3cret"), "%s", err);
+    cr_assert_null(strstr(err, "alice"), "%s", err);
+    rc = pf_metrics_push("http://127.0.0.1:1", "node", "x 1\n",
+                         pf_now_ms() - 1, err);
+    cr_assert_eq(rc, PF_ERR_TIMEOUT, "%s", err);
+}
+
+Test(metrics, config_refuses_a_textfile_node_exporter_would_not_read)
+{
+    struct pf_config cfg;
+    char *bad[] = { "local", "--metrics-textfile", "/var/lib/x/efa.txt", NULL };
+    char *url[] = { "local", "--pushgateway", "ftp://u:pw@h", NULL };
+    char *good[] = { "local", "--metrics-textfile", "/d/efa_preflight.prom",
+                     "--pushgateway", "http://pgw:9091", NULL };
+    char err[PF_ERRLEN];
+    bool help;
+
+    cr_assert_eq(pf_config_load(&cfg, PF_CMD_LOCAL, 3, bad, NULL, &help, err),
+                 PF_ERR_USAGE);
+    cr_assert_not_null(strstr(err, "*.prom"), "%s", err);
+    cr_assert_eq(pf_config_load(&cfg, PF_CMD_LOCAL, 3, url, NULL, &help, err),
+                 PF_ERR_USAGE);
+    cr_assert_null(strstr(err, "pw"), "the message echoes the URL: %s", err);
+    cr_assert_eq(pf_config_load(&cfg, PF_CMD_LOCAL, 5, good, NULL, &help, err),
+                 PF_OK, "%s", err);
+    cr_assert_str_eq(cfg.pushgateway, "http://pgw:9091");
+}
