@@ -125,7 +125,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         __builtin_trap();
     for (int i = 0; i < run.verdict.n; i++) {
         const cJSON *c = cJSON_GetArrayItem(checks, i);
-        same(c, "reason", run.verdict.checks[i].reason);
+        same(c, "reason", pf_reason_name(run.verdict.checks[i].reason));
         same(c, "message", run.verdict.checks[i].message);
     }
     cJSON_Delete(doc);

@@ -341,3 +341,27 @@ Test(k8s_publish, hyperpod_recovery_label_only_when_asked)
     cJSON_Delete(p);
     free(run);
 }
+
+/* A localised corruption: the Event on the culprit's Node names the rank,
+ * pod and node, as its condition does. */
+Test(k8s_publish, event_names_the_corrupting_rank_pod_and_node)
+{
+    struct pf_run *run = calloc(1, sizeof(*run));
+    cJSON *ev;
+
+    snprintf(run->cfg.label_prefix, sizeof(run->cfg.label_prefix), "efa-preflight.io/");
+    pf_verdict_add(&run->verdict, "data", PF_COND_FABRIC, PF_FAIL,
+                   PF_R_DataCorruption, "",
+                   "this node (rank 2, pod train-2, node-c, 10.0.0.12) corrupts "
+                   "data: 186 wrong elements");
+    pf_verdict_finish(run);
+    ev = pf_node_event(run, "node-c", "uid", "train-2", "2026-11-24T01:02:03Z",
+                       "node-c.1", NULL);
+    cr_assert_str_eq(pf_json_str(ev, "type"), "Warning");
+    cr_assert_str_eq(pf_json_str(ev, "reason"), "DataCorruption");
+    cr_assert(strstr(pf_json_str(ev, "message"),
+                     "rank 2, pod train-2, node-c, 10.0.0.12"), "%s",
+              pf_json_str(ev, "message"));
+    cJSON_Delete(ev);
+    free(run);
+}
