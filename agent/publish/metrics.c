@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../collective/straggler.h"
+#include "../probe/hw_counters.h"
 #include "../util/clock.h"
 #include "../util/fsutil.h"
 
@@ -19,7 +20,8 @@
 enum fam {
     F_LAST_RUN, F_DURATION, F_STATUS, F_EXIT, F_VERDICT, F_BUSBW, F_PEAK,
     F_AVG, F_JUDGED, F_FLOOR, F_FLOOR_SIZE, F_COLL_DURATION, F_WRONG, F_RANKS,
-    F_NODES, F_EFA, F_EFA_EXPECTED, F_PORT_UP, F_COUNT
+    F_NODES, F_EFA, F_EFA_EXPECTED, F_PORT_UP, F_NIC_BYTES, F_NIC_ERRORS,
+    F_NIC_ERROR_EVENTS, F_COUNT
 };
 
 static const struct {
@@ -72,6 +74,16 @@ static const struct {
                          "when unknown." },
     [F_PORT_UP] = { "efa_preflight_efa_port_up",
                     "1 when the EFA device's port is ACTIVE, per device." },
+    [F_NIC_BYTES] = { "efa_preflight_nic_sweep_bytes",
+                      "Bytes each EFA device moved during the sweep, from its "
+                      "hardware counters (tx + rx)." },
+    [F_NIC_ERRORS] = { "efa_preflight_nic_errors",
+                       "Rise of each EFA device's error counters during the "
+                       "collective (sweep and re-test), summed." },
+    [F_NIC_ERROR_EVENTS] = { "efa_preflight_nic_error_events",
+                             "Rise of one error counter (label counter) of an "
+                             "EFA device during the collective; only counters "
+                             "that rose." },
 };
 
 const char *pf_metrics_family(size_t i)
@@ -292,9 +304,67 @@ static void collective_metrics(struct mbuf *b, const struct pf_run *run)
         sample(b, F_NODES, NULL, c->nnodes);
 }
 
-/* Per NIC: the port state the probe read. The collective's per-NIC
- * hardware counter deltas belong beside it, one family per counter with
- * the same device label, once pf_coll carries them. */
+/* Per NIC, from the hardware counters read around the collective
+ * (collective/nics.h), as the report's collective.nics.devices has them:
+ * the sweep's bytes, and error counters summed over every window where
+ * each was present in all. Nothing when the counters were not read. */
+static bool error_rise(const struct pf_nics *s, int i, enum pf_hwc c,
+                       uint64_t *sum)
+{
+    *sum = 0;
+    if (!pf_hwc_is_error(c))
+        return false;
+    for (int w = 0; w < s->nwin; w++) {
+        if (!(s->win[w].nic[i].present & (1u << c)))
+            return false;
+        *sum += s->win[w].nic[i].d[c];
+    }
+    return true;
+}
+
+static void nic_counter_metrics(struct mbuf *b, const struct pf_run *run)
+{
+    const struct pf_nics *s = &run->coll.nics;
+    bool read = s->read && s->nwin > 0;
+
+    head(b, F_NIC_BYTES);
+    for (int i = 0; read && i < s->n && i < PF_MAX_EFA; i++) {
+        bool known;
+        uint64_t bytes = pf_hwc_bytes(s->win[0].nic[i].d,
+                                      s->win[0].nic[i].present, &known);
+        if (known)
+            sample(b, F_NIC_BYTES, (const char *[]){ "device",
+                   run->node.efa[i].name, NULL }, (double)bytes);
+    }
+    head(b, F_NIC_ERRORS);
+    for (int i = 0; read && i < s->n && i < PF_MAX_EFA; i++) {
+        uint64_t total = 0;
+        bool any = false;
+        for (int c = 0; c < PF_HWC_COUNT; c++) {
+            uint64_t sum;
+            if (error_rise(s, i, (enum pf_hwc)c, &sum)) {
+                any = true;
+                total += sum;
+            }
+        }
+        if (any)
+            sample(b, F_NIC_ERRORS, (const char *[]){ "device",
+                   run->node.efa[i].name, NULL }, (double)total);
+    }
+    head(b, F_NIC_ERROR_EVENTS);
+    for (int i = 0; read && i < s->n && i < PF_MAX_EFA; i++) {
+        for (int c = 0; c < PF_HWC_COUNT; c++) {
+            uint64_t sum;
+            if (error_rise(s, i, (enum pf_hwc)c, &sum) && sum > 0)
+                sample(b, F_NIC_ERROR_EVENTS, (const char *[]){
+                       "device", run->node.efa[i].name,
+                       "counter", pf_hwc_name((enum pf_hwc)c), NULL },
+                       (double)sum);
+        }
+    }
+}
+
+/* Per NIC: the port state the probe read, then the counters' deltas. */
 static void nic_metrics(struct mbuf *b, const struct pf_run *run)
 {
     const struct pf_node *n = &run->node;
@@ -309,6 +379,7 @@ static void nic_metrics(struct mbuf *b, const struct pf_run *run)
     for (int i = 0; i < stored; i++)
         sample(b, F_PORT_UP, (const char *[]){ "device", n->efa[i].name, NULL },
                n->efa[i].port_active);
+    nic_counter_metrics(b, run);
 }
 
 char *pf_metrics_text(const struct pf_run *run, double now_s)

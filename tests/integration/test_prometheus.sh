@@ -6,7 +6,9 @@
 # to a Pushgateway; Prometheus scrapes both. Every efa_preflight_* value
 # Prometheus' HTTP API returns equals the JSON report's, from both paths;
 # `promtool check metrics` passes on the file; a second run replaces the
-# Pushgateway group rather than adding to it. Ports 39090, 39091, 39100.
+# Pushgateway group rather than adding to it; a run on a fixture tree whose
+# NIC counters move carries the per-NIC deltas through both paths; every
+# dashboard query runs. Ports 39090, 39091, 39100.
 set -u
 root=${PF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 bin=${PF_BIN:-$root/${BUILD:-build}/efa-preflight}
@@ -141,6 +143,17 @@ w("efa_preflight_collective_wrong_elements", c["wrong_total"])
 w("efa_preflight_collective_ranks", c["nranks"])
 w("efa_preflight_collective_nodes", c["nnodes"])
 w("efa_preflight_efa_devices", r["node"]["efa"]["count"])
+if r["instance"]:
+    w("efa_preflight_efa_devices_expected", r["instance"]["efa_count"])
+for dev in r["node"]["efa"]["devices"]:
+    w("efa_preflight_efa_port_up", dev["port_active"], device=dev["name"])
+nics = c.get("nics") or {}
+if nics.get("counters_read"):
+    for dev in nics["devices"]:
+        w("efa_preflight_nic_sweep_bytes", dev["sweep_bytes"], device=dev["name"])
+        w("efa_preflight_nic_errors", sum(dev["errors"].values()), device=dev["name"])
+        for counter, v in dev["errors"].items():
+            w("efa_preflight_nic_error_events", v, device=dev["name"], counter=counter)
 
 names = sorted(set(re.findall(r"^# TYPE (\S+) gauge$", open(textfile).read(), re.M)))
 bad = 0
@@ -182,6 +195,34 @@ n=$(curl -fsS "http://$PGW/metrics" | grep -c '^efa_preflight_exit_code{')
 [ "$n" -eq 1 ] || fail "the Pushgateway holds $n groups of efa_preflight_exit_code, want 1"
 echo "ok   a second run (pass) replaced both: Prometheus shows its values"
 
+# Per-NIC counters: a run on the trn1 fixture tree (8 EFA devices) whose
+# hardware counters the test moves between the reads, as
+# test_nic_counters.sh does: 50 MB per NIC, rdmap18s27 retrans_timeout_events +3.
+case $BUILD in /*) B=$BUILD ;; *) B=$root/$BUILD ;; esac
+FX=$B/fixtures/sysfs
+"$root/tests/fixtures/make_sysfs.sh" "$FX" >"$tmp/fixtures.log" 2>&1 || fail "fixture build failed"
+cp -a "$FX/trn1.32xlarge" "$tmp/after"
+d=$tmp/after/sys/class/infiniband
+for dev in $(ls "$d"); do
+    f=$d/$dev/ports/1/hw_counters/tx_bytes
+    echo $(( $(cat "$f") + 50000000 )) >"$f"
+done
+echo 3 >"$d/rdmap18s27/ports/1/hw_counters/retrans_timeout_events"
+EFA_PREFLIGHT_NCCL=/nonexistent/libnccl.so.2 EFA_PREFLIGHT_CUDART=/nonexistent/libcudart.so \
+timeout -k 5 60 "$bin" local --ranks 2 --fabric-provider tcp --no-imds --port 0 \
+    --sysfs-root "$FX/trn1.32xlarge" --dev-root "$FX/trn1.32xlarge" \
+    --debug-counters-after "$tmp/after" --timeout 45 -b 1K -e 64K -n 2 -w 1 --min-busbw-gbps 0.000001 \
+    --metrics-textfile "$tmp/textfile/efa_preflight.prom" --pushgateway "http://$PGW" \
+    --report "$tmp/r3.json" >"$tmp/agent-out.log" 2>"$tmp/agent-err.log"
+rc=$?
+[ $rc -eq 0 ] || fail "the run on the trn1 fixture exited $rc"
+promtool check metrics <"$tmp/textfile/efa_preflight.prom" >"$tmp/promtool.log" 2>&1 ||
+    fail "promtool check metrics (NIC run): $(cat "$tmp/promtool.log")"
+grep -q '^efa_preflight_nic_error_events{device="rdmap18s27",counter="retrans_timeout_events"} 3$' \
+    "$tmp/textfile/efa_preflight.prom" || fail "no error event of rdmap18s27 in the textfile"
+compare "$tmp/r3.json" || fail "per-NIC values in Prometheus differ from the report"
+echo "ok   per-NIC counter deltas (8 NICs, rdmap18s27 retrans_timeout_events +3) reach Prometheus as the report has them"
+
 # Every query of the chart's dashboard runs on this Prometheus; those of
 # the main panels return data.
 python3 - "$root/charts/efa-preflight/dashboards/efa-preflight.json" "$PROM" <<'PY' || fail "dashboard queries on Prometheus"
@@ -189,7 +230,8 @@ import json, re, sys, urllib.parse, urllib.request
 dash, prom = sys.argv[1:]
 d = json.load(open(dash))
 must = {"Nodes by status", "Top reasons", "busbw per node over time", "Floor margin per node",
-        "busbw by message size", "Time since last validation"}
+        "busbw by message size", "Time since last validation", "Per-NIC errors during validation",
+        "Per-NIC share of the sweep's traffic"}
 bad = n = 0
 for p in d["panels"]:
     for t in p["targets"]:

@@ -171,6 +171,50 @@ Test(metrics, busbw_in_bytes_per_second_per_size_with_the_floor)
     free(run);
 }
 
+Test(metrics, per_nic_counter_deltas_over_every_window)
+{
+    struct pf_run *run = node_run();
+    struct pf_nics *s = &run->coll.nics;
+    uint32_t all = (1u << PF_HWC_TX_BYTES) | (1u << PF_HWC_RX_BYTES) |
+                   (1u << PF_HWC_RX_DROPS) | (1u << PF_HWC_RETRANS_TIMEOUT_EVENTS);
+    char *text;
+
+    add_collective(run);
+    text = pf_metrics_text(run, 1);
+    cr_assert_null(line_of(text, "efa_preflight_nic_errors{"),
+                   "counters not read: no per-NIC sample");
+    free(text);
+    s->read = true;
+    s->n = 2;
+    s->nwin = 2;                      /* the sweep, one pairwise phase */
+    for (int w = 0; w < 2; w++)
+        for (int i = 0; i < 2; i++)
+            s->win[w].nic[i].present = all;
+    s->win[0].nic[0].d[PF_HWC_TX_BYTES] = 600;
+    s->win[0].nic[0].d[PF_HWC_RX_BYTES] = 400;
+    s->win[1].nic[0].d[PF_HWC_TX_BYTES] = 7777;   /* not the sweep's */
+    s->win[0].nic[1].d[PF_HWC_RETRANS_TIMEOUT_EVENTS] = 2;
+    s->win[1].nic[1].d[PF_HWC_RETRANS_TIMEOUT_EVENTS] = 1;
+    s->win[1].nic[1].d[PF_HWC_RX_DROPS] = 4;
+    /* A counter missing from one window counts nowhere. */
+    s->win[1].nic[0].present &= ~(1u << PF_HWC_RX_DROPS);
+    s->win[0].nic[0].d[PF_HWC_RX_DROPS] = 9;
+    text = pf_metrics_text(run, 1);
+    cr_assert_eq(value_of(text, "efa_preflight_nic_sweep_bytes{device=\"rdmap16s27\"}"),
+                 1000, "%s", text);
+    cr_assert_eq(value_of(text, "efa_preflight_nic_errors{device=\"rdmap16s27\"}"), 0);
+    cr_assert_eq(value_of(text, "efa_preflight_nic_errors{device=\"rdmap17s27\"}"), 7);
+    cr_assert_eq(value_of(text, "efa_preflight_nic_error_events{device=\"rdmap17s27\","
+                                "counter=\"retrans_timeout_events\"}"), 3);
+    cr_assert_eq(value_of(text, "efa_preflight_nic_error_events{device=\"rdmap17s27\","
+                                "counter=\"rx_drops\"}"), 4);
+    cr_assert_null(line_of(text, "efa_preflight_nic_error_events{device=\"rdmap16s27\""),
+                   "a counter that did not rise (or was not read throughout) has no sample");
+    free(text);
+    pf_catalog_free(&run->catalog);
+    free(run);
+}
+
 Test(metrics, label_values_are_escaped)
 {
     struct pf_run *run = node_run();
