@@ -170,6 +170,13 @@ static void waiting(const struct wait_ctx *w)
 
     if (!pf_progress_due(w->progress, pf_now_ms()))
         return;
+    if (w->follower) {                /* it watches rank 0's pod alone */
+        pf_progress_say(w->progress, pf_now_ms(), "its pod has no podIP yet, "
+                        "missing %s; %.0f s left",
+                        w->missing[0] ? w->missing : "(unknown)",
+                        (double)pf_ms_left(w->deadline) / 1000.0);
+        return;
+    }
     for (int i = 0; i < w->set.n; i++)
         have += pf_k8s_pod_counts(&w->set.items[i]);
     pf_progress_say(w->progress, pf_now_ms(), "%d of %d peer pods have a "
