@@ -731,8 +731,11 @@ const char *pf_config_bootstrap(const struct pf_config *cfg, char **envp)
 
 static void resolve_bootstrap(struct pf_config *cfg, char **envp)
 {
-    snprintf(cfg->bootstrap, sizeof(cfg->bootstrap), "%s",
-             pf_config_bootstrap(cfg, envp));
+    /* The rule may answer cfg->bootstrap itself: copy before writing. */
+    char b[sizeof(cfg->bootstrap)];
+
+    snprintf(b, sizeof(b), "%s", pf_config_bootstrap(cfg, envp));
+    memcpy(cfg->bootstrap, b, sizeof(b));
 }
 
 struct flag_val {

@@ -13,7 +13,7 @@ if [ -n "$bad" ]; then
 fi
 # and the probe resolves them at run time instead
 for sym in dlopen; do
-    readelf --dyn-syms "$PF_BIN" | grep -q " $sym" ||
+    readelf -W --dyn-syms "$PF_BIN" | grep -q " $sym" ||
         { echo "FAIL: $sym not imported"; exit 1; }
 done
 echo "no NCCL, CUDA or libfabric library in NEEDED"
