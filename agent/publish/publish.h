@@ -8,8 +8,17 @@
 
 #include "../pf.h"
 
-/* Writes the Node first (k8s), then stdout and the report, so all three
- * tell the same verdict; *node_written says whether the Node got it. */
+/* Whether this run writes its verdict on a Node (k8s, --publish). */
+bool pf_publish_to_node(const struct pf_run *run);
+/* Before the run, in k8s mode: mark the Node as being validated
+ * (node.c), so no stale pass outlives a failed or interrupted run. A
+ * failure here is logged by the caller; the run goes on. */
+pf_err pf_publish_begin(struct pf_run *run, char *err);
+/* Writes the Node first (k8s; a usage error puts back what begin found),
+ * then the report file, then stdout, so all three tell the same verdict:
+ * a report that cannot be written is a check of its own (ReportFailed),
+ * never a reason to skip the Node. *node_written says whether the Node
+ * got the verdict. */
 pf_err pf_publish(struct pf_run *run, bool *node_written, char *err);
 
 /* Pieces, for tests and for the commands that need only one. */
@@ -18,5 +27,15 @@ void pf_publish_table(const struct pf_run *run, FILE *out);
 char *pf_report_json(const struct pf_run *run);
 /* Write labels/conditions/event/taint to the Node (node.c). */
 pf_err pf_publish_node(const struct pf_run *run, char *err);
+pf_err pf_publish_node_begin(struct pf_run *run, char *err);
+pf_err pf_publish_node_undo(const struct pf_run *run, char *err);
+/* A signal before the verdict: status=error (pending stays) and both
+ * conditions Unknown/Interrupted, from the config alone (node "" =
+ * resolve it), bounded by deadline. Safe on another thread than the run's:
+ * it reads nothing but cfg. */
+pf_err pf_publish_node_interrupted(const struct pf_config *cfg,
+                                   const char *node, int sig,
+                                   int64_t deadline, char *err);
+void pf_publish_mark_free(struct pf_run *run);
 
 #endif
