@@ -53,7 +53,15 @@ all: $(BIN)
 deps:
 	@scripts/deps.sh
 
-$(BUILD)/%.o: %.c
+# Objects depend on the flags they were compiled with: a changed set
+# (hardening, sanitizers, CFLAGS) rebuilds them instead of linking stale,
+# unhardened objects.
+PF_FLAGS_STAMP := $(BUILD)/.cflags
+PF_FLAGS_NOW = $(CC) $(PF_CFLAGS) $(CFLAGS)
+$(shell mkdir -p $(BUILD) && echo '$(PF_FLAGS_NOW)' | cmp -s - $(PF_FLAGS_STAMP) || \
+        echo '$(PF_FLAGS_NOW)' > $(PF_FLAGS_STAMP))
+
+$(BUILD)/%.o: %.c $(PF_FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(PF_CFLAGS) $(CFLAGS) -c $< -o $@
 

@@ -308,15 +308,16 @@ static void wipe(char *p, size_t n)
 
 static pf_err load_token(struct pf_kube *k, char *err)
 {
-    char *data = NULL;
+    char *data = NULL, why[PF_ERRLEN] = "";
     size_t len = 0;
     pf_err rc;
 
     if (!k->o.token_file[0])
         return PF_OK;
-    rc = pf_read_file(k->o.token_file, TOKEN_MAX, &data, &len, err);
+    /* why starts with the path: "<path>: not a regular file (a FIFO)" */
+    rc = pf_read_file(k->o.token_file, TOKEN_MAX, &data, &len, why);
     if (rc != PF_OK)
-        return pf_fail(err, rc, "cannot read token file %s", k->o.token_file);
+        return pf_fail(err, rc, "cannot read token file %s", why);
     while (len > 0 && (data[len - 1] == '\n' || data[len - 1] == '\r' ||
                        data[len - 1] == ' '))
         data[--len] = '\0';
