@@ -473,7 +473,7 @@ Test(k8s_publish, forged_peer_names_reach_conditions_and_event_sanitised)
     p = pf_node_conditions_patch(run, NULL, "2026-11-22T01:02:03Z");
     cr_assert_str_eq(pf_json_str(condition(p, "EFAFabricReady"), "message"),
                      "rank 1 (evil?[2J?FAKE: pass?) hung up");
-    ev = pf_node_event(run, "n1", NULL, "pod-a", "2026-11-22T01:02:03Z", "e");
+    ev = pf_node_event(run, "n1", NULL, "pod-a", "2026-11-22T01:02:03Z", "e", "");
     text = cJSON_PrintUnformatted(ev);
     cr_assert_null(strchr(text, '\x1b'));
     cr_assert_null(strstr(text, "\\n"));
