@@ -62,7 +62,7 @@ agent() {
         --ca-file "$T/certs/ca.crt" --no-imds --pod-name train-workers-0-0-p0 \
         --namespace ml --peer-selector batch.kubernetes.io/job-name=train-workers-0 \
         --world-size 1 --port "$PFK8S_RDV_PORT" --fabric-provider tcp --engine host \
-        -b 64K -e 64K -n 1 -w 0 --timeout 30 --expect-gpus 2 --taint-on-failure -vv "$@" \
+        -b 64K -e 64K -n 1 -w 0 --timeout 30 --expect-gpus 2 --taint-on-failure --max-tainted 1 -vv "$@" \
         > "$T/out/$tag.stdout" 2> "$T/out/$tag.stderr" &
     apid=$!
 }
@@ -190,7 +190,7 @@ for step in 'conds PATCH /api/v1/nodes/node-0/status$ 1' \
     pfk8s_check "$T/state.json" "$no_stale_pass"'
 assert labels("node-0")["efa-preflight.io/status"] == "fail", labels("node-0")
 assert cond("node-0", "EFADevicesReady")["status"] == "False"
-assert any(t["key"] == "efa-preflight.io/unhealthy" for t in node("node-0")["spec"].get("taints", []))
+assert any(t["key"] == "efa-preflight.io/unhealthy" for t in node("node-0")["spec"].get("taints", [])), ("no taint", node("node-0")["spec"])
 '
     grep -q "finishing the verdict being written" "$T/out/$tag.stderr" ||
         { cat "$T/out/$tag.stderr"; pfk8s_die "$tag: the signal was not taken while publishing"; }
