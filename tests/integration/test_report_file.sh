@@ -50,8 +50,8 @@ echo "ok   links at <report>.tmp.<pid> and at the report: target untouched, repo
 # A report that fails at the end: the directory disappears during a run
 # that a slowed rank stretches to a few seconds.
 mkdir "$tmp/gone"
-"$bin" local --ranks 1 --fabric-provider tcp --no-imds -b 64K -e 64K -n 2 -w 0 \
-    --debug-slow-rank 0 --debug-slow-ms 1500 --report "$tmp/gone/r.json" \
+"$bin" local --ranks 2 --fabric-provider tcp --no-imds -b 64K -e 64K -n 2 -w 0 \
+    --debug-slow-rank 1 --debug-slow-ms 150 --report "$tmp/gone/r.json" \
     >"$tmp/out" 2>"$tmp/err" &
 pid=$!
 sleep 0.7
