@@ -353,6 +353,26 @@ static char *print_patch(cJSON *patch)
     return s;
 }
 
+/* Before anything is written: the own pod, when named, must be one the
+ * API server knows. A pod (or token) it does not know is a usage error
+ * that discovery reports, and a usage error writes nothing. */
+static pf_err check_own_pod(struct pub *p, char *err)
+{
+    struct pf_kube_identity id;
+    char path[PF_PATH_MAX];
+    cJSON *pod = NULL;
+    pf_err rc;
+
+    pf_kube_identity(p->cfg, &id);
+    if (!pf_kube_name_ok(id.pod) || !pf_kube_name_ok(id.ns))
+        return PF_OK;
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", id.ns,
+             id.pod);
+    rc = pf_kube_get(p->k, path, &pod, err);
+    cJSON_Delete(pod);
+    return rc;
+}
+
 pf_err pf_publish_node_begin(struct pf_run *run, char *err)
 {
     struct pub p;
@@ -362,6 +382,8 @@ pf_err pf_publish_node_begin(struct pf_run *run, char *err)
     /* Part of the run: bounded by its deadline, stopped by a signal. */
     rc = open_pub(&p, &run->cfg, run, pf_run_deadline(run), run->cancel, "",
                   err);
+    if (rc == PF_OK)
+        rc = check_own_pod(&p, err);
     if (rc == PF_OK) {
         snprintf(run->mark.node, sizeof(run->mark.node), "%s", p.node);
         rc = read_node(&p, &node, err);
