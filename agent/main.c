@@ -134,6 +134,7 @@ struct interrupt {
     int sig;                          /* first signal taken, 0 none */
     bool k8s;                         /* the verdict goes on a Node */
     char node[PF_NAME_MAX];           /* that Node, once known */
+    struct pf_node_target target;     /* read before the thread starts */
     atomic_int cancel;                /* read by the API client */
     const struct pf_run *run;         /* the signal thread reads cfg only */
 };
@@ -189,7 +190,8 @@ static void on_signal(void *ctx, int sig)
 
     pf_error("%s: the run stopped before its verdict (%s)", strsignal(sig),
              pf_reason_name(PF_R_Interrupted));
-    if (it->k8s && pf_publish_node_interrupted(&it->run->cfg, node, sig, until,
+    if (it->k8s && pf_publish_node_interrupted(&it->run->cfg, &it->target,
+                                               node, sig, until,
                                                err) != PF_OK)
         pf_error("publish: %s", err);
     _exit(interrupted_exit_code());
@@ -312,6 +314,8 @@ static int run_stages(struct pf_run *run, bool collective)
     atomic_init(&it.cancel, 0);
     it.run = run;
     it.k8s = pf_publish_to_node(run);
+    if (it.k8s)
+        pf_publish_target(&run->cfg, &it.target);
     run->cancel = &it.cancel;
     pf_kube_global_init();
     if (pf_sigwatch_start(&watch, on_signal, &it, err) != PF_OK)

@@ -311,12 +311,23 @@ static pf_err resolve_node(struct pub *p, const struct pf_kube_identity *id,
 
 /* A client for one publishing moment, bounded by deadline and, when
  * cancel is set, stopped by it. */
+void pf_publish_target(const struct pf_config *cfg, struct pf_node_target *t)
+{
+    memset(t, 0, sizeof(*t));
+    pf_kube_identity(cfg, &t->id);
+    t->rc = pf_kube_opts_init(&t->opts, cfg, t->err);
+}
+
+/* A client for one publishing moment, bounded by deadline and, when
+ * cancel is set, stopped by it. t: identity and options read before
+ * (NULL: read them now). */
 static pf_err open_pub(struct pub *p, const struct pf_config *cfg,
-                       const struct pf_run *run, int64_t deadline,
+                       const struct pf_run *run,
+                       const struct pf_node_target *t, int64_t deadline,
                        const atomic_int *cancel, const char *known_node,
                        char *err)
 {
-    struct pf_kube_identity id;
+    struct pf_node_target now;
     struct pf_kube_opts o;
     pf_err rc;
 
@@ -325,16 +336,21 @@ static pf_err open_pub(struct pub *p, const struct pf_config *cfg,
     p->run = run;
     p->now_t = time(NULL);
     pf_rfc3339(p->now, 0);
-    pf_kube_identity(cfg, &id);
+    if (!t) {
+        pf_publish_target(cfg, &now);
+        t = &now;
+    }
     snprintf(p->reporter, sizeof(p->reporter), "%s",
-             id.pod[0] ? id.pod : "efa-preflight");
-    rc = pf_kube_opts_init(&o, cfg, err);
+             t->id.pod[0] ? t->id.pod : "efa-preflight");
+    rc = t->rc;
+    if (rc != PF_OK)
+        return pf_fail(err, rc, "%s", t->err);
+    o = t->opts;
     o.deadline = deadline;
     o.cancel = cancel;
+    rc = pf_kube_open(&o, &p->k, err);
     if (rc == PF_OK)
-        rc = pf_kube_open(&o, &p->k, err);
-    if (rc == PF_OK)
-        rc = resolve_node(p, &id, known_node, err);
+        rc = resolve_node(p, &t->id, known_node, err);
     return rc;
 }
 
@@ -380,8 +396,8 @@ pf_err pf_publish_node_begin(struct pf_run *run, char *err)
     pf_err rc;
 
     /* Part of the run: bounded by its deadline, stopped by a signal. */
-    rc = open_pub(&p, &run->cfg, run, pf_run_deadline(run), run->cancel, "",
-                  err);
+    rc = open_pub(&p, &run->cfg, run, NULL, pf_run_deadline(run),
+                  run->cancel, "", err);
     if (rc == PF_OK)
         rc = check_own_pod(&p, err);
     if (rc == PF_OK) {
@@ -426,7 +442,7 @@ pf_err pf_publish_node_undo(const struct pf_run *run, char *err)
     if (!run->mark.marked || !run->mark.undo_labels ||
         !run->mark.undo_conditions)
         return PF_OK;
-    rc = open_pub(&p, &run->cfg, run,
+    rc = open_pub(&p, &run->cfg, run, NULL,
                   pf_run_deadline(run) + PF_PUBLISH_GRACE_MS, run->cancel,
                   run->mark.node, err);
     if (rc == PF_OK)
@@ -440,13 +456,14 @@ pf_err pf_publish_node_undo(const struct pf_run *run, char *err)
 }
 
 pf_err pf_publish_node_interrupted(const struct pf_config *cfg,
+                                   const struct pf_node_target *t,
                                    const char *node, int sig,
                                    int64_t deadline, char *err)
 {
     struct pub p;
     pf_err rc;
 
-    rc = open_pub(&p, cfg, NULL, deadline, NULL, node, err);
+    rc = open_pub(&p, cfg, NULL, t, deadline, NULL, node, err);
     /* The label first: it is what selects nodes for jobs, and whatever
      * it said must stop saying pass. */
     if (rc == PF_OK) {
@@ -483,8 +500,9 @@ pf_err pf_publish_node(const struct pf_run *run, char *err)
 
     /* The run deadline bounds publishing too, with a short grace so a
      * verdict reached at the deadline can still be written. */
-    rc = open_pub(&p, cfg, run, pf_run_deadline(run) + PF_PUBLISH_GRACE_MS,
-                  run->cancel, run->mark.node, err);
+    rc = open_pub(&p, cfg, run, NULL,
+                  pf_run_deadline(run) + PF_PUBLISH_GRACE_MS, run->cancel,
+                  run->mark.node, err);
     if (rc == PF_OK && run->mark.marked && run->mark.undo_conditions)
         p.before = cJSON_Parse(run->mark.undo_conditions);
     if (rc == PF_OK)

@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "../pf.h"
+#include "../util/kubeapi.h"
 
 /* Whether this run writes its verdict on a Node (k8s, --publish). */
 bool pf_publish_to_node(const struct pf_run *run);
@@ -29,11 +30,22 @@ char *pf_report_json(const struct pf_run *run);
 pf_err pf_publish_node(const struct pf_run *run, char *err);
 pf_err pf_publish_node_begin(struct pf_run *run, char *err);
 pf_err pf_publish_node_undo(const struct pf_run *run, char *err);
+/* What a Node write needs from the environment (identity, API server,
+ * token and CA paths), read once on the main thread: another thread must
+ * not call getenv while NCCL's set-up calls setenv. */
+struct pf_node_target {
+    struct pf_kube_identity id;
+    struct pf_kube_opts opts;
+    pf_err rc;                        /* opts could not be made: err */
+    char err[PF_ERRLEN];
+};
+void pf_publish_target(const struct pf_config *cfg, struct pf_node_target *t);
 /* A signal before the verdict: status=error (pending stays) and both
- * conditions Unknown/Interrupted, from the config alone (node "" =
+ * conditions Unknown/Interrupted, from the config and t alone (node "" =
  * resolve it), bounded by deadline. Safe on another thread than the run's:
- * it reads nothing but cfg. */
+ * it reads nothing of the run and no environment variable. */
 pf_err pf_publish_node_interrupted(const struct pf_config *cfg,
+                                   const struct pf_node_target *t,
                                    const char *node, int sig,
                                    int64_t deadline, char *err);
 void pf_publish_mark_free(struct pf_run *run);
