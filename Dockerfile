@@ -92,12 +92,17 @@ RUN if [ "${DEPS_FROM}" = debian ]; then \
      && rm -rf /var/lib/apt/lists/*; \
     fi
 
-# libcurl with only what the agent uses: HTTP(S) over OpenSSL, zlib.
+# libcurl with only what the agent uses: HTTP(S) over OpenSSL, zlib. It is
+# linked into the agent, so it gets the agent's hardening (the Makefile's
+# PF_HARDEN_*; Debian 11's gcc 10 has FORTIFY_SOURCE up to 2); the agent's
+# own objects get theirs from `make static`.
+ARG HARDEN_CFLAGS="-O2 -fstack-protector-strong -fcf-protection=full -D_FORTIFY_SOURCE=2"
 RUN [ "${DEPS_FROM}" = debian ] || { curl -fsSL -o curl.tar.xz "https://curl.se/download/curl-${CURL_VERSION}.tar.xz" \
  && echo "${CURL_SHA256}  curl.tar.xz" | sha256sum -c - \
  && tar -xf curl.tar.xz \
  && cd "curl-${CURL_VERSION}" \
- && ./configure --prefix=/opt/curl --disable-shared --enable-static --with-pic \
+ && ./configure CFLAGS="${HARDEN_CFLAGS}" \
+        --prefix=/opt/curl --disable-shared --enable-static --with-pic \
         --with-openssl --with-zlib \
         --without-libpsl --without-libidn2 --without-nghttp2 --without-nghttp3 \
         --without-ngtcp2 --without-brotli --without-zstd --without-libssh2 \
@@ -127,13 +132,17 @@ COPY mk/ mk/
 COPY agent/ agent/
 # make static links the archives, then fails unless readelf shows nothing
 # but glibc in NEEDED; it prints the glibc baseline.
+# The Makefile adds the hardening flags (stack protector, FORTIFY_SOURCE,
+# CET, PIE, full RELRO) to every object and the link; readelf shows them.
 RUN if [ "${DEPS_FROM}" = debian ]; then \
         make static CURL_PREFIX=/deps/debian/curl CJSON_SRC=/deps/debian/cjson; \
     else \
         make static CURL_PREFIX=/opt/curl CJSON_SRC="/deps/cJSON-${CJSON_VERSION}" \
             STATIC_CFLAGS="-I/deps/libfabric-${LIBFABRIC_VERSION}/include"; \
     fi \
- && build/static/efa-preflight version
+ && build/static/efa-preflight version \
+ && readelf -d build/static/efa-preflight | grep -q BIND_NOW \
+ && readelf -lW build/static/efa-preflight | grep -q GNU_RELRO
 
 ########################################################################
 # agent: the binary alone, for the copy-in pattern.

@@ -10,6 +10,8 @@
  *
  * Exit codes: 0 pass, 1 validation failed, 2 usage/config error,
  * 3 infrastructure error. */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +27,8 @@
 #include "publish/history.h"
 #include "publish/publish.h"
 #include "util/clock.h"
+#include "util/fsutil.h"
+#include "util/kubeapi.h"
 #include "util/log.h"
 #include "verdict/verdict.h"
 
@@ -112,20 +116,148 @@ static bool utf8_locale(void)
     return false;
 }
 
-/* The pipeline after config: probe -> [discover -> collective] -> verdict
- * -> publish. Returns the exit code. */
-static int run_stages(struct pf_run *run, bool collective)
+/* What the pipeline and the signal thread share; main owns it.
+ *
+ *   RUN          no verdict yet: a signal cancels the API requests, rolls
+ *                the Node forward (status=error, Interrupted) and exits.
+ *   PUBLISH      the verdict is being written: a signal lets it finish,
+ *                within PF_SIGNAL_GRACE_MS, then exits either way.
+ *   DONE         written: a signal only ends the DaemonSet's idle wait.
+ *   INTERRUPTED  the signal thread owns the Node: the pipeline writes
+ *                nothing more and waits to be ended. */
+enum phase { PHASE_RUN, PHASE_PUBLISH, PHASE_DONE, PHASE_INTERRUPTED };
+
+struct interrupt {
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    enum phase phase;
+    int sig;                          /* first signal taken, 0 none */
+    bool k8s;                         /* the verdict goes on a Node */
+    char node[PF_NAME_MAX];           /* that Node, once known */
+    struct pf_node_target target;     /* read before the thread starts */
+    atomic_int cancel;                /* read by the API client */
+    const struct pf_run *run;         /* the signal thread reads cfg only */
+};
+
+static int interrupted_exit_code(void)
+{
+    return pf_class_exit_code(pf_reason_class_of(PF_R_Interrupted));
+}
+
+/* The signal thread (launch/sigwatch.c). */
+static void on_signal(void *ctx, int sig)
+{
+    struct interrupt *it = ctx;
+    int64_t until = pf_deadline_in(PF_SIGNAL_GRACE_MS);
+    char node[PF_NAME_MAX], err[PF_ERRLEN] = "";
+
+    pthread_mutex_lock(&it->lock);
+    if (it->sig) {
+        pthread_mutex_unlock(&it->lock);
+        pf_error("second signal (%s): exiting now", strsignal(sig));
+        _exit(interrupted_exit_code());
+    }
+    it->sig = sig;
+    if (it->phase == PHASE_PUBLISH) {
+        pf_warn("%s: finishing the verdict being written (at most %d s)",
+                strsignal(sig), PF_SIGNAL_GRACE_MS / 1000);
+        for (int i = 0; i < 1000 && it->phase == PHASE_PUBLISH &&
+                        pf_ms_left(until) > 0; i++) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += 50 * 1000 * 1000;
+            if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&it->changed, &it->lock, &ts);
+        }
+        if (it->phase == PHASE_PUBLISH) {
+            pthread_mutex_unlock(&it->lock);
+            pf_error("the verdict was not written within %d s of %s; "
+                     "exiting", PF_SIGNAL_GRACE_MS / 1000, strsignal(sig));
+            _exit(interrupted_exit_code());
+        }
+    }
+    if (it->phase == PHASE_DONE) {
+        pthread_mutex_unlock(&it->lock);
+        return;
+    }
+    it->phase = PHASE_INTERRUPTED;
+    atomic_store(&it->cancel, 1);
+    snprintf(node, sizeof(node), "%s", it->node);
+    pthread_mutex_unlock(&it->lock);
+
+    pf_error("%s: the run stopped before its verdict (%s)", strsignal(sig),
+             pf_reason_name(PF_R_Interrupted));
+    if (it->k8s && pf_publish_node_interrupted(&it->run->cfg, &it->target,
+                                               node, sig, until,
+                                               err) != PF_OK)
+        pf_error("publish: %s", err);
+    _exit(interrupted_exit_code());
+}
+
+/* The pipeline may write the verdict unless a signal took the Node. */
+static bool enter_publish(struct interrupt *it)
+{
+    bool ok;
+
+    pthread_mutex_lock(&it->lock);
+    ok = it->phase == PHASE_RUN;
+    if (ok)
+        it->phase = PHASE_PUBLISH;
+    pthread_mutex_unlock(&it->lock);
+    if (!ok) {
+        /* The signal thread is rolling the Node forward and exits. */
+        for (int i = 0; i < (PF_SIGNAL_GRACE_MS + 2000) / 100; i++)
+            pf_sleep_ms(100);
+        _exit(interrupted_exit_code());
+    }
+    return ok;
+}
+
+static int leave_publish(struct interrupt *it)
+{
+    int sig;
+
+    pthread_mutex_lock(&it->lock);
+    it->phase = PHASE_DONE;
+    sig = it->sig;
+    pthread_cond_broadcast(&it->changed);
+    pthread_mutex_unlock(&it->lock);
+    return sig;
+}
+
+/* Bad input found after the Node was marked: exit 2 and put back what
+ * the mark changed (a usage error writes nothing to the cluster). */
+static int usage_exit(struct pf_run *run, struct interrupt *it,
+                      const char *msg)
+{
+    char err[PF_ERRLEN];
+
+    fprintf(stderr, "efa-preflight: %s\n", msg);
+    if (run->mark.marked) {
+        enter_publish(it);
+        if (pf_publish_node_undo(run, err) != PF_OK)
+            pf_warn("node %s: could not put back the state found before "
+                    "the run: %s", run->mark.node, err);
+        leave_publish(it);
+    }
+    return PF_EXIT_USAGE;
+}
+
+/* probe -> [discover -> collective] -> verdict -> publish. Returns the
+ * exit code. */
+static int pipeline(struct pf_run *run, bool collective, struct interrupt *it,
+                    bool *node_written)
 {
     char err[PF_ERRLEN] = "";
-    bool node_written = false;
     pf_err rc;
 
     rc = pf_probe(run, err);
-    if (rc != PF_OK) {
-        fprintf(stderr, "efa-preflight: %s\n", err);
-        return rc == PF_ERR_USAGE || rc == PF_ERR_CONFIG ? PF_EXIT_USAGE
-                                                         : PF_EXIT_INFRA;
-    }
+    if (rc != PF_OK)
+        /* The probe fails only on bad flags (--sysfs-root). */
+        return usage_exit(run, it, err);
     if (collective) {
         bool discovered;
 
@@ -137,10 +269,8 @@ static int run_stages(struct pf_run *run, bool collective)
          * (RendezvousPortInUse) goes on to the verdict, whose usage class
          * writes nothing to the cluster but still reports. */
         if ((rc == PF_ERR_USAGE || rc == PF_ERR_CONFIG) &&
-            run->coll.fault.reason == PF_R_None) {
-            fprintf(stderr, "efa-preflight: %s\n", err);
-            return PF_EXIT_USAGE;
-        }
+            run->coll.fault.reason == PF_R_None)
+            return usage_exit(run, it, err);
         if (!discovered)
             /* Discovery failed in a way it did not name (a reason it did
              * name was recorded first and stays). */
@@ -154,19 +284,64 @@ static int run_stages(struct pf_run *run, bool collective)
         pf_verdict_fabric(run);
     pf_verdict_finish(run);
 
-    rc = pf_publish(run, &node_written, err);
+    enter_publish(it);
+    rc = pf_publish(run, node_written, err);
+    leave_publish(it);
     if (rc != PF_OK) {
-        /* The report file could not be written; the Node already was. */
         fprintf(stderr, "efa-preflight: publish: %s\n", err);
-        return run->verdict.exit_code == PF_EXIT_PASS ? PF_EXIT_INFRA
-                                                      : run->verdict.exit_code;
+        return PF_EXIT_INFRA;
     }
+    /* A failed report or Node write is a check: the exit code the table
+     * and the report show is this one. */
+    return run->verdict.exit_code;
+}
+
+/* The run after config: signals taken, the Node marked (k8s), the
+ * pipeline, then the DaemonSet's idle wait. Returns the exit code. */
+static int run_stages(struct pf_run *run, bool collective)
+{
+    struct interrupt it = { .phase = PHASE_RUN };
+    struct pf_sigwatch watch;
+    char err[PF_ERRLEN] = "";
+    bool node_written = false;
+    int code;
+    pf_err rc;
+
+    /* Signals first, before any thread exists, then the Node: from here
+     * on no stale pass survives whatever happens. */
+    pthread_mutex_init(&it.lock, NULL);
+    pthread_cond_init(&it.changed, NULL);
+    atomic_init(&it.cancel, 0);
+    it.run = run;
+    it.k8s = pf_publish_to_node(run);
+    if (it.k8s)
+        pf_publish_target(&run->cfg, &it.target);
+    run->cancel = &it.cancel;
+    pf_kube_global_init();
+    if (pf_sigwatch_start(&watch, on_signal, &it, err) != PF_OK)
+        pf_warn("%s: SIGTERM ends the run without a word", err);
+    if (it.k8s) {
+        rc = pf_publish_begin(run, err);
+        if (rc != PF_OK)
+            pf_warn("node: could not mark the Node as being validated: %s",
+                    err);
+        pthread_mutex_lock(&it.lock);
+        snprintf(it.node, sizeof(it.node), "%s", run->mark.node);
+        pthread_mutex_unlock(&it.lock);
+    }
+    code = pipeline(run, collective, &it, &node_written);
+    pf_sigwatch_stop(&watch);
+    pf_publish_mark_free(run);
+    run->cancel = NULL;
     /* DaemonSet: the status label un-selects the node; wait to be removed
-     * rather than exit and be restarted into a second validation. */
-    if (node_written && !strcmp(run->cfg.mode, "daemonset") &&
+     * rather than exit and be restarted into a second validation. A
+     * signal taken while publishing already asked for the end. */
+    if (node_written && !it.sig && !strcmp(run->cfg.mode, "daemonset") &&
         run->cfg.command == PF_CMD_RUN)
         pf_idle_wait(PF_IDLE_MAX_MS);
-    return run->verdict.exit_code;
+    pthread_cond_destroy(&it.changed);
+    pthread_mutex_destroy(&it.lock);
+    return code;
 }
 
 int main(int argc, char **argv)
@@ -242,6 +417,16 @@ int main(int argc, char **argv)
                PF_REPORT_SCHEMA);
         run_free(run);
         return PF_EXIT_PASS;
+    }
+
+    /* A report that could not be written would be found only after the
+     * whole run: its path is checked before anything runs. */
+    if ((cmd == PF_CMD_NODE || cmd == PF_CMD_RUN || cmd == PF_CMD_LOCAL) &&
+        run->cfg.report_file[0] &&
+        pf_check_writable_path(run->cfg.report_file, err) != PF_OK) {
+        fprintf(stderr, "efa-preflight: --report: %s\n", err);
+        run_free(run);
+        return PF_EXIT_USAGE;
     }
 
     /* One deadline for the whole run, probe and publishing included. */

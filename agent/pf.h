@@ -10,6 +10,7 @@
 #ifndef PF_H
 #define PF_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -410,6 +411,17 @@ struct pf_verdict {
 
 /* ------------------------------------------------------------------- run */
 
+/* The Node a k8s run writes, and how it was before the run marked it as
+ * being validated (publish/node.c): a run that ends in a usage error puts
+ * it back; the verdict keeps a condition's lastTransitionTime from it. */
+struct pf_node_mark {
+    char node[PF_NAME_MAX];           /* "" = not resolved yet */
+    bool marked;                      /* status=validating was written */
+    char *undo_labels;                /* merge patch: our labels as found */
+    char *undo_conditions;            /* strategic merge patch: our
+                                         conditions as found */
+};
+
 struct pf_run {
     struct pf_config cfg;
     struct pf_catalog catalog;
@@ -423,11 +435,18 @@ struct pf_run {
                                          set once in main before the probe,
                                          read through pf_run_deadline */
     struct pf_progress progress;      /* progress lines of long phases */
+    struct pf_node_mark mark;         /* k8s: pf_publish_begin */
+    const atomic_int *cancel;         /* non-zero: a signal ends the run;
+                                         API requests stop (NULL = never) */
 };
 
 /* After the run deadline, publishing the verdict may take this much longer
  * (README, section Deadlines); then the agent exits whatever the API does. */
 #define PF_PUBLISH_GRACE_MS 20000
+/* After SIGTERM/SIGINT, the verdict being written may finish, or the Node
+ * is rolled forward to status=error, within this much (README, section
+ * Deadlines); it fits a terminationGracePeriodSeconds of 10. */
+#define PF_SIGNAL_GRACE_MS 8000
 
 /* Exit codes (DESIGN.md). */
 enum { PF_EXIT_PASS = 0, PF_EXIT_FAIL = 1, PF_EXIT_USAGE = 2, PF_EXIT_INFRA = 3,

@@ -8,6 +8,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "util/sanitize.h"
+
 #define DEV "EFADevicesReady"
 #define FAB "EFAFabricReady"
 
@@ -34,6 +36,7 @@ static const struct pf_reason_info table[PF_R_COUNT] = {
     [PF_R_EFANotRequired] = { "EFANotRequired", PF_CLASS_OK, DEV, "" },
     [PF_R_NotTested] = { "NotTested", PF_CLASS_OK, "", "" },
     [PF_R_FabricUntested] = { "FabricUntested", PF_CLASS_OK, FAB, "" },
+    [PF_R_Validating] = { "Validating", PF_CLASS_OK, "", "" },
 
     [PF_R_UnknownInstanceType] = {
         "UnknownInstanceType", PF_CLASS_WARN, DEV,
@@ -205,6 +208,15 @@ static const struct pf_reason_info table[PF_R_COUNT] = {
         "PublishFailed", PF_CLASS_INFRA, "",
         "the verdict could not be written to the Node: read the message "
         "(API error) and re-run" },
+    [PF_R_ReportFailed] = {
+        "ReportFailed", PF_CLASS_INFRA, "",
+        "the --report file could not be written: check its directory "
+        "(exists, writable, space left); the Node was written first" },
+    [PF_R_Interrupted] = {
+        "Interrupted", PF_CLASS_INFRA, "",
+        "the run was stopped (SIGTERM/SIGINT: pod deleted, node shut down) "
+        "before its verdict: re-run it (a DaemonSet node stays pending and "
+        "is validated again)" },
 
     [PF_R_RendezvousPortInUse] = {
         "RendezvousPortInUse", PF_CLASS_USAGE, FAB,
@@ -222,7 +234,8 @@ pf_err pf_fault_set(struct pf_fault *f, pf_err err, enum pf_reason reason,
     if (f && f->err == PF_OK && f->reason == PF_R_None) {
         f->err = err;
         f->reason = reason;
-        snprintf(f->msg, sizeof(f->msg), "%s", msg ? msg : "");
+        /* A transport message may quote what a peer sent. */
+        pf_sanitize(f->msg, sizeof(f->msg), msg ? msg : "");
     }
     return err;
 }

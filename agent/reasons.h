@@ -49,6 +49,7 @@ enum pf_reason {
     PF_R_EFANotRequired,
     PF_R_NotTested,
     PF_R_FabricUntested,
+    PF_R_Validating,
     /* warnings */
     PF_R_UnknownInstanceType,
     PF_R_HugePagesUnavailable,
@@ -94,6 +95,8 @@ enum pf_reason {
     PF_R_Unauthorized,
     PF_R_Forbidden,
     PF_R_PublishFailed,
+    PF_R_ReportFailed,
+    PF_R_Interrupted,
     /* usage: the deployment is wrong */
     PF_R_RendezvousPortInUse,
     PF_R_PublishRefused,

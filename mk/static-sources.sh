@@ -73,8 +73,11 @@ if [ ! -f "$dir/curl/lib/libcurl.a" ]; then
     csrc=$(find "$work/src" -maxdepth 1 -type d -name 'curl-[0-9]*' | head -n 1)
     [ -n "$csrc" ] || { echo "static-sources: no curl source tree" >&2; exit 1; }
     echo "static-sources: building a static libcurl (HTTP/HTTPS, OpenSSL, zlib) from $(basename "$csrc")"
+    # Hardened as the agent it is linked into (HARDEN_CFLAGS, as in the
+    # Dockerfile).
     (cd "$csrc" &&
-     ./configure --prefix="$dir/curl" --disable-shared --enable-static --with-pic \
+     ./configure CFLAGS="${HARDEN_CFLAGS:--O2 -fstack-protector-strong -fcf-protection=full -D_FORTIFY_SOURCE=2}" \
+        --prefix="$dir/curl" --disable-shared --enable-static --with-pic \
         --with-openssl --with-zlib \
         --without-libpsl --without-libidn2 --without-nghttp2 --without-nghttp3 \
         --without-ngtcp2 --without-brotli --without-zstd --without-libssh2 \

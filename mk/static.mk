@@ -46,7 +46,9 @@ $(STATIC_DIR)/include/cjson/cJSON.h: $(CJSON_SRC)/cJSON.h
 	cp $< $@
 $(STATIC_CJSON_OBJ): $(CJSON_SRC)/cJSON.c $(STATIC_DIR)/include/cjson/cJSON.h
 	@mkdir -p $(dir $@)
-	$(CC) -std=c89 -O2 -fno-strict-aliasing -c $< -o $@
+	$(CC) -std=c89 -O2 -fno-strict-aliasing -fstack-protector-strong \
+	    $(PF_CET_CFLAGS) -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=$(PF_FORTIFY_LEVEL) \
+	    -fPIE -c $< -o $@
 STATIC_HDRS := $(STATIC_DIR)/include/cjson/cJSON.h
 endif
 STATIC_INC := $(if $(CJSON_SRC),-I$(STATIC_DIR)/include) $(if $(CURL_PREFIX),-I$(CURL_PREFIX)/include)
@@ -56,6 +58,6 @@ STATIC_INC := $(if $(CJSON_SRC),-I$(STATIC_DIR)/include) $(if $(CURL_PREFIX),-I$
 $(MAIN_OBJ) $(AGENT_OBJS): | $(STATIC_HDRS)
 
 static-link: $(MAIN_OBJ) $(AGENT_OBJS) $(STATIC_CJSON_OBJ)
-	$(CC) $(CFLAGS) -static-libgcc -o $(STATIC_BIN) $^ \
+	$(CC) $(CFLAGS) $(PF_LDFLAGS) -static-libgcc -o $(STATIC_BIN) $^ \
 	    -Wl,--start-group $$(cat $(STATIC_DIR)/archives.txt) -Wl,--end-group \
 	    -ldl -lpthread -lm

@@ -13,6 +13,7 @@
 #include "../util/fsutil.h"
 #include "../util/log.h"
 #include "../util/sha256.h"
+#include "../util/sanitize.h"
 #include "rendezvous.h"
 
 #define SECRET_MAX (64 * 1024)
@@ -178,11 +179,13 @@ pf_err pf_boot_open(struct pf_run *run, struct pf_boot **out, char *err)
          * discovery: the WELCOME's table names everyone else. */
         for (int i = 0; i < p->world; i++) {
             if (!p->list[i].node[0])
-                snprintf(p->list[i].node, sizeof(p->list[i].node), "%s",
-                         table[i].hostname);
+                /* A peer's own word for its host: sanitised before
+                 * it reaches a message or the report. */
+                pf_sanitize(p->list[i].node, sizeof(p->list[i].node),
+                            table[i].hostname);
             if (!p->list[i].host[0])
-                snprintf(p->list[i].host, sizeof(p->list[i].host), "%s",
-                         table[i].addr);
+                pf_sanitize(p->list[i].host, sizeof(p->list[i].host),
+                            table[i].addr);
         }
         warn_mixed_types(table, p->world);
     }

@@ -424,6 +424,20 @@ static pf_err check_text(const struct opt_spec *o, const char *val,
         }
         return PF_OK;
     }
+    if (!strcmp(o->key, "api_server") || !strcmp(o->key, "imds_endpoint")) {
+        /* A URL goes into a request line: a CR, LF, space or control byte
+         * would split it or smuggle a header. */
+        for (const char *p = val; *p; p++)
+            if ((unsigned char)*p <= 0x20 || (unsigned char)*p >= 0x7f)
+                return pf_fail(err, PF_ERR_USAGE, "%s: URL holds a space, "
+                               "control or non-ASCII byte (0x%02X at %zu)",
+                               where, (unsigned)(unsigned char)*p,
+                               (size_t)(p - val));
+        if (n && !strcmp(o->key, "api_server") && strncmp(val, "https://", 8))
+            return pf_fail(err, PF_ERR_USAGE, "%s: '%s' must start with "
+                           "https:// (TLS is always verified)", where, val);
+        return PF_OK;
+    }
     if (strcmp(o->key, "label_prefix"))
         return PF_OK;
     /* The label prefix must make valid label keys: DNS subdomain + '/'.

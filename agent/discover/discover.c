@@ -9,6 +9,7 @@
 #include "../config/config.h"
 #include "../util/clock.h"
 #include "../util/log.h"
+#include "../util/sanitize.h"
 #include "mpi.h"
 
 extern char **environ;
@@ -50,6 +51,15 @@ pf_err pf_discover(struct pf_run *run, char *err)
         return pf_fail(err, PF_ERR_USAGE, "bootstrap %s gave rank %d of %d "
                        "ranks (want a world of at least 1 and a rank inside "
                        "it)", b, run->peers.rank, run->peers.world);
+    /* Names other ranks (MPI) or the API server sent: from here on they
+     * reach logs, messages and the report. */
+    for (int i = 0; i < run->peers.world; i++) {
+        struct pf_peer *pe = &run->peers.list[i];
+        pf_sanitize_inplace(pe->host, sizeof(pe->host));
+        pf_sanitize_inplace(pe->pod, sizeof(pe->pod));
+        pf_sanitize_inplace(pe->node, sizeof(pe->node));
+    }
+    pf_sanitize_inplace(run->peers.run_id, sizeof(run->peers.run_id));
     pf_info("discover: %s bootstrap, rank %d of %d, run %s", b,
             run->peers.rank, run->peers.world, run->peers.run_id);
     return PF_OK;

@@ -442,6 +442,10 @@ pf_err pf_discover_k8s(struct pf_run *run, char *err)
     memset(&w, 0, sizeof(w));
     pf_kube_identity(cfg, &id);
     rc = pf_kube_opts_init(&o, cfg, err);
+    /* The run's deadline, started before the probe (not now), and the
+     * run's cancel: a SIGTERM ends a watch at once. */
+    o.deadline = deadline;
+    o.cancel = run->cancel;
     if (rc == PF_OK)
         rc = pf_kube_open(&o, &k, err);
     if (rc == PF_OK)

@@ -4,6 +4,8 @@
 #ifndef PF_LAUNCH_H
 #define PF_LAUNCH_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -36,6 +38,26 @@ int pf_local_room(const struct pf_host_room *h, uint64_t max_bytes,
 
 /* A TCP port free on loopback right now (bind port 0, read it back). */
 pf_err pf_free_port(int *port, char *err);
+
+/* SIGTERM and SIGINT, taken by one thread for the whole process: they are
+ * blocked in the caller before the thread starts, so every thread created
+ * later (libcurl, NCCL, libfabric) inherits the block and no library's
+ * handler ever runs. fn runs on that thread, once per signal; it may
+ * _exit. No handler, no global flag: the state fn needs is ctx, owned by
+ * the caller (main). */
+struct pf_sigwatch {
+    pthread_t thread;
+    bool running;
+    atomic_int stop;
+    void (*fn)(void *ctx, int sig);
+    void *ctx;
+};
+
+pf_err pf_sigwatch_start(struct pf_sigwatch *w, void (*fn)(void *ctx, int sig),
+                         void *ctx, char *err);
+/* Ends the thread (within 100 ms) and joins it; the signals stay blocked,
+ * for pf_idle_wait to take. */
+void pf_sigwatch_stop(struct pf_sigwatch *w);
 
 /* How long the DaemonSet pod waits to be removed before exiting anyway. */
 #define PF_IDLE_MAX_MS (3600 * 1000)

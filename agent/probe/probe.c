@@ -14,6 +14,7 @@
 #include "../util/clock.h"
 #include "../util/fsutil.h"
 #include "../util/log.h"
+#include "../util/sanitize.h"
 
 /* Re-count tries spread over cfg.efa_recount_ms. */
 #define RECOUNT_TRIES 6
@@ -92,6 +93,8 @@ pf_err pf_probe(struct pf_run *run, char *err)
     memset(node, 0, sizeof(*node));
     if (gethostname(node->hostname, sizeof(node->hostname) - 1) != 0)
         node->hostname[0] = '\0';
+    /* The UTS hostname is anyone's to set in a namespace; peers see it. */
+    pf_sanitize_inplace(node->hostname, sizeof(node->hostname));
 
     pf_probe_instance(cfg, node);
     run->instance = node->instance_type[0]

@@ -1,10 +1,21 @@
-/* Publish the verdict on this pod's Node: conditions (strategic merge on
- * nodes/{name}/status), an Event, the optional taint (read-modify-write
- * with resourceVersion) and last the labels (merge patch), because in
- * DaemonSet mode the status label un-selects the node and the controller
- * then deletes this pod. Every Node write retries on 409 after reading the
- * Node again; the Event takes a 409 as itself already written. Only our own
- * labels, conditions and taint are ever written. */
+/* Publish on this pod's Node, in three moments:
+ *
+ *   begin        before the run: status=validating (a "pending" status
+ *                stays), the labels that speak for a verdict removed,
+ *                both conditions Unknown/Validating. Labels first, so no
+ *                crash leaves a stale pass next to anything.
+ *   verdict      conditions (strategic merge on nodes/{name}/status), an
+ *                Event, the optional taint (read-modify-write with
+ *                resourceVersion) and last the labels (merge patch),
+ *                because in DaemonSet mode the status label un-selects the
+ *                node and the controller then deletes this pod.
+ *   interrupted  a SIGTERM/SIGINT before the verdict: status=error and
+ *                both conditions Unknown/Interrupted, within the grace.
+ *
+ * A run that ends in a usage error puts back what begin found. Every Node
+ * write retries on 409 after reading the Node again; the Event takes a 409
+ * as itself already written. Only our own labels, conditions and taint are
+ * ever written. */
 #include "publish.h"
 #include "node.h"
 
@@ -17,13 +28,17 @@
 #include "../util/clock.h"
 #include "../util/kubeapi.h"
 #include "../util/log.h"
+#include "../util/sanitize.h"
 
 #define CONFLICT_RETRIES 5
 
-enum patch_kind { PATCH_LABELS, PATCH_CONDITIONS, PATCH_TAINT };
+enum patch_kind { PATCH_LABELS, PATCH_CONDITIONS, PATCH_TAINT,
+                  PATCH_STATE_LABELS, PATCH_STATE_CONDITIONS,
+                  PATCH_UNDO_LABELS, PATCH_UNDO_CONDITIONS };
 
 struct pub {
-    const struct pf_run *run;
+    const struct pf_config *cfg;
+    const struct pf_run *run;         /* NULL: a state write, no verdict */
     struct pf_kube *k;
     char node[PF_NAME_MAX];
     char reporter[PF_NAME_MAX];
@@ -33,6 +48,12 @@ struct pub {
     bool mark_allowed;                /* under the blast-radius cap */
     char note[320];                   /* why the mark was withheld, for the
                                          Event */
+    /* PATCH_STATE_*: what the Node says while no verdict stands */
+    const char *status;
+    enum pf_reason reason;
+    char message[256];
+    /* our conditions before the run marked the Node (NULL: as read) */
+    cJSON *before;
 };
 
 static pf_err read_node(struct pub *p, cJSON **node, char *err)
@@ -51,10 +72,15 @@ static pf_err read_node(struct pub *p, cJSON **node, char *err)
  * again and rebuild, a bounded number of times. */
 static pf_err patch_node(struct pub *p, enum patch_kind kind, char *err)
 {
-    static const char *what[] = { "labels", "conditions", "taint" };
+    static const char *what[] = { "labels", "conditions", "taint",
+                                  "labels", "conditions", "labels",
+                                  "conditions" };
     /* The RBAC each write needs (k8s/10-rbac.yaml), named on a 403. */
     static const char *need[] = { "patch on nodes", "patch on nodes/status",
-                                  "patch on nodes" };
+                                  "patch on nodes", "patch on nodes",
+                                  "patch on nodes/status", "patch on nodes",
+                                  "patch on nodes/status" };
+    const char *prefix = p->cfg->label_prefix;
     char path[PF_PATH_MAX];
     pf_err rc = PF_OK;
 
@@ -70,6 +96,11 @@ static pf_err patch_node(struct pub *p, enum patch_kind kind, char *err)
         if (rc != PF_OK)
             return rc;
         snprintf(path, sizeof(path), "/api/v1/nodes/%s", p->node);
+        if (kind == PATCH_CONDITIONS || kind == PATCH_STATE_CONDITIONS ||
+            kind == PATCH_UNDO_CONDITIONS) {
+            snprintf(path, sizeof(path), "/api/v1/nodes/%s/status", p->node);
+            ctype = "application/strategic-merge-patch+json";
+        }
         switch (kind) {
         case PATCH_LABELS:
             pf_node_labels_make(p->run, p->now_t, &l);
@@ -77,22 +108,38 @@ static pf_err patch_node(struct pub *p, enum patch_kind kind, char *err)
                 pf_hyperpod_action_value(p->run->cfg.on_fail_action))
                 snprintf(l.health_status, sizeof(l.health_status), "%s",
                          pf_hyperpod_action_value(p->run->cfg.on_fail_action));
-            patch = pf_node_labels_patch(p->run->cfg.label_prefix, &l);
+            patch = pf_node_labels_patch(prefix, &l);
             break;
         case PATCH_CONDITIONS:
-            snprintf(path, sizeof(path), "/api/v1/nodes/%s/status", p->node);
-            ctype = "application/strategic-merge-patch+json";
-            patch = pf_node_conditions_patch(p->run, node, p->now);
+            /* lastTransitionTime as the Node had it before the run
+             * marked it: a verdict that did not change keeps it. */
+            patch = pf_node_conditions_patch(p->run,
+                                             p->before ? p->before : node,
+                                             p->now);
             break;
         case PATCH_TAINT:
-            patch = pf_node_taints_patch(node, p->run->cfg.label_prefix,
-                                         p->taint, pf_node_reason(p->run),
-                                         &changed);
+            patch = pf_node_taints_patch(node, prefix, p->taint,
+                                         pf_node_reason(p->run), &changed);
+            break;
+        case PATCH_STATE_LABELS:
+            patch = pf_node_state_labels_patch(prefix, node, p->status);
+            break;
+        case PATCH_STATE_CONDITIONS:
+            patch = pf_node_state_conditions_patch(node, p->reason,
+                                                   p->message, p->now);
+            break;
+        case PATCH_UNDO_LABELS:
+            patch = cJSON_Parse(p->run->mark.undo_labels);
+            break;
+        case PATCH_UNDO_CONDITIONS:
+            patch = cJSON_Parse(p->run->mark.undo_conditions);
             break;
         }
         cJSON_Delete(node);
         if (!changed)
             return PF_OK;
+        /* Condition messages quote peers and the API server. */
+        pf_sanitize_json(patch);
         body = patch ? cJSON_PrintUnformatted(patch) : NULL;
         cJSON_Delete(patch);
         if (!body)
@@ -146,6 +193,7 @@ static pf_err post_event(struct pub *p, char *err)
     ev = pf_node_event(p->run, p->node, pf_json_str(node, "metadata.uid"),
                        p->reporter, p->now, name, p->note);
     cJSON_Delete(node);
+    pf_sanitize_json(ev);
     body = cJSON_PrintUnformatted(ev);
     cJSON_Delete(ev);
     if (!body)
@@ -224,19 +272,22 @@ static pf_err may_mark(struct pub *p, char *err)
     return PF_OK;
 }
 
-/* Node name: config, NODE_NAME, the peer table, else the own pod. */
+/* Node name: the one begin resolved, config, NODE_NAME, the peer table,
+ * else the own pod. */
 static pf_err resolve_node(struct pub *p, const struct pf_kube_identity *id,
-                           char *err)
+                           const char *known, char *err)
 {
-    const struct pf_peers *pe = &p->run->peers;
+    const struct pf_peers *pe = p->run ? &p->run->peers : NULL;
     char path[PF_PATH_MAX];
     cJSON *pod = NULL;
     const char *n;
     pf_err rc;
 
-    if (id->node[0]) {
+    if (known && known[0]) {
+        snprintf(p->node, sizeof(p->node), "%s", known);
+    } else if (id->node[0]) {
         snprintf(p->node, sizeof(p->node), "%s", id->node);
-    } else if (pe->list && pe->rank >= 0 && pe->rank < pe->world &&
+    } else if (pe && pe->list && pe->rank >= 0 && pe->rank < pe->world &&
                pe->list[pe->rank].node[0]) {
         snprintf(p->node, sizeof(p->node), "%s", pe->list[pe->rank].node);
     } else {
@@ -258,31 +309,202 @@ static pf_err resolve_node(struct pub *p, const struct pf_kube_identity *id,
     return PF_OK;
 }
 
+/* A client for one publishing moment, bounded by deadline and, when
+ * cancel is set, stopped by it. */
+void pf_publish_target(const struct pf_config *cfg, struct pf_node_target *t)
+{
+    memset(t, 0, sizeof(*t));
+    pf_kube_identity(cfg, &t->id);
+    t->rc = pf_kube_opts_init(&t->opts, cfg, t->err);
+}
+
+/* A client for one publishing moment, bounded by deadline and, when
+ * cancel is set, stopped by it. t: identity and options read before
+ * (NULL: read them now). */
+static pf_err open_pub(struct pub *p, const struct pf_config *cfg,
+                       const struct pf_run *run,
+                       const struct pf_node_target *t, int64_t deadline,
+                       const atomic_int *cancel, const char *known_node,
+                       char *err)
+{
+    struct pf_node_target now;
+    struct pf_kube_opts o;
+    pf_err rc;
+
+    memset(p, 0, sizeof(*p));
+    p->cfg = cfg;
+    p->run = run;
+    p->now_t = time(NULL);
+    pf_rfc3339(p->now, 0);
+    if (!t) {
+        pf_publish_target(cfg, &now);
+        t = &now;
+    }
+    snprintf(p->reporter, sizeof(p->reporter), "%s",
+             t->id.pod[0] ? t->id.pod : "efa-preflight");
+    rc = t->rc;
+    if (rc != PF_OK)
+        return pf_fail(err, rc, "%s", t->err);
+    o = t->opts;
+    o.deadline = deadline;
+    o.cancel = cancel;
+    rc = pf_kube_open(&o, &p->k, err);
+    if (rc == PF_OK)
+        rc = resolve_node(p, &t->id, known_node, err);
+    return rc;
+}
+
+static void close_pub(struct pub *p)
+{
+    pf_kube_close(p->k);
+    cJSON_Delete(p->before);
+    p->k = NULL;
+    p->before = NULL;
+}
+
+static char *print_patch(cJSON *patch)
+{
+    char *s = patch ? cJSON_PrintUnformatted(patch) : NULL;
+    cJSON_Delete(patch);
+    return s;
+}
+
+/* Before anything is written: the own pod, when named, must be one the
+ * API server knows. A pod (or token) it does not know is a usage error
+ * that discovery reports, and a usage error writes nothing. */
+static pf_err check_own_pod(struct pub *p, char *err)
+{
+    struct pf_kube_identity id;
+    char path[PF_PATH_MAX];
+    cJSON *pod = NULL;
+    pf_err rc;
+
+    pf_kube_identity(p->cfg, &id);
+    if (!pf_kube_name_ok(id.pod) || !pf_kube_name_ok(id.ns))
+        return PF_OK;
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", id.ns,
+             id.pod);
+    rc = pf_kube_get(p->k, path, &pod, err);
+    cJSON_Delete(pod);
+    return rc;
+}
+
+pf_err pf_publish_node_begin(struct pf_run *run, char *err)
+{
+    struct pub p;
+    cJSON *node = NULL;
+    pf_err rc;
+
+    /* Part of the run: bounded by its deadline, stopped by a signal. */
+    rc = open_pub(&p, &run->cfg, run, NULL, pf_run_deadline(run),
+                  run->cancel, "", err);
+    if (rc == PF_OK)
+        rc = check_own_pod(&p, err);
+    if (rc == PF_OK) {
+        snprintf(run->mark.node, sizeof(run->mark.node), "%s", p.node);
+        rc = read_node(&p, &node, err);
+    }
+    if (rc == PF_OK) {
+        free(run->mark.undo_labels);
+        free(run->mark.undo_conditions);
+        run->mark.undo_labels = print_patch(
+            pf_node_undo_labels_patch(run->cfg.label_prefix, node));
+        run->mark.undo_conditions = print_patch(
+            pf_node_undo_conditions_patch(node));
+        cJSON_Delete(node);
+        if (!run->mark.undo_labels || !run->mark.undo_conditions)
+            rc = pf_fail(err, PF_ERR_NOMEM, "out of memory");
+    }
+    if (rc == PF_OK) {
+        p.status = PF_NODE_VALIDATING;
+        rc = patch_node(&p, PATCH_STATE_LABELS, err);
+    }
+    if (rc == PF_OK) {
+        run->mark.marked = true;
+        p.reason = PF_R_Validating;
+        snprintf(p.message, sizeof(p.message), "validation under way since "
+                 "%s (%s, --timeout %d s)", p.now, p.reporter,
+                 run->cfg.timeout_s);
+        rc = patch_node(&p, PATCH_STATE_CONDITIONS, err);
+    }
+    if (rc == PF_OK)
+        pf_info("node %s: marked %s until the verdict", p.node,
+                PF_NODE_VALIDATING);
+    close_pub(&p);
+    return rc;
+}
+
+pf_err pf_publish_node_undo(const struct pf_run *run, char *err)
+{
+    struct pub p;
+    pf_err rc;
+
+    if (!run->mark.marked || !run->mark.undo_labels ||
+        !run->mark.undo_conditions)
+        return PF_OK;
+    rc = open_pub(&p, &run->cfg, run, NULL,
+                  pf_run_deadline(run) + PF_PUBLISH_GRACE_MS, run->cancel,
+                  run->mark.node, err);
+    if (rc == PF_OK)
+        rc = patch_node(&p, PATCH_UNDO_CONDITIONS, err);
+    if (rc == PF_OK)
+        rc = patch_node(&p, PATCH_UNDO_LABELS, err);
+    if (rc == PF_OK)
+        pf_info("node %s: put back as it was before the run", p.node);
+    close_pub(&p);
+    return rc;
+}
+
+pf_err pf_publish_node_interrupted(const struct pf_config *cfg,
+                                   const struct pf_node_target *t,
+                                   const char *node, int sig,
+                                   int64_t deadline, char *err)
+{
+    struct pub p;
+    pf_err rc;
+
+    rc = open_pub(&p, cfg, NULL, t, deadline, NULL, node, err);
+    /* The label first: it is what selects nodes for jobs, and whatever
+     * it said must stop saying pass. */
+    if (rc == PF_OK) {
+        p.status = pf_class_status_label(pf_reason_class_of(PF_R_Interrupted));
+        rc = patch_node(&p, PATCH_STATE_LABELS, err);
+    }
+    if (rc == PF_OK) {
+        p.reason = PF_R_Interrupted;
+        snprintf(p.message, sizeof(p.message), "run stopped by signal %d "
+                 "(%s) at %s before its verdict (%s)", sig, strsignal(sig),
+                 p.now, p.reporter);
+        rc = patch_node(&p, PATCH_STATE_CONDITIONS, err);
+    }
+    if (rc == PF_OK)
+        pf_warn("node %s: no verdict; marked %s (%s)", p.node, p.status,
+                pf_reason_name(PF_R_Interrupted));
+    close_pub(&p);
+    return rc;
+}
+
+void pf_publish_mark_free(struct pf_run *run)
+{
+    free(run->mark.undo_labels);
+    free(run->mark.undo_conditions);
+    run->mark.undo_labels = run->mark.undo_conditions = NULL;
+}
+
 pf_err pf_publish_node(const struct pf_run *run, char *err)
 {
     const struct pf_config *cfg = &run->cfg;
-    struct pf_kube_identity id;
-    struct pf_kube_opts o;
     struct pub p;
     char ev_err[PF_ERRLEN];
     pf_err rc;
 
-    memset(&p, 0, sizeof(p));
-    p.run = run;
-    p.now_t = time(NULL);
-    pf_rfc3339(p.now, 0);
-    pf_kube_identity(cfg, &id);
-    snprintf(p.reporter, sizeof(p.reporter), "%s",
-             id.pod[0] ? id.pod : "efa-preflight");
-
-    rc = pf_kube_opts_init(&o, cfg, err);
     /* The run deadline bounds publishing too, with a short grace so a
      * verdict reached at the deadline can still be written. */
-    o.deadline = pf_run_deadline(run) + PF_PUBLISH_GRACE_MS;
-    if (rc == PF_OK)
-        rc = pf_kube_open(&o, &p.k, err);
-    if (rc == PF_OK)
-        rc = resolve_node(&p, &id, err);
+    rc = open_pub(&p, cfg, run, NULL,
+                  pf_run_deadline(run) + PF_PUBLISH_GRACE_MS, run->cancel,
+                  run->mark.node, err);
+    if (rc == PF_OK && run->mark.marked && run->mark.undo_conditions)
+        p.before = cJSON_Parse(run->mark.undo_conditions);
     if (rc == PF_OK)
         rc = patch_node(&p, PATCH_CONDITIONS, err);
     /* The class decides: mark (taint, HyperPod recovery) only a failure
@@ -315,6 +537,15 @@ pf_err pf_publish_node(const struct pf_run *run, char *err)
     if (rc == PF_OK)
         pf_info("node %s: verdict %s published", p.node,
                 pf_status_name(run->verdict.overall));
-    pf_kube_close(p.k);
+    else if (run->mark.marked && p.k) {
+        /* Part of the verdict may be on the Node: make the status say
+         * that none stands (the write failing is itself an error). */
+        char again[PF_ERRLEN];
+        p.status = pf_class_status_label(PF_CLASS_INFRA);
+        if (patch_node(&p, PATCH_STATE_LABELS, again) == PF_OK)
+            pf_warn("node %s: verdict not written; status=%s", p.node,
+                    p.status);
+    }
+    close_pub(&p);
     return rc;
 }

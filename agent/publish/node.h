@@ -17,6 +17,13 @@
 #define PF_COND_DEVICES "EFADevicesReady"
 #define PF_COND_FABRIC "EFAFabricReady"
 
+/* The status label the operator (or the node group) sets to ask the
+ * DaemonSet for a validation; the agent never overwrites it before a
+ * verdict. */
+#define PF_NODE_PENDING "pending"
+/* The status label while a run is under way. */
+#define PF_NODE_VALIDATING "validating"
+
 /* Label values; "" means "remove the label". */
 struct pf_node_labels {
     char status[16];                  /* pass|warn|fail|error */
@@ -47,6 +54,23 @@ cJSON *pf_node_labels_patch(const char *prefix, const struct pf_node_labels *l);
  * same. now is RFC 3339. */
 cJSON *pf_node_conditions_patch(const struct pf_run *run, const cJSON *node,
                                 const char *now);
+
+/* Crash-consistent publishing (node.c): before the run the Node says that
+ * no verdict stands, so a stale pass never outlives a failed or interrupted
+ * run.
+ *
+ * {"metadata":{"labels":{...}}}: status=status (kept when it is
+ * "pending"), validated-at, valid-until, busbw-gbps and fabric removed. */
+cJSON *pf_node_state_labels_patch(const char *prefix, const cJSON *node,
+                                  const char *status);
+/* Both conditions Unknown with reason and message (a strategic merge
+ * patch, lastTransitionTime kept while they were Unknown already). */
+cJSON *pf_node_state_conditions_patch(const cJSON *node, enum pf_reason reason,
+                                      const char *message, const char *now);
+/* Patches that put back our labels / conditions as node has them (absent
+ * ones removed): what a run that ends in a usage error leaves. */
+cJSON *pf_node_undo_labels_patch(const char *prefix, const cJSON *node);
+cJSON *pf_node_undo_conditions_patch(const cJSON *node);
 
 /* {"metadata":{"resourceVersion":RV},"spec":{"taints":[...]}}: the node's
  * taints with <prefix>unhealthy:NoSchedule added (add) or removed. NULL

@@ -114,6 +114,87 @@ cJSON *pf_node_labels_patch(const char *prefix, const struct pf_node_labels *l)
     return root;
 }
 
+/* Every label the agent writes, by name under the prefix. */
+static const char *const our_labels[] = { "status", "efa-count", "busbw-gbps",
+                                          "validated-at", "valid-until",
+                                          "fabric" };
+/* The ones that speak for a verdict: dropped while no verdict stands. */
+static const char *const verdict_labels[] = { "validated-at", "valid-until",
+                                              "busbw-gbps", "fabric" };
+
+cJSON *pf_node_state_labels_patch(const char *prefix, const cJSON *node,
+                                  const char *status)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON *labels = cJSON_AddObjectToObject(
+        cJSON_AddObjectToObject(root, "metadata"), "labels");
+    const cJSON *have = pf_json_at(node, "metadata.labels");
+    char key[PF_NAME_MAX + 32];
+    const char *now;
+
+    snprintf(key, sizeof(key), "%sstatus", prefix);
+    /* Label keys hold dots: looked up whole, not as a path. */
+    now = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(have, key));
+    /* "pending" is the DaemonSet's node selector and the operator's
+     * request: it already says "no verdict", and changing it would have
+     * the controller delete the very pod that is validating. */
+    if (!now || strcmp(now, PF_NODE_PENDING))
+        add_label(labels, prefix, "status", status);
+    for (size_t i = 0; i < sizeof(verdict_labels) / sizeof(verdict_labels[0]);
+         i++)
+        add_label(labels, prefix, verdict_labels[i], "");
+    return root;
+}
+
+cJSON *pf_node_undo_labels_patch(const char *prefix, const cJSON *node)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON *labels = cJSON_AddObjectToObject(
+        cJSON_AddObjectToObject(root, "metadata"), "labels");
+    const cJSON *have = pf_json_at(node, "metadata.labels");
+
+    for (size_t i = 0; i < sizeof(our_labels) / sizeof(our_labels[0]); i++) {
+        char key[PF_NAME_MAX + 32];
+        const char *v;
+
+        snprintf(key, sizeof(key), "%s%s", prefix, our_labels[i]);
+        v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(have, key));
+        if (v)
+            cJSON_AddStringToObject(labels, key, v);
+        else
+            cJSON_AddNullToObject(labels, key);
+    }
+    return root;
+}
+
+cJSON *pf_node_undo_conditions_patch(const cJSON *node)
+{
+    static const char *const types[] = { PF_COND_DEVICES, PF_COND_FABRIC };
+    cJSON *root = cJSON_CreateObject();
+    cJSON *list = cJSON_AddArrayToObject(
+        cJSON_AddObjectToObject(root, "status"), "conditions");
+
+    for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+        const cJSON *c, *found = NULL;
+
+        cJSON_ArrayForEach(c, pf_json_at(node, "status.conditions")) {
+            const char *t = pf_json_str(c, "type");
+            if (t && !strcmp(t, types[i]))
+                found = c;
+        }
+        if (found) {
+            cJSON_AddItemToArray(list, cJSON_Duplicate(found, 1));
+        } else {
+            /* It was not there: the strategic merge takes it away. */
+            cJSON *del = cJSON_CreateObject();
+            cJSON_AddStringToObject(del, "type", types[i]);
+            cJSON_AddStringToObject(del, "$patch", "delete");
+            cJSON_AddItemToArray(list, del);
+        }
+    }
+    return root;
+}
+
 /* The first check of a condition with the given status, or NULL. */
 static const struct pf_check *first_check(const struct pf_verdict *v,
                                           const char *condition,
@@ -189,6 +270,20 @@ static void condition_from_checks(cJSON *list, const struct pf_run *run,
         add_condition(list, node, type, "True",
                       pf_reason_name(PF_R_PreflightPassed),
                       pass_message, now);
+}
+
+cJSON *pf_node_state_conditions_patch(const cJSON *node, enum pf_reason reason,
+                                      const char *message, const char *now)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON *list = cJSON_AddArrayToObject(
+        cJSON_AddObjectToObject(root, "status"), "conditions");
+
+    add_condition(list, node, PF_COND_DEVICES, "Unknown",
+                  pf_reason_name(reason), message, now);
+    add_condition(list, node, PF_COND_FABRIC, "Unknown",
+                  pf_reason_name(reason), message, now);
+    return root;
 }
 
 cJSON *pf_node_conditions_patch(const struct pf_run *run, const cJSON *node,

@@ -74,23 +74,49 @@ static void publish_monitoring(const struct pf_run *run, const char *json)
     free(text);
 }
 
+bool pf_publish_to_node(const struct pf_run *run)
+{
+    const struct pf_config *cfg = &run->cfg;
+
+    /* bootstrap "auto" resolves to k8s in a pod: config or discover
+     * records it. */
+    return cfg->publish && cfg->command != PF_CMD_LOCAL &&
+           (!strcmp(cfg->bootstrap, "k8s") ||
+            !strcmp(run->peers.bootstrap, "k8s"));
+}
+
+pf_err pf_publish_begin(struct pf_run *run, char *err)
+{
+    if (!pf_publish_to_node(run))
+        return PF_OK;
+    return pf_publish_node_begin(run, err);
+}
+
+/* The report file could not be written: a check of its own, so the
+ * table and the JSON on stdout carry the exit code the process returns. */
+static void report_failed(struct pf_run *run, const char *msg)
+{
+    pf_error("report: %s", msg);
+    pf_verdict_add(&run->verdict, "report", "", PF_FAIL, PF_R_ReportFailed,
+                   "", "%s", msg);
+    pf_verdict_finish(run);
+}
+
 pf_err pf_publish(struct pf_run *run, bool *node_written, char *err)
 {
     const struct pf_config *cfg = &run->cfg;
     char *json = NULL;
-    char node_err[PF_ERRLEN] = "";
-    pf_err rc = PF_OK;
+    char node_err[PF_ERRLEN] = "", file_err[PF_ERRLEN] = "";
 
     if (node_written)
         *node_written = false;
     if (cfg->command == PF_CMD_LOCAL && run->peers.rank != 0)
         return PF_OK;
 
-    /* The Node first: its outcome is part of what the table and the report
-     * say. A usage error writes nothing to the cluster. bootstrap "auto"
-     * resolves to k8s in a pod: discover records it. */
-    if (cfg->publish && run->verdict.cls != PF_CLASS_USAGE &&
-        (!strcmp(cfg->bootstrap, "k8s") || !strcmp(run->peers.bootstrap, "k8s"))) {
+    /* The Node first: its outcome is part of what the report and the
+     * table say. A usage error writes nothing to the cluster, and puts
+     * back what the run's start changed. */
+    if (pf_publish_to_node(run) && run->verdict.cls != PF_CLASS_USAGE) {
         pf_err nrc = pf_publish_node(run, node_err);
         if (nrc != PF_OK) {
             pf_error("publish: %s", node_err);
@@ -98,9 +124,24 @@ pf_err pf_publish(struct pf_run *run, bool *node_written, char *err)
         } else if (node_written) {
             *node_written = true;
         }
+    } else if (run->mark.marked && pf_publish_node_undo(run, node_err) != PF_OK) {
+        pf_warn("node %s: could not put back the state found before the "
+                "run: %s", run->mark.node, node_err);
     }
 
-    if (cfg->json || cfg->report_file[0] || cfg->history_dir[0]) {
+    /* Then the file, so that its failure can still reach stdout. */
+    if (cfg->report_file[0]) {
+        json = pf_report_json(run);
+        if (!json)
+            return pf_fail(err, PF_ERR_NOMEM, "JSON report: out of memory");
+        if (pf_write_file_atomic(cfg->report_file, json, strlen(json),
+                                 file_err) != PF_OK) {
+            report_failed(run, file_err);
+            free(json);
+            json = NULL;
+        }
+    }
+    if (!json && (cfg->json || cfg->history_dir[0])) {
         json = pf_report_json(run);
         if (!json)
             return pf_fail(err, PF_ERR_NOMEM, "JSON report: out of memory");
@@ -112,13 +153,7 @@ pf_err pf_publish(struct pf_run *run, bool *node_written, char *err)
         pf_publish_table(run, stdout);
     }
     fflush(stdout);
-
-    if (cfg->report_file[0]) {
-        rc = pf_write_file_atomic(cfg->report_file, json, strlen(json), err);
-        if (rc != PF_OK)
-            pf_err_prefix(err, "report");
-    }
     publish_monitoring(run, json);
     free(json);
-    return rc;
+    return PF_OK;
 }

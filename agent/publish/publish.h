@@ -7,9 +7,19 @@
 #include <stdio.h>
 
 #include "../pf.h"
+#include "../util/kubeapi.h"
 
-/* Writes the Node first (k8s), then stdout and the report, so all three
- * tell the same verdict; *node_written says whether the Node got it. */
+/* Whether this run writes its verdict on a Node (k8s, --publish). */
+bool pf_publish_to_node(const struct pf_run *run);
+/* Before the run, in k8s mode: mark the Node as being validated
+ * (node.c), so no stale pass outlives a failed or interrupted run. A
+ * failure here is logged by the caller; the run goes on. */
+pf_err pf_publish_begin(struct pf_run *run, char *err);
+/* Writes the Node first (k8s; a usage error puts back what begin found),
+ * then the report file, then stdout, so all three tell the same verdict:
+ * a report that cannot be written is a check of its own (ReportFailed),
+ * never a reason to skip the Node. *node_written says whether the Node
+ * got the verdict. */
 pf_err pf_publish(struct pf_run *run, bool *node_written, char *err);
 
 /* Pieces, for tests and for the commands that need only one. */
@@ -18,5 +28,26 @@ void pf_publish_table(const struct pf_run *run, FILE *out);
 char *pf_report_json(const struct pf_run *run);
 /* Write labels/conditions/event/taint to the Node (node.c). */
 pf_err pf_publish_node(const struct pf_run *run, char *err);
+pf_err pf_publish_node_begin(struct pf_run *run, char *err);
+pf_err pf_publish_node_undo(const struct pf_run *run, char *err);
+/* What a Node write needs from the environment (identity, API server,
+ * token and CA paths), read once on the main thread: another thread must
+ * not call getenv while NCCL's set-up calls setenv. */
+struct pf_node_target {
+    struct pf_kube_identity id;
+    struct pf_kube_opts opts;
+    pf_err rc;                        /* opts could not be made: err */
+    char err[PF_ERRLEN];
+};
+void pf_publish_target(const struct pf_config *cfg, struct pf_node_target *t);
+/* A signal before the verdict: status=error (pending stays) and both
+ * conditions Unknown/Interrupted, from the config and t alone (node "" =
+ * resolve it), bounded by deadline. Safe on another thread than the run's:
+ * it reads nothing of the run and no environment variable. */
+pf_err pf_publish_node_interrupted(const struct pf_config *cfg,
+                                   const struct pf_node_target *t,
+                                   const char *node, int sig,
+                                   int64_t deadline, char *err);
+void pf_publish_mark_free(struct pf_run *run);
 
 #endif

@@ -9,6 +9,7 @@
 
 #include "../collective/straggler.h"
 #include "../probe/hw_counters.h"
+#include "../util/sanitize.h"
 #include "../verdict/verdict.h"
 
 static const char *command_name(enum pf_command c)
@@ -503,6 +504,9 @@ char *pf_report_json(const struct pf_run *run)
     cJSON_AddItemToObject(root, "checks", checks_json(&run->verdict));
     cJSON_AddItemToObject(root, "collective", collective_json(run));
     cJSON_AddItemToObject(root, "verdict", verdict_json(&run->verdict));
+    /* Hostnames, peer names, library and API messages: whatever they
+     * held, the report is valid UTF-8 JSON without control characters. */
+    pf_sanitize_json(root);
     text = cJSON_Print(root);
     cJSON_Delete(root);
     return text;

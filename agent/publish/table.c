@@ -6,9 +6,11 @@
  *   then in-place), then "# Out of bounds values" and "# Avg bus bandwidth". */
 #include "publish.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "../probe/hw_counters.h"
+#include "../util/sanitize.h"
 
 static const char *status_tag(enum pf_status s)
 {
@@ -169,7 +171,7 @@ static void print_summary(const struct pf_run *run, FILE *out)
                 run->cfg.fabric_provider);
 }
 
-void pf_publish_table(const struct pf_run *run, FILE *out)
+static void write_table(const struct pf_run *run, FILE *out)
 {
     print_header(run, out);
     print_checks(&run->verdict, out);
@@ -181,4 +183,24 @@ void pf_publish_table(const struct pf_run *run, FILE *out)
         print_nics(run, out);
     }
     print_summary(run, out);
+}
+
+/* Written to memory first, then sanitised as a whole: whatever a hostname
+ * or a message carried, the table is printable UTF-8 lines. */
+void pf_publish_table(const struct pf_run *run, FILE *out)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+
+    if (!mem) {
+        write_table(run, out);
+        return;
+    }
+    write_table(run, mem);
+    if (fclose(mem) == 0 && text) {
+        pf_sanitize_text(text, len + 1, text);
+        fputs(text, out);
+    }
+    free(text);
 }

@@ -2,35 +2,81 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+/* Open a file to read it: non-blocking, so a FIFO or a device named as a
+ * config, catalog, secret or token file fails at once instead of blocking
+ * the run, and only a regular file is read. */
+static pf_err open_regular(const char *path, int *fd_out, char *err)
+{
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+
+    *fd_out = -1;
+    if (fd < 0)
+        return pf_fail(err, errno == ENOENT ? PF_ERR_NOTFOUND : PF_ERR_IO,
+                       "%s: %s", path, strerror(errno));
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return pf_fail(err, PF_ERR_IO, "%s: %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return pf_fail(err, PF_ERR_IO, "%s: not a regular file (%s)", path,
+                       S_ISFIFO(st.st_mode) ? "a FIFO"
+                       : S_ISDIR(st.st_mode) ? "a directory"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                       : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                       : "not a file");
+    }
+    /* Back to blocking reads: a regular file never blocks anyway. */
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    *fd_out = fd;
+    return PF_OK;
+}
 
 pf_err pf_read_file(const char *path, size_t max, char **out, size_t *len_out,
                     char *err)
 {
-    FILE *f = fopen(path, "rb");
     char *buf;
-    size_t n;
+    size_t n = 0;
+    int fd;
+    pf_err rc;
 
     *out = NULL;
-    if (!f)
-        return pf_fail(err, errno == ENOENT ? PF_ERR_NOTFOUND : PF_ERR_IO,
-                       "%s: %s", path, strerror(errno));
+    rc = open_regular(path, &fd, err);
+    if (rc != PF_OK)
+        return rc;
     buf = malloc(max + 1);
     if (!buf) {
-        fclose(f);
+        close(fd);
         return pf_fail(err, PF_ERR_NOMEM, "%s: out of memory", path);
     }
-    n = fread(buf, 1, max + 1, f);
-    if (ferror(f)) {
-        int e = errno;
-        fclose(f);
-        free(buf);
-        return pf_fail(err, PF_ERR_IO, "%s: read failed: %s", path, strerror(e));
+    /* One byte more than allowed tells "too large" from "just fits";
+     * sysfs and procfs files report size 0, so read until EOF. */
+    while (n < max + 1) {
+        ssize_t r = read(fd, buf + n, max + 1 - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            int e = errno;
+            close(fd);
+            free(buf);
+            return pf_fail(err, PF_ERR_IO, "%s: read failed: %s", path,
+                           strerror(e));
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
     }
-    fclose(f);
+    close(fd);
     if (n > max) {
         free(buf);
         return pf_fail(err, PF_ERR_IO, "%s: larger than %zu bytes", path, max);
@@ -44,44 +90,94 @@ pf_err pf_read_file(const char *path, size_t max, char **out, size_t *len_out,
 
 pf_err pf_read_line(const char *path, char *buf, size_t len, char *err)
 {
-    FILE *f = fopen(path, "r");
-    size_t n;
+    size_t n = 0;
+    char *nl;
+    int fd;
+    pf_err rc;
 
     if (len == 0)
         return pf_fail(err, PF_ERR_USAGE, "%s: empty buffer", path);
     buf[0] = '\0';
-    if (!f)
-        return pf_fail(err, errno == ENOENT ? PF_ERR_NOTFOUND : PF_ERR_IO,
-                       "%s: %s", path, strerror(errno));
-    if (!fgets(buf, (int)len, f))
-        buf[0] = '\0';
-    fclose(f);
+    rc = open_regular(path, &fd, err);
+    if (rc != PF_OK)
+        return rc;
+    while (n + 1 < len) {
+        ssize_t r = read(fd, buf + n, len - 1 - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+        if (memchr(buf + n - (size_t)r, '\n', (size_t)r))
+            break;
+    }
+    close(fd);
+    buf[n] = '\0';
+    nl = strchr(buf, '\n');
+    if (nl)
+        *nl = '\0';
     n = strlen(buf);
-    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' ' ||
-                     buf[n - 1] == '\t' || buf[n - 1] == '\r'))
+    while (n > 0 && (buf[n - 1] == ' ' || buf[n - 1] == '\t' ||
+                     buf[n - 1] == '\r'))
         buf[--n] = '\0';
+    return PF_OK;
+}
+
+/* An unpredictable temp name beside path: ".<name>.<16 hex>". */
+static pf_err temp_name(const char *path, char *out, size_t len, char *err)
+{
+    const char *slash = strrchr(path, '/');
+    size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0;
+    unsigned char rnd[8];
+    char hex[17];
+    size_t got = 0;
+    int n;
+
+    while (got < sizeof(rnd)) {
+        ssize_t r = getrandom(rnd + got, sizeof(rnd) - got, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return pf_fail(err, PF_ERR_SYS, "getrandom: %s", strerror(errno));
+        got += (size_t)r;
+    }
+    for (size_t i = 0; i < sizeof(rnd); i++)
+        snprintf(hex + 2 * i, 3, "%02x", rnd[i]);
+    n = snprintf(out, len, "%.*s.%s.%s", (int)dirlen, path, path + dirlen,
+                 hex);
+    if (n < 0 || (size_t)n >= len)
+        return pf_fail(err, PF_ERR_USAGE, "%s: path too long", path);
     return PF_OK;
 }
 
 pf_err pf_write_file_atomic(const char *path, const char *data, size_t len,
                             char *err)
 {
-    char tmp[4096];
-    int fd;
+    char tmp[PATH_MAX + 32];
+    int fd = -1;
     size_t off = 0;
 
-    if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >=
-        (int)sizeof(tmp))
-        return pf_fail(err, PF_ERR_USAGE, "%s: path too long", path);
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    /* Created exclusively under a name no one can guess, never through a
+     * link: a symlink planted beside the report cannot redirect the
+     * write, whoever runs the agent. */
+    for (int attempt = 0; attempt < 16 && fd < 0; attempt++) {
+        pf_err rc = temp_name(path, tmp, sizeof(tmp), err);
+        if (rc != PF_OK)
+            return rc;
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                  0644);
+        if (fd < 0 && errno != EEXIST)
+            return pf_fail(err, PF_ERR_IO, "%s: cannot create a temporary "
+                           "file beside it: %s", path, strerror(errno));
+    }
     if (fd < 0)
-        return pf_fail(err, PF_ERR_IO, "%s: %s", tmp, strerror(errno));
+        return pf_fail(err, PF_ERR_IO, "%s: no free temporary name", path);
     while (off < len) {
         ssize_t w = write(fd, data + off, len - off);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0) {
-            int e = errno;
+            int e = w < 0 ? errno : EIO;
             close(fd);
             unlink(tmp);
             return pf_fail(err, PF_ERR_IO, "%s: write failed: %s", tmp,
@@ -94,12 +190,47 @@ pf_err pf_write_file_atomic(const char *path, const char *data, size_t len,
         unlink(tmp);
         return pf_fail(err, PF_ERR_IO, "%s: %s", tmp, strerror(e));
     }
+    /* rename replaces a link at path itself, never its target. */
     if (rename(tmp, path) != 0) {
         int e = errno;
         unlink(tmp);
         return pf_fail(err, PF_ERR_IO, "%s: rename failed: %s", path,
                        strerror(e));
     }
+    return PF_OK;
+}
+
+pf_err pf_check_writable_path(const char *path, char *err)
+{
+    char dir[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    struct stat st;
+
+    if (!path[0])
+        return pf_fail(err, PF_ERR_USAGE, "empty path");
+    if (slash && slash[1] == '\0')
+        return pf_fail(err, PF_ERR_USAGE, "%s names a directory, not a file",
+                       path);
+    if (!slash)
+        snprintf(dir, sizeof(dir), ".");
+    else if (slash == path)
+        snprintf(dir, sizeof(dir), "/");
+    else if ((size_t)(slash - path) >= sizeof(dir))
+        return pf_fail(err, PF_ERR_USAGE, "%s: path too long", path);
+    else
+        snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+    if (stat(dir, &st) != 0)
+        return pf_fail(err, PF_ERR_USAGE, "%s: directory %s: %s", path, dir,
+                       strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return pf_fail(err, PF_ERR_USAGE, "%s: %s is not a directory", path,
+                       dir);
+    if (access(dir, W_OK | X_OK) != 0)
+        return pf_fail(err, PF_ERR_USAGE, "%s: directory %s is not writable: "
+                       "%s", path, dir, strerror(errno));
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return pf_fail(err, PF_ERR_USAGE, "%s is a directory, not a file",
+                       path);
     return PF_OK;
 }
 

@@ -5,17 +5,23 @@
 #include <stddef.h>
 #include "err.h"
 
-/* Read a whole file (at most max bytes) into a NUL-terminated malloc'd
- * buffer. *len_out may be NULL. */
+/* Read a whole regular file (at most max bytes) into a NUL-terminated
+ * malloc'd buffer. *len_out may be NULL. Anything but a regular file (a
+ * FIFO, a directory, a device) is an error at once, never a blocked read. */
 pf_err pf_read_file(const char *path, size_t max, char **out, size_t *len_out,
                     char *err);
-/* Read the first line of a small file (sysfs attribute), trailing
+/* Read the first line of a small regular file (sysfs attribute), trailing
  * whitespace stripped. Returns PF_ERR_NOTFOUND if the file is absent. */
 pf_err pf_read_line(const char *path, char *buf, size_t len, char *err);
-/* Write a file atomically (temp file + rename), so a report is never half
- * written. */
+/* Write a file atomically, so a report is never half written: a temp file
+ * beside it, created exclusively (O_EXCL | O_NOFOLLOW) under a random name,
+ * then renamed over path. */
 pf_err pf_write_file_atomic(const char *path, const char *data, size_t len,
                             char *err);
+/* Whether pf_write_file_atomic(path) can work, checked before a run: the
+ * directory exists and is writable, path is not a directory. PF_ERR_USAGE
+ * with the reason. */
+pf_err pf_check_writable_path(const char *path, char *err);
 /* snprintf into buf; returns PF_ERR_USAGE if it did not fit. */
 pf_err pf_path_join(char *buf, size_t len, const char *root, const char *path,
                     char *err);

@@ -14,6 +14,7 @@
 #include "clock.h"
 #include "fsutil.h"
 #include "log.h"
+#include "sanitize.h"
 
 #define TOKEN_MAX (64 * 1024)
 #define TOKEN_REREAD_MS 60000
@@ -235,6 +236,11 @@ void pf_kube_identity(const struct pf_config *cfg, struct pf_kube_identity *id)
                          NULL) == PF_OK)
             snprintf(id->ns, sizeof(id->ns), "%s", line);
     }
+    /* From the environment: names, but nothing has checked them yet. */
+    pf_sanitize_inplace(id->pod, sizeof(id->pod));
+    pf_sanitize_inplace(id->ns, sizeof(id->ns));
+    pf_sanitize_inplace(id->node, sizeof(id->node));
+    pf_sanitize_inplace(id->pod_ip, sizeof(id->pod_ip));
 }
 
 pf_err pf_kube_opts_init(struct pf_kube_opts *o, const struct pf_config *cfg,
@@ -302,15 +308,16 @@ static void wipe(char *p, size_t n)
 
 static pf_err load_token(struct pf_kube *k, char *err)
 {
-    char *data = NULL;
+    char *data = NULL, why[PF_ERRLEN] = "";
     size_t len = 0;
     pf_err rc;
 
     if (!k->o.token_file[0])
         return PF_OK;
-    rc = pf_read_file(k->o.token_file, TOKEN_MAX, &data, &len, err);
+    /* why starts with the path: "<path>: not a regular file (a FIFO)" */
+    rc = pf_read_file(k->o.token_file, TOKEN_MAX, &data, &len, why);
     if (rc != PF_OK)
-        return pf_fail(err, rc, "cannot read token file %s", k->o.token_file);
+        return pf_fail(err, rc, "cannot read token file %s", why);
     while (len > 0 && (data[len - 1] == '\n' || data[len - 1] == '\r' ||
                        data[len - 1] == ' '))
         data[--len] = '\0';
@@ -330,6 +337,11 @@ static pf_err load_token(struct pf_kube *k, char *err)
     k->token = data;
     k->token_read_ms = pf_now_ms();
     return PF_OK;
+}
+
+void pf_kube_global_init(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
 pf_err pf_kube_open(const struct pf_kube_opts *o, struct pf_kube **out,
@@ -420,6 +432,33 @@ static size_t on_header(char *data, size_t size, size_t n, void *user)
     return len;
 }
 
+static bool cancelled(const struct pf_kube *k)
+{
+    return k->o.cancel && atomic_load(k->o.cancel);
+}
+
+/* libcurl calls this about once a second, and more often while bytes
+ * move: non-zero aborts the transfer (CURLE_ABORTED_BY_CALLBACK). */
+static int on_progress(void *user, curl_off_t dltotal, curl_off_t dlnow,
+                       curl_off_t ultotal, curl_off_t ulnow)
+{
+    (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+    return cancelled(user) ? 1 : 0;
+}
+
+/* A backoff that a cancel ends at once. */
+static void backoff_sleep(const struct pf_kube *k, int64_t ms)
+{
+    int64_t until = pf_deadline_in(ms);
+
+    for (int i = 0; i < 100000 && !cancelled(k); i++) {
+        int64_t left = pf_ms_left(until);
+        if (left <= 0)
+            break;
+        pf_sleep_ms(left < 100 ? left : 100);
+    }
+}
+
 /* Set the options every request shares. The Authorization header is built
  * here, handed to curl, and wiped by the caller. */
 static pf_err setup(struct pf_kube *k, const char *method, const char *path,
@@ -449,8 +488,17 @@ static pf_err setup(struct pf_kube *k, const char *method, const char *path,
     curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
     if (k->o.ca_file[0])
         curl_easy_setopt(c, CURLOPT_CAINFO, k->o.ca_file);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, k->o.connect_timeout_ms);
+    /* Both bounded by the time left (attempt_timeout): no attempt
+     * outlives the deadline. */
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
+                     k->o.connect_timeout_ms < timeout_ms
+                         ? k->o.connect_timeout_ms : timeout_ms);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
+    if (k->o.cancel) {
+        curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+        curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+        curl_easy_setopt(c, CURLOPT_XFERINFODATA, k);
+    }
     curl_easy_setopt(c, CURLOPT_USERAGENT, "efa-preflight/" PF_VERSION);
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     if (body) {
@@ -521,12 +569,16 @@ static void fill_message(struct pf_kube_resp *r, const char *body)
     if (r->json) {
         m = pf_json_str(r->json, "message");
         if (m) {
-            snprintf(r->message, sizeof(r->message), "%s", m);
+            pf_sanitize(r->message, sizeof(r->message), m);
             return;
         }
     }
-    if (body)
+    /* The server's (or a proxy's) words go into errors, checks and
+     * logs: sanitised, bounded. */
+    if (body) {
         snprintf(r->message, sizeof(r->message), "%.200s", body);
+        pf_sanitize_inplace(r->message, sizeof(r->message));
+    }
 }
 
 static long attempt_timeout(const struct pf_kube *k)
@@ -559,6 +611,9 @@ pf_err pf_kube_do(struct pf_kube *k, const char *method, const char *path,
         long status = 0;
 
         curl_err[0] = '\0';
+        if (cancelled(k))
+            return pf_fail(err, PF_ERR_API, "%s %s: interrupted", method,
+                           path);
         rc = setup(k, method, path, ctype, body, attempt_timeout(k), &hdrs,
                    url, sizeof(url), curl_err, err);
         if (rc != PF_OK) {
@@ -577,6 +632,9 @@ pf_err pf_kube_do(struct pf_kube *k, const char *method, const char *path,
 
         if (cc != CURLE_OK) {
             free(b.p);
+            if (cc == CURLE_ABORTED_BY_CALLBACK)
+                return pf_fail(err, PF_ERR_API, "%s %s: interrupted", method,
+                               path);
             if (tls_trust_failure(cc))
                 return pf_fail(err, PF_ERR_API,
                                "TLS verification of %s failed (CA file %s): "
@@ -627,7 +685,7 @@ pf_err pf_kube_do(struct pf_kube *k, const char *method, const char *path,
             pf_err_prefix(err, "deadline reached while retrying");
             return rc;
         }
-        pf_sleep_ms(wait);
+        backoff_sleep(k, wait);
     }
     return rc;
 }
@@ -765,6 +823,8 @@ pf_err pf_kube_watch(struct pf_kube *k, const char *path, int timeout_s,
     free(w.b.p);
     if (w.stopped)
         return PF_OK;
+    if (cc == CURLE_ABORTED_BY_CALLBACK)
+        return pf_fail(err, PF_ERR_API, "watch %s: interrupted", path);
     if (cc == CURLE_OPERATION_TIMEDOUT && *status == 200)
         return PF_OK;             /* our own bound on a quiet stream */
     if (cc != CURLE_OK) {

@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include <cjson/cJSON.h>
@@ -32,6 +33,9 @@ struct pf_kube_opts {
     int max_attempts;                 /* per request, >= 1 */
     int64_t backoff_base_ms, backoff_cap_ms;
     int64_t deadline;                 /* absolute (clock.h); 0 = none */
+    /* Non-zero ends every request at once, in flight or in a backoff
+     * (a SIGTERM being handled: launch/sigwatch.h); NULL = never. */
+    const atomic_int *cancel;
 };
 
 /* Who this agent is: flag/config value if set, else the downward-API env
@@ -56,6 +60,8 @@ pf_err pf_kube_opts_init(struct pf_kube_opts *o, const struct pf_config *cfg,
 void pf_kube_identity(const struct pf_config *cfg,
                       struct pf_kube_identity *id);
 
+/* libcurl's global state, once, before a second thread may use it. */
+void pf_kube_global_init(void);
 pf_err pf_kube_open(const struct pf_kube_opts *o, struct pf_kube **out,
                     char *err);
 void pf_kube_close(struct pf_kube *k);

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "sanitize.h"
+
 static enum pf_log_level log_level = PF_LOG_WARN;
 static char log_tag[64];
 
@@ -39,6 +41,9 @@ void pf_log(enum pf_log_level lvl, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(line, sizeof(line), fmt, ap);
     va_end(ap);
+    /* A peer's hostname or an API message may carry ESC or a newline: a
+     * log line stays one line and cannot repaint the terminal. */
+    pf_sanitize_inplace(line, sizeof(line));
     /* One fprintf per line so lines from several ranks do not interleave. */
     fprintf(stderr, "%s%s\n", prefix, line);
 }

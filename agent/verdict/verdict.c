@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../util/sanitize.h"
+
 const char *pf_status_name(enum pf_status s)
 {
     switch (s) {
@@ -41,6 +43,10 @@ struct pf_check *pf_verdict_add(struct pf_verdict *v, const char *name,
     va_start(ap, fmt);
     vsnprintf(c->message, sizeof(c->message), fmt, ap);
     va_end(ap);
+    /* Messages quote peers, hosts and the API server; they go to the
+     * table, the conditions, the Event and the report as they are here. */
+    pf_sanitize_inplace(c->message, sizeof(c->message));
+    pf_sanitize_inplace(c->remedy, sizeof(c->remedy));
     return c;
 }
 

@@ -20,7 +20,8 @@ Label keys/values are validated (422 with a Status body). Faults are rules
 status (429 + Retry-After, 500, 409, 410 ...), an ERROR event in a watch, a
 connection reset, or ("reply_lost") a request carried out whose answer is
 replaced by a reset, as when a proxy drops the reply to a POST that landed. Rules come from --faults FILE or POST /faults on the admin
-port, which also serves GET /state, GET /log, POST /objects, POST /tokens,
+port, which also serves GET /state (objects, answered requests and, as
+"arrivals", every request when it came in), GET /log, POST /objects, POST /tokens,
 DELETE /objects. Every change is also written to --dump FILE (JSON).
 The request log records, per request, the response body bytes sent (a watch:
 every event line) and "who": a short hash of the bearer token, as an audit
@@ -201,6 +202,8 @@ class Store:
         self.tokens = {}
         self.faults = []
         self.requests = []
+        self.arrivals = []  # every API request as it comes in, before any
+        # injected latency: lets a test act while one is in flight
         self.dump_path = dump_path
         self.uid = 0
 
@@ -259,7 +262,8 @@ class Store:
                 "jobs": list(self.jobs.values()),
                 "leases": list(self.leases.values()),
                 "events": self.events,
-                "requests": self.requests}
+                "requests": self.requests,
+                "arrivals": self.arrivals}
 
     def dump(self):
         if not self.dump_path:
@@ -371,6 +375,9 @@ class Handler(BaseHTTPRequestHandler):
         q = {k: v[0] for k, v in query.items()}
         st = self.server.store
         body = self.read_body()
+        with st.lock:
+            st.arrivals.append({"method": method, "path": self.path,
+                                "t": round(time.time(), 3)})
 
         auth = self.headers.get('Authorization', '')
         token = auth[7:] if auth.startswith('Bearer ') else None

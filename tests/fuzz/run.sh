@@ -16,7 +16,8 @@ for t in "$@"; do
     rm -rf "$work"; mkdir -p "$work"
     cp "$root/tests/fuzz/corpus/$t/"* "$work/" 2>/dev/null || true
     if [ -d "$reg" ] && [ -n "$(ls -A "$reg")" ]; then
-        if ! "$bin" "$reg"/* >"$out/$t.regressions.log" 2>&1; then
+        # -timeout: an input that once took seconds (deep YAML) must stay fast.
+        if ! "$bin" -timeout=5 "$reg"/* >"$out/$t.regressions.log" 2>&1; then
             echo "FAIL $t: a kept regression input crashes again"; status=1; continue
         fi
     fi

@@ -1,7 +1,10 @@
 #!/bin/bash
 # k8s bootstrap with an identity the API server does not know: these are
 # deployment errors (exit 2, nothing written on the Node), not a failed
-# fabric (exit 1 would label the Node status=fail and taint it).
+# fabric (exit 1 would label the Node status=fail and taint it). An own
+# pod or a token the API server does not know is found before the run
+# marks the Node (nothing written); a selector it refuses is found after:
+# the Node is put back as found.
 #  1. --pod-name of a pod that does not exist (404 on the own pod);
 #  2. a --token-file that does not exist;
 #  3. a --peer-selector the API server refuses (400): not APIUnavailable.
@@ -35,6 +38,25 @@ assert all(r["method"] == "GET" for r in s["requests"]), [r for r in s["requests
 ' || pfk8s_die "$1: something was written"
 }
 
+# put_back WHAT: a usage error found after the run marked the Node
+# (validating) puts back what it found: the same labels and conditions, no
+# Event, no taint; the only writes are the mark and its undo.
+put_back() {
+    pfk8s_state "$T/after.json"
+    pfk8s_check "$T/after.json" '
+before = json.load(open("'"$T/before.json"'"))
+def strip(n):
+    n = json.loads(json.dumps(n))
+    n["metadata"].pop("resourceVersion", None)
+    return n
+assert [strip(n) for n in s["nodes"]] == [strip(n) for n in before["nodes"]], "a Node was changed"
+assert s["events"] == [], s["events"]
+w = [(r["method"], r["path"]) for r in s["requests"] if r["method"] != "GET"]
+assert w == [("PATCH", "/api/v1/nodes/node-0"), ("PATCH", "/api/v1/nodes/node-0/status"),
+             ("PATCH", "/api/v1/nodes/node-0/status"), ("PATCH", "/api/v1/nodes/node-0")], w
+' || pfk8s_die "$1: the Node was not put back"
+}
+
 agent nopod train-workers-0-0-nosuch "$T/token"
 rc=$?
 [ $rc -eq 2 ] || { cat "$T/out/nopod.stderr"; pfk8s_die "unknown own pod: exit $rc, want 2"; }
@@ -55,6 +77,6 @@ rc=$?
 [ $rc -eq 2 ] || { cat "$T/out/badsel.stderr"; pfk8s_die "refused selector: exit $rc, want 2"; }
 grep -q "the API server refused the pod list (check --peer-selector): GET /api/v1/namespaces/ml/pods?labelSelector=Bad%2Fapp%3Dx: HTTP 400" \
     "$T/out/badsel.stderr" || { cat "$T/out/badsel.stderr"; pfk8s_die "refused selector: no clear message"; }
-nothing_written "refused selector"
-echo "refused peer selector: exit 2, 'the API server refused the pod list (check --peer-selector) ... HTTP 400', Node untouched"
+put_back "refused selector"
+echo "refused peer selector: exit 2, 'the API server refused the pod list (check --peer-selector) ... HTTP 400', Node put back as found (mark, then undo)"
 echo "PASS"

@@ -2,7 +2,8 @@
 # A rendezvous port held by another process is a deployment error, never a
 # verdict on the fabric. Two JobSet pods; in rank 0's network namespace a
 # stranger already listens on the rendezvous port. Rank 0 must exit 2
-# (usage: RendezvousPortInUse) and write nothing to its Node; rank 1 waits
+# (usage: RendezvousPortInUse) and leave its Node as it found it (the
+# mark written before the run is undone); rank 1 waits
 # out its deadline and exits 3 (PeerTimeout: could not test), its Node gets
 # status=error and EFAFabricReady=False/PeerTimeout, and no Node is labelled
 # failed or tainted although --taint-on-failure is on.
@@ -62,14 +63,16 @@ n0 = labels("node-0")
 assert not any(k.startswith("efa-preflight.io/") for k in n0), ("rank 0 wrote labels", n0)
 assert cond("node-0", "EFAFabricReady") is None, "rank 0 wrote a condition"
 assert not events("node-0"), "rank 0 wrote an Event"
-writes0 = [r for r in s["requests"] if r["method"] != "GET" and "node-0" in r["path"]]
-assert not writes0, writes0
+# Only the mark before the run and its undo: node-0 is as it was.
+writes0 = [(r["method"], r["path"]) for r in s["requests"] if r["method"] != "GET" and "node-0" in r["path"]]
+assert writes0 == [("PATCH", "/api/v1/nodes/node-0"), ("PATCH", "/api/v1/nodes/node-0/status"),
+                   ("PATCH", "/api/v1/nodes/node-0/status"), ("PATCH", "/api/v1/nodes/node-0")], writes0
 l1 = labels("node-1")
 assert l1["efa-preflight.io/status"] == "error", l1
 c1 = cond("node-1", "EFAFabricReady")
 assert c1["status"] == "False" and c1["reason"] == "PeerTimeout", c1
 for n in ("node-0", "node-1"):
     assert not any(t["key"].startswith("efa-preflight.io/") for t in node(n).get("spec", {}).get("taints", [])), n
-print("node-0 untouched; node-1 status=error, EFAFabricReady=False/PeerTimeout; no taint")
+print("node-0 put back as found (mark, undo); node-1 status=error, EFAFabricReady=False/PeerTimeout; no taint")
 '
 echo "PASS: port in use -> rank 0 exit 2 in ${t0}s, nothing written; rank 1 exit 3 PeerTimeout, status=error, no taint"

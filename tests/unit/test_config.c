@@ -1,6 +1,9 @@
 /* Config: precedence, types, ranges and the file:line messages. */
 #include <criterion/criterion.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "config/config.h"
@@ -257,4 +260,95 @@ Test(config, parse_size_units)
     cr_assert_eq(pf_parse_size("-1", &v, err), PF_ERR_USAGE);
     cr_assert_eq(pf_parse_size("3X", &v, err), PF_ERR_USAGE);
     cr_assert_eq(pf_parse_size("0.3", &v, err), PF_ERR_USAGE);
+}
+
+/* libyaml slows down with the square of the nesting: 40k levels took 7 s.
+ * The depth is checked before anything is built, and fails fast with the
+ * position of the first level too deep. */
+Test(config, deep_yaml_fails_fast_with_its_position)
+{
+    struct pf_config c;
+    char err[PF_ERRLEN];
+    size_t depth = 40000, n = 2 * depth + 16;
+    char *text = malloc(n);
+    struct timespec t0, t1;
+    double secs;
+
+    cr_assert_not_null(text);
+    memcpy(text, "port: ", 6);
+    memset(text + 6, '[', depth);
+    memset(text + 6 + depth, ']', depth);
+    strcpy(text + 6 + 2 * depth, "\n");
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    cr_assert_eq(yaml(&c, text, err), PF_ERR_CONFIG);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    secs = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+    cr_assert(secs < 0.5, "40k-deep YAML took %.2f s", secs);
+    cr_assert_str_eq(err, "t.yaml:1:70: YAML nested deeper than 64 levels");
+    free(text);
+
+    /* Block style too; 64 levels still load (and fail on the key). */
+    cr_assert_eq(yaml(&c, "a:\n b:\n  c: 1\n", err), PF_ERR_CONFIG);
+    cr_assert_str_eq(err, "t.yaml:1: unknown key 'a'");
+}
+
+/* A config that is only "---" (or a null) is empty, as an empty file is. */
+Test(config, document_marker_alone_is_an_empty_config)
+{
+    struct pf_config c;
+    char err[PF_ERRLEN];
+    const char *empty[] = { "", "---\n", "---\n...\n", "~\n", "--- null\n",
+                            "# only a comment\n---\n" };
+
+    for (size_t i = 0; i < sizeof(empty) / sizeof(empty[0]); i++) {
+        cr_assert_eq(yaml(&c, empty[i], err), PF_OK, "'%s': %s", empty[i], err);
+        cr_assert_eq(c.port, 29600);
+    }
+    /* A quoted empty string is a value, not nothing. */
+    cr_assert_eq(yaml(&c, "--- ''\n", err), PF_ERR_CONFIG);
+    cr_assert(strstr(err, "top level must be a mapping"), "%s", err);
+}
+
+/* A URL goes into a request line: CR, LF, spaces and control bytes are
+ * bad input (exit 2), caught where the option is set. */
+Test(config, api_server_with_crlf_is_a_usage_error)
+{
+    struct pf_config c;
+    char err[PF_ERRLEN];
+    char *a1[] = { "run", "--api-server", "https://10.0.0.1:443\r\nX-Evil: 1", NULL };
+    char *a2[] = { "run", "--api-server", "http://10.0.0.1", NULL };
+    char *a3[] = { "run", "--api-server", "https://10.0.0.1:6443", NULL };
+    char *env[] = { "EFA_PREFLIGHT_IMDS_ENDPOINT=http://x y", NULL };
+    char *a4[] = { "node", NULL };
+
+    cr_assert_eq(load(&c, PF_CMD_RUN, a1, 3, NULL, err), PF_ERR_USAGE);
+    cr_assert_str_eq(err, "--api-server: URL holds a space, control or "
+                     "non-ASCII byte (0x0D at 20)");
+    cr_assert_eq(load(&c, PF_CMD_RUN, a2, 3, NULL, err), PF_ERR_USAGE);
+    cr_assert(strstr(err, "must start with https://"), "%s", err);
+    cr_assert_eq(load(&c, PF_CMD_RUN, a3, 3, NULL, err), PF_OK, "%s", err);
+    cr_assert_eq(load(&c, PF_CMD_NODE, a4, 1, env, err), PF_ERR_USAGE);
+    cr_assert(strstr(err, "EFA_PREFLIGHT_IMDS_ENDPOINT: URL holds"), "%s", err);
+    cr_assert_eq(yaml(&c, "api_server: \"https://a\\nb\"\n", err), PF_ERR_CONFIG);
+    cr_assert(strstr(err, "t.yaml:1: key 'api_server': URL holds"), "%s", err);
+}
+
+/* A FIFO (or a directory) given as the config file fails at once: it is
+ * never opened for a blocking read. */
+Test(config, fifo_config_fails_at_once, .timeout = 5)
+{
+    struct pf_config c;
+    char err[PF_ERRLEN];
+    char dir[] = "/tmp/pf-fifo-XXXXXX", path[64];
+
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/cfg.yaml", dir);
+    cr_assert_eq(mkfifo(path, 0600), 0);
+    pf_config_defaults(&c);
+    cr_assert_eq(pf_config_load_yaml(&c, path, err), PF_ERR_CONFIG);
+    cr_assert(strstr(err, "not a regular file (a FIFO)"), "%s", err);
+    cr_assert_eq(pf_config_load_yaml(&c, dir, err), PF_ERR_CONFIG);
+    cr_assert(strstr(err, "not a regular file (a directory)"), "%s", err);
+    unlink(path);
+    rmdir(dir);
 }

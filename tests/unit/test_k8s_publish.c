@@ -365,3 +365,121 @@ Test(k8s_publish, event_names_the_corrupting_rank_pod_and_node)
     cJSON_Delete(ev);
     free(run);
 }
+
+static const char *node_with_pass =
+    "{\"metadata\":{\"labels\":{"
+    "\"efa-preflight.io/status\":\"pass\","
+    "\"efa-preflight.io/efa-count\":\"32\","
+    "\"efa-preflight.io/busbw-gbps\":\"335.24\","
+    "\"efa-preflight.io/validated-at\":\"20261121T010203Z\","
+    "\"efa-preflight.io/valid-until\":\"20261122T010203Z\","
+    "\"kubernetes.io/hostname\":\"n1\"}},"
+    "\"status\":{\"conditions\":["
+    "{\"type\":\"Ready\",\"status\":\"True\"},"
+    "{\"type\":\"EFAFabricReady\",\"status\":\"True\","
+    "\"reason\":\"PreflightPassed\","
+    "\"lastTransitionTime\":\"2026-03-03T00:00:00Z\"}]}}";
+
+/* Before the run: no label may still say pass, nor vouch for a verdict
+ * (valid-until, busbw), while the facts (efa-count) stay; a "pending"
+ * status is the DaemonSet's selector and stays. */
+Test(k8s_publish, validating_state_drops_every_stale_pass)
+{
+    cJSON *node = cJSON_Parse(node_with_pass);
+    cJSON *p = pf_node_state_labels_patch("efa-preflight.io/", node,
+                                          PF_NODE_VALIDATING);
+
+    cr_assert_str_eq(label(p, "efa-preflight.io/status"), "validating");
+    cr_assert_str_eq(label(p, "efa-preflight.io/valid-until"), "(null)");
+    cr_assert_str_eq(label(p, "efa-preflight.io/validated-at"), "(null)");
+    cr_assert_str_eq(label(p, "efa-preflight.io/busbw-gbps"), "(null)");
+    cr_assert_str_eq(label(p, "efa-preflight.io/fabric"), "(null)");
+    cr_assert_null(label(p, "efa-preflight.io/efa-count"));
+    cr_assert_null(label(p, "kubernetes.io/hostname"));
+    cJSON_Delete(p);
+    cJSON_Delete(node);
+
+    node = cJSON_Parse("{\"metadata\":{\"labels\":{"
+                       "\"efa-preflight.io/status\":\"pending\"}}}");
+    p = pf_node_state_labels_patch("efa-preflight.io/", node, "error");
+    cr_assert_null(label(p, "efa-preflight.io/status"));
+    cr_assert_str_eq(label(p, "efa-preflight.io/valid-until"), "(null)");
+    cJSON_Delete(p);
+    cJSON_Delete(node);
+
+    /* Conditions: Unknown with the reason, transition kept while Unknown. */
+    node = cJSON_Parse(node_with_pass);
+    p = pf_node_state_conditions_patch(node, PF_R_Interrupted, "stopped",
+                                       "2026-11-22T01:02:03Z");
+    cr_assert_eq(cJSON_GetArraySize(pf_json_at(p, "status.conditions")), 2);
+    cr_assert_str_eq(pf_json_str(condition(p, "EFAFabricReady"), "status"),
+                     "Unknown");
+    cr_assert_str_eq(pf_json_str(condition(p, "EFAFabricReady"), "reason"),
+                     "Interrupted");
+    cr_assert_str_eq(pf_json_str(condition(p, "EFADevicesReady"), "reason"),
+                     "Interrupted");
+    cJSON_Delete(p);
+    cJSON_Delete(node);
+}
+
+/* A usage error after the mark puts back exactly what was there: values,
+ * absent labels removed, conditions restored or deleted. */
+Test(k8s_publish, undo_puts_back_labels_and_conditions_as_found)
+{
+    cJSON *node = cJSON_Parse(node_with_pass);
+    cJSON *l = pf_node_undo_labels_patch("efa-preflight.io/", node);
+    cJSON *c = pf_node_undo_conditions_patch(node);
+    const cJSON *fab = condition(c, "EFAFabricReady");
+    const cJSON *dev = condition(c, "EFADevicesReady");
+
+    cr_assert_str_eq(label(l, "efa-preflight.io/status"), "pass");
+    cr_assert_str_eq(label(l, "efa-preflight.io/valid-until"),
+                     "20261122T010203Z");
+    cr_assert_str_eq(label(l, "efa-preflight.io/fabric"), "(null)");
+    cr_assert_null(label(l, "kubernetes.io/hostname"));
+    cr_assert_str_eq(pf_json_str(fab, "reason"), "PreflightPassed");
+    cr_assert_str_eq(pf_json_str(fab, "lastTransitionTime"),
+                     "2026-03-03T00:00:00Z");
+    cr_assert_str_eq(pf_json_str(dev, "$patch"), "delete");
+    cr_assert_null(condition(c, "Ready"));
+
+    /* The verdict keeps lastTransitionTime from the Node as it was
+     * before the mark (the undo patch), not from Unknown/Validating. */
+    struct pf_run *run = make_run(PF_PASS, 0);
+    cJSON *p = pf_node_conditions_patch(run, c, "2026-11-22T01:02:03Z");
+    cr_assert_str_eq(pf_json_str(condition(p, "EFAFabricReady"),
+                                 "lastTransitionTime"), "2026-03-03T00:00:00Z");
+    cr_assert_str_eq(pf_json_str(condition(p, "EFADevicesReady"),
+                                 "lastTransitionTime"), "2026-11-22T01:02:03Z");
+    cJSON_Delete(p);
+    free(run);
+    cJSON_Delete(l);
+    cJSON_Delete(c);
+    cJSON_Delete(node);
+}
+
+/* A peer's forged hostname quoted in a message reaches the conditions and
+ * the Event sanitised: no ESC, no newline, valid UTF-8. */
+Test(k8s_publish, forged_peer_names_reach_conditions_and_event_sanitised)
+{
+    struct pf_run *run = make_run(PF_PASS, 0);
+    cJSON *p, *ev;
+    char *text;
+
+    pf_verdict_add(&run->verdict, "rendezvous", PF_COND_FABRIC, PF_FAIL,
+                   PF_R_PeerLost, "", "rank 1 (%s) hung up",
+                   "evil\x1b[2J\nFAKE: pass\xff");
+    pf_verdict_finish(run);
+    p = pf_node_conditions_patch(run, NULL, "2026-11-22T01:02:03Z");
+    cr_assert_str_eq(pf_json_str(condition(p, "EFAFabricReady"), "message"),
+                     "rank 1 (evil?[2J?FAKE: pass?) hung up");
+    ev = pf_node_event(run, "n1", NULL, "pod-a", "2026-11-22T01:02:03Z", "e", "");
+    text = cJSON_PrintUnformatted(ev);
+    cr_assert_null(strchr(text, '\x1b'));
+    cr_assert_null(strstr(text, "\\n"));
+    cr_assert(strstr(text, "evil?[2J?FAKE: pass?"), "%s", text);
+    free(text);
+    cJSON_Delete(ev);
+    cJSON_Delete(p);
+    free(run);
+}

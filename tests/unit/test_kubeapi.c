@@ -2,6 +2,11 @@
  * server: addresses, escaping, label syntax, Retry-After, backoff bounds,
  * identity precedence, option errors, and no token in any error text. */
 #include <criterion/criterion.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -244,4 +249,69 @@ Test(kubeapi, json_paths)
     cr_assert_null(pf_json_str(o, "status.podIP"));
     cr_assert_not_null(pf_json_at(o, "spec.n"));
     cJSON_Delete(o);
+}
+
+struct cancel_later {
+    atomic_int *flag;
+    int64_t after_ms;
+};
+
+static void *cancel_after(void *arg)
+{
+    struct cancel_later *c = arg;
+    pf_sleep_ms(c->after_ms);
+    atomic_store(c->flag, 1);
+    return NULL;
+}
+
+/* A SIGTERM being handled sets the cancel flag: a request stuck on a
+ * server that never answers ends within about a second, and a cancelled
+ * client sends nothing more. */
+Test(kubeapi, cancel_ends_a_request_in_flight, .timeout = 10)
+{
+    struct sockaddr_in a = { .sin_family = AF_INET };
+    socklen_t alen = sizeof(a);
+    struct cancel_later c;
+    struct pf_kube_opts o;
+    struct pf_kube *k;
+    struct pf_kube_resp r;
+    atomic_int flag;
+    char err[PF_ERRLEN];
+    pthread_t th;
+    int64_t t0;
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+
+    /* Listens, never accepts: the handshake completes, no byte comes back. */
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    cr_assert_eq(bind(s, (struct sockaddr *)&a, sizeof(a)), 0);
+    cr_assert_eq(listen(s, 4), 0);
+    cr_assert_eq(getsockname(s, (struct sockaddr *)&a, &alen), 0);
+    atomic_init(&flag, 0);
+    memset(&o, 0, sizeof(o));
+    snprintf(o.server, sizeof(o.server), "https://127.0.0.1:%d",
+             ntohs(a.sin_port));
+    o.connect_timeout_ms = 5000;
+    o.request_timeout_ms = 8000;
+    o.max_attempts = 3;
+    o.backoff_base_ms = 50;
+    o.backoff_cap_ms = 100;
+    o.cancel = &flag;
+    cr_assert_eq(pf_kube_open(&o, &k, err), PF_OK, "%s", err);
+    c = (struct cancel_later){ &flag, 300 };
+    cr_assert_eq(pthread_create(&th, NULL, cancel_after, &c), 0);
+    t0 = pf_now_ms();
+    cr_assert_eq(pf_kube_do(k, "GET", "/api/v1/nodes/n1", NULL, NULL, &r, err),
+                 PF_ERR_API);
+    cr_assert(pf_now_ms() - t0 < 2500, "cancel took %lld ms",
+              (long long)(pf_now_ms() - t0));
+    cr_assert(strstr(err, "interrupted"), "%s", err);
+    pthread_join(th, NULL);
+
+    t0 = pf_now_ms();
+    cr_assert_eq(pf_kube_do(k, "PATCH", "/api/v1/nodes/n1", NULL, "{}", &r, err),
+                 PF_ERR_API);
+    cr_assert(pf_now_ms() - t0 < 100);
+    cr_assert_str_eq(err, "PATCH /api/v1/nodes/n1: interrupted");
+    pf_kube_close(k);
+    close(s);
 }

@@ -7,11 +7,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config/catalog.h"
 #include "config/config.h"
 #include "publish/publish.h"
+#include "util/fsutil.h"
+#include "util/sanitize.h"
 #include "verdict/verdict.h"
 
 /* A p5 node with one missing device, judged. */
@@ -283,17 +287,182 @@ Test(report, report_file_is_written_whole)
     free_run(run);
 }
 
-Test(report, report_file_in_missing_dir_is_an_error)
+/* The stdout JSON of pf_publish, parsed. */
+static cJSON *publish_to_json(struct pf_run *run)
+{
+    char path[] = "/tmp/pf-stdout-XXXXXX", err[PF_ERRLEN] = "";
+    char *text;
+    cJSON *doc;
+    long len;
+    FILE *f;
+    int fd = mkstemp(path);
+
+    cr_assert(fd >= 0);
+    close(fd);
+    run->cfg.json = true;
+    cr_assert(freopen(path, "w", stdout));
+    cr_assert_eq(pf_publish(run, NULL, err), PF_OK, "%s", err);
+    fflush(stdout);
+    f = fopen(path, "r");
+    cr_assert_not_null(f);
+    fseek(f, 0, SEEK_END);
+    len = ftell(f);
+    rewind(f);
+    text = calloc(1, (size_t)len + 1);
+    cr_assert_eq(fread(text, 1, (size_t)len, f), (size_t)len);
+    fclose(f);
+    unlink(path);
+    doc = cJSON_Parse(text);
+    cr_assert_not_null(doc, "stdout is not JSON: %s", text);
+    free(text);
+    return doc;
+}
+
+/* A report that cannot be written is a check: the JSON on stdout (and the
+ * table) carry the exit code the process returns, never a stale 0. */
+Test(report, report_failure_is_a_check_with_the_process_exit_code)
 {
     struct pf_run *run = p5_run();
-    char err[PF_ERRLEN] = "";
+    cJSON *doc, *c, *report_check = NULL;
 
+    /* A run that passed: nothing but the report can fail it. */
+    memset(&run->verdict, 0, sizeof(run->verdict));
+    pf_verdict_finish(run);
+    cr_assert_eq(run->verdict.exit_code, 0);
     snprintf(run->cfg.report_file, sizeof(run->cfg.report_file),
              "/nonexistent-dir/r.json");
-    run->cfg.json = true;
-    cr_assert(freopen("/dev/null", "w", stdout));
-    cr_assert_eq(pf_publish(run, NULL, err), PF_ERR_IO);
-    cr_assert(strstr(err, "report: /nonexistent-dir/r.json.tmp."), "%s", err);
+    doc = publish_to_json(run);
+    cr_assert_eq(run->verdict.exit_code, PF_EXIT_INFRA);
+    cr_assert_eq(at(doc, "verdict.exit_code")->valueint, PF_EXIT_INFRA);
+    cr_assert_str_eq(at(doc, "verdict.reason")->valuestring, "ReportFailed");
+    cJSON_ArrayForEach(c, at(doc, "checks"))
+        if (!strcmp(cJSON_GetObjectItem(c, "name")->valuestring, "report"))
+            report_check = c;
+    cr_assert_not_null(report_check);
+    cr_assert(strstr(cJSON_GetObjectItem(report_check, "message")->valuestring,
+                     "/nonexistent-dir/"));
+    cJSON_Delete(doc);
+
+    /* A failed node keeps its own exit code, the report check beside it. */
+    free_run(run);
+    run = p5_run();
+    snprintf(run->cfg.report_file, sizeof(run->cfg.report_file),
+             "/nonexistent-dir/r.json");
+    doc = publish_to_json(run);
+    cr_assert_eq(at(doc, "verdict.exit_code")->valueint, PF_EXIT_FAIL);
+    cr_assert_eq(run->verdict.exit_code, PF_EXIT_FAIL);
+    cJSON_Delete(doc);
+    free_run(run);
+}
+
+/* The temp file is created exclusively under an unpredictable name and
+ * never through a link: a symlink at the old predictable name
+ * (<report>.tmp.<pid>) or at the report itself redirects nothing. */
+Test(report, report_temp_file_never_follows_a_symlink)
+{
+    char dir[] = "/tmp/pf-link-XXXXXX", target[PF_PATH_MAX], path[PF_PATH_MAX];
+    char old_tmp[PF_PATH_MAX], err[PF_ERRLEN] = "", buf[64] = "";
+    struct stat st;
+    FILE *f;
+    DIR *d;
+    struct dirent *e;
+    int entries = 0;
+
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(target, sizeof(target), "%s/victim", dir);
+    f = fopen(target, "w");
+    cr_assert_not_null(f);
+    fputs("precious", f);
+    fclose(f);
+    snprintf(path, sizeof(path), "%s/r.json", dir);
+    snprintf(old_tmp, sizeof(old_tmp), "%s.tmp.%d", path, (int)getpid());
+    cr_assert_eq(symlink(target, old_tmp), 0);
+    cr_assert_eq(pf_write_file_atomic(path, "{}\n", 3, err), PF_OK, "%s", err);
+    f = fopen(target, "r");
+    cr_assert(fgets(buf, sizeof(buf), f));
+    fclose(f);
+    cr_assert_str_eq(buf, "precious", "the write followed %s", old_tmp);
+
+    /* A link at the report's own name is replaced, its target untouched. */
+    unlink(path);
+    cr_assert_eq(symlink(target, path), 0);
+    cr_assert_eq(pf_write_file_atomic(path, "{}\n", 3, err), PF_OK, "%s", err);
+    cr_assert_eq(lstat(path, &st), 0);
+    cr_assert(S_ISREG(st.st_mode));
+    f = fopen(target, "r");
+    cr_assert(fgets(buf, sizeof(buf), f));
+    fclose(f);
+    cr_assert_str_eq(buf, "precious");
+
+    /* No temp file left: the directory holds victim, the link, r.json. */
+    d = opendir(dir);
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.' || (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")))
+            entries++;
+    closedir(d);
+    cr_assert_eq(entries, 3, "temp files left in %s", dir);
+    unlink(old_tmp);
+    unlink(path);
+    unlink(target);
+    cr_assert_eq(rmdir(dir), 0);
+}
+
+/* Valid UTF-8 (RFC 3629) with no control byte but newline and tab: an
+ * independent check, not the sanitiser's own. */
+static bool clean_text(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+
+    while (*p) {
+        int n = *p < 0x80 ? 1 : (*p & 0xE0) == 0xC0 ? 2
+                : (*p & 0xF0) == 0xE0 ? 3 : (*p & 0xF8) == 0xF0 ? 4 : 0;
+        uint32_t cp = n == 1 ? *p : n == 2 ? *p & 0x1Fu : n == 3 ? *p & 0x0Fu
+                                                                : *p & 0x07u;
+        if (n == 0)
+            return false;
+        for (int i = 1; i < n; i++) {
+            if ((p[i] & 0xC0) != 0x80)
+                return false;
+            cp = cp << 6 | (p[i] & 0x3Fu);
+        }
+        if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) ||
+            (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+            (cp >= 0xD800 && cp <= 0xDFFF))
+            return false;
+        if ((cp < 0x20 && cp != '\n' && cp != '\t') || cp == 0x7F ||
+            (cp >= 0x80 && cp <= 0x9F))
+            return false;
+        p += n;
+    }
+    return true;
+}
+
+/* Outside bytes (a forged hostname, a peer's message with ESC, newline and
+ * invalid UTF-8) never make the report invalid UTF-8 or carry a control
+ * character. */
+Test(report, forged_hostname_and_messages_stay_valid_json)
+{
+    struct pf_run *run = p5_run();
+    cJSON *doc;
+    char *text;
+
+    snprintf(run->node.hostname, sizeof(run->node.hostname),
+             "evil\x1b[2J\nFAKE: pass\xff\xfe");
+    snprintf(run->node.libfabric_error, sizeof(run->node.libfabric_error),
+             "bad \xc0\xaf overlong \xed\xa0\x80 surrogate \x7f");
+    pf_fault_set(&run->coll.fault, PF_ERR_REJECTED, PF_R_PeerRejected,
+                 "peer says \x1b]0;owned\x07 \xe2\x80\xae reversed");
+    run->coll.ran = true;
+    text = pf_report_json(run);
+    cr_assert_not_null(text);
+    cr_assert(clean_text(text), "report holds raw control or "
+              "invalid UTF-8 bytes");
+    cr_assert_null(strchr(text, '\x1b'));
+    cr_assert(strstr(text, "evil?[2J?FAKE: pass??"), "%s", text);
+    doc = cJSON_Parse(text);
+    cr_assert_not_null(doc);
+    cJSON_Delete(doc);
+    free(text);
     free_run(run);
 }
 
