@@ -12,19 +12,19 @@
 #include "fork_boot.h"
 #include "util/clock.h"
 
-#define MAX_RANKS 4
+#define FORKED_RANKS 4                /* the processes this test forks */
 
 struct rails_job {
-    const char *addrs[MAX_RANKS];     /* --fabric-addrs of each rank */
+    const char *addrs[FORKED_RANKS];     /* --fabric-addrs of each rank */
     uint64_t counts[3];               /* all_reduce sizes, elements */
     int ncounts;
     bool pair;                        /* also a pair exchange 0 <-> 1 */
     /* shared results */
-    pf_err rc[MAX_RANKS];
-    long wrong[MAX_RANKS];
-    int nrails[MAX_RANKS];
-    struct pf_rail_use rails[MAX_RANKS][PF_MAX_EFA];
-    struct pf_rail_use pair_rails[MAX_RANKS][PF_MAX_EFA];
+    pf_err rc[FORKED_RANKS];
+    long wrong[FORKED_RANKS];
+    int nrails[FORKED_RANKS];
+    struct pf_rail_use rails[FORKED_RANKS][PF_MAX_EFA];
+    struct pf_rail_use pair_rails[FORKED_RANKS][PF_MAX_EFA];
 };
 
 static int rails_rank(struct pf_boot *b, void *arg)
@@ -81,7 +81,7 @@ static int rails_rank(struct pf_boot *b, void *arg)
 static struct rails_job *run_rails(int world, struct rails_job *proto)
 {
     struct rails_job *j = pf_test_shared(sizeof(*j));
-    int codes[MAX_RANKS];
+    int codes[FORKED_RANKS];
 
     *j = *proto;
     for (int r = 0; r < world; r++)
