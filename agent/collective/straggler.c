@@ -48,15 +48,16 @@ double pf_coll_judged_busbw(const struct pf_coll *c,
                             const struct pf_floor_rule *rule,
                             uint64_t *at_bytes)
 {
+    int nrows = c->nrows < PF_MAX_ROWS ? c->nrows : PF_MAX_ROWS;
     double best = -1;
 
     *at_bytes = 0;
-    if (c->nrows > 0 && !rule->from_bytes) {
+    if (nrows > 0 && !rule->from_bytes) {
         /* No size named: the best of the largest size, as always. */
-        *at_bytes = c->rows[c->nrows - 1].bytes;
+        *at_bytes = c->rows[nrows - 1].bytes;
         return c->peak_busbw;
     }
-    for (int i = 0; i < c->nrows && i < PF_MAX_ROWS; i++) {
+    for (int i = 0; i < nrows; i++) {
         const struct pf_row *r = &c->rows[i];
         double bw = r->oop_busbw > r->ip_busbw ? r->oop_busbw : r->ip_busbw;
         if (r->bytes >= rule->from_bytes && bw > best) {

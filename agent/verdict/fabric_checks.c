@@ -176,7 +176,8 @@ static void data_check(struct pf_run *run)
 static void bandwidth_check(struct pf_run *run)
 {
     const struct pf_coll *c = &run->coll;
-    const struct pf_row *last = &c->rows[c->nrows - 1];
+    const struct pf_row *last =
+        &c->rows[(c->nrows < PF_MAX_ROWS ? c->nrows : PF_MAX_ROWS) - 1];
     struct pf_floor_rule rule;
     char size[32], from[32], floor_txt[240], ring[288];
     double floor = pf_coll_floor(run, &rule);
