@@ -23,6 +23,7 @@
 
 #include "../util/clock.h"
 #include "../util/log.h"
+#include "../util/netlisten.h"
 #include "../util/progress.h"
 #include "../util/sha256.h"
 #include "rdv_impl.h"
@@ -136,47 +137,14 @@ static void refuse(struct root *rt, int slot, bool counted, const char *why)
 static pf_err listen_on(const char *bind_addr, int port, int backlog, int *out,
                         char *err)
 {
-    struct addrinfo hints = { 0 }, *res = NULL, *ai;
-    char portstr[16], where[PF_NAME_MAX + 16];
-    int rc, fd = -1, saved = 0;
+    char where[PF_NAME_MAX + 16];
+    int saved, gai, fd = pf_listen_tcp(bind_addr, port, backlog, &saved, &gai);
 
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-    snprintf(portstr, sizeof(portstr), "%d", port);
     snprintf(where, sizeof(where), "%s:%d", bind_addr[0] ? bind_addr : "*",
              port);
-    rc = getaddrinfo(bind_addr[0] ? bind_addr : NULL, portstr, &hints, &res);
-    if (rc)
+    if (fd < 0 && gai)
         return pf_fail(err, PF_ERR_USAGE, "rendezvous address %s: %s", where,
-                       gai_strerror(rc));
-    /* Prefer a dual-stack IPv6 socket when binding to any address. */
-    for (int pass = 0; pass < 2 && fd < 0; pass++) {
-        for (ai = res; ai && fd < 0; ai = ai->ai_next) {
-            int one = 1, zero = 0;
-            if (!bind_addr[0] && (pass == 0) != (ai->ai_family == AF_INET6))
-                continue;
-            if (bind_addr[0] && pass == 1)
-                break;
-            fd = socket(ai->ai_family,
-                        ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-            if (fd < 0) {
-                saved = errno;
-                continue;
-            }
-            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-            if (ai->ai_family == AF_INET6)
-                setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
-            /* A backlog for the whole group: the kernel caps it at
-             * net.core.somaxconn. */
-            if (bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, backlog)) {
-                saved = errno;
-                close(fd);
-                fd = -1;
-            }
-        }
-    }
-    freeaddrinfo(res);
+                       gai_strerror(gai));
     if (fd < 0)
         return pf_fail(err, saved == EADDRINUSE || saved == EACCES ||
                                 saved == EADDRNOTAVAIL ? PF_ERR_USAGE

@@ -14,6 +14,7 @@
 
 #include "../util/clock.h"
 #include "../util/log.h"
+#include "../util/netlisten.h"
 
 static void addr_string(const struct sockaddr *sa, socklen_t len, char *out,
                         size_t cap)
@@ -42,43 +43,11 @@ static void tune(int fd)
 
 pf_err pf_co_listen(const char *bind_addr, int port, int *out, char *err)
 {
-    struct addrinfo hints = { 0 }, *res = NULL, *ai;
-    char portstr[16];
-    int rc, fd = -1, saved = 0;
+    int saved, gai, fd = pf_listen_tcp(bind_addr, port, 512, &saved, &gai);
 
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-    snprintf(portstr, sizeof(portstr), "%d", port);
-    rc = getaddrinfo(bind_addr[0] ? bind_addr : NULL, portstr, &hints, &res);
-    if (rc)
+    if (fd < 0 && gai)
         return pf_fail(err, PF_ERR_USAGE, "coordinator address %s:%d: %s",
-                       bind_addr[0] ? bind_addr : "*", port, gai_strerror(rc));
-    /* Any address: prefer a dual-stack IPv6 socket. */
-    for (int pass = 0; pass < 2 && fd < 0; pass++) {
-        for (ai = res; ai && fd < 0; ai = ai->ai_next) {
-            int one = 1, zero = 0;
-            if (!bind_addr[0] && (pass == 0) != (ai->ai_family == AF_INET6))
-                continue;
-            if (bind_addr[0] && pass == 1)
-                break;
-            fd = socket(ai->ai_family,
-                        ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-            if (fd < 0) {
-                saved = errno;
-                continue;
-            }
-            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-            if (ai->ai_family == AF_INET6)
-                setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
-            if (bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 512)) {
-                saved = errno;
-                close(fd);
-                fd = -1;
-            }
-        }
-    }
-    freeaddrinfo(res);
+                       bind_addr[0] ? bind_addr : "*", port, gai_strerror(gai));
     if (fd < 0)
         return pf_fail(err, saved == EADDRINUSE ? PF_ERR_USAGE : PF_ERR_IO,
                        "the coordinator cannot listen on port %d (--port + "
