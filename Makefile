@@ -39,7 +39,7 @@ PF_LDFLAGS = -pie $(PF_HARDEN_LDFLAGS)
 PF_LIBS := -lcurl -lcjson -lyaml -ldl -lpthread -lm
 
 # agent/mpishim/ is built separately with mpicc (mk/mpi.mk), never linked in.
-AGENT_SRCS := $(filter-out agent/main.c agent/mpishim/%,$(wildcard agent/*.c agent/*/*.c))
+AGENT_SRCS := $(filter-out agent/main.c agent/mpishim/%,$(wildcard agent/*.c agent/*/*.c agent/*/*/*.c))
 AGENT_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(AGENT_SRCS)) $(BUILD)/agent/catalog_blob.o
 MAIN_OBJ   := $(BUILD)/agent/main.o
 UNIT_SRCS  := $(wildcard tests/unit/*.c)

@@ -25,7 +25,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "collective/rendezvous.h"
+#include "transport/rendezvous.h"
 #include "util/clock.h"
 
 #define DEADLINE_MS 60000

@@ -84,11 +84,60 @@ static const char *requested_fallback(const struct pf_config *cfg)
     return p[0] && strncmp(p, "efa", 3) ? p : NULL;
 }
 
+static pf_err open_boot(struct pf_run *run, struct pf_boot **boot, char *err)
+{
+    struct pf_boot_args a = {
+        .peers = &run->peers,
+        .secret_file = run->cfg.secret_file,
+        .bind_addr = run->cfg.bind_addr,
+        .port = run->cfg.port,
+        .timeout_s = run->cfg.timeout_s,
+        .deadline = pf_run_deadline(run),
+        .hostname = run->node.hostname,
+        .instance_type = run->node.instance_type,
+        .efa_count = run->node.efa_count,
+        .gpu_count = run->node.gpu_count,
+        .progress = &run->progress,
+        .fault = &run->coll.fault,
+    };
+    return pf_boot_open(&a, boot, err);
+}
+
+void pf_engine_args_for(struct pf_run *run, struct pf_boot *boot,
+                        uint64_t max_count, struct pf_engine_args *a)
+{
+    *a = (struct pf_engine_args){
+        .boot = boot,
+        .max_count = max_count,
+        .provider = run->cfg.fabric_provider,
+        .fabric_addrs = run->cfg.fabric_addrs,
+        .libfabric_path = run->cfg.libfabric_path,
+        .bind_addr = run->cfg.bind_addr,
+        .peers = &run->peers,
+        .progress = &run->progress,
+        .corrupt_rank = run->cfg.debug_corrupt_rank,
+        .slow_rank = run->cfg.debug_slow_rank,
+        .slow_ms = run->cfg.debug_slow_ms,
+    };
+}
+
+void pf_engine_facts_keep(const struct pf_engine_facts *f, struct pf_coll *c)
+{
+    snprintf(c->provider, sizeof(c->provider), "%s", f->provider);
+    c->provider_is_fallback = f->provider_is_fallback;
+    snprintf(c->transport, sizeof(c->transport), "%s", f->transport);
+    snprintf(c->nccl_network, sizeof(c->nccl_network), "%s", f->nccl_network);
+    c->net_plugin_loaded = f->net_plugin_loaded;
+    c->net_gdr = f->net_gdr;
+    c->inter_node_socket = f->inter_node_socket;
+}
+
 pf_err pf_collective(struct pf_run *run, char *err)
 {
     struct pf_coll *c = &run->coll;
     const struct pf_engine_ops *ops = NULL;
     struct pf_engine engine = { 0 };
+    struct pf_engine_args args;
     struct pf_boot *boot = NULL;
     char msg[PF_ERRLEN] = "";
     double t0 = pf_now_s();
@@ -128,7 +177,7 @@ pf_err pf_collective(struct pf_run *run, char *err)
                                   ? timeout_ms - REPORT_MARGIN_MS
                                   : timeout_ms / 2);
 
-    rc = pf_boot_open(run, &boot, msg);
+    rc = open_boot(run, &boot, msg);
     if (rc == PF_OK) {
         /* The rendezvous named every rank's host (and, for non-leaders
          * under Kubernetes, peers discovery did not name): count again. */
@@ -136,8 +185,9 @@ pf_err pf_collective(struct pf_run *run, char *err)
         engine.ops = ops;
         pf_info("collective: %s engine, %d ranks on %d node(s)", ops->name,
                 boot->world, c->nnodes);
-        rc = ops->open(&engine, run, boot, c->max_bytes / sizeof(float),
-                       deadline, msg);
+        pf_engine_args_for(run, boot, c->max_bytes / sizeof(float), &args);
+        rc = ops->open(&engine, &args, deadline, msg);
+        pf_engine_facts_keep(&engine.facts, c);
         if (rc == PF_OK) {
             struct pf_nic_watch watch;
             struct pf_rail_use rails0[PF_MAX_EFA], rails1[PF_MAX_EFA];
@@ -153,6 +203,7 @@ pf_err pf_collective(struct pf_run *run, char *err)
             if (rc == PF_OK)
                 rc = pf_straggler_retest(run, &engine, boot, deadline, msg);
             ops->close(&engine);
+            pf_engine_facts_keep(&engine.facts, c);
         }
         if (rc != PF_OK && !is_usage(rc))
             pf_boot_abort(boot, msg);

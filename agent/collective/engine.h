@@ -9,9 +9,43 @@
 #include <stdint.h>
 
 #include "../pf.h"
-#include "bootstrap.h"
+#include "../transport/bootstrap.h"
 
 struct pf_engine;
+struct pf_progress;
+
+/* What an engine is given; pf_engine_args_for (collective.h) fills it from
+ * the run. The pointers must outlive the engine. */
+struct pf_engine_args {
+    struct pf_boot *boot;             /* the connected group */
+    uint64_t max_count;               /* largest all_reduce, elements a rank */
+    /* host engine */
+    const char *provider;             /* libfabric provider, "" for efa */
+    const char *fabric_addrs;         /* socket providers: one endpoint per
+                                         address, NULL for the bind address */
+    const char *libfabric_path;       /* "" searches the usual places */
+    const char *bind_addr;            /* --bind-addr, "" when not given */
+    const struct pf_peers *peers;     /* ranks' hosts, for binding and
+                                         messages; NULL when unknown */
+    /* NCCL engine */
+    struct pf_progress *progress;     /* lines while communicators connect */
+    /* fault injection (--debug-*): the rank that sends wrong data and
+     * the one that sleeps slow_ms a step; -1 for none */
+    int corrupt_rank, slow_rank, slow_ms;
+};
+
+/* What an engine found out about the fabric, kept in struct pf_engine so
+ * it survives close: the provider once open returns (failed or not),
+ * NCCL's transports once close returns (they come from NCCL's log). */
+struct pf_engine_facts {
+    char provider[32];                /* host: libfabric provider used */
+    bool provider_is_fallback;        /* tcp/shm where efa was expected */
+    char transport[128];              /* NCCL: "NET/Libfabric/GDRDMA" etc. */
+    char nccl_network[32];            /* "Using network X" */
+    bool net_plugin_loaded;
+    bool net_gdr;                     /* channels over NET used GDRDMA */
+    bool inter_node_socket;           /* channels over NET/Socket */
+};
 
 /* What one NIC carried since the engine opened (engine op `rails`). */
 struct pf_rail_use {
@@ -23,10 +57,10 @@ struct pf_rail_use {
 
 struct pf_engine_ops {
     const char *name;                 /* "host" | "nccl" */
-    /* Set up for all_reduces of up to max_count elements per rank. */
-    pf_err (*open)(struct pf_engine *e, struct pf_run *run,
-                   struct pf_boot *boot, uint64_t max_count, int64_t deadline,
-                   char *err);
+    /* Set up for all_reduces of up to args->max_count elements per rank
+     * over args->boot's ranks, by the deadline. */
+    pf_err (*open)(struct pf_engine *e, const struct pf_engine_args *args,
+                   int64_t deadline, char *err);
     /* Fill the send buffer (the recv buffer when in_place) with the
      * pattern, and poison the recv buffer otherwise. */
     pf_err (*fill)(struct pf_engine *e, uint64_t count, bool in_place,
@@ -68,6 +102,7 @@ struct pf_engine {
     int nranks;                       /* global ranks in the all_reduce */
     int local_ranks;                  /* ranks this process drives */
     void *impl;
+    struct pf_engine_facts facts;     /* what the engine found out */
 };
 
 extern const struct pf_engine_ops pf_engine_host;

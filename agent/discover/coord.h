@@ -24,7 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../collective/wire.h"
+#include "../transport/wire.h"
 #include "../pf.h"
 #include "../util/kubeapi.h"
 #include "lease.h"

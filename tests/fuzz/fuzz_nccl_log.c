@@ -8,14 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collective/nccl_log.h"
+#include "collective/nccl/nccl_log.h"
 
 #define TERMINATED(a) (strnlen((a), sizeof(a)) < sizeof(a))
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct pf_nccl_facts f;
-    struct pf_coll coll;
+    struct pf_engine_facts coll;
     char out[256], err[PF_ERRLEN], pattern[512];
     char *text = malloc(size + 1);
     size_t n;

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collective/rendezvous.h"
+#include "transport/rendezvous.h"
 
 #define WORLD 4
 

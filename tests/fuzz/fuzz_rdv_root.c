@@ -17,7 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "collective/rendezvous.h"
+#include "transport/rendezvous.h"
 #include "discover/discover.h"
 #include "launch/launch.h"
 #include "util/clock.h"

@@ -74,7 +74,7 @@ for r in EFADeviceCountMismatch EFAModuleNotLoaded EFADeviceFilesMissing \
     grep -qx "$r" "$tmp/table" || fail "the table has no $r"
 done
 # The security-group hint is documented where the agent gives it.
-grep -q 'security group without' "$root/agent/collective/host_ep.c" &&
+grep -q 'security group without' "$root/agent/collective/host/host_ep.c" &&
     grep -q 'security group without' "$doc" ||
     fail "security-group hint missing in the agent or the doc"
 echo "PASS: all $n reasons documented, the generated table current, none extra"

@@ -4,7 +4,8 @@
 #ifndef PF_TEST_FORK_BOOT_H
 #define PF_TEST_FORK_BOOT_H
 
-#include "collective/bootstrap.h"
+#include "collective/collective.h"
+#include "transport/bootstrap.h"
 
 /* fn runs in each child with its rank's boot; its return value is the
  * child's exit code. Fills codes[world] (exit code, 128+signal, or 255
@@ -14,5 +15,18 @@ int pf_test_fork_ranks(int world, int (*fn)(struct pf_boot *b, void *arg),
 
 /* Shared memory the children can write results into (MAP_SHARED). */
 void *pf_test_shared(size_t len);
+
+/* Open an engine with the arguments the collective would give it for
+ * this run (its settings and fault injection). */
+static inline pf_err pf_test_engine_open(struct pf_engine *e,
+                                         struct pf_run *run,
+                                         struct pf_boot *b, uint64_t max_count,
+                                         int64_t deadline, char *err)
+{
+    struct pf_engine_args a;
+
+    pf_engine_args_for(run, b, max_count, &a);
+    return e->ops->open(e, &a, deadline, err);
+}
 
 #endif

@@ -10,7 +10,7 @@
 #include <sys/socket.h>
 
 #include "collective/collective.h"
-#include "collective/host.h"
+#include "collective/host/host.h"
 #include "fork_boot.h"
 #include "util/clock.h"
 
@@ -48,7 +48,7 @@ static int one_rank(struct pf_boot *b, void *arg)
     pf_err rc;
 
     run->cfg.debug_corrupt_rank = j->corrupt_rank;
-    rc = e.ops->open(&e, run, b, j->count, deadline, err);
+    rc = pf_test_engine_open(&e, run, b, j->count, deadline, err);
     if (rc == PF_OK && b->rank == j->quit_rank)
         _exit(0);                     /* vanish without closing anything */
     for (int ip = 0; ip < 2 && rc == PF_OK; ip++) {
@@ -209,7 +209,8 @@ static int silent_rank(struct pf_boot *b, void *arg)
     struct pf_run *run = new_run("tcp");
     struct pf_engine e = { .ops = &pf_engine_host };
     int64_t t0 = pf_now_ms();
-    out->rc = e.ops->open(&e, run, b, 1024, pf_deadline_in(2000), out->msg);
+    out->rc = pf_test_engine_open(&e, run, b, 1024, pf_deadline_in(2000),
+                                  out->msg);
     out->ms = pf_now_ms() - t0;
     if (out->rc == PF_OK)
         e.ops->close(&e);
@@ -253,7 +254,7 @@ static int slow_rank_fn(struct pf_boot *b, void *arg)
 
     run->cfg.debug_slow_rank = out->slow_rank;
     run->cfg.debug_slow_ms = 50;
-    rc = e.ops->open(&e, run, b, 4096, deadline, err);
+    rc = pf_test_engine_open(&e, run, b, 4096, deadline, err);
     if (rc == PF_OK)
         rc = e.ops->fill(&e, 4096, false, err);
     if (rc == PF_OK)

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "collective/collective.h"
-#include "collective/host.h"
+#include "collective/host/host.h"
 #include "fork_boot.h"
 #include "util/clock.h"
 
@@ -44,7 +44,7 @@ static int rails_rank(struct pf_boot *b, void *arg)
     run->cfg.debug_corrupt_rank = run->cfg.debug_slow_rank = -1;
     for (int i = 0; i < j->ncounts; i++)
         max = j->counts[i] > max ? j->counts[i] : max;
-    rc = e.ops->open(&e, run, b, max, deadline, err);
+    rc = pf_test_engine_open(&e, run, b, max, deadline, err);
     for (int i = 0; i < j->ncounts && rc == PF_OK; i++)
         for (int ip = 0; ip < 2 && rc == PF_OK; ip++) {
             rc = e.ops->fill(&e, j->counts[i], ip, err);

@@ -140,7 +140,8 @@ static pf_err open_engine(struct pf_engine *e, uint64_t max_count,
                           int64_t ms, char *err)
 {
     *e = (struct pf_engine){ .ops = &pf_engine_nccl };
-    return e->ops->open(e, &run, &boot, max_count, pf_deadline_in(ms), err);
+    return pf_test_engine_open(e, &run, &boot, max_count, pf_deadline_in(ms),
+                               err);
 }
 
 TestSuite(nccl_engine, .init = use_double, .timeout = 30);
@@ -503,7 +504,7 @@ static int xproc_rank(struct pf_boot *b, void *arg)
     snprintf(vis, sizeof(vis), "%d,%d", 2 * b->rank, 2 * b->rank + 1);
     setenv("CUDA_VISIBLE_DEVICES", vis, 1);
     r->cfg.debug_corrupt_rank = -1;
-    rc = e.ops->open(&e, r, b, count, pf_deadline_in(10000), err);
+    rc = pf_test_engine_open(&e, r, b, count, pf_deadline_in(10000), err);
     x->nranks[b->rank] = e.nranks;
     x->local[b->rank] = e.local_ranks;
     for (int ip = 0; rc == PF_OK && ip < 2; ip++) {
@@ -630,7 +631,7 @@ Test(nccl_engine, failed_split_falls_back_to_the_nonblocking_comm)
     cr_assert_eq(trace_count("abort rank"), 0);
 }
 
-Test(nccl_engine, transport_facts_reach_the_run)
+Test(nccl_engine, transport_facts_come_back_from_close)
 {
     struct pf_engine e;
     char err[PF_ERRLEN] = "";
@@ -642,11 +643,11 @@ Test(nccl_engine, transport_facts_reach_the_run)
     char path[PF_PATH_MAX];
     snprintf(path, sizeof(path), "%s", getenv("NCCL_DEBUG_FILE"));
     e.ops->close(&e);
-    cr_assert_str_eq(run.coll.transport, "NET/Socket");
-    cr_assert_str_eq(run.coll.nccl_network, "Socket");
-    cr_assert(run.coll.inter_node_socket);
-    cr_assert_not(run.coll.net_plugin_loaded);
-    cr_assert_not(run.coll.net_gdr);
+    cr_assert_str_eq(e.facts.transport, "NET/Socket");
+    cr_assert_str_eq(e.facts.nccl_network, "Socket");
+    cr_assert(e.facts.inter_node_socket);
+    cr_assert_not(e.facts.net_plugin_loaded);
+    cr_assert_not(e.facts.net_gdr);
     /* the private log is gone and the environment restored */
     cr_assert_neq(access(path, F_OK), 0);
     cr_assert_null(getenv("NCCL_DEBUG_FILE"));
@@ -672,9 +673,9 @@ Test(nccl_engine, users_debug_file_is_read_and_kept)
     unlink(mine);
     cr_assert_str_eq(getenv("NCCL_DEBUG_FILE"), "/tmp/pf-user-nccl.%p.log");
     cr_assert_str_eq(getenv("NCCL_DEBUG"), "WARN");
-    cr_assert_str_eq(run.coll.transport, "NET/AWS Libfabric/GDRDMA");
-    cr_assert_str_eq(run.coll.nccl_network, "AWS Libfabric");
-    cr_assert(run.coll.net_plugin_loaded);
-    cr_assert(run.coll.net_gdr);
-    cr_assert_not(run.coll.inter_node_socket);
+    cr_assert_str_eq(e.facts.transport, "NET/AWS Libfabric/GDRDMA");
+    cr_assert_str_eq(e.facts.nccl_network, "AWS Libfabric");
+    cr_assert(e.facts.net_plugin_loaded);
+    cr_assert(e.facts.net_gdr);
+    cr_assert_not(e.facts.inter_node_socket);
 }

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "collective/nccl_log.h"
+#include "collective/nccl/nccl_log.h"
 
 #define P "ip-10-1-2-3:4321:4321 [0] NCCL INFO "
 #define PT "ip-10-1-2-3:4321:4399 [1] NCCL INFO "
@@ -59,7 +59,7 @@ Test(nccl_log, efa_with_gdr)
 Test(nccl_log, socket_fallback_without_plugin)
 {
     struct pf_nccl_facts f;
-    struct pf_coll c;
+    struct pf_engine_facts c;
 
     pf_nccl_log_parse(socket_log, &f);
     cr_assert_str_eq(f.version, "2.28.9+cuda13.0");

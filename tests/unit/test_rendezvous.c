@@ -12,8 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "collective/rendezvous.h"
-#include "collective/wire.h"
+#include "transport/rendezvous.h"
+#include "transport/wire.h"
 #include "util/clock.h"
 #include "util/sha256.h"
 

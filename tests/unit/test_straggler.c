@@ -231,7 +231,7 @@ static int retest_rank(struct pf_boot *b, void *arg)
     if (t->no_pair)
         e.ops = &no_pair_ops;
     else
-        rc = e.ops->open(&e, run, b, 1 << 18, deadline, err);
+        rc = pf_test_engine_open(&e, run, b, 1 << 18, deadline, err);
     fake_sweep(run, b->world, 0.5);
     if (r == t->die_rank)
         alarm(1);                     /* dies mid-exchange (slowed) */

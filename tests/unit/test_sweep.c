@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "collective/collective.h"
-#include "collective/ring.h"
+#include "collective/host/ring.h"
 #include "collective/sweep.h"
 #include "fork_boot.h"
 #include "util/clock.h"
@@ -241,7 +241,8 @@ static int sweep_rank(struct pf_boot *b, void *arg)
     run->cfg.iters = 3;
     run->cfg.warmup = 1;
     run->cfg.check = true;
-    out->rc = e.ops->open(&e, run, b, run->cfg.max_bytes / 4, deadline, err);
+    out->rc = pf_test_engine_open(&e, run, b, run->cfg.max_bytes / 4,
+                                  deadline, err);
     if (out->rc == PF_OK) {
         out->rc = pf_sweep(run, &e, b, deadline, err);
         e.ops->close(&e);

@@ -8,7 +8,7 @@
 
 #include <rdma/fabric.h>
 
-#include "../pf.h"
+#include "../../pf.h"
 
 struct pf_fi {
     void *dl;

@@ -10,8 +10,8 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
-#include "../util/clock.h"
-#include "../util/log.h"
+#include "../../util/clock.h"
+#include "../../util/log.h"
 
 #define TAG_HANDSHAKE (1ULL << 63)
 
@@ -40,13 +40,12 @@ static bool is_efa(const char *prov)
  * choose their own. */
 static const char *source_node(const struct host *h)
 {
-    const struct pf_run *run = h->run;
+    const struct pf_peers *p = h->args.peers;
 
-    if (run->cfg.bind_addr[0])
-        return run->cfg.bind_addr;
-    if (run->peers.list && h->rank < run->peers.world &&
-        run->peers.list[h->rank].host[0])
-        return run->peers.list[h->rank].host;
+    if (h->args.bind_addr && h->args.bind_addr[0])
+        return h->args.bind_addr;
+    if (p && p->list && h->rank < p->world && p->list[h->rank].host[0])
+        return p->list[h->rank].host;
     return NULL;
 }
 
@@ -120,10 +119,9 @@ static pf_err efa_rails(struct host *h, struct fi_info *list, char *err)
  * binds one endpoint per --fabric-addrs address (else the bind address). */
 static pf_err get_rails(struct host *h, char *err)
 {
-    const char *want = h->run->cfg.fabric_provider[0]
-                           ? h->run->cfg.fabric_provider : "efa";
-    const char *addrs = h->run->cfg.fabric_addrs ? h->run->cfg.fabric_addrs
-                                                 : "";
+    const char *want = h->args.provider && h->args.provider[0]
+                           ? h->args.provider : "efa";
+    const char *addrs = h->args.fabric_addrs ? h->args.fabric_addrs : "";
     bool sockets = !is_efa(want) && strcmp(want, "shm");
     pf_err rc = PF_OK;
 
@@ -246,9 +244,9 @@ static pf_err alloc_buffers(struct host *h, char *err)
 
 static const char *host_of(const struct host *h, int rank)
 {
-    const struct pf_peers *p = &h->run->peers;
+    const struct pf_peers *p = h->args.peers;
 
-    if (p->list && rank >= 0 && rank < p->world && p->list[rank].host[0])
+    if (p && p->list && rank >= 0 && rank < p->world && p->list[rank].host[0])
         return p->list[rank].host;
     return "?";
 }
@@ -451,13 +449,13 @@ pf_err pf_host_ep_open(struct host *h, int64_t deadline, char *err)
 {
     pf_err rc;
 
-    if ((rc = pf_fi_load(&h->fi, h->run->cfg.libfabric_path, err)) != PF_OK)
+    if ((rc = pf_fi_load(&h->fi, h->args.libfabric_path, err)) != PF_OK)
         return rc;
     if ((rc = get_rails(h, err)) != PF_OK)
         return rc;
-    snprintf(h->run->coll.provider, sizeof(h->run->coll.provider), "%s",
+    snprintf(h->facts->provider, sizeof(h->facts->provider), "%s",
              h->provider);
-    h->run->coll.provider_is_fallback = !h->provider_is_efa;
+    h->facts->provider_is_fallback = !h->provider_is_efa;
     for (int k = 0; k < h->nopened; k++)
         if ((rc = open_rail(h, &h->rails[k], err)) != PF_OK) {
             if (h->nopened > 1)

@@ -21,9 +21,9 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_eq.h>
 
-#include "bootstrap.h"
-#include "engine.h"
-#include "fabric.h"
+#include "../../transport/bootstrap.h"
+#include "../engine.h"
+#include "libfabric.h"
 
 /* Tuned on loopback tcp (bench/results/host_allreduce.md): chunks large
  * enough that per-message costs vanish, enough in flight to keep both
@@ -117,7 +117,8 @@ struct host {
     int nrails;                       /* used: the smallest of every rank */
     int nopened;                      /* rails with objects to close */
 
-    struct pf_run *run;
+    struct pf_engine_args args;       /* as open was given them */
+    struct pf_engine_facts *facts;    /* the engine's, filled at open */
     struct pf_boot *boot;
     int rank, n;
     char provider[32];

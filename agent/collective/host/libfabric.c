@@ -1,4 +1,4 @@
-#include "fabric.h"
+#include "libfabric.h"
 
 #include <dlfcn.h>
 #include <stdio.h>

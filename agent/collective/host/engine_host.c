@@ -8,7 +8,7 @@
  * flight and each lands in its own buffer whatever order the provider
  * delivers them in, and an early message of the next all_reduce can never
  * match a receive of this one. */
-#include "engine.h"
+#include "../engine.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -23,8 +23,8 @@
 
 #include "host.h"
 #include "ring.h"
-#include "../util/clock.h"
-#include "../util/log.h"
+#include "../../util/clock.h"
+#include "../../util/log.h"
 
 #define TAG_SEQ_MASK 0x7fffffu        /* bit 63 is the handshake's */
 #define TAG_CHUNK_MASK 0xffffffu
@@ -138,9 +138,9 @@ static void col_setup(struct host *h, struct host_col *c)
     c->send_posted = c->send_done = c->send_len == 0;
     c->recv_posted = c->recv_done = c->recv_len == 0;
 
-    if (h->rank == h->run->cfg.debug_slow_rank && t > h->slow_step) {
+    if (h->rank == h->args.slow_rank && t > h->slow_step) {
         h->slow_step = t;
-        pf_sleep_ms(h->run->cfg.debug_slow_ms);
+        pf_sleep_ms(h->args.slow_ms);
     }
 }
 
@@ -457,10 +457,10 @@ static pf_err allreduce(struct host *h, uint64_t count, bool in_place,
 
 /* ------------------------------------------------------- engine ops */
 
-static pf_err host_open(struct pf_engine *e, struct pf_run *run,
-                        struct pf_boot *boot, uint64_t max_count,
+static pf_err host_open(struct pf_engine *e, const struct pf_engine_args *args,
                         int64_t deadline, char *err)
 {
+    struct pf_boot *boot = args->boot;
     struct host *h = calloc(1, sizeof(*h));
     pf_err rc;
 
@@ -472,11 +472,12 @@ static pf_err host_open(struct pf_engine *e, struct pf_run *run,
                        "step must fit the message tag's 16-bit step field, "
                        "so at most %d ranks", boot->world, TAG_RING_RANKS);
     }
-    h->run = run;
+    h->args = *args;
+    h->facts = &e->facts;
     h->boot = boot;
     h->rank = boot->rank;
     h->n = boot->world;
-    h->max_count = max_count;
+    h->max_count = args->max_count;
     h->chunk_elems = PF_HOST_CHUNK_BYTES / sizeof(float);
     h->depth = PF_HOST_DEPTH;
     h->pair_peer = -1;
@@ -521,7 +522,7 @@ static pf_err host_fill(struct pf_engine *e, uint64_t count, bool in_place,
                        "the %llu it was opened for", (unsigned long long)count,
                        (unsigned long long)h->max_count);
     fill_pattern(buf, count, h->rank);
-    if (h->rank == h->run->cfg.debug_corrupt_rank)
+    if (h->rank == h->args.corrupt_rank)
         for (uint64_t i = 0; i < count; i += CORRUPT_STRIDE)
             buf[i] += 1.0f;
     if (!in_place)
@@ -621,7 +622,7 @@ static pf_err pair_exchange(struct host *h, int peer, int round, int iter,
     bool busy = true;
 
     if (slow)
-        pf_sleep_ms(h->run->cfg.debug_slow_ms);
+        pf_sleep_ms(h->args.slow_ms);
     t0 = pf_now_s();
     for (int k = 0; k < h->nrails; k++) {
         struct host_rail *r = &h->rails[k];
@@ -679,7 +680,7 @@ static pf_err pair_exchange(struct host *h, int peer, int round, int iter,
 static void fill_pair(struct host *h, uint64_t count)
 {
     fill_pattern(h->sendbuf, count, h->rank);
-    if (h->rank == h->run->cfg.debug_corrupt_rank)
+    if (h->rank == h->args.corrupt_rank)
         for (uint64_t i = 0; i < count; i += CORRUPT_STRIDE)
             h->sendbuf[i] += 1.0f;
     memset(h->recvbuf, 0xff, count * sizeof(float)); /* NaN poison */
@@ -698,7 +699,7 @@ static pf_err host_pair(struct pf_engine *e, int peer, int round,
                         long *wrong, int64_t deadline, char *err)
 {
     struct host *h = e->impl;
-    bool slow = h->rank == h->run->cfg.debug_slow_rank;
+    bool slow = h->rank == h->args.slow_rank;
     char what[64];
     double t0;
     pf_err rc = PF_OK;

@@ -1,5 +1,5 @@
 /* pf_boot_open: the rendezvous for local, static and k8s bootstraps, MPI
- * under mpirun. Turns run->peers, run->cfg and run->node into a
+ * under mpirun. Turns the peer table and the boot arguments into a
  * rendezvous configuration. */
 #include "bootstrap.h"
 
@@ -8,10 +8,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../config/config.h"
 #include "../util/clock.h"
 #include "../util/fsutil.h"
 #include "../util/log.h"
+#include "../util/progress.h"
 #include "../util/sha256.h"
 #include "../util/sanitize.h"
 #include "rendezvous.h"
@@ -91,26 +91,26 @@ static pf_err owner_key(const struct pf_peers *p, char **out, size_t *len,
     return PF_OK;
 }
 
-pf_err pf_boot_open(struct pf_run *run, struct pf_boot **out, char *err)
+pf_err pf_boot_open(const struct pf_boot_args *a, struct pf_boot **out,
+                    char *err)
 {
-    const struct pf_peers *p = &run->peers;
+    const struct pf_peers *p = a->peers;
     struct pf_rdv_cfg rc_cfg;
     struct pf_rdv_facts *table;
     char *secret = NULL;
     size_t secret_len = 0;
-    int64_t deadline;
     bool k8s;
     pf_err rc;
 
     *out = NULL;
     if (!strcmp(p->bootstrap, "mpi"))
-        return pf_boot_open_mpi(run, out, err);
+        return pf_boot_open_mpi(a, out, err);
     if (p->world < 1 || !p->list || p->rank < 0 || p->rank >= p->world)
         return pf_fail(err, PF_ERR_USAGE, "no peer table: rank %d of %d "
                        "(discovery has not run)", p->rank, p->world);
     k8s = !strcmp(p->bootstrap, "k8s");
-    if (run->cfg.secret_file[0])
-        rc = read_secret(run->cfg.secret_file, &secret, &secret_len, err);
+    if (a->secret_file[0])
+        rc = read_secret(a->secret_file, &secret, &secret_len, err);
     else if (k8s && p->owner[0])
         rc = owner_key(p, &secret, &secret_len, err);
     else
@@ -118,7 +118,7 @@ pf_err pf_boot_open(struct pf_run *run, struct pf_boot **out, char *err)
     if (rc != PF_OK)
         return rc;
     /* The owner's uid is the key's material: only its kind is named. */
-    if (p->world > 1 && run->cfg.secret_file[0])
+    if (p->world > 1 && a->secret_file[0])
         pf_info("rendezvous: HELLOs signed with --secret-file");
     else if (p->world > 1 && secret)
         pf_info("rendezvous: HELLOs signed with a key from the %.*s's uid",
@@ -131,10 +131,10 @@ pf_err pf_boot_open(struct pf_run *run, struct pf_boot **out, char *err)
     rc_cfg.rank = p->rank;
     rc_cfg.world = p->world;
     snprintf(rc_cfg.root_host, sizeof(rc_cfg.root_host), "%s", p->list[0].host);
-    rc_cfg.root_port = p->list[0].port > 0 ? p->list[0].port : run->cfg.port;
+    rc_cfg.root_port = p->list[0].port > 0 ? p->list[0].port : a->port;
     /* local ranks never leave the machine: keep the port off the network. */
     snprintf(rc_cfg.bind_addr, sizeof(rc_cfg.bind_addr), "%s",
-             run->cfg.bind_addr[0] ? run->cfg.bind_addr
+             a->bind_addr[0] ? a->bind_addr
              : !strcmp(p->bootstrap, "local") ? "127.0.0.1" : "");
     /* k8s: rank 0 accepts rank r only from its pod IP, so the others dial
      * from theirs (a pod with several interfaces could pick another). */
@@ -150,26 +150,25 @@ pf_err pf_boot_open(struct pf_run *run, struct pf_boot **out, char *err)
      * themselves count nodes by once the table arrives. */
     snprintf(rc_cfg.self.hostname, sizeof(rc_cfg.self.hostname), "%s",
              !strcmp(p->bootstrap, "k8s") && p->list[p->rank].node[0]
-                 ? p->list[p->rank].node : run->node.hostname);
+                 ? p->list[p->rank].node : a->hostname);
     snprintf(rc_cfg.self.instance_type, sizeof(rc_cfg.self.instance_type), "%s",
-             run->node.instance_type);
-    rc_cfg.self.efa_count = run->node.efa_count;
-    rc_cfg.self.gpu_count = run->node.gpu_count;
+             a->instance_type);
+    rc_cfg.self.efa_count = a->efa_count;
+    rc_cfg.self.gpu_count = a->gpu_count;
     rc_cfg.expected = p->list;
-    rc_cfg.fault = &run->coll.fault;
-    rc_cfg.progress = &run->progress;
-    deadline = pf_run_deadline(run);
-    rc_cfg.deadline = p->rank == 0 ? deadline - root_margin_ms(run->cfg.timeout_s)
-                                   : deadline;
+    rc_cfg.fault = a->fault;
+    rc_cfg.progress = a->progress;
+    rc_cfg.deadline = p->rank == 0 ? a->deadline - root_margin_ms(a->timeout_s)
+                                   : a->deadline;
 
     table = calloc((size_t)p->world, sizeof(*table));
     if (!table) {
         free(secret);
         return pf_fail(err, PF_ERR_NOMEM, "no memory for the peer table");
     }
-    pf_progress_begin(&run->progress, "waiting for peers", pf_now_ms());
+    pf_progress_begin(a->progress, "waiting for peers", pf_now_ms());
     rc = pf_rdv_open(&rc_cfg, out, table, err);
-    pf_progress_end(&run->progress);
+    pf_progress_end(a->progress);
     if (secret) {
         memset(secret, 0, secret_len);
         free(secret);

@@ -36,13 +36,35 @@ struct pf_boot {
     void *impl;
 };
 
-/* Connect the group described by run->peers (rendezvous or MPI). A
- * failure is also recorded in run->coll (reason PeerTimeout, PeerRejected,
- * PeerLost) and so is any later one the returned pf_boot detects. */
-pf_err pf_boot_open(struct pf_run *run, struct pf_boot **out, char *err);
-/* The implementation pf_boot_open picks when run->peers.bootstrap is "mpi"
+struct pf_progress;
+
+/* What connecting a group needs, and nothing more: the collective fills it
+ * from the run, so the transport never sees the run or its results. */
+struct pf_boot_args {
+    struct pf_peers *peers;           /* the group discovery found; a rank
+                                         that knew only rank 0 and itself
+                                         gets the others' names filled in */
+    const char *secret_file;          /* --secret-file, "" for none */
+    const char *bind_addr;            /* --bind-addr, "" to choose */
+    int port;                         /* rank 0's port when the table has none */
+    int timeout_s;                    /* the run's, for rank 0's margin */
+    int64_t deadline;                 /* the run's, absolute */
+    /* what this rank tells the others about its node */
+    const char *hostname, *instance_type;
+    int efa_count, gpu_count;
+    struct pf_progress *progress;     /* "waiting for peers" lines */
+    struct pf_fault *fault;           /* where a failure is recorded */
+};
+
+/* Connect the group (rendezvous or MPI). A failure is also recorded in
+ * args->fault (reason PeerTimeout, PeerRejected, PeerLost) and so is any
+ * later one the returned pf_boot detects; args->fault must outlive it. */
+pf_err pf_boot_open(const struct pf_boot_args *args, struct pf_boot **out,
+                    char *err);
+/* The implementation pf_boot_open picks when peers->bootstrap is "mpi"
  * (boot_mpi.c); every other bootstrap uses the rendezvous. */
-pf_err pf_boot_open_mpi(struct pf_run *run, struct pf_boot **out, char *err);
+pf_err pf_boot_open_mpi(const struct pf_boot_args *args, struct pf_boot **out,
+                        char *err);
 
 static inline pf_err pf_boot_allgather(struct pf_boot *b, const void *mine,
                                        size_t len, void *all,

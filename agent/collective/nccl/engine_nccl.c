@@ -26,7 +26,7 @@
  * chunk, and are compared with memcmp against one expected chunk - only a
  * mismatching chunk is compared element by element. Host memory stays
  * bounded whatever the message size. */
-#include "engine.h"
+#include "../engine.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,9 +34,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../util/clock.h"
-#include "../util/gpulib.h"
-#include "../util/log.h"
+#include "../../util/clock.h"
+#include "../../util/gpulib.h"
+#include "../../util/log.h"
 #include "nccl_log.h"
 
 #define CHUNK_ELEMS (31u * 16384u)    /* 1.94 MiB of float32 */
@@ -68,7 +68,8 @@ struct nccl_engine {
     struct pf_nccl_log log;
     bool log_armed;
     bool set_runtime_connect;         /* we set NCCL_RUNTIME_CONNECT=0 */
-    struct pf_run *run;
+    struct pf_engine_args args;       /* as open was given them */
+    struct pf_engine_facts *facts;    /* the engine's, filled at close */
     struct pf_boot *boot;
     int64_t deadline;                 /* bounds fill/check waits */
     int nlocal, nranks, nprocs;
@@ -220,8 +221,8 @@ static pf_err wait_comms_ready(struct nccl_engine *g, const char *what,
         bool spinning = pf_now_ms() - start < SPIN_MS;
         if (spinning && spins % 64 != 0)
             continue;
-        if (g->connecting && pf_progress_due(&g->run->progress, pf_now_ms()))
-            pf_progress_say(&g->run->progress, pf_now_ms(), "%d ranks (%d "
+        if (g->connecting && pf_progress_due(g->args.progress, pf_now_ms()))
+            pf_progress_say(g->args.progress, pf_now_ms(), "%d ranks (%d "
                             "here) still connecting; %.0f s left", g->nranks,
                             g->nlocal, (double)pf_ms_left(deadline) / 1000.0);
         bool ask = pf_now_ms() - last_peer >= POLL_PEER_MS;
@@ -279,8 +280,8 @@ static pf_err wait_gpu(struct nccl_engine *g, int lo, int hi, int which,
         }
         if (left == 0)
             return PF_OK;
-        if (g->connecting && pf_progress_due(&g->run->progress, pf_now_ms()))
-            pf_progress_say(&g->run->progress, pf_now_ms(), "%d ranks (%d "
+        if (g->connecting && pf_progress_due(g->args.progress, pf_now_ms()))
+            pf_progress_say(g->args.progress, pf_now_ms(), "%d ranks (%d "
                             "here) still connecting; %.0f s left", g->nranks,
                             g->nlocal, (double)pf_ms_left(deadline) / 1000.0);
         bool ask = pf_now_ms() - last_peer >= POLL_PEER_MS;
@@ -636,19 +637,19 @@ static pf_err init_comms(struct nccl_engine *g, int64_t deadline, char *err)
         return PF_ERR_ENGINE;
     }
     g->connecting = true;
-    pf_progress_begin(&g->run->progress, "NCCL init", pf_now_ms());
+    pf_progress_begin(g->args.progress, "NCCL init", pf_now_ms());
     rc = wait_comms_ready(g, "NCCL communicator init", deadline, err);
-    pf_progress_end(&g->run->progress);
+    pf_progress_end(g->args.progress);
     g->connecting = false;
     if (rc == PF_OK)
         rc = split_blocking(g, deadline, err);
     return rc;
 }
 
-static pf_err nccl_open(struct pf_engine *e, struct pf_run *run,
-                        struct pf_boot *boot, uint64_t max_count,
+static pf_err nccl_open(struct pf_engine *e, const struct pf_engine_args *args,
                         int64_t deadline, char *err)
 {
+    struct pf_boot *boot = args->boot;
     struct nccl_engine *g = calloc(1, sizeof(*g));
     int count = 0;
     pf_err rc;
@@ -656,10 +657,11 @@ static pf_err nccl_open(struct pf_engine *e, struct pf_run *run,
     if (!g)
         return pf_fail(err, PF_ERR_NOMEM, "NCCL engine state");
     e->impl = g;
-    g->run = run;
+    g->args = *args;
+    g->facts = &e->facts;
     g->boot = boot;
     g->deadline = deadline;
-    g->max_count = max_count > 0 ? max_count : 1;
+    g->max_count = args->max_count > 0 ? args->max_count : 1;
 
     rc = load_libs(g, err);
     if (rc == PF_OK)
@@ -757,7 +759,7 @@ static pf_err nccl_fill(struct pf_engine *e, uint64_t count, bool in_place,
         rc = upload_pattern(g, r, dst, count, err);
         if (rc != PF_OK)
             return rc;
-        if (r->rank == g->run->cfg.debug_corrupt_rank && count > 0) {
+        if (r->rank == g->args.corrupt_rank && count > 0) {
             /* --debug-corrupt-rank: one wrong input element, so every
              * rank's first result element is wrong */
             r->stage[1][0] = pf_pattern(r->rank, 0) + 1.0f;
@@ -987,8 +989,8 @@ static pf_err pair_init(struct nccl_engine *g, int64_t deadline, char *err)
 static void maybe_slow(const struct nccl_engine *g)
 {
     for (int i = 0; i < g->nlocal; i++)
-        if (g->r[i].rank == g->run->cfg.debug_slow_rank) {
-            pf_sleep_ms(g->run->cfg.debug_slow_ms);
+        if (g->r[i].rank == g->args.slow_rank) {
+            pf_sleep_ms(g->args.slow_ms);
             return;
         }
 }
@@ -1188,8 +1190,8 @@ static pf_err nccl_run(struct pf_engine *e, uint64_t count, bool in_place,
 
 /* --------------------------------------------------------------- close */
 
-/* Free what was set up, read NCCL's log into run->coll, and restore the
- * environment. The libraries stay loaded (see probe/gpu.c: unloading an
+/* Free what was set up, read NCCL's log into the engine's facts, and
+ * restore the environment. The libraries stay loaded (see probe/gpu.c: unloading an
  * initialised CUDA runtime leaves exit handlers on unmapped code). */
 static void teardown(struct nccl_engine *g)
 {
@@ -1236,8 +1238,7 @@ static void teardown(struct nccl_engine *g)
         struct pf_nccl_facts f;
         char err[PF_ERRLEN];
         if (pf_nccl_log_read(&g->log, &f, err) == PF_OK) {
-            if (g->run)
-                pf_nccl_facts_apply(&f, &g->run->coll);
+            pf_nccl_facts_apply(&f, g->facts);
             pf_info("NCCL %s: network %s, plugin %s, transports %s",
                     f.version[0] ? f.version : "?",
                     f.network[0] ? f.network : "?",

@@ -22,7 +22,7 @@
 
 #include <stdbool.h>
 
-#include "../pf.h"
+#include "../engine.h"
 
 struct pf_nccl_facts {
     char version[48];            /* "2.28.9+cuda13.0", "" when not seen */
@@ -56,9 +56,10 @@ void pf_nccl_log_disarm(struct pf_nccl_log *l);
 /* Parse NCCL INFO text (any number of lines, any ranks). */
 void pf_nccl_log_parse(const char *text, struct pf_nccl_facts *f);
 
-/* Copy the facts into run->coll: transport, nccl_network,
- * net_plugin_loaded, net_gdr, inter_node_socket. */
-void pf_nccl_facts_apply(const struct pf_nccl_facts *f, struct pf_coll *c);
+/* Copy what the verdict needs into the engine's facts: transport,
+ * nccl_network, net_plugin_loaded, net_gdr, inter_node_socket. */
+void pf_nccl_facts_apply(const struct pf_nccl_facts *f,
+                         struct pf_engine_facts *e);
 
 /* Expand NCCL's %h (host name up to the first '.') and %p (pid) in a
  * NCCL_DEBUG_FILE value, as NCCL does. */

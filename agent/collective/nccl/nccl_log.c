@@ -6,8 +6,8 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "../util/fsutil.h"
-#include "../util/log.h"
+#include "../../util/fsutil.h"
+#include "../../util/log.h"
 
 /* The log of a sweep is a few hundred lines per rank; more is noise. */
 #define LOG_MAX_BYTES (16u << 20)
@@ -159,7 +159,8 @@ void pf_nccl_log_parse(const char *text, struct pf_nccl_facts *f)
     }
 }
 
-void pf_nccl_facts_apply(const struct pf_nccl_facts *f, struct pf_coll *c)
+void pf_nccl_facts_apply(const struct pf_nccl_facts *f,
+                         struct pf_engine_facts *c)
 {
     snprintf(c->transport, sizeof(c->transport), "%s", f->transports);
     snprintf(c->nccl_network, sizeof(c->nccl_network), "%s", f->network);

@@ -125,8 +125,10 @@ static const struct pf_boot_ops mpi_ops = {
     .close = mpi_close,
 };
 
-pf_err pf_boot_open_mpi(struct pf_run *run, struct pf_boot **out, char *err)
+pf_err pf_boot_open_mpi(const struct pf_boot_args *args, struct pf_boot **out,
+                        char *err)
 {
+    const struct pf_peers *p = args->peers;
     struct mpib *m = calloc(1, sizeof(*m));
     pf_err rc;
 
@@ -138,18 +140,18 @@ pf_err pf_boot_open_mpi(struct pf_run *run, struct pf_boot **out, char *err)
         free(m);
         return rc;
     }
-    if (m->lib.size() != run->peers.world || m->lib.rank() != run->peers.rank) {
+    if (m->lib.size() != p->world || m->lib.rank() != p->rank) {
         int mr = m->lib.rank(), ms = m->lib.size();
         free(m);
         return pf_fail(err, PF_ERR_USAGE, "MPI says rank %d of %d, the peer "
-                       "table rank %d of %d", mr, ms, run->peers.rank,
-                       run->peers.world);
+                       "table rank %d of %d", mr, ms, p->rank,
+                       p->world);
     }
     m->boot.ops = &mpi_ops;
-    m->boot.rank = run->peers.rank;
-    m->boot.world = run->peers.world;
+    m->boot.rank = p->rank;
+    m->boot.world = p->world;
     m->boot.impl = m;
-    m->fault = &run->coll.fault;
+    m->fault = args->fault;
     *out = &m->boot;
     return PF_OK;
 }
