@@ -18,12 +18,10 @@
 #include "reasons.h"
 #include "util/err.h"
 #include "util/progress.h"
+#include "util/sizes.h"
+#include "util/version.h"
 
-#define PF_VERSION "0.1.0"
 #define PF_REPORT_SCHEMA "efa-preflight.io/report/v1"
-
-#define PF_PATH_MAX 1024
-#define PF_NAME_MAX 256
 
 /* ---------------------------------------------------------------- config */
 

@@ -994,3 +994,17 @@ int64_t pf_run_deadline(const struct pf_run *run)
     return run->deadline_ms ? run->deadline_ms
                             : pf_deadline_in((int64_t)run->cfg.timeout_s * 1000);
 }
+
+void pf_config_kube(const struct pf_config *cfg, struct pf_kube_given *g)
+{
+    *g = (struct pf_kube_given){
+        .api_server = cfg->api_server,
+        .token_file = cfg->token_file,
+        .ca_file = cfg->ca_file,
+        .timeout_s = cfg->timeout_s,
+        .pod = cfg->pod_name,
+        .ns = cfg->namespace_,
+        .node = cfg->node_name,
+        .pod_ip = cfg->pod_ip,
+    };
+}

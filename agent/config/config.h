@@ -42,6 +42,11 @@ pf_err pf_parse_size(const char *s, uint64_t *out, char *err);
  * --bootstrap is returned as it is. */
 const char *pf_config_bootstrap(const struct pf_config *cfg, char **envp);
 
+/* What the config says about the API server and this pod, for the
+ * Kubernetes client (util/kubeapi.h); the strings stay cfg's. */
+struct pf_kube_given;
+void pf_config_kube(const struct pf_config *cfg, struct pf_kube_given *g);
+
 /* A cap given as a node count ("5": *count = 5, *pct = -1) or a share of
  * the cluster ("20%": *pct = 20, *count = -1). */
 pf_err pf_parse_cap(const char *s, int *count, double *pct);

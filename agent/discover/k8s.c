@@ -429,6 +429,7 @@ static pf_err read_own_pod(struct pf_kube *k, const struct pf_kube_identity *id,
 pf_err pf_discover_k8s(struct pf_run *run, char *err)
 {
     const struct pf_config *cfg = &run->cfg;
+    struct pf_kube_given given;
     struct pf_kube_identity id;
     struct pf_kube_opts o;
     struct pf_kube *k = NULL;
@@ -440,8 +441,9 @@ pf_err pf_discover_k8s(struct pf_run *run, char *err)
     pf_err rc;
 
     memset(&w, 0, sizeof(w));
-    pf_kube_identity(cfg, &id);
-    rc = pf_kube_opts_init(&o, cfg, err);
+    pf_config_kube(cfg, &given);
+    pf_kube_identity(&given, &id);
+    rc = pf_kube_opts_init(&o, &given, err);
     /* The run's deadline, started before the probe (not now), and the
      * run's cancel: a SIGTERM ends a watch at once. */
     o.deadline = deadline;

@@ -313,9 +313,12 @@ static pf_err resolve_node(struct pub *p, const struct pf_kube_identity *id,
  * cancel is set, stopped by it. */
 void pf_publish_target(const struct pf_config *cfg, struct pf_node_target *t)
 {
+    struct pf_kube_given given;
+
     memset(t, 0, sizeof(*t));
-    pf_kube_identity(cfg, &t->id);
-    t->rc = pf_kube_opts_init(&t->opts, cfg, t->err);
+    pf_config_kube(cfg, &given);
+    pf_kube_identity(&given, &t->id);
+    t->rc = pf_kube_opts_init(&t->opts, &given, t->err);
 }
 
 /* A client for one publishing moment, bounded by deadline and, when
@@ -374,12 +377,14 @@ static char *print_patch(cJSON *patch)
  * that discovery reports, and a usage error writes nothing. */
 static pf_err check_own_pod(struct pub *p, char *err)
 {
+    struct pf_kube_given given;
     struct pf_kube_identity id;
     char path[PF_PATH_MAX];
     cJSON *pod = NULL;
     pf_err rc;
 
-    pf_kube_identity(p->cfg, &id);
+    pf_config_kube(p->cfg, &given);
+    pf_kube_identity(&given, &id);
     if (!pf_kube_name_ok(id.pod) || !pf_kube_name_ok(id.ns))
         return PF_OK;
     snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", id.ns,

@@ -15,6 +15,7 @@
 #include "fsutil.h"
 #include "log.h"
 #include "sanitize.h"
+#include "version.h"
 
 #define TOKEN_MAX (64 * 1024)
 #define TOKEN_REREAD_MS 60000
@@ -221,15 +222,14 @@ static const char *pick(const char *cfg_value, const char *env_name)
     return e ? e : "";
 }
 
-void pf_kube_identity(const struct pf_config *cfg, struct pf_kube_identity *id)
+void pf_kube_identity(const struct pf_kube_given *g,
+                      struct pf_kube_identity *id)
 {
     memset(id, 0, sizeof(*id));
-    snprintf(id->pod, sizeof(id->pod), "%s", pick(cfg->pod_name, "POD_NAME"));
-    snprintf(id->ns, sizeof(id->ns), "%s",
-             pick(cfg->namespace_, "POD_NAMESPACE"));
-    snprintf(id->node, sizeof(id->node), "%s",
-             pick(cfg->node_name, "NODE_NAME"));
-    snprintf(id->pod_ip, sizeof(id->pod_ip), "%s", pick(cfg->pod_ip, "POD_IP"));
+    snprintf(id->pod, sizeof(id->pod), "%s", pick(g->pod, "POD_NAME"));
+    snprintf(id->ns, sizeof(id->ns), "%s", pick(g->ns, "POD_NAMESPACE"));
+    snprintf(id->node, sizeof(id->node), "%s", pick(g->node, "NODE_NAME"));
+    snprintf(id->pod_ip, sizeof(id->pod_ip), "%s", pick(g->pod_ip, "POD_IP"));
     if (!id->ns[0]) {
         char line[PF_NAME_MAX];
         if (pf_read_line(PF_KUBE_SA_DIR "/namespace", line, sizeof(line),
@@ -243,9 +243,13 @@ void pf_kube_identity(const struct pf_config *cfg, struct pf_kube_identity *id)
     pf_sanitize_inplace(id->pod_ip, sizeof(id->pod_ip));
 }
 
-pf_err pf_kube_opts_init(struct pf_kube_opts *o, const struct pf_config *cfg,
+pf_err pf_kube_opts_init(struct pf_kube_opts *o, const struct pf_kube_given *g,
                          char *err)
 {
+    const char *api = g->api_server ? g->api_server : "";
+    const char *token = g->token_file ? g->token_file : "";
+    const char *ca = g->ca_file ? g->ca_file : "";
+
     memset(o, 0, sizeof(*o));
     o->connect_timeout_ms = 5000;
     o->request_timeout_ms = 20000;
@@ -253,17 +257,17 @@ pf_err pf_kube_opts_init(struct pf_kube_opts *o, const struct pf_config *cfg,
     o->backoff_base_ms = 250;
     o->backoff_cap_ms = 8000;
 
-    if (cfg->api_server[0]) {
-        size_t n = strlen(cfg->api_server);
-        if (strncmp(cfg->api_server, "https://", 8) != 0)
+    if (api[0]) {
+        size_t n = strlen(api);
+        if (strncmp(api, "https://", 8) != 0)
             return pf_fail(err, PF_ERR_USAGE,
                            "--api-server '%s' must start with https:// "
-                           "(TLS is always verified)", cfg->api_server);
-        while (n > 8 && cfg->api_server[n - 1] == '/')
+                           "(TLS is always verified)", api);
+        while (n > 8 && api[n - 1] == '/')
             n--;
         if (n >= sizeof(o->server))
             return pf_fail(err, PF_ERR_USAGE, "--api-server is too long");
-        memcpy(o->server, cfg->api_server, n);
+        memcpy(o->server, api, n);
         o->server[n] = '\0';
     } else {
         const char *host = getenv("KUBERNETES_SERVICE_HOST");
@@ -277,23 +281,23 @@ pf_err pf_kube_opts_init(struct pf_kube_opts *o, const struct pf_config *cfg,
             return PF_ERR_USAGE;
     }
 
-    if (cfg->token_file[0])
-        snprintf(o->token_file, sizeof(o->token_file), "%s", cfg->token_file);
-    else if (!cfg->api_server[0] || access(PF_KUBE_SA_DIR "/token", R_OK) == 0)
+    if (token[0])
+        snprintf(o->token_file, sizeof(o->token_file), "%s", token);
+    else if (!api[0] || access(PF_KUBE_SA_DIR "/token", R_OK) == 0)
         snprintf(o->token_file, sizeof(o->token_file), "%s",
                  PF_KUBE_SA_DIR "/token");
 
-    if (cfg->ca_file[0])
-        snprintf(o->ca_file, sizeof(o->ca_file), "%s", cfg->ca_file);
-    else if (!cfg->api_server[0] || access(PF_KUBE_SA_DIR "/ca.crt", R_OK) == 0)
+    if (ca[0])
+        snprintf(o->ca_file, sizeof(o->ca_file), "%s", ca);
+    else if (!api[0] || access(PF_KUBE_SA_DIR "/ca.crt", R_OK) == 0)
         snprintf(o->ca_file, sizeof(o->ca_file), "%s",
                  PF_KUBE_SA_DIR "/ca.crt");
 
     if (o->ca_file[0] && access(o->ca_file, R_OK) != 0)
         return pf_fail(err, PF_ERR_USAGE, "CA file %s is not readable",
                        o->ca_file);
-    if (cfg->timeout_s > 0)
-        o->deadline = pf_deadline_in((int64_t)cfg->timeout_s * 1000);
+    if (g->timeout_s > 0)
+        o->deadline = pf_deadline_in((int64_t)g->timeout_s * 1000);
     return PF_OK;
 }
 

@@ -18,7 +18,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "../pf.h"
+#include "err.h"
+#include "sizes.h"
 
 #define PF_KUBE_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 
@@ -54,10 +55,19 @@ struct pf_kube_resp {
     char message[256];                /* Status.message, for errors */
 };
 
-/* Options from the config (and in-cluster env / files as fallbacks). */
-pf_err pf_kube_opts_init(struct pf_kube_opts *o, const struct pf_config *cfg,
+/* What the command line or config file said (config.c: pf_config_kube);
+ * "" or 0 where it said nothing. */
+struct pf_kube_given {
+    const char *api_server, *token_file, *ca_file;
+    int timeout_s;                    /* bounds every request when > 0 */
+    const char *pod, *ns, *node, *pod_ip;
+};
+
+/* Options from what was given, with the in-cluster env and files as
+ * fallbacks. */
+pf_err pf_kube_opts_init(struct pf_kube_opts *o, const struct pf_kube_given *g,
                          char *err);
-void pf_kube_identity(const struct pf_config *cfg,
+void pf_kube_identity(const struct pf_kube_given *g,
                       struct pf_kube_identity *id);
 
 /* libcurl's global state, once, before a second thread may use it. */

@@ -104,16 +104,14 @@ Test(kubeapi, backoff_is_capped_and_jittered)
 
 Test(kubeapi, identity_prefers_config_then_env)
 {
-    struct pf_config cfg;
+    struct pf_kube_given given = { .pod = "flag-pod" };
     struct pf_kube_identity id;
 
-    memset(&cfg, 0, sizeof(cfg));
     setenv("POD_NAME", "env-pod", 1);
     setenv("POD_NAMESPACE", "env-ns", 1);
     setenv("NODE_NAME", "env-node", 1);
     setenv("POD_IP", "10.254.40.9", 1);
-    snprintf(cfg.pod_name, sizeof(cfg.pod_name), "flag-pod");
-    pf_kube_identity(&cfg, &id);
+    pf_kube_identity(&given, &id);
     cr_assert_str_eq(id.pod, "flag-pod");
     cr_assert_str_eq(id.ns, "env-ns");
     cr_assert_str_eq(id.node, "env-node");
@@ -126,34 +124,33 @@ Test(kubeapi, identity_prefers_config_then_env)
 
 Test(kubeapi, opts_in_cluster_and_errors)
 {
-    struct pf_config cfg;
+    struct pf_kube_given given = { 0 };
     struct pf_kube_opts o;
     char err[PF_ERRLEN];
 
-    memset(&cfg, 0, sizeof(cfg));
     unsetenv("KUBERNETES_SERVICE_HOST");
-    cr_assert_eq(pf_kube_opts_init(&o, &cfg, err), PF_ERR_USAGE);
+    cr_assert_eq(pf_kube_opts_init(&o, &given, err), PF_ERR_USAGE);
     cr_assert(strstr(err, "KUBERNETES_SERVICE_HOST"), "%s", err);
 
-    snprintf(cfg.api_server, sizeof(cfg.api_server), "http://10.0.0.1:6443");
-    cr_assert_eq(pf_kube_opts_init(&o, &cfg, err), PF_ERR_USAGE);
+    given.api_server = "http://10.0.0.1:6443";
+    cr_assert_eq(pf_kube_opts_init(&o, &given, err), PF_ERR_USAGE);
     cr_assert(strstr(err, "https://"), "%s", err);
 
-    snprintf(cfg.api_server, sizeof(cfg.api_server), "https://127.0.0.1:33999/");
-    snprintf(cfg.ca_file, sizeof(cfg.ca_file), "/nonexistent/ca.crt");
-    cr_assert_eq(pf_kube_opts_init(&o, &cfg, err), PF_ERR_USAGE);
+    given.api_server = "https://127.0.0.1:33999/";
+    given.ca_file = "/nonexistent/ca.crt";
+    cr_assert_eq(pf_kube_opts_init(&o, &given, err), PF_ERR_USAGE);
     cr_assert(strstr(err, "/nonexistent/ca.crt"), "%s", err);
 
-    cfg.ca_file[0] = '\0';
-    cr_assert_eq(pf_kube_opts_init(&o, &cfg, err), PF_OK);
+    given.ca_file = "";
+    cr_assert_eq(pf_kube_opts_init(&o, &given, err), PF_OK);
     cr_assert_str_eq(o.server, "https://127.0.0.1:33999");
 
-    cfg.api_server[0] = '\0';
+    given.api_server = NULL;
     setenv("KUBERNETES_SERVICE_HOST", "fd00::1", 1);
     setenv("KUBERNETES_SERVICE_PORT", "443", 1);
     /* In-cluster: the serviceaccount CA must exist; here it does not. */
     if (access(PF_KUBE_SA_DIR "/ca.crt", R_OK) != 0) {
-        cr_assert_eq(pf_kube_opts_init(&o, &cfg, err), PF_ERR_USAGE);
+        cr_assert_eq(pf_kube_opts_init(&o, &given, err), PF_ERR_USAGE);
         cr_assert(strstr(err, "ca.crt"), "%s", err);
     }
     unsetenv("KUBERNETES_SERVICE_HOST");
