@@ -42,7 +42,10 @@ PF_LIBS := -lcurl -lcjson -lyaml -ldl -lpthread -lm
 AGENT_SRCS := $(filter-out agent/main.c agent/mpishim/%,$(wildcard agent/*.c agent/*/*.c agent/*/*/*.c))
 AGENT_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(AGENT_SRCS)) $(BUILD)/agent/catalog_blob.o
 MAIN_OBJ   := $(BUILD)/agent/main.o
-UNIT_SRCS  := $(wildcard tests/unit/*.c)
+# Unit tests mirror agent/ (tests/unit/<folder>/test_<source>.c); the fakes
+# they share live in tests/fakes/.
+UNIT_SRCS  := $(wildcard tests/unit/*.c tests/unit/*/*.c tests/unit/*/*/*.c) \
+              tests/fakes/fork_boot.c tests/fakes/nic_fixture.c
 UNIT_OBJS  := $(patsubst %.c,$(BUILD)/%.o,$(UNIT_SRCS))
 BIN        := $(BUILD)/efa-preflight
 
@@ -72,6 +75,8 @@ $(BUILD)/agent/catalog_blob.o: agent/catalog_blob.S agent/catalog.yaml
 
 $(BIN): $(MAIN_OBJ) $(AGENT_OBJS)
 	$(CC) $(CFLAGS) $(SANFLAGS) $(PF_LDFLAGS) -o $@ $^ $(PF_LIBS)
+
+$(UNIT_OBJS): PF_CFLAGS += -Itests/fakes
 
 $(BUILD)/unit_tests: $(UNIT_OBJS) $(AGENT_OBJS)
 	$(CC) $(CFLAGS) $(SANFLAGS) $(PF_LDFLAGS) -o $@ $^ $(PF_LIBS) -lcriterion

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Kubernetes discovery at scale: API requests and bytes per agent for an
 # Indexed Job of N pods (N = 64, 256, 1024 by default), against the fake
-# API server (tests/fake_apiserver), which logs every request with the
+# API server (tests/fakes/apiserver), which logs every request with the
 # response bytes it sent and a hash of the caller's token.
 #
 # Per N: the Job and N pods, all Pending without a podIP (an initContainer
@@ -22,7 +22,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 export PF_ROOT=$root
 export PF_BIN=${PF_BIN:-$root/build/efa-preflight}
 sizes=${*:-64 256 1024}
-. "$root/tests/fake_apiserver/lib.sh"
+. "$root/tests/fakes/apiserver/lib.sh"
 pfk8s_init
 T=$PFK8S_TMP
 [ -n "${KEEP:-}" ] && PFK8S_KEEP=1 && echo "keeping $T" >&2

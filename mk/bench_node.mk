@@ -13,7 +13,7 @@ bench-node: $(BIN) $(NODE_FAKE_FABRIC)
 
 # A stand-in libfabric (fi_getinfo answers with $$PF_FAKE_FI_EFA_DOMAINS
 # efa domains) so fixture runs can reach a passing verdict.
-$(NODE_FAKE_FABRIC): tests/fixtures/fake_libfabric.c
+$(NODE_FAKE_FABRIC): tests/fakes/fake_libfabric.c
 	@mkdir -p $(dir $@)
 	$(CC) $(PF_CFLAGS) $(CFLAGS) -fPIC -shared -o $@ $<
 

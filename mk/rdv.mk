@@ -8,7 +8,7 @@
 RDV_STRANGER := $(BUILD)/test-helpers/rdv_stranger
 RDV_SIM      := $(BUILD)/bench/rdv_sim
 
-$(RDV_STRANGER): tests/fixtures/rdv_stranger.c $(BUILD)/libagent.a
+$(RDV_STRANGER): tests/fakes/rdv_stranger.c $(BUILD)/libagent.a
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out -MMD -MP,$(PF_CFLAGS)) $(CFLAGS) -o $@ $< $(BUILD)/libagent.a $(PF_LIBS)
 

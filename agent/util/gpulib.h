@@ -4,7 +4,7 @@
  * without either library, so the few types and entry points it uses are
  * declared here under pf_ names and resolved at run time. Their values and
  * layouts are checked against the real headers by tests/unit/
- * test_gpulib_decls.c wherever /usr/local/cuda/include exists.
+ * tests/unit/util/test_gpulib_decls.c wherever /usr/local/cuda/include exists.
  *
  * Library search (first that loads wins):
  *   CUDA runtime: $EFA_PREFLIGHT_CUDART, libcudart.so, libcudart.so.13,

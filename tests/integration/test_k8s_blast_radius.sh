@@ -8,7 +8,7 @@
 # UnschedulablePendingReplacement label. A node that passes is never
 # tainted and its stale taint is removed.
 set -u
-. "$PF_ROOT/tests/fake_apiserver/lib.sh"
+. "$PF_ROOT/tests/fakes/apiserver/lib.sh"
 pfk8s_init
 T=$PFK8S_TMP
 

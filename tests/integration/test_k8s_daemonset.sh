@@ -16,7 +16,7 @@
 # assignments and HELLOs are all signed. Every agent then idles until
 # SIGTERM and exits 0.
 set -u
-. "$PF_ROOT/tests/fake_apiserver/lib.sh"
+. "$PF_ROOT/tests/fakes/apiserver/lib.sh"
 pfk8s_init
 T=$PFK8S_TMP
 N=8

@@ -7,7 +7,7 @@
 # the process exits 3 by deadline + grace (35 s), the summary and the
 # report carry a PublishFailed check, and nothing was written to the Node.
 set -u
-. "$PF_ROOT/tests/fake_apiserver/lib.sh"
+. "$PF_ROOT/tests/fakes/apiserver/lib.sh"
 pfk8s_init
 T=$PFK8S_TMP
 TIMEOUT=15

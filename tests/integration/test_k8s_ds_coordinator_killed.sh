@@ -11,7 +11,7 @@
 # must end fabric=tested in groups of 2, none status=error, and the Lease
 # must have moved to another holder (leaseTransitions counted).
 set -u
-. "$PF_ROOT/tests/fake_apiserver/lib.sh"
+. "$PF_ROOT/tests/fakes/apiserver/lib.sh"
 pfk8s_init
 T=$PFK8S_TMP
 N=4

@@ -14,7 +14,7 @@
 # whole scenario on a fresh API server; scripts/ds_race_loop.sh runs it 20
 # times in a row, each under the lock on its own.
 set -u
-. "$PF_ROOT/tests/fake_apiserver/lib.sh"
+. "$PF_ROOT/tests/fakes/apiserver/lib.sh"
 pfk8s_init
 T=$PFK8S_TMP
 N=5

@@ -11,7 +11,7 @@
 # 403 (exit 3, nothing written); a read-only token discovers but cannot
 # write (exit 3, nothing written). No token appears in any log or report.
 set -u
-. "$PF_ROOT/tests/fake_apiserver/lib.sh"
+. "$PF_ROOT/tests/fakes/apiserver/lib.sh"
 pfk8s_init
 T=$PFK8S_TMP
 

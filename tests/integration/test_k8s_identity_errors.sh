@@ -9,7 +9,7 @@
 #  2. a --token-file that does not exist;
 #  3. a --peer-selector the API server refuses (400): not APIUnavailable.
 set -u
-. "$PF_ROOT/tests/fake_apiserver/lib.sh"
+. "$PF_ROOT/tests/fakes/apiserver/lib.sh"
 pfk8s_init
 T=$PFK8S_TMP
 

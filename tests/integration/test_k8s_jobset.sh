@@ -7,7 +7,7 @@
 # conditions, other labels and taints stay exactly as they were. A second
 # run with the same outcome keeps lastTransitionTime (heartbeat moves on).
 set -u
-. "$PF_ROOT/tests/fake_apiserver/lib.sh"
+. "$PF_ROOT/tests/fakes/apiserver/lib.sh"
 pfk8s_init
 T=$PFK8S_TMP
 N=4

@@ -10,7 +10,7 @@
 #  3. every watch stream ends at once, empty (a proxy that cannot stream):
 #     as in 1, at most one watch a second, then PeerTimeout (exit 3).
 set -u
-. "$PF_ROOT/tests/fake_apiserver/lib.sh"
+. "$PF_ROOT/tests/fakes/apiserver/lib.sh"
 pfk8s_init
 T=$PFK8S_TMP
 DEADLINE=5

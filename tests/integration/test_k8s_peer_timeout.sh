@@ -8,7 +8,7 @@
 # which never opened its rendezvous, and name it. Then rank 0 again with the
 # 4th pod present but Pending without a podIP: it is named by its pod name.
 set -u
-. "$PF_ROOT/tests/fake_apiserver/lib.sh"
+. "$PF_ROOT/tests/fakes/apiserver/lib.sh"
 pfk8s_init
 T=$PFK8S_TMP
 DEADLINE=6

@@ -8,7 +8,7 @@
 # status=error and EFAFabricReady=False/PeerTimeout, and no Node is labelled
 # failed or tainted although --taint-on-failure is on.
 set -u
-. "$PF_ROOT/tests/fake_apiserver/lib.sh"
+. "$PF_ROOT/tests/fakes/apiserver/lib.sh"
 pfk8s_init
 T=$PFK8S_TMP
 

@@ -5,9 +5,9 @@
 # progress lines naming the missing pod while no watch event arrives, then
 # exits 3 (PeerTimeout) as before. Then rank 1 of a JobSet whose rank 0
 # was never created: it watches rank 0's pod alone, and says so.
-# Fake API server (tests/fake_apiserver).
+# Fake API server (tests/fakes/apiserver).
 set -u
-. "$PF_ROOT/tests/fake_apiserver/lib.sh"
+. "$PF_ROOT/tests/fakes/apiserver/lib.sh"
 pfk8s_init
 T=$PFK8S_TMP
 

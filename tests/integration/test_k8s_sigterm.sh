@@ -17,7 +17,7 @@
 # within the grace (8 s) of the signal. Without a signal, the run marks the
 # Node validating before anything else and then writes the verdict.
 set -u
-. "$PF_ROOT/tests/fake_apiserver/lib.sh"
+. "$PF_ROOT/tests/fakes/apiserver/lib.sh"
 pfk8s_init
 T=$PFK8S_TMP
 API="https://127.0.0.1:$PFK8S_API_PORT"

@@ -11,7 +11,7 @@
 #     rank 1 from its own address: rank 0 binds rank 1 to its pod IP and
 #     refuses it, naming the pod; the real pods pass.
 set -u
-. "$PF_ROOT/tests/fake_apiserver/lib.sh"
+. "$PF_ROOT/tests/fakes/apiserver/lib.sh"
 STRANGER=$PF_ROOT/$BUILD/test-helpers/rdv_stranger
 [ -x "$STRANGER" ] || pfk8s_die "$STRANGER is missing: make test-helpers"
 pfk8s_init

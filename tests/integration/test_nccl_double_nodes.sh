@@ -2,7 +2,7 @@
 # More than 256 global GPU ranks across processes, through the GPU double:
 # 40 processes, each its own "node" (own UTS namespace, hostname node-<i>)
 # with 8 GPUs, joined by the static bootstrap over loopback
-# (tests/double/run_nodes.sh) -> 320 global ranks. Every process must
+# (tests/fakes/gpu/run_nodes.sh) -> 320 global ranks. Every process must
 # exit 0 with 0 wrong elements, see 320 ranks on 40 nodes and drive 8 of
 # them itself; the whole group finishes within 60 s (about 2 s here). A
 # group of 17 x 16 (272 ranks, the count that once failed with "272 global
@@ -17,7 +17,7 @@ export PF_DOUBLE_TRACE=$tmp/trace     # names each segment the double opens
 
 group() { # processes gpus
     local n=$1 g=$2 secs rc
-    secs=$("$root/tests/double/run_nodes.sh" "$n" "$g" 30400 "$tmp/nodes" "${flags[@]}")
+    secs=$("$root/tests/fakes/gpu/run_nodes.sh" "$n" "$g" 30400 "$tmp/nodes" "${flags[@]}")
     rc=$?
     [ $rc -eq 77 ] && { echo "skip: $secs"; exit 77; }
     [ $rc -eq 0 ] || fail "run_nodes.sh exited $rc: $secs"

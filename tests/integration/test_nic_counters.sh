@@ -1,6 +1,6 @@
 #!/bin/bash
 # EFA hardware counters end to end, on the fixture trees of
-# tests/fixtures/make_sysfs.sh (fake libfabric, as test_node_fixtures.sh):
+# tests/fakes/make_sysfs.sh (fake libfabric, as test_node_fixtures.sh):
 #   - `node` on p5 with errors since boot: warn EFANICErrorsSinceBoot
 #     naming the device, the counters and the uptime; exit 0;
 #   - `node` on an old driver (no Nitro v4 counters) and on one without
@@ -14,7 +14,7 @@ set -u
 case $BUILD in /*) B=$BUILD ;; *) B=$PF_ROOT/$BUILD ;; esac
 FX=$B/fixtures/sysfs
 FAKE=$B/test-helpers/libfabric-fake.so.1
-"$PF_ROOT/tests/fixtures/make_sysfs.sh" "$FX" || { echo "fixture build failed"; exit 1; }
+"$PF_ROOT/tests/fakes/make_sysfs.sh" "$FX" || { echo "fixture build failed"; exit 1; }
 [ -r "$FAKE" ] || { echo "missing $FAKE (make test-helpers)"; exit 1; }
 export EFA_PREFLIGHT_NCCL=/nonexistent/libnccl.so.2
 export EFA_PREFLIGHT_CUDART=/nonexistent/libcudart.so

@@ -10,7 +10,7 @@ set -u
 case $BUILD in /*) B=$BUILD ;; *) B=$PF_ROOT/$BUILD ;; esac
 FX=$B/fixtures/sysfs
 FAKE=$B/test-helpers/libfabric-fake.so.1
-"$PF_ROOT/tests/fixtures/make_sysfs.sh" "$FX" || { echo "fixture build failed"; exit 1; }
+"$PF_ROOT/tests/fakes/make_sysfs.sh" "$FX" || { echo "fixture build failed"; exit 1; }
 [ -r "$FAKE" ] || { echo "missing $FAKE (make test-helpers)"; exit 1; }
 DOUBLE=$B/double/libgpu-double.so
 [ -r "$DOUBLE" ] || { echo "missing $DOUBLE (make test-helpers)"; exit 1; }

@@ -9,7 +9,7 @@
 set -u
 case $BUILD in /*) B=$BUILD ;; *) B=$PF_ROOT/$BUILD ;; esac
 FX=$B/fixtures/sysfs
-"$PF_ROOT/tests/fixtures/make_sysfs.sh" "$FX" || { echo "fixture build failed"; exit 1; }
+"$PF_ROOT/tests/fakes/make_sysfs.sh" "$FX" || { echo "fixture build failed"; exit 1; }
 tmp=$(mktemp -d)
 pids=()
 cleanup() {

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Strangers on the network cannot stop a run. Real agents in network
-# namespaces; a fourth namespace runs tests/fixtures/rdv_stranger against
+# namespaces; a fourth namespace runs tests/fakes/rdv_stranger against
 # rank 0 while the group forms: every kind of bad HELLO (no MAC, wrong MAC,
 # a replayed one, another protocol version, a rank out of range or held
 # already, another run or world size, not a HELLO, garbage, a cut frame),

@@ -200,7 +200,7 @@ echo "ok   a second run (pass) replaced both: Prometheus shows its values"
 # test_nic_counters.sh does: 50 MB per NIC, rdmap18s27 retrans_timeout_events +3.
 case $BUILD in /*) B=$BUILD ;; *) B=$root/$BUILD ;; esac
 FX=$B/fixtures/sysfs
-"$root/tests/fixtures/make_sysfs.sh" "$FX" >"$tmp/fixtures.log" 2>&1 || fail "fixture build failed"
+"$root/tests/fakes/make_sysfs.sh" "$FX" >"$tmp/fixtures.log" 2>&1 || fail "fixture build failed"
 cp -a "$FX/trn1.32xlarge" "$tmp/after"
 d=$tmp/after/sys/class/infiniband
 for dev in $(ls "$d"); do

@@ -59,7 +59,7 @@ fi
 vg local_tcp 0 3 "$PF_BIN" local --ranks 2 --fabric-provider tcp --no-imds \
     -b 1K -e 64K -n 2 -w 1 --timeout 120
 
-"$PF_ROOT/tests/fixtures/make_sysfs.sh" "$FX" || { echo "fixture build failed"; exit 1; }
+"$PF_ROOT/tests/fakes/make_sysfs.sh" "$FX" || { echo "fixture build failed"; exit 1; }
 if [ -r "$FAKE" ]; then
     for case in "p5.48xlarge 32 0" "p5-31 31 1" "p5-nouverbs 32 1"; do
         set -- $case

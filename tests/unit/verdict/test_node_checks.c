@@ -33,7 +33,7 @@ static void use_fixture(struct pf_config *cfg, const char *name)
     char root[PATH_MAX], cmd[PATH_MAX + 64];
 
     build_path(root, sizeof(root), "fixtures/sysfs");
-    snprintf(cmd, sizeof(cmd), "tests/fixtures/make_sysfs.sh '%s'", root);
+    snprintf(cmd, sizeof(cmd), "tests/fakes/make_sysfs.sh '%s'", root);
     cr_assert_eq(system(cmd), 0, "%s failed (run from the repo root)", cmd);
     snprintf(cfg->sysfs_root, sizeof(cfg->sysfs_root), "%s/%s", root, name);
     snprintf(cfg->dev_root, sizeof(cfg->dev_root), "%s/%s", root, name);

@@ -20,7 +20,7 @@ void pf_test_fixture_copy(const char *name, char *out, size_t len)
     exe[n] = '\0';
     slash = strrchr(exe, '/');
     *slash = '\0';
-    snprintf(cmd, sizeof(cmd), "tests/fixtures/make_sysfs.sh '%s/fixtures/sysfs'",
+    snprintf(cmd, sizeof(cmd), "tests/fakes/make_sysfs.sh '%s/fixtures/sysfs'",
              exe);
     cr_assert_eq(system(cmd), 0, "%s failed (run from the repo root)", cmd);
     cr_assert(mkdtemp(tmpl), "mkdtemp");

@@ -1,4 +1,4 @@
-/* probe: facts read from the fixture trees of tests/fixtures/make_sysfs.sh
+/* probe: facts read from the fixture trees of tests/fakes/make_sysfs.sh
  * (built next to the unit_tests binary), the fake libfabric, and IMDS
  * refusals. Run from the repository root, as `make unit` does. */
 #include <criterion/criterion.h>
@@ -35,7 +35,7 @@ static const char *fixture(const char *name)
     char root[PATH_MAX], cmd[PATH_MAX + 64];
 
     build_path(root, sizeof(root), "fixtures/sysfs");
-    snprintf(cmd, sizeof(cmd), "tests/fixtures/make_sysfs.sh '%s'", root);
+    snprintf(cmd, sizeof(cmd), "tests/fakes/make_sysfs.sh '%s'", root);
     cr_assert_eq(system(cmd), 0, "%s failed (run from the repo root)", cmd);
     snprintf(path, sizeof(path), "%s/%s", root, name);
     return path;

@@ -1,5 +1,5 @@
 /* The NCCL engine's control flow against the host-memory double
- * (tests/double/gpu_double.c): missing library, old version, init timeout,
+ * (tests/fakes/gpu/gpu_double.c): missing library, old version, init timeout,
  * async error mid-sweep, hangs and lost peers ending in ncclCommAbort, and
  * data checks. Each Criterion test runs in its own process, so setenv is
  * local to the test. */

@@ -1,5 +1,5 @@
 /* The host engine over real libfabric providers (tcp on loopback, shm),
- * with ranks as forked processes joined by tests/unit/fork_boot.c. */
+ * with ranks as forked processes joined by tests/fakes/fork_boot.c. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>

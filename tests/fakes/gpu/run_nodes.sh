@@ -4,7 +4,7 @@
 # node-<i>, joined by the static bootstrap over loopback. The NCCL engine
 # then drives N x G global ranks whose all_reduces span the processes.
 #
-#   tests/double/run_nodes.sh N G PORT OUTDIR [efa-preflight run flags...]
+#   tests/fakes/gpu/run_nodes.sh N G PORT OUTDIR [efa-preflight run flags...]
 #
 # Writes OUTDIR/r<i>.json (report), OUTDIR/e<i> (stderr), OUTDIR/t<i>
 # ("<exit code> <seconds> <peak RSS KiB>" from /usr/bin/time), and prints

@@ -1,5 +1,5 @@
 /* Test helper: private copies of the sysfs fixture trees
- * (tests/fixtures/make_sysfs.sh) whose EFA counters a test may rewrite
+ * (tests/fakes/make_sysfs.sh) whose EFA counters a test may rewrite
  * between the "before" and "after" reads. */
 #ifndef PF_TEST_NIC_FIXTURE_H
 #define PF_TEST_NIC_FIXTURE_H
