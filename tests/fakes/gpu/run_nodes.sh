@@ -14,7 +14,7 @@
 set -u
 n=$1 g=$2 port=$3 out=$4
 shift 4
-root=$(cd "$(dirname "$0")/../.." && pwd)
+root=$(cd "$(dirname "$0")/../../.." && pwd)
 build=${BUILD:-build}
 bin=${PF_BIN:-$root/$build/efa-preflight}
 double=$root/$build/double/libgpu-double.so
