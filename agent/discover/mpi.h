@@ -1,34 +1,10 @@
 /* The `mpi` bootstrap: rank and size from MPI under mpirun, through the
- * dlopened shim libpf-mpi.so (agent/mpishim/pf_mpi_shim.h says why the
- * agent never links libmpi). collective/boot_mpi.c uses the same loader for
- * the pf_boot operations. */
+ * dlopened shim (util/mpilib.h); transport/boot_mpi.c uses the same loader
+ * for the pf_boot operations. */
 #ifndef PF_DISCOVER_MPI_H
 #define PF_DISCOVER_MPI_H
 
-#include <stddef.h>
-
 #include "../pf.h"
-
-struct pf_mpi_lib {
-    void *dl;
-    char path[PF_PATH_MAX];
-    int (*abi)(void);
-    int (*init)(char *err, size_t errlen);
-    int (*rank)(void);
-    int (*size)(void);
-    int (*allgather)(const void *mine, size_t len, void *all, int timeout_ms);
-    int (*bcast)(void *buf, size_t len, int root, int timeout_ms);
-    int (*barrier)(int timeout_ms);
-    const char *(*last_error)(void);
-    int (*finalize)(void);
-};
-
-/* dlopen the shim: $EFA_PREFLIGHT_MPI_SHIM, else libpf-mpi.so next to the
- * running binary (/proc/self/exe), else the loader's search path; then
- * MPI_Init (idempotent). A shim that is missing or of another ABI is a
- * setup error (PF_ERR_USAGE, exit 2). The library stays loaded for the
- * process's life: MPI cannot be unloaded once initialised. */
-pf_err pf_mpi_load(struct pf_mpi_lib *lib, char *err);
 
 /* Fill run->peers from MPI: rank, size, every rank's host (allgather) and
  * a run id from rank 0 (bcast) unless cfg.run_id is set. */

@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../discover/mpi.h"
 #include "../mpishim/pf_mpi_shim.h"
 #include "../util/clock.h"
+#include "../util/mpilib.h"
 
 struct mpib {
     struct pf_boot boot;

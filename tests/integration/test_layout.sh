@@ -1,0 +1,57 @@
+#!/bin/bash
+# The source layout keeps the architecture (README "Source layout"):
+#  - agent/util/ holds leaf libraries: no header outside util/ is included;
+#  - agent/transport/ never sees the run or the collective's results;
+#  - the engines (collective/host/, collective/nccl/) get a pf_engine_args
+#    and never see the run either;
+#  - unit tests mirror the sources: tests/unit/<folder>/test_<source>[_<what>].c
+#    names a source agent/<folder>/<source>.c, and only tests live there
+#    (every fake is in tests/fakes/).
+set -u
+root=${PF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+cd "$root" || exit 1
+bad=0
+fail() { echo "FAIL: $*"; bad=1; }
+
+# 1. util/ is a leaf (the MPI shim's ABI header is one too).
+for f in agent/util/*.[ch]; do
+    while read -r inc; do
+        case "$inc" in
+        ../mpishim/pf_mpi_shim.h) ;;   # the shim's ABI, itself a leaf
+        */*) fail "$f includes \"$inc\": util/ may include only util/ headers" ;;
+        esac
+    done < <(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$f")
+done
+
+# 2. and 3. The transport and the engines never see the run.
+for f in agent/transport/*.[ch] agent/collective/host/*.[ch] agent/collective/nccl/*.[ch]; do
+    if grep -nE 'struct pf_run\b|struct pf_coll\b|\brun->' "$f"; then
+        fail "$f reaches into the run: it takes its arguments (pf_boot_args / pf_engine_args)"
+    fi
+    if grep -nE '#include "(\.\./)+(config|discover|verdict|publish|launch)/' "$f"; then
+        fail "$f includes a later or unrelated stage"
+    fi
+done
+
+# 4. Tests mirror sources.
+n=0
+while read -r t; do
+    n=$((n + 1))
+    rel=${t#tests/unit/}
+    dir=$(dirname "$rel"); [ "$dir" = . ] && dir=
+    name=$(basename "$rel" .c); name=${name#test_}
+    src_dir=agent${dir:+/$dir}
+    [ -d "$src_dir" ] || { fail "$t: no folder $src_dir"; continue; }
+    found=
+    for s in "$src_dir"/*.c; do
+        s=$(basename "$s" .c)
+        if [ "$name" = "$s" ] || [[ "$name" == "$s"_* ]]; then found=$s; break; fi
+    done
+    [ -n "$found" ] || fail "$t names no source in $src_dir/ (test_<source>[_<what>].c)"
+done < <(find tests/unit -name '*.c' | sort)
+[ "$n" -gt 20 ] || fail "only $n unit test files found"
+others=$(find tests/unit -type f ! -name 'test_*.c')
+[ -z "$others" ] || fail "not a test, belongs in tests/fakes/: $others"
+
+[ $bad -eq 0 ] || exit 1
+echo "layout: util/ is a leaf, transport/ and the engines never see the run, $n unit test files mirror their sources"
