@@ -688,6 +688,10 @@ pf_err pf_co_coordinate(struct pf_co_pool *p, struct pf_lease *l,
         serve_members(&c, now >= beat_at);
         if (now >= beat_at)
             beat_at = now + HEARTBEAT_MS;
+        if (pf_progress_due(p->progress, now))
+            pf_progress_say(p->progress, now, "coordinating: %d agent(s) "
+                            "registered, %d more node(s) expected", c.nm,
+                            c.coming);
     }
     pf_lease_release(p->k, l, msg);
     close_all(&c);
@@ -765,8 +769,15 @@ pf_err pf_co_join(struct pf_co_pool *p, const char *host, int64_t wait_until,
             break;
         }
         heard = pf_now_ms();
-        if (m.type == PF_CO_WAIT)
+        if (m.type == PF_CO_WAIT) {
+            rb = (struct pf_rbuf){ m.body, m.len, 0, false };
+            uint32_t registered = pf_get_u32(&rb);
+            if (!rb.bad && pf_progress_due(p->progress, heard))
+                pf_progress_say(p->progress, heard, "registered with "
+                                "coordinator %s, %u agent(s) there so far",
+                                host, registered);
             continue;
+        }
         if (m.type == PF_CO_ASSIGN) {
             rc = pf_co_assign_decode(m.body, m.len, p->secret, p->secret_len,
                                      reg.nonce, out, err);

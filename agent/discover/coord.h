@@ -98,6 +98,7 @@ struct pf_co_pool {
     const uint8_t *secret;
     size_t secret_len;
     int64_t gather_ms;                /* longest wait for stragglers */
+    struct pf_progress *progress;     /* lines while the group forms */
 };
 
 /* Coordinate while holding l: take registrations until the pool's group

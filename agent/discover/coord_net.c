@@ -14,6 +14,7 @@
 
 #include "../util/clock.h"
 #include "../util/log.h"
+#include "../util/netdial.h"
 #include "../util/netlisten.h"
 
 static void addr_string(const struct sockaddr *sa, socklen_t len, char *out,
@@ -73,72 +74,12 @@ int pf_co_accept(int lfd, char *addr, size_t cap)
 pf_err pf_co_dial(const char *host, int port, const char *src,
                   int64_t deadline, int *out, char *err)
 {
-    struct addrinfo hints = { 0 }, *res = NULL, *ai;
-    char portstr[16];
-    int rc, fd = -1;
+    char why[PF_ERRLEN / 2];
+    /* Leave from our own pod address, the one the coordinator checks. */
+    int fd = pf_dial_tcp(host, port, src, deadline, 60000, why, sizeof(why));
 
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_NUMERICSERV;
-    snprintf(portstr, sizeof(portstr), "%d", port);
-    rc = getaddrinfo(host, portstr, &hints, &res);
-    if (rc)
-        return pf_fail(err, PF_ERR_IO, "%s: %s", host, gai_strerror(rc));
-    pf_fail(err, PF_ERR_IO, "no usable address for %s", host);
-    for (ai = res; ai && fd < 0; ai = ai->ai_next) {
-        struct pollfd p;
-        socklen_t sl = sizeof(int);
-        int soerr = 0;
-        int64_t ms;
-
-        fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-                    0);
-        if (fd < 0) {
-            pf_fail(err, PF_ERR_IO, "socket: %s", strerror(errno));
-            continue;
-        }
-        /* Leave from our own pod address, the one the coordinator checks
-         * (a host with several interfaces might pick another). */
-        if (src && *src) {
-            struct addrinfo bh = { 0 }, *b = NULL;
-            bh.ai_family = ai->ai_family;
-            bh.ai_socktype = SOCK_STREAM;
-            bh.ai_flags = AI_PASSIVE | AI_NUMERICHOST;
-            if (getaddrinfo(src, NULL, &bh, &b) == 0) {
-                /* Not a local address: let the kernel pick. */
-                if (bind(fd, b->ai_addr, b->ai_addrlen))
-                    pf_debug("coordinator: cannot leave from %s: %s", src,
-                             strerror(errno));
-                freeaddrinfo(b);
-            }
-        }
-        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
-            break;
-        if (errno != EINPROGRESS) {
-            pf_fail(err, PF_ERR_IO, "connect %s:%d: %s", host, port,
-                    strerror(errno));
-            close(fd);
-            fd = -1;
-            continue;
-        }
-        ms = pf_ms_left(deadline);
-        p = (struct pollfd){ .fd = fd, .events = POLLOUT };
-        if (ms <= 0 || poll(&p, 1, (int)(ms > 60000 ? 60000 : ms)) <= 0) {
-            pf_fail(err, PF_ERR_IO, "connect %s:%d timed out", host, port);
-            soerr = -1;
-        } else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) || soerr) {
-            pf_fail(err, PF_ERR_IO, "connect %s:%d: %s", host, port,
-                    strerror(soerr ? soerr : errno));
-            soerr = -1;
-        }
-        if (soerr) {
-            close(fd);
-            fd = -1;
-        }
-    }
-    freeaddrinfo(res);
     if (fd < 0)
-        return PF_ERR_IO;
+        return pf_fail(err, PF_ERR_IO, "connect %s:%d: %s", host, port, why);
     tune(fd);
     *out = fd;
     return PF_OK;

@@ -226,6 +226,8 @@ pf_err pf_discover_daemonset(struct pf_run *run, struct pf_kube *k,
      * Lease frees up within a fraction of the run. */
     lease.duration_s = clamp(cfg->timeout_s / 6, 5, 15);
 
+    pool.progress = &run->progress;
+    pf_progress_begin(&run->progress, "waiting for a group", start);
     for (int i = 0; i < LOOP_MAX && !grouped; i++) {
         enum pf_lease_state st;
         int64_t now = pf_now_ms();
@@ -285,6 +287,7 @@ pf_err pf_discover_daemonset(struct pf_run *run, struct pf_kube *k,
             goto out;
         }
     }
+    pf_progress_end(&run->progress);
     if (!grouped)
         pf_info("daemonset: no group within %.1f s (%s): validating alone, "
                 "fabric untested", (double)(pf_now_ms() - start) / 1000.0,
@@ -295,6 +298,7 @@ pf_err pf_discover_daemonset(struct pf_run *run, struct pf_kube *k,
                 run->peers.world, run->peers.rank, run->peers.list[0].node,
                 run->peers.world == 1 ? " (alone: fabric untested)" : "");
 out:
+    pf_progress_end(&run->progress);
     if (rc == PF_ERR_REJECTED)
         pf_fault_set(&run->peers.fault, rc, PF_R_PeerRejected, err);
     pf_co_assign_free(&group);

@@ -20,6 +20,7 @@
 
 #include "../util/clock.h"
 #include "../util/log.h"
+#include "../util/netdial.h"
 #include "../util/progress.h"
 #include "../util/sha256.h"
 #include "rdv_impl.h"
@@ -87,65 +88,9 @@ static pf_err join_fail(struct pf_fault *fault, pf_err code, char *err,
 static pf_err dial(const struct pf_rdv_cfg *cfg, int64_t deadline, int *out,
                    char *msg)
 {
-    struct addrinfo hints = { 0 }, *res = NULL, *ai;
-    char portstr[16];
-    int rc, fd = -1;
+    int fd = pf_dial_tcp(cfg->root_host, cfg->root_port, cfg->bind_addr,
+                         deadline, DIAL_MS, msg, PF_ERRLEN);
 
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_NUMERICSERV;
-    snprintf(portstr, sizeof(portstr), "%d", cfg->root_port);
-    rc = getaddrinfo(cfg->root_host, portstr, &hints, &res);
-    if (rc)
-        return pf_fail(msg, PF_ERR_IO, "%s", gai_strerror(rc));
-    snprintf(msg, PF_ERRLEN, "no usable address");
-    for (ai = res; ai && fd < 0; ai = ai->ai_next) {
-        struct pollfd p;
-        int soerr = 0, ms;
-        socklen_t sl = sizeof(soerr);
-
-        fd = socket(ai->ai_family,
-                    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (fd < 0) {
-            snprintf(msg, PF_ERRLEN, "socket: %s", strerror(errno));
-            continue;
-        }
-        if (cfg->bind_addr[0]) {
-            struct addrinfo bh = { 0 }, *b = NULL;
-            bh.ai_family = ai->ai_family;
-            bh.ai_socktype = SOCK_STREAM;
-            bh.ai_flags = AI_PASSIVE | AI_NUMERICHOST;
-            if (getaddrinfo(cfg->bind_addr, NULL, &bh, &b) == 0) {
-                if (bind(fd, b->ai_addr, b->ai_addrlen))
-                    snprintf(msg, PF_ERRLEN, "bind %s: %s", cfg->bind_addr,
-                             strerror(errno));
-                freeaddrinfo(b);
-            }
-        }
-        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
-            break;
-        if (errno != EINPROGRESS) {
-            snprintf(msg, PF_ERRLEN, "%s", strerror(errno));
-            close(fd);
-            fd = -1;
-            continue;
-        }
-        ms = (int)(pf_ms_left(deadline) < DIAL_MS ? pf_ms_left(deadline)
-                                                  : DIAL_MS);
-        p = (struct pollfd){ .fd = fd, .events = POLLOUT };
-        if (ms <= 0 || poll(&p, 1, ms) <= 0) {
-            snprintf(msg, PF_ERRLEN, "connect timed out");
-            soerr = -1;
-        } else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) || soerr) {
-            snprintf(msg, PF_ERRLEN, "%s", strerror(soerr ? soerr : errno));
-            soerr = -1;
-        }
-        if (soerr) {
-            close(fd);
-            fd = -1;
-        }
-    }
-    freeaddrinfo(res);
     if (fd < 0)
         return PF_ERR_IO;
     *out = fd;

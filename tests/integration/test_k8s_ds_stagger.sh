@@ -10,9 +10,10 @@
 #   as soon as those two validate: node-4 turns pending and has nobody:
 #            node checks alone, fabric=untested, not an error
 # No node may end status=error or carry PeerTimeout; fabric=tested exactly
-# where two nodes ran together. PF_STAGGER_RUNS (default 1) repeats the
-# whole scenario on a fresh API server; scripts/ds_race_loop.sh runs it 20
-# times in a row, each under the lock on its own.
+# where two nodes ran together; node-4 prints progress lines while it
+# waits. PF_STAGGER_RUNS (default 1) repeats the whole scenario on a fresh
+# API server; scripts/ds_race_loop.sh runs it 20 times in a row, each under
+# the lock on its own.
 set -u
 . "$PF_ROOT/tests/fakes/apiserver/lib.sh"
 pfk8s_init
@@ -63,6 +64,7 @@ pending() {
         --token-file "$T/token" --ca-file "$T/certs/ca.crt" --no-imds \
         --port "$PFK8S_RDV_PORT" --fabric-provider tcp --engine host \
         -b 64K -e 8M -n 8 -w 2 --timeout 40 --report "$T/out/r$run-$i.json" -vv \
+        --progress-interval 2 \
         > "$T/out/r$run-$i.stdout" 2> "$T/out/r$run-$i.stderr" &
     pids="$pids $!"
 }
@@ -143,9 +145,13 @@ assert lease["spec"]["leaseTransitions"] >= 2, lease
     done
     [ "$(group_of 4)" = "daemonset: group of 1 rank 0 on node-4" ] ||
         pfk8s_die "run $run: node-4: '$(group_of 4)', want alone"
+    # node-4 coordinated alone for seconds (until no pending node was left
+    # to wait for): it said so meanwhile.
+    n=$(grep -c 'progress: waiting for a group: coordinating: 1 agent(s) registered, [0-9]* more node(s) expected' "$T/out/r$run-4.stderr")
+    [ "$n" -ge 1 ] || { tail -n 20 "$T/out/r$run-4.stderr"; pfk8s_die "run $run: node-4 printed no progress line while it waited alone"; }
     for p in $pids; do kill -TERM "$p" 2>/dev/null; done
     for p in $pids; do wait "$p"; done
-    echo "run $run: {0,1} then {2,3} (turned pending while {0,1} validated), then 4 alone (untested); no error, no PeerTimeout; $(pfk8s_elapsed "$t_run")s"
+    echo "run $run: {0,1} then {2,3} (turned pending while {0,1} validated), then 4 alone (untested, $n progress line(s) while it waited); no error, no PeerTimeout; $(pfk8s_elapsed "$t_run")s"
 done
 echo "$RUNS run(s) in a row in $(pfk8s_elapsed "$start_all")s"
 pfk8s_no_token_in "$T/out"
