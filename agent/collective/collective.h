@@ -1,4 +1,4 @@
-/* collective: connect the ranks (bootstrap.h), pick an engine (nccl when
+/* collective: connect the ranks (transport/), pick an engine (nccl when
  * GPUs are present, host otherwise, --engine to force), run the sweep and
  * fill run->coll. Failures of the fabric itself are recorded in run->coll
  * (err, reason) for the verdict; only bad input returns an error. */

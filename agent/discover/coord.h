@@ -1,7 +1,7 @@
 /* The DaemonSet coordinator: one agent per (instance type, zone), the one
  * holding that pool's Lease (lease.h), forms the validation groups; every
  * other pending node's agent registers with it over TCP and waits for its
- * group. Frames are the rendezvous' (collective/wire.h) with their own
+ * group. Frames are the rendezvous' (transport/wire.h) with their own
  * magic, on port --port + 1:
  *
  *   coordinator -> agent   CHALLENGE {magic, version, nonce0}

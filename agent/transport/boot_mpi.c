@@ -1,4 +1,4 @@
-/* pf_boot over MPI (--bootstrap mpi), through the shim discover/mpi.c loads.
+/* pf_boot over MPI (--bootstrap mpi), through the shim util/mpilib.c loads.
  * MPI collectives take no deadline, so the shim starts them non-blocking
  * and tests until the time left; a timeout leaves the request pending, so
  * this boot is then broken and close() skips MPI_Finalize (mpirun then ends

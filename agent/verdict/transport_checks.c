@@ -1,5 +1,6 @@
 /* NCCL transport checks, condition EFAFabricReady, from what NCCL's own
- * INFO log said (collective/nccl_log.h fills run->coll):
+ * INFO log said (collective/nccl/nccl_log.h reads it; the engine's facts
+ * carry it into run->coll):
  *
  *   nccl_transport  SocketFallback    a channel went via NET/Socket: NCCL
  *                                     moved rank-to-rank data over TCP.

@@ -1,6 +1,6 @@
 #!/bin/bash
 # The NCCL engine end to end (efa-preflight local) on the host-memory double
-# of CUDA and NCCL (tests/double, built by `make test-helpers`): one process
+# of CUDA and NCCL (tests/fakes/gpu, built by `make test-helpers`): one process
 # driving 2 "GPUs". Checks control flow and verdicts only, never numbers:
 # a clean run, wrong data, NET/Socket channels, an init that never ends, an
 # async error mid-sweep, NCCL missing; and `local` without --ranks: one

@@ -1,4 +1,4 @@
-/* NCCL INFO log parsing (collective/nccl_log.c) on lines as NCCL 2.18-2.28
+/* NCCL INFO log parsing (collective/nccl/nccl_log.c) on lines as NCCL 2.18-2.28
  * and aws-ofi-nccl print them. */
 #include <criterion/criterion.h>
 #include <stdio.h>
