@@ -354,16 +354,22 @@ struct pf_nics {
     char rail_note[384];              /* what the per-rail timings found */
 };
 
-struct pf_coll {
-    bool ran;
-    char engine[16];                  /* nccl|host */
-    char provider[32];                /* libfabric provider used */
+/* What the engine found out about the fabric it ran over: an engine fills
+ * its own (collective/engine.h), the collective keeps it in pf_coll. */
+struct pf_fabric_facts {
+    char provider[32];                /* host: libfabric provider used */
     bool provider_is_fallback;        /* tcp/shm where efa was expected */
     char transport[128];              /* NCCL: "NET/Libfabric/GDRDMA" etc. */
     char nccl_network[32];            /* "Using network X" */
     bool net_plugin_loaded;
     bool net_gdr;                     /* channels over NET used GDRDMA */
     bool inter_node_socket;           /* channels over NET/Socket */
+};
+
+struct pf_coll {
+    bool ran;
+    char engine[16];                  /* nccl|host */
+    struct pf_fabric_facts fabric;    /* from the engine */
     int nranks;                       /* global ranks (processes x GPUs) */
     int nnodes;
     uint64_t min_bytes, max_bytes;    /* the sizes swept (max resolved) */

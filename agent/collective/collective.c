@@ -121,17 +121,6 @@ void pf_engine_args_for(struct pf_run *run, struct pf_boot *boot,
     };
 }
 
-void pf_engine_facts_keep(const struct pf_engine_facts *f, struct pf_coll *c)
-{
-    snprintf(c->provider, sizeof(c->provider), "%s", f->provider);
-    c->provider_is_fallback = f->provider_is_fallback;
-    snprintf(c->transport, sizeof(c->transport), "%s", f->transport);
-    snprintf(c->nccl_network, sizeof(c->nccl_network), "%s", f->nccl_network);
-    c->net_plugin_loaded = f->net_plugin_loaded;
-    c->net_gdr = f->net_gdr;
-    c->inter_node_socket = f->inter_node_socket;
-}
-
 pf_err pf_collective(struct pf_run *run, char *err)
 {
     struct pf_coll *c = &run->coll;
@@ -187,7 +176,7 @@ pf_err pf_collective(struct pf_run *run, char *err)
                 boot->world, c->nnodes);
         pf_engine_args_for(run, boot, c->max_bytes / sizeof(float), &args);
         rc = ops->open(&engine, &args, deadline, msg);
-        pf_engine_facts_keep(&engine.facts, c);
+        c->fabric = engine.facts;
         if (rc == PF_OK) {
             struct pf_nic_watch watch;
             struct pf_rail_use rails0[PF_MAX_EFA], rails1[PF_MAX_EFA];
@@ -203,7 +192,7 @@ pf_err pf_collective(struct pf_run *run, char *err)
             if (rc == PF_OK)
                 rc = pf_straggler_retest(run, &engine, boot, deadline, msg);
             ops->close(&engine);
-            pf_engine_facts_keep(&engine.facts, c);
+            c->fabric = engine.facts;
         }
         if (rc != PF_OK && !is_usage(rc))
             pf_boot_abort(boot, msg);

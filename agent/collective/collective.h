@@ -17,9 +17,6 @@ void pf_coll_free(struct pf_coll *c);
  * settings to what an engine takes. */
 void pf_engine_args_for(struct pf_run *run, struct pf_boot *boot,
                         uint64_t max_count, struct pf_engine_args *a);
-/* Copy what an engine found out into run->coll (after open and again
- * after close). */
-void pf_engine_facts_keep(const struct pf_engine_facts *f, struct pf_coll *c);
 
 /* The nccl-tests-style sweep over an opened engine (sweep.c). */
 pf_err pf_sweep(struct pf_run *run, struct pf_engine *e, struct pf_boot *b,

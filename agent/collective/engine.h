@@ -34,18 +34,6 @@ struct pf_engine_args {
     int corrupt_rank, slow_rank, slow_ms;
 };
 
-/* What an engine found out about the fabric, kept in struct pf_engine so
- * it survives close: the provider once open returns (failed or not),
- * NCCL's transports once close returns (they come from NCCL's log). */
-struct pf_engine_facts {
-    char provider[32];                /* host: libfabric provider used */
-    bool provider_is_fallback;        /* tcp/shm where efa was expected */
-    char transport[128];              /* NCCL: "NET/Libfabric/GDRDMA" etc. */
-    char nccl_network[32];            /* "Using network X" */
-    bool net_plugin_loaded;
-    bool net_gdr;                     /* channels over NET used GDRDMA */
-    bool inter_node_socket;           /* channels over NET/Socket */
-};
 
 /* What one NIC carried since the engine opened (engine op `rails`). */
 struct pf_rail_use {
@@ -102,7 +90,10 @@ struct pf_engine {
     int nranks;                       /* global ranks in the all_reduce */
     int local_ranks;                  /* ranks this process drives */
     void *impl;
-    struct pf_engine_facts facts;     /* what the engine found out */
+    /* What the engine found out (pf.h), kept here so it survives close:
+     * the provider once open returns, failed or not; NCCL's transports
+     * once close returns (they come from NCCL's log). */
+    struct pf_fabric_facts facts;
 };
 
 extern const struct pf_engine_ops pf_engine_host;

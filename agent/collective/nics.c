@@ -152,19 +152,19 @@ void pf_nics_spread(struct pf_run *run)
                  strcmp(c->engine, "nccl") ? "shared memory, loopback"
                                            : "NVLink, PCIe, shared memory");
     } else if (!strcmp(c->engine, "nccl")) {
-        if (!c->net_plugin_loaded || c->inter_node_socket ||
-            !strstr(c->transport, "NET/Libfabric"))
+        if (!c->fabric.net_plugin_loaded || c->fabric.inter_node_socket ||
+            !strstr(c->fabric.transport, "NET/Libfabric"))
             snprintf(why, len, "NCCL did not run over aws-ofi-nccl on every "
                      "channel (transports %s), so it need not use every NIC",
-                     c->transport[0] ? c->transport : "unknown");
+                     c->fabric.transport[0] ? c->fabric.transport : "unknown");
         else {
             s->spread = true;
             snprintf(why, len, "NCCL over aws-ofi-nccl (%s) across %d nodes "
-                     "stripes over every NIC", c->transport, c->nnodes);
+                     "stripes over every NIC", c->fabric.transport, c->nnodes);
         }
-    } else if (c->provider_is_fallback) {
+    } else if (c->fabric.provider_is_fallback) {
         snprintf(why, len, "the host engine ran over %s, not EFA",
-                 c->provider[0] ? c->provider : "?");
+                 c->fabric.provider[0] ? c->fabric.provider : "?");
     } else if (!rails_cover(s, &run->node)) {
         snprintf(why, len, "the host engine striped over %d of the node's %d "
                  "EFA devices", s->nrails, s->n);

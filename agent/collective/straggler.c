@@ -39,8 +39,8 @@ double pf_coll_floor(const struct pf_run *run, struct pf_floor_rule *rule)
     const struct pf_coll *c = &run->coll;
 
     pf_floor_for(&run->cfg, run->instance, c->engine,
-                 c->provider_is_fallback ? c->provider : NULL, c->nnodes,
-                 c->nics.nrails, rule);
+                 c->fabric.provider_is_fallback ? c->fabric.provider : NULL,
+                 c->nnodes, c->nics.nrails, rule);
     return rule->gbps;
 }
 

@@ -396,6 +396,7 @@ static cJSON *floor_json(const struct pf_run *run)
 static cJSON *collective_json(const struct pf_run *run)
 {
     const struct pf_coll *c = &run->coll;
+    const struct pf_fabric_facts *fab = &c->fabric;
     /* Peers that were never found fail the collective before it starts. */
     const struct pf_fault *f = run->peers.fault.err != PF_OK ? &run->peers.fault
                                                              : &c->fault;
@@ -406,13 +407,13 @@ static cJSON *collective_json(const struct pf_run *run)
     o = cJSON_CreateObject();
     cJSON_AddBoolToObject(o, "ran", c->ran);
     add_str(o, "engine", c->engine);
-    add_str(o, "provider", c->provider);
-    cJSON_AddBoolToObject(o, "provider_is_fallback", c->provider_is_fallback);
-    add_str(o, "transport", c->transport);
-    add_str(o, "nccl_network", c->nccl_network);
-    cJSON_AddBoolToObject(o, "net_plugin_loaded", c->net_plugin_loaded);
-    cJSON_AddBoolToObject(o, "net_gdr", c->net_gdr);
-    cJSON_AddBoolToObject(o, "inter_node_socket", c->inter_node_socket);
+    add_str(o, "provider", fab->provider);
+    cJSON_AddBoolToObject(o, "provider_is_fallback", fab->provider_is_fallback);
+    add_str(o, "transport", fab->transport);
+    add_str(o, "nccl_network", fab->nccl_network);
+    cJSON_AddBoolToObject(o, "net_plugin_loaded", fab->net_plugin_loaded);
+    cJSON_AddBoolToObject(o, "net_gdr", fab->net_gdr);
+    cJSON_AddBoolToObject(o, "inter_node_socket", fab->inter_node_socket);
     cJSON_AddNumberToObject(o, "nranks", c->nranks);
     cJSON_AddNumberToObject(o, "nnodes", c->nnodes);
     rows = cJSON_AddArrayToObject(o, "rows");

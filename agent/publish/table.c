@@ -66,12 +66,15 @@ static void print_checks(const struct pf_verdict *v, FILE *out)
 static void print_coll(const struct pf_coll *c, const struct pf_fault *f,
                        FILE *out)
 {
+    const struct pf_fabric_facts *fab = &c->fabric;
+
     fprintf(out, "\n# all_reduce: engine %s, provider %s%s, %d ranks on %d "
             "node%s%s%s\n",
-            c->engine[0] ? c->engine : "?", c->provider[0] ? c->provider : "?",
-            c->provider_is_fallback ? " (fallback: EFA not used)" : "",
+            c->engine[0] ? c->engine : "?",
+            fab->provider[0] ? fab->provider : "?",
+            fab->provider_is_fallback ? " (fallback: EFA not used)" : "",
             c->nranks, c->nnodes, c->nnodes == 1 ? "" : "s",
-            c->transport[0] ? ", transport " : "", c->transport);
+            fab->transport[0] ? ", transport " : "", fab->transport);
     /* centred over the two 33-column blocks that follow the 50 of
      * size..root */
     fprintf(out, "#%59s%s%23s%s\n", "", "out-of-place", "", "in-place");

@@ -222,7 +222,7 @@ static void bandwidth_check(struct pf_run *run)
                            PF_R_NodeBandwidthBelowThreshold, "",
                            "%s: %d ranks on this node alone, %s engine over "
                            "%s", ring, c->nranks, c->engine,
-                           c->provider[0] ? c->provider : "-");
+                           c->fabric.provider[0] ? c->fabric.provider : "-");
             return;
         }
         /* No node singled out: the job must not start, but no node is
@@ -232,7 +232,7 @@ static void bandwidth_check(struct pf_run *run)
                        "%s: %d ranks on %d node(s), %s engine over %s; no node "
                        "singled out, none blamed%s%s",
                        ring, c->nranks, c->nnodes, c->engine,
-                       c->provider[0] ? c->provider : "-",
+                       c->fabric.provider[0] ? c->fabric.provider : "-",
                        c->strag.note[0] ? ": " : "", c->strag.note);
         return;
     }
@@ -246,7 +246,7 @@ static void bandwidth_check(struct pf_run *run)
                    "0 wrong: %d ranks on %d node(s), %s engine over %s; %s",
                    floor > 0 ? judged : c->peak_busbw, size, c->avg_busbw,
                    c->nrows, c->nranks, c->nnodes, c->engine,
-                   c->provider[0] ? c->provider : "-", floor_txt);
+                   c->fabric.provider[0] ? c->fabric.provider : "-", floor_txt);
 }
 
 void pf_verdict_fabric(struct pf_run *run)
@@ -266,14 +266,14 @@ void pf_verdict_fabric(struct pf_run *run)
     } else if (c->ran && c->nrows > 0) {
         if (c->wrong_total > 0)
             data_check(run);
-        if (c->provider_is_fallback)
+        if (c->fabric.provider_is_fallback)
             pf_verdict_add(v, "fabric_provider", COND, PF_WARN,
                            PF_R_ProviderFallback,
                            "drop --fabric-provider (default efa) to test "
                            "the EFA fabric itself",
                            "provider %s in use because it was asked for: "
                            "EFA itself was not tested",
-                           c->provider);
+                           c->fabric.provider);
         /* A named NIC is a cause, a ring below its floor the symptom. */
         pf_verdict_nics(run);
         if (c->wrong_total == 0)

@@ -260,7 +260,7 @@ void pf_verdict_nics(struct pf_run *run)
     nic_speed(run);
     if (c->nics.n == 0)
         return;                       /* no EFA device: nothing to say */
-    if (c->provider_is_fallback) {
+    if (c->fabric.provider_is_fallback) {
         /* This run's traffic never touched the EFA NICs: what moved there
          * is someone else's, reported but not held against the node. */
         static const char *const names[] = { "nic_traffic", "nic_errors" };
@@ -268,7 +268,7 @@ void pf_verdict_nics(struct pf_run *run)
             pf_verdict_add(&run->verdict, names[i], COND, PF_SKIP,
                            PF_R_EFANotRequired, "", "provider %s: this run "
                            "did not use the EFA NICs (their counters are in "
-                           "the report)", c->provider);
+                           "the report)", c->fabric.provider);
         return;
     }
     nic_traffic(run);

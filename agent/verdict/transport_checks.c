@@ -59,7 +59,7 @@ static bool efa_expected(const struct pf_run *run, char *why, size_t len)
 
 static void socket_check(struct pf_run *run, bool known)
 {
-    const struct pf_coll *c = &run->coll;
+    const struct pf_fabric_facts *c = &run->coll.fabric;
 
     if (!c->transport[0]) {
         pf_verdict_add(&run->verdict, "nccl_transport", COND, PF_SKIP, PF_R_None, "",
@@ -87,7 +87,7 @@ static void socket_check(struct pf_run *run, bool known)
 
 static void plugin_check(struct pf_run *run, bool known)
 {
-    const struct pf_coll *c = &run->coll;
+    const struct pf_fabric_facts *c = &run->coll.fabric;
     char why[160];
 
     if (!efa_expected(run, why, sizeof(why))) {
@@ -120,7 +120,7 @@ static void plugin_check(struct pf_run *run, bool known)
 
 static void gdr_check(struct pf_run *run)
 {
-    const struct pf_coll *c = &run->coll;
+    const struct pf_fabric_facts *c = &run->coll.fabric;
     const struct pf_instance *it = run->instance;
     bool required = it && it->gdr_required;
 
@@ -158,7 +158,7 @@ void pf_verdict_transport(struct pf_run *run)
     if (strcmp(c->engine, "nccl") != 0)
         return;
     /* an empty network means NCCL's log never said anything useful */
-    bool known = c->nccl_network[0] || c->transport[0];
+    bool known = c->fabric.nccl_network[0] || c->fabric.transport[0];
     socket_check(run, known);
     plugin_check(run, known);
     gdr_check(run);

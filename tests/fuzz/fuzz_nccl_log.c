@@ -15,7 +15,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct pf_nccl_facts f;
-    struct pf_engine_facts coll;
+    struct pf_fabric_facts coll;
     char out[256], err[PF_ERRLEN], pattern[512];
     char *text = malloc(size + 1);
     size_t n;

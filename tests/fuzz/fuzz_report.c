@@ -89,7 +89,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     run.coll.fault.err = (pf_err)(byte(&s) % 17);
     run.coll.fault.reason = (enum pf_reason)(byte(&s) % (PF_R_COUNT + 2));
     text(&s, run.coll.fault.msg, sizeof(run.coll.fault.msg));
-    text(&s, run.coll.transport, sizeof(run.coll.transport));
+    text(&s, run.coll.fabric.transport, sizeof(run.coll.fabric.transport));
     run.coll.nranks = byte(&s);
     run.coll.nnodes = byte(&s);
     run.coll.slow_rank = (int)byte(&s) - 1;

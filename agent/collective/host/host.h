@@ -118,7 +118,7 @@ struct host {
     int nopened;                      /* rails with objects to close */
 
     struct pf_engine_args args;       /* as open was given them */
-    struct pf_engine_facts *facts;    /* the engine's, filled at open */
+    struct pf_fabric_facts *facts;    /* the engine's, filled at open */
     struct pf_boot *boot;
     int rank, n;
     char provider[32];

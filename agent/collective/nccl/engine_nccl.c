@@ -69,7 +69,7 @@ struct nccl_engine {
     bool log_armed;
     bool set_runtime_connect;         /* we set NCCL_RUNTIME_CONNECT=0 */
     struct pf_engine_args args;       /* as open was given them */
-    struct pf_engine_facts *facts;    /* the engine's, filled at close */
+    struct pf_fabric_facts *facts;    /* the engine's, filled at close */
     struct pf_boot *boot;
     int64_t deadline;                 /* bounds fill/check waits */
     int nlocal, nranks, nprocs;

@@ -160,7 +160,7 @@ void pf_nccl_log_parse(const char *text, struct pf_nccl_facts *f)
 }
 
 void pf_nccl_facts_apply(const struct pf_nccl_facts *f,
-                         struct pf_engine_facts *c)
+                         struct pf_fabric_facts *c)
 {
     snprintf(c->transport, sizeof(c->transport), "%s", f->transports);
     snprintf(c->nccl_network, sizeof(c->nccl_network), "%s", f->network);

@@ -59,7 +59,7 @@ void pf_nccl_log_parse(const char *text, struct pf_nccl_facts *f);
 /* Copy what the verdict needs into the engine's facts: transport,
  * nccl_network, net_plugin_loaded, net_gdr, inter_node_socket. */
 void pf_nccl_facts_apply(const struct pf_nccl_facts *f,
-                         struct pf_engine_facts *e);
+                         struct pf_fabric_facts *e);
 
 /* Expand NCCL's %h (host name up to the first '.') and %p (pid) in a
  * NCCL_DEBUG_FILE value, as NCCL does. */

@@ -363,8 +363,8 @@ static struct pf_run *judged_on(int self, int slow, struct pf_peer *peers,
     struct pf_coll *c = &run->coll;
 
     fake_sweep(run, 4, 0.02);
-    snprintf(c->provider, sizeof(c->provider), "tcp;ofi_rxm");
-    c->provider_is_fallback = true;
+    snprintf(c->fabric.provider, sizeof(c->fabric.provider), "tcp;ofi_rxm");
+    c->fabric.provider_is_fallback = true;
     run->cfg.min_busbw_gbps = 0.1;
     run->peers.world = 4;
     run->peers.rank = self;

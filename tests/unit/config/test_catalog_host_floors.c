@@ -150,7 +150,7 @@ Test(host_floors, a_trn1_host_ring_below_its_8_nic_floor_fails)
     run->instance = pf_catalog_find(&cat, "trn1.32xlarge");
     c->ran = true;
     snprintf(c->engine, sizeof(c->engine), "host");
-    snprintf(c->provider, sizeof(c->provider), "efa");
+    snprintf(c->fabric.provider, sizeof(c->fabric.provider), "efa");
     c->nnodes = c->nranks = 2;
     c->nics.nrails = 8;
     c->nrows = 1;

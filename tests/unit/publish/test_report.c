@@ -72,8 +72,8 @@ static void add_rows(struct pf_run *run)
 
     c->ran = true;
     snprintf(c->engine, sizeof(c->engine), "host");
-    snprintf(c->provider, sizeof(c->provider), "tcp");
-    c->provider_is_fallback = true;
+    snprintf(c->fabric.provider, sizeof(c->fabric.provider), "tcp");
+    c->fabric.provider_is_fallback = true;
     c->nranks = 4;
     c->nnodes = 1;
     c->nrows = 2;

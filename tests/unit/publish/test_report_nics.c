@@ -33,7 +33,8 @@ static struct pf_run *run_on(const char *fx, char *root, size_t len,
     pf_nics_end(run, &w, "sweep", -1);
     run->coll.ran = true;
     snprintf(run->coll.engine, sizeof(run->coll.engine), "host");
-    snprintf(run->coll.provider, sizeof(run->coll.provider), "efa");
+    snprintf(run->coll.fabric.provider, sizeof(run->coll.fabric.provider),
+             "efa");
     run->coll.nnodes = 1;
     run->coll.nranks = 2;
     run->coll.nrows = 1;

@@ -29,8 +29,8 @@ static struct pf_run *ran(const char *engine, const char *provider,
 
     c->ran = true;
     snprintf(c->engine, sizeof(c->engine), "%s", engine);
-    snprintf(c->provider, sizeof(c->provider), "%s", provider);
-    c->provider_is_fallback = strncmp(provider, "efa", 3) != 0;
+    snprintf(c->fabric.provider, sizeof(c->fabric.provider), "%s", provider);
+    c->fabric.provider_is_fallback = strncmp(provider, "efa", 3) != 0;
     c->nranks = 2 * nnodes;
     c->nnodes = nnodes;
     c->nrows = 1;
@@ -242,7 +242,7 @@ Test(fabric_checks, one_rank_has_no_bus_to_judge)
      * floor can pass or fail it. */
     c->ran = true;
     snprintf(c->engine, sizeof(c->engine), "host");
-    snprintf(c->provider, sizeof(c->provider), "efa");
+    snprintf(c->fabric.provider, sizeof(c->fabric.provider), "efa");
     c->nranks = c->nnodes = 1;
     c->nrows = 1;
     pf_sweep_fill_row(&c->rows[0], 1000000000ull, 1, 0.001, 0.001, 0, 0);

@@ -53,9 +53,10 @@ static void judge(struct nic_case *k, const char *engine)
     pf_nics_end(k->run, &k->w, "sweep", -1);
     c->ran = true;
     snprintf(c->engine, sizeof(c->engine), "%s", engine);
-    snprintf(c->provider, sizeof(c->provider), "efa");
-    snprintf(c->transport, sizeof(c->transport), "NET/Libfabric/GDRDMA");
-    c->net_plugin_loaded = true;
+    snprintf(c->fabric.provider, sizeof(c->fabric.provider), "efa");
+    snprintf(c->fabric.transport, sizeof(c->fabric.transport),
+             "NET/Libfabric/GDRDMA");
+    c->fabric.net_plugin_loaded = true;
     c->nnodes = 2;
     c->nranks = 16;
     c->nrows = 1;
@@ -321,8 +322,8 @@ static struct pf_run *rails_run(int self, const double *gbps, int n)
     pf_config_defaults(&run->cfg);
     c->ran = true;
     snprintf(c->engine, sizeof(c->engine), "host");
-    snprintf(c->provider, sizeof(c->provider), "tcp;ofi_rxm");
-    c->provider_is_fallback = true;
+    snprintf(c->fabric.provider, sizeof(c->fabric.provider), "tcp;ofi_rxm");
+    c->fabric.provider_is_fallback = true;
     c->nnodes = c->nranks = 4;
     c->nrows = 1;
     c->strag.self = self;

@@ -31,12 +31,13 @@ static const struct pf_check *find(const char *name)
 static void coll(const char *transport, const char *network, bool plugin,
                  bool gdr, bool sock)
 {
-    snprintf(run.coll.transport, sizeof(run.coll.transport), "%s", transport);
-    snprintf(run.coll.nccl_network, sizeof(run.coll.nccl_network), "%s",
-             network);
-    run.coll.net_plugin_loaded = plugin;
-    run.coll.net_gdr = gdr;
-    run.coll.inter_node_socket = sock;
+    struct pf_fabric_facts *f = &run.coll.fabric;
+
+    snprintf(f->transport, sizeof(f->transport), "%s", transport);
+    snprintf(f->nccl_network, sizeof(f->nccl_network), "%s", network);
+    f->net_plugin_loaded = plugin;
+    f->net_gdr = gdr;
+    f->inter_node_socket = sock;
 }
 
 TestSuite(nccl_verdict, .init = setup);

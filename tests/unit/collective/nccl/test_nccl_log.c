@@ -59,7 +59,7 @@ Test(nccl_log, efa_with_gdr)
 Test(nccl_log, socket_fallback_without_plugin)
 {
     struct pf_nccl_facts f;
-    struct pf_engine_facts c;
+    struct pf_fabric_facts c;
 
     pf_nccl_log_parse(socket_log, &f);
     cr_assert_str_eq(f.version, "2.28.9+cuda13.0");
