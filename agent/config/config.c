@@ -942,15 +942,26 @@ static void print_default(const struct opt_spec *o, FILE *out)
     }
 }
 
+const char *pf_command_name(enum pf_command cmd)
+{
+    switch (cmd) {
+    case PF_CMD_NODE: return "node";
+    case PF_CMD_RUN: return "run";
+    case PF_CMD_LOCAL: return "local";
+    case PF_CMD_CATALOG: return "catalog";
+    case PF_CMD_VERSION: return "version";
+    case PF_CMD_HISTORY: return "history";
+    }
+    return "?";
+}
+
 void pf_config_usage(enum pf_command cmd, FILE *out)
 {
-    static const char *names[] = { "node", "run", "local", "catalog", "version",
-                                   "history" };
     static const char *types[] = { "TEXT", "N", "X", "", "SIZE", "", "TEXT" };
 
     fprintf(out, "usage: efa-preflight %s [options]\n\noptions "
             "(flag / env EFA_PREFLIGHT_<KEY> / YAML key; [default]):\n",
-            names[cmd]);
+            pf_command_name(cmd));
     for (size_t i = 0; i < NOPTS; i++) {
         const struct opt_spec *o = &options[i];
         char flag[64], env[96], lhs[96];

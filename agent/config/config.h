@@ -30,6 +30,9 @@ pf_err pf_config_load_yaml(struct pf_config *cfg, const char *path,
 pf_err pf_config_load_yaml_buf(struct pf_config *cfg, const char *name,
                                const char *buf, size_t len, char *err);
 
+/* "node", "run", ...: the command as typed. */
+const char *pf_command_name(enum pf_command cmd);
+
 /* Usage text for one command (all its options, env names, defaults). */
 void pf_config_usage(enum pf_command cmd, FILE *out);
 

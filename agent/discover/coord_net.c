@@ -14,8 +14,7 @@
 
 #include "../util/clock.h"
 #include "../util/log.h"
-#include "../util/netdial.h"
-#include "../util/netlisten.h"
+#include "../util/tcp.h"
 
 static void addr_string(const struct sockaddr *sa, socklen_t len, char *out,
                         size_t cap)
@@ -28,18 +27,6 @@ static void addr_string(const struct sockaddr *sa, socklen_t len, char *out,
     }
     /* IPv4 peers of a dual-stack listener show up as ::ffff:a.b.c.d. */
     snprintf(out, cap, "%s", strncmp(host, "::ffff:", 7) ? host : host + 7);
-}
-
-static void tune(int fd)
-{
-    int one = 1, idle = 5, intvl = 2, cnt = 3;
-
-    /* Keepalive notices a peer whose host vanished (no FIN). */
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
-    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
-    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
-    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
 }
 
 pf_err pf_co_listen(const char *bind_addr, int port, int *out, char *err)
@@ -66,7 +53,7 @@ int pf_co_accept(int lfd, char *addr, size_t cap)
 
     if (fd < 0)
         return -1;
-    tune(fd);
+    pf_tcp_keepalive(fd);
     addr_string((struct sockaddr *)&ss, sl, addr, cap);
     return fd;
 }
@@ -80,7 +67,7 @@ pf_err pf_co_dial(const char *host, int port, const char *src,
 
     if (fd < 0)
         return pf_fail(err, PF_ERR_IO, "connect %s:%d: %s", host, port, why);
-    tune(fd);
+    pf_tcp_keepalive(fd);
     *out = fd;
     return PF_OK;
 }

@@ -8,22 +8,10 @@
 #include <string.h>
 
 #include "../collective/straggler.h"
+#include "../config/config.h"
 #include "../probe/hw_counters.h"
 #include "../util/sanitize.h"
 #include "../verdict/verdict.h"
-
-static const char *command_name(enum pf_command c)
-{
-    switch (c) {
-    case PF_CMD_NODE: return "node";
-    case PF_CMD_RUN: return "run";
-    case PF_CMD_LOCAL: return "local";
-    case PF_CMD_CATALOG: return "catalog";
-    case PF_CMD_VERSION: return "version";
-    case PF_CMD_HISTORY: return "history";
-    }
-    return "?";
-}
 
 /* "" becomes null so consumers test one thing. */
 static void add_str(cJSON *o, const char *key, const char *s)
@@ -495,7 +483,8 @@ char *pf_report_json(const struct pf_run *run)
     cJSON_AddStringToObject(o, "name", "efa-preflight");
     cJSON_AddStringToObject(o, "version", PF_VERSION);
     add_str(root, "started_at", run->started_at);
-    cJSON_AddStringToObject(root, "command", command_name(run->cfg.command));
+    cJSON_AddStringToObject(root, "command",
+                            pf_command_name(run->cfg.command));
     o = cJSON_AddObjectToObject(root, "fabric_provider");
     cJSON_AddStringToObject(o, "requested", prov[0] ? prov : "efa");
     cJSON_AddBoolToObject(o, "efa_required", efa);

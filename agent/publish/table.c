@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../config/config.h"
 #include "../probe/hw_counters.h"
 #include "../util/sanitize.h"
 
@@ -23,26 +24,13 @@ static const char *status_tag(enum pf_status s)
     return "?";
 }
 
-static const char *command_name(enum pf_command c)
-{
-    switch (c) {
-    case PF_CMD_NODE: return "node";
-    case PF_CMD_RUN: return "run";
-    case PF_CMD_LOCAL: return "local";
-    case PF_CMD_CATALOG: return "catalog";
-    case PF_CMD_VERSION: return "version";
-    case PF_CMD_HISTORY: return "history";
-    }
-    return "?";
-}
-
 static void print_header(const struct pf_run *run, FILE *out)
 {
     const struct pf_node *n = &run->node;
 
     fprintf(out, "efa-preflight %s %s on %s: %s (%s), %d EFA, %d GPU, "
             "libfabric %s\n",
-            PF_VERSION, command_name(run->cfg.command),
+            PF_VERSION, pf_command_name(run->cfg.command),
             n->hostname[0] ? n->hostname : "?",
             n->instance_type[0] ? n->instance_type : "unknown type",
             n->instance_source[0] ? n->instance_source : "none",

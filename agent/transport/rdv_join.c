@@ -20,9 +20,9 @@
 
 #include "../util/clock.h"
 #include "../util/log.h"
-#include "../util/netdial.h"
 #include "../util/progress.h"
 #include "../util/sha256.h"
+#include "../util/tcp.h"
 #include "rdv_impl.h"
 
 #define DIAL_MS 3000          /* one connect attempt */
@@ -40,18 +40,6 @@ void rdv_fill_nonce(uint8_t out[PF_RDV_NONCE])
     uint8_t d[PF_SHA256_LEN];
     pf_sha256(&seed, sizeof(seed), d);
     memcpy(out, d, PF_RDV_NONCE);
-}
-
-void rdv_tune_socket(int fd)
-{
-    int one = 1, idle = 5, intvl = 2, cnt = 3;
-
-    /* Keepalive finds a peer whose host vanished (no FIN) in ~11 s. */
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
-    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
-    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
-    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
 }
 
 void rdv_addr_string(const void *sa, unsigned len, char *out, size_t cap)
@@ -264,7 +252,7 @@ pf_err rdv_peer_join(struct rdv *r, const struct pf_rdv_cfg *cfg, char *err)
                                                    : backoff * 2;
             continue;
         }
-        rdv_tune_socket(fd);
+        pf_tcp_keepalive(fd);
         pf_conn_init(&r->conns[0], fd);
         rc = hello_exchange(r, cfg, root, &retry, last, err);
         if (rc == PF_OK) {

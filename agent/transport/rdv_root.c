@@ -23,9 +23,9 @@
 
 #include "../util/clock.h"
 #include "../util/log.h"
-#include "../util/netlisten.h"
 #include "../util/progress.h"
 #include "../util/sha256.h"
+#include "../util/tcp.h"
 #include "rdv_impl.h"
 
 #define MAX_PENDING 256       /* connections yet to say HELLO... */
@@ -212,7 +212,7 @@ static void accept_some(struct root *rt, int64_t now)
         p->c.limit = HELLO_LIMIT;
         p->since = now;
         rdv_addr_string(&ss, sl, p->addr, sizeof(p->addr));
-        rdv_tune_socket(fd);
+        pf_tcp_keepalive(fd);
         rdv_fill_nonce(p->nonce);
         pf_put_u32(&w, PF_RDV_MAGIC);
         pf_put_u16(&w, PF_RDV_VERSION);

@@ -1,7 +1,9 @@
-#include "netdial.h"
+#include "tcp.h"
 
 #include <errno.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,6 +11,52 @@
 #include <unistd.h>
 
 #include "clock.h"
+
+int pf_listen_tcp(const char *bind_addr, int port, int backlog,
+                  int *saved_errno, int *gai_rc)
+{
+    struct addrinfo hints = { 0 }, *res = NULL, *ai;
+    char portstr[16];
+    int fd = -1, saved = 0;
+
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    snprintf(portstr, sizeof(portstr), "%d", port);
+    *saved_errno = 0;
+    *gai_rc = getaddrinfo(bind_addr[0] ? bind_addr : NULL, portstr, &hints,
+                          &res);
+    if (*gai_rc)
+        return -1;
+    /* Any address: prefer a dual-stack IPv6 socket (first pass). */
+    for (int pass = 0; pass < 2 && fd < 0; pass++) {
+        for (ai = res; ai && fd < 0; ai = ai->ai_next) {
+            int one = 1, zero = 0;
+            if (!bind_addr[0] && (pass == 0) != (ai->ai_family == AF_INET6))
+                continue;
+            if (bind_addr[0] && pass == 1)
+                break;
+            fd = socket(ai->ai_family,
+                        ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+            if (fd < 0) {
+                saved = errno;
+                continue;
+            }
+            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+            if (ai->ai_family == AF_INET6)
+                setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+            /* the kernel caps the backlog at net.core.somaxconn */
+            if (bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, backlog)) {
+                saved = errno;
+                close(fd);
+                fd = -1;
+            }
+        }
+    }
+    freeaddrinfo(res);
+    *saved_errno = saved;
+    return fd;
+}
 
 /* Leave from src when it is one of this host's addresses. */
 static void bind_source(int fd, int family, const char *src)
@@ -83,4 +131,15 @@ int pf_dial_tcp(const char *host, int port, const char *src,
     }
     freeaddrinfo(res);
     return fd;
+}
+
+void pf_tcp_keepalive(int fd)
+{
+    int one = 1, idle = 5, intvl = 2, cnt = 3;
+
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
 }
