@@ -10,8 +10,8 @@
 
 #include "util/sanitize.h"
 
-#define DEV "EFADevicesReady"
-#define FAB "EFAFabricReady"
+#define DEV PF_COND_DEVICES
+#define FAB PF_COND_FABRIC
 
 static const struct pf_reason_info table[PF_R_COUNT] = {
     [PF_R_None] = { "", PF_CLASS_OK, "", "" },

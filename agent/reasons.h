@@ -16,6 +16,10 @@
 
 #include "util/err.h"
 
+/* The two Node conditions a reason feeds (and the report lists). */
+#define PF_COND_DEVICES "EFADevicesReady"
+#define PF_COND_FABRIC "EFAFabricReady"
+
 enum pf_reason_class {
     PF_CLASS_OK,       /* a pass or a not-applicable: nothing to do */
     PF_CLASS_WARN,     /* worth a look; never fails a run */

@@ -14,9 +14,6 @@
 
 #include "../pf.h"
 
-#define PF_COND_DEVICES "EFADevicesReady"
-#define PF_COND_FABRIC "EFAFabricReady"
-
 /* The status label the operator (or the node group) sets to ask the
  * DaemonSet for a validation; the agent never overwrites it before a
  * verdict. */

@@ -451,7 +451,7 @@ static const char *headline(const struct pf_verdict *v)
 
 static cJSON *verdict_json(const struct pf_verdict *v)
 {
-    static const char *const conds[] = { "EFADevicesReady", "EFAFabricReady" };
+    static const char *const conds[] = { PF_COND_DEVICES, PF_COND_FABRIC };
     cJSON *o = cJSON_CreateObject(), *c;
 
     cJSON_AddStringToObject(o, "status", pf_status_name(v->overall));

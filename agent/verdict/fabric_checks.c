@@ -17,7 +17,7 @@
 #include "../collective/straggler.h"
 #include "../discover/discover.h"
 
-#define COND "EFAFabricReady"
+#define COND PF_COND_FABRIC
 
 static void human_bytes(char *out, size_t len, uint64_t b)
 {

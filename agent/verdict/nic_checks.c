@@ -28,7 +28,7 @@
 
 #include "../probe/hw_counters.h"
 
-#define COND "EFAFabricReady"
+#define COND PF_COND_FABRIC
 #define LIST_MAX 4                    /* NICs named in a message */
 
 static int cmp_u64(const void *a, const void *b)

@@ -23,7 +23,7 @@
 
 #include "../probe/hw_counters.h"
 
-#define COND "EFADevicesReady"
+#define COND PF_COND_DEVICES
 #define MIB (1024ull * 1024ull)
 
 /* Libfabric that aws-ofi-nccl needs for EFA. */

@@ -24,7 +24,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define COND "EFAFabricReady"
+#define COND PF_COND_FABRIC
 
 /* A NET transport other than Socket in the comma-separated list. */
 static bool has_real_net(const char *transports)
