@@ -151,6 +151,7 @@ struct pf_instance {
 struct pf_catalog {
     int n;
     struct pf_instance *items;
+    int cap;                          /* items allocated (n <= cap) */
 };
 
 /* ----------------------------------------------------------------- probe */

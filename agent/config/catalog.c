@@ -24,6 +24,7 @@ void pf_catalog_free(struct pf_catalog *cat)
     free(cat->items);
     cat->items = NULL;
     cat->n = 0;
+    cat->cap = 0;
 }
 
 static struct pf_instance *find_exact(struct pf_catalog *cat, const char *name)
@@ -425,13 +426,19 @@ static pf_err parse_instances(struct ctx *c, yaml_node_t *map,
         if (existing) {
             *existing = entry;
         } else {
-            struct pf_instance *grown;
             if (cat->n >= CATALOG_MAX)
                 return at(c, k, "more than %d instance types", CATALOG_MAX);
-            grown = realloc(cat->items, (size_t)(cat->n + 1) * sizeof(*grown));
-            if (!grown)
-                return pf_fail(c->err, PF_ERR_NOMEM, "out of memory");
-            cat->items = grown;
+            /* Doubling: growing by one entry (4 KiB) per type copied the
+             * whole array each time, seconds for a file of many types. */
+            if (cat->n >= cat->cap) {
+                int cap = cat->cap ? cat->cap * 2 : 64;
+                struct pf_instance *grown =
+                    realloc(cat->items, (size_t)cap * sizeof(*grown));
+                if (!grown)
+                    return pf_fail(c->err, PF_ERR_NOMEM, "out of memory");
+                cat->items = grown;
+                cat->cap = cap;
+            }
             cat->items[cat->n++] = entry;
         }
     }
@@ -490,6 +497,7 @@ pf_err pf_catalog_load(struct pf_catalog *cat, const char *override_path,
     pf_err rc;
 
     cat->n = 0;
+    cat->cap = 0;
     cat->items = NULL;
     rc = pf_catalog_parse(cat, "catalog.yaml (embedded)", pf_catalog_yaml,
                           strlen(pf_catalog_yaml), err);

@@ -8,7 +8,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    struct pf_catalog cat = { 0, NULL };
+    struct pf_catalog cat = { 0 };
     char err[PF_ERRLEN];
     char *text = malloc(size + 1);
     int before;
@@ -25,12 +25,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!cat.items)
         __builtin_trap();
     memcpy(cat.items, base.items, (size_t)base.n * sizeof(*cat.items));
-    cat.n = base.n;
+    cat.n = cat.cap = base.n;
     before = cat.n;
     if (pf_catalog_parse(&cat, "fuzz.yaml", text, size, err) == PF_OK) {
         for (int i = 0; i < cat.n; i++) {
             const struct pf_instance *it = pf_catalog_find(&cat, cat.items[i].name);
-            if (!it || pf_instance_floor(it, 2) < 0)
+            const struct pf_floor *f = pf_instance_floor(it, 2);
+            /* Names are unique, so the lookup finds the entry itself. */
+            if (it != &cat.items[i] ||
+                (f && (f < it->floors || f >= it->floors + it->nfloors)))
                 __builtin_trap();
         }
     } else if (cat.n < before) {

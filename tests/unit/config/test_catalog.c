@@ -163,7 +163,7 @@ Test(catalog, parse_errors)
         { "[1, 2]\n", "x:1: a catalog is a mapping with 'version: 1' and 'instances'" },
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        struct pf_catalog c2 = { 0, NULL };
+        struct pf_catalog c2 = { 0 };
         char err[PF_ERRLEN];
         cr_assert_eq(pf_catalog_parse(&c2, "x", cases[i].text, strlen(cases[i].text), err),
                      PF_ERR_CONFIG, "case %zu", i);
@@ -186,7 +186,7 @@ Test(catalog, duplicate_keys_are_errors)
         { "version: 1\ninstances: {}\nversion: 1\n", "x:3: key 'version' given twice" },
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        struct pf_catalog c2 = { 0, NULL };
+        struct pf_catalog c2 = { 0 };
         char err[PF_ERRLEN];
         cr_assert_eq(pf_catalog_parse(&c2, "x", cases[i].text, strlen(cases[i].text), err),
                      PF_ERR_CONFIG, "case %zu", i);
@@ -200,7 +200,7 @@ Test(catalog, print_round_trips)
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    struct pf_catalog again = { 0, NULL };
+    struct pf_catalog again = { 0 };
     char err[PF_ERRLEN];
     pf_catalog_print(&cat, f);
     fclose(f);
@@ -211,4 +211,36 @@ Test(catalog, print_round_trips)
                      "%s differs", cat.items[i].name);
     pf_catalog_free(&again);
     free(buf);
+}
+
+/* Many types in one file: every one is kept and found, the 1025th is an
+ * error naming its line. Growing the table one entry at a time copied it
+ * each time (seconds under the fuzzer for ~1000 types). */
+Test(catalog, many_types)
+{
+    size_t cap = 64 + 1100 * 24, len = 0;
+    char *text = malloc(cap);
+    struct pf_catalog many = { 0 };
+    char err[PF_ERRLEN], name[32];
+
+    cr_assert_not_null(text);
+    len += (size_t)snprintf(text, cap, "version: 1\ninstances:\n");
+    for (int i = 0; i < 1024; i++)
+        len += (size_t)snprintf(text + len, cap - len, "  t%d.x: {efa: %d}\n", i, i % 33);
+    cr_assert_eq(pf_catalog_parse(&many, "m", text, len, err), PF_OK, "%s", err);
+    cr_assert_eq(many.n, 1024);
+    cr_assert_geq(many.cap, many.n);
+    for (int i = 0; i < 1024; i++) {
+        snprintf(name, sizeof(name), "t%d.x", i);
+        cr_assert_not_null(pf_catalog_find(&many, name), "%s", name);
+        cr_assert_eq(pf_catalog_find(&many, name)->efa_count, i % 33);
+    }
+    pf_catalog_free(&many);
+    cr_assert_eq(many.cap, 0);
+
+    len += (size_t)snprintf(text + len, cap - len, "  one.more: {}\n");
+    cr_assert_eq(pf_catalog_parse(&many, "m", text, len, err), PF_ERR_CONFIG);
+    cr_assert_str_eq(err, "m:1027: more than 1024 instance types");
+    pf_catalog_free(&many);
+    free(text);
 }
