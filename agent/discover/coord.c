@@ -71,7 +71,7 @@ struct co {
     struct pf_lease *l;
     int lfd;
     struct member *m;
-    int nm;
+    int nm, mcap;                     /* members, and room for them */
     struct greeting *g;
     int ng;
     struct vnode *v;
@@ -246,10 +246,14 @@ static pf_err add_member(struct co *c, const char *node, const char *pod,
         pf_conn_close(&c->m[i].c);
         c->m[i] = c->m[--c->nm];
     }
-    m = realloc(c->m, (size_t)(c->nm + 1) * sizeof(*m));
-    if (!m)
-        return pf_fail(err, PF_ERR_NOMEM, "out of memory");
-    c->m = m;
+    if (c->nm >= c->mcap) {           /* doubling: a 1000-node group */
+        int cap = c->mcap ? c->mcap * 2 : 16;
+        m = realloc(c->m, (size_t)cap * sizeof(*m));
+        if (!m)
+            return pf_fail(err, PF_ERR_NOMEM, "out of memory");
+        c->m = m;
+        c->mcap = cap;
+    }
     m = &c->m[c->nm++];
     memset(m, 0, sizeof(*m));
     snprintf(m->node, sizeof(m->node), "%s", node);
