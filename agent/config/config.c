@@ -223,7 +223,8 @@ pf_err pf_parse_cap(const char *s, int *count, double *pct)
         *count = -1;
         return PF_OK;
     }
-    if (*end || v != (double)(int)v || v > 1e6)
+    /* The range first: converting a larger value to int is undefined. */
+    if (*end || v > 1e6 || v != floor(v))
         return PF_ERR_USAGE;
     *count = (int)v;
     *pct = -1;

@@ -352,3 +352,31 @@ Test(config, fifo_config_fails_at_once, .timeout = 5)
     unlink(path);
     rmdir(dir);
 }
+
+/* max_tainted: a count or a percentage. A count too large for an int was
+ * converted before the range was checked (undefined; found by fuzz_config). */
+Test(config, max_tainted_count_or_percentage)
+{
+    const char *good[] = { "0", "5", "1000000", "20%", "0.5%", "100%" };
+    const char *bad[] = { "4404446446447", "1e300", "2.5", "-1", "101%",
+                          "20 %", "five", "" };
+    int count;
+    double pct;
+
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+        cr_assert_eq(pf_parse_cap(good[i], &count, &pct), PF_OK, "%s", good[i]);
+    cr_assert_eq(pf_parse_cap("1000000", &count, &pct), PF_OK);
+    cr_assert_eq(count, 1000000);
+    cr_assert_eq(pct, -1);
+    cr_assert_eq(pf_parse_cap("20%", &count, &pct), PF_OK);
+    cr_assert_eq(count, -1);
+    cr_assert_float_eq(pct, 20.0, 1e-9);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        cr_assert_eq(pf_parse_cap(bad[i], &count, &pct), PF_ERR_USAGE, "%s", bad[i]);
+
+    struct pf_config c;
+    char err[PF_ERRLEN];
+    cr_assert_eq(yaml(&c, "max_tainted: 04404446446447\n", err), PF_ERR_CONFIG);
+    cr_assert_str_eq(err, "t.yaml:1: key 'max_tainted': '04404446446447' is not "
+                     "a node count or a percentage (e.g. 5 or 20%)");
+}
