@@ -31,6 +31,7 @@ struct rdv {
     bool *asked;                      /* rank 0: wants PONG {0} (world) */
     uint32_t asked_seq;               /* others: PINGs sent to rank 0 */
     bool settled;                     /* others: rank 0 answered PONG {0} */
+    struct rdv_door *door;            /* rank 0: the listener after the table */
 };
 
 /* Record a failure in fault (first one wins) under its reason. */
@@ -60,6 +61,13 @@ void rdv_addr_string(const void *sa, unsigned len, char *out, size_t cap);
 long rdv_root_fds(int world);
 
 pf_err rdv_root_join(struct rdv *r, const struct pf_rdv_cfg *cfg, char *err);
+/* rdv_door.c: rank 0 keeps listening on lfd (taken over) once the group
+ * formed, and tells whoever still claims a rank that it is claimed twice;
+ * rdv_door_close stops the thread and closes the listener. */
+struct rdv_door;
+pf_err rdv_door_open(int lfd, const struct pf_rdv_cfg *cfg, int world,
+                     struct rdv_door **out, char *err);
+void rdv_door_close(struct rdv_door *d);
 pf_err rdv_peer_join(struct rdv *r, const struct pf_rdv_cfg *cfg, char *err);
 
 #endif

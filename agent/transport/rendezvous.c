@@ -700,6 +700,7 @@ static void rdv_close(struct pf_boot *b)
     if (!b)
         return;
     r = impl(b);
+    rdv_door_close(r->door);
     n = b->rank == 0 ? b->world : 1;
     for (int i = 0; i < n; i++) {
         if (r->conns[i].fd < 0)
