@@ -4,11 +4,15 @@
  * arrays (a chunk, cache-resident, what a rail thread sums right after
  * the socket or NIC wrote it) and 64 MiB arrays (memory-bound). GB/s
  * counts the summed vector (n x 4 bytes per pass, out of place d = a + b;
- * memory traffic is three times that); median of 5 timed rounds.
+ * memory traffic is three times that); median of 5 timed rounds. Thread
+ * k is pinned to the k-th CPU in an order that takes one CPU of each
+ * physical core before any core's second hyperthread, so T threads are
+ * T cores while T <= cores.
  *
  *   make build/bench/host_reduce && build/bench/host_reduce [T ...]
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +24,7 @@
 
 struct worker {
     pthread_t t;
+    int cpu;                          /* -1: not pinned */
     pthread_barrier_t *bar;
     size_t n;                         /* elements per array */
     int passes;
@@ -38,6 +43,12 @@ static void *run(void *arg)
 {
     struct worker *w = arg;
 
+    if (w->cpu >= 0) {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(w->cpu, &one);
+        pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+    }
     /* First touch by the thread that sums: its memory, its node. */
     w->a = aligned_alloc(4096, w->n * sizeof(float));
     w->b = aligned_alloc(4096, w->n * sizeof(float));
@@ -64,6 +75,59 @@ static void *run(void *arg)
     return NULL;
 }
 
+/* The CPUs this process may use, one per physical core first (by
+ * topology/core_id and physical_package_id), then the rest. */
+static int cpu_order(int *out, int max)
+{
+    cpu_set_t set;
+    long key[CPU_SETSIZE];
+    int n = 0, cpus[CPU_SETSIZE], taken[CPU_SETSIZE] = { 0 };
+
+    if (sched_getaffinity(0, sizeof(set), &set) != 0)
+        return 0;
+    for (int c = 0; c < CPU_SETSIZE; c++) {
+        char path[128];
+        long core = c, pkg = 0;
+        FILE *f;
+        if (!CPU_ISSET(c, &set))
+            continue;
+        snprintf(path, sizeof(path),
+                 "/sys/devices/system/cpu/cpu%d/topology/core_id", c);
+        if ((f = fopen(path, "r"))) {
+            if (fscanf(f, "%ld", &core) != 1)
+                core = c;
+            fclose(f);
+        }
+        snprintf(path, sizeof(path),
+                 "/sys/devices/system/cpu/cpu%d/topology/physical_package_id", c);
+        if ((f = fopen(path, "r"))) {
+            if (fscanf(f, "%ld", &pkg) != 1)
+                pkg = 0;
+            fclose(f);
+        }
+        key[n] = pkg * 100000 + core;
+        cpus[n++] = c;
+    }
+    int m = 0;
+    while (m < n && m < max) {        /* each round: one CPU per core */
+        static long used[CPU_SETSIZE];
+        int nu = 0;
+        for (int i = 0; i < n && m < max; i++) {
+            int dup = 0;
+            if (taken[i])
+                continue;
+            for (int j = 0; j < nu && !dup; j++)
+                dup = used[j] == key[i];
+            if (dup)
+                continue;
+            used[nu++] = key[i];
+            taken[i] = 1;
+            out[m++] = cpus[i];
+        }
+    }
+    return m;
+}
+
 static int cmp(const void *x, const void *y)
 {
     double a = *(const double *)x, b = *(const double *)y;
@@ -74,6 +138,8 @@ static int cmp(const void *x, const void *y)
 static double measure(int nt, size_t bytes, int passes)
 {
     struct worker *w = calloc((size_t)nt, sizeof(*w));
+    static int order[CPU_SETSIZE];
+    int ncpu = cpu_order(order, CPU_SETSIZE);
     pthread_barrier_t bar;
     double t[ROUNDS];
     int ok = 1;
@@ -82,6 +148,7 @@ static double measure(int nt, size_t bytes, int passes)
         return -1;
     for (int k = 0; k < nt; k++) {
         w[k].bar = &bar;
+        w[k].cpu = ncpu > 0 ? order[k % ncpu] : -1;
         w[k].n = bytes / sizeof(float);
         w[k].passes = passes;
         if (pthread_create(&w[k].t, NULL, run, &w[k]) != 0)
