@@ -460,6 +460,22 @@ static pf_err rail_run(struct host *h, struct host_rail *r, bool main,
     return PF_OK;
 }
 
+/* The CPU of rail j (h->pin): the (local_index x nrails + j)-th allowed. */
+static void pin_to(const struct host *h, pthread_t t, int j)
+{
+    int want = (h->local_index * h->nrails + j) % CPU_COUNT(&h->allowed);
+    cpu_set_t one;
+
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &h->allowed) && want-- == 0) {
+            CPU_ZERO(&one);
+            CPU_SET(c, &one);
+            /* A refusal (a cpuset that changed) only costs speed. */
+            (void)pthread_setaffinity_np(t, sizeof(one), &one);
+            return;
+        }
+}
+
 /* A rail thread: wait for the next all_reduce (gen), run its rail's share,
  * say so (done_gen), until quit. Spins PF_HOST_SPIN_US first: in a sweep
  * the next all_reduce follows at once. */
@@ -469,6 +485,8 @@ static void *rail_thread(void *arg)
     struct host *h = r->h;
     unsigned seen = 0;
 
+    if (h->pin)
+        pin_to(h, pthread_self(), r->index);
     for (;;) {
         double t0 = pf_now_s();
         unsigned g;
@@ -615,6 +633,11 @@ static pf_err start_rail_threads(struct host *h, char *err)
 {
     if (h->nrails < 2)
         return PF_OK;
+    if (h->pin && pthread_getaffinity_np(pthread_self(), sizeof(h->caller_cpus),
+                                         &h->caller_cpus) == 0) {
+        pin_to(h, pthread_self(), 0);
+        h->caller_pinned = true;
+    }
     if (pthread_mutex_init(&h->mu, NULL) != 0)
         return pf_fail(err, PF_ERR_NOMEM, "host engine: pthread_mutex_init");
     if (pthread_cond_init(&h->go, NULL) != 0) {
@@ -656,6 +679,10 @@ static void stop_rail_threads(struct host *h)
     pthread_cond_destroy(&h->go);
     pthread_mutex_destroy(&h->mu);
     h->sync_ready = false;
+    if (h->caller_pinned)
+        (void)pthread_setaffinity_np(pthread_self(), sizeof(h->caller_cpus),
+                                     &h->caller_cpus);
+    h->caller_pinned = false;
 }
 
 /* ------------------------------------------------------- engine ops */
@@ -682,6 +709,11 @@ static pf_err host_open(struct pf_engine *e, const struct pf_engine_args *args,
     h->n = boot->world;
     h->max_count = args->max_count;
     h->chunk_elems = PF_HOST_CHUNK_BYTES / sizeof(float);
+    /* No chunk exceeds the largest segment: staging sized by the run. */
+    if (h->max_count / (uint64_t)h->n + 1 < h->chunk_elems)
+        h->chunk_elems = h->max_count / (uint64_t)h->n + 1;
+    if (h->chunk_elems < 1024)
+        h->chunk_elems = 1024;
     h->min_chunk_elems = PF_HOST_MIN_CHUNK_BYTES / sizeof(float);
     h->depth = PF_HOST_DEPTH;
     h->pair_peer = -1;

@@ -17,6 +17,7 @@
 #define PF_HOST_H
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -148,6 +149,12 @@ struct host {
     int nnics, lanes;                 /* used: the smallest of every rank */
     int nopened;                      /* rails with objects to close */
     int nics_here, lanes_here;        /* opened */
+    /* Rail threads pinned to CPUs of their own (lanes by the cores): rail
+     * j of the i-th rank on this host on allowed CPU i x nrails + j. */
+    bool pin;
+    int local_index;                  /* among the ranks on this host */
+    cpu_set_t allowed, caller_cpus;   /* the process's; the caller's */
+    bool caller_pinned;
 
     struct pf_engine_args args;       /* as open was given them */
     struct pf_fabric_facts *facts;    /* the engine's, filled at open */

@@ -121,26 +121,33 @@ static pf_err efa_rails(struct host *h, struct fi_info *list, char *err)
 
 /* Endpoints per address of a socket provider: fabric_lanes, else the
  * cores this process may use shared among the ranks on this host and the
- * addresses, 1 to PF_HOST_MAX_LANES. */
-static int lanes_for(const struct host *h, int naddrs)
+ * addresses, 1 to PF_HOST_MAX_LANES; then each rail thread has a core of
+ * its own, and is pinned to it (h->pin): spinning threads that the
+ * scheduler stacks two to a core made whole first sizes of a sweep run
+ * ten times slower until it moved them (bench/results/host_allreduce.md). */
+static int lanes_for(struct host *h, int naddrs)
 {
     const struct pf_peers *p = h->args.peers;
     int cores = 1, here = 0, lanes;
-    cpu_set_t set;
 
+    if (sched_getaffinity(0, sizeof(h->allowed), &h->allowed) == 0)
+        cores = CPU_COUNT(&h->allowed);
+    if (p && p->list && h->rank >= 0 && h->rank < p->world)
+        for (int r = 0; r < p->world; r++)
+            if (!strcmp(p->list[r].host, p->list[h->rank].host)) {
+                here++;
+                if (r < h->rank)
+                    h->local_index++;
+            }
+    if (here < 1)
+        here = 1;
     if (h->args.fabric_lanes > 0) {
         lanes = h->args.fabric_lanes;
     } else {
-        if (sched_getaffinity(0, sizeof(set), &set) == 0)
-            cores = CPU_COUNT(&set);
-        if (p && p->list && h->rank >= 0 && h->rank < p->world)
-            for (int r = 0; r < p->world; r++)
-                here += !strcmp(p->list[r].host, p->list[h->rank].host);
-        if (here < 1)
-            here = 1;
         lanes = cores / here / naddrs;
         if (lanes > PF_HOST_MAX_LANES)
             lanes = PF_HOST_MAX_LANES;
+        h->pin = here * naddrs * lanes <= cores;
     }
     if (lanes * naddrs > PF_MAX_EFA)
         lanes = PF_MAX_EFA / naddrs;
@@ -260,10 +267,14 @@ static pf_err alloc_buffers(struct host *h, char *err)
     size_t lens[3] = { data, data, stage };
 
     for (int i = 0; i < 3; i++) {
-        /* Page-aligned and untouched: RSS grows only with the sizes used. */
+        /* Page-aligned and untouched: RSS grows only with the sizes used.
+         * Staging excepted, a few MiB: it is touched here, not by the
+         * first timed all_reduces (first touches are slow on some VMs). */
         if (posix_memalign(bufs[i], 4096, lens[i]) != 0)
             return pf_fail(err, PF_ERR_NOMEM,
                            "host engine: cannot allocate %zu bytes", lens[i]);
+        if (i == 2)
+            memset(*bufs[i], 0, lens[i]);
         for (int k = 0; k < h->nrails; k++) {
             struct host_rail *r = &h->rails[k];
             int rc;
