@@ -159,7 +159,7 @@ open(p, "w").write(s)
 EOF
 echo "python3 $m/compare_manifests.py $tmp/root $tmp/default.yaml" >"$tmp/cmd"
 expect_fail "comparison on drifted copies of k8s/" \
-    "ClusterRole /efa-preflight differs: /rules/0/verbs: 3 items in k8s/, 4 in chart" \
+    "ClusterRole /efa-preflight differs: /rules/0/verbs: 2 items in k8s/, 3 in chart" \
     "k8s/ ClusterRole efa-preflight rules" \
     "DaemonSet efa-preflight/efa-preflight-p5-48xlarge differs: /spec/template/spec/containers/0/env/7/value: '3' in k8s/, '2' in chart" \
     "indexed-job-full.yaml: initContainer efa-preflight requests {'requests': {'nvidia.com/gpu': '4'" \

@@ -6,7 +6,7 @@
 # rank is claimed twice - exit 3, PeerRejected "rank 1 is claimed twice",
 # in the table and the report - instead of dialling a closed port until
 # its deadline and blaming rank 0 (PeerTimeout "rank 0 never answered").
-# Twice: an impostor that stays connected, one that leaves at once.
+# Twice: an impostor that stays connected, one that leaves after 3 s.
 set -u
 root=${PF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 bin=${PF_BIN:-$root/build/efa-preflight}
@@ -42,7 +42,7 @@ start_rank0() {
     fail "$tag: no free port in 5 tries"
 }
 
-for hold in 20 0; do
+for hold in 20 3; do
     tag=hold$hold
     start_rank0 "$tag"
     "$STRANGER" --wait-s 5 --hold-s "$hold" --kinds valid 127.0.0.1 "$port" 2 "job-$tag" \
