@@ -66,8 +66,7 @@ static void publish_monitoring(const struct pf_run *run, const char *json)
         pf_error("%s", msg);
     /* A Pushgateway is the cluster's: a usage error writes nothing there. */
     if (cfg->pushgateway[0] && run->verdict.cls != PF_CLASS_USAGE &&
-        pf_metrics_push(cfg->pushgateway, cfg->node_name[0] ? cfg->node_name
-                                                            : run->node.hostname,
+        pf_metrics_push(cfg->pushgateway, pf_metrics_node(run),
                         text, pf_run_deadline(run) + PF_PUBLISH_GRACE_MS,
                         msg) != PF_OK)
         pf_error("metrics: %s", msg);
