@@ -9,7 +9,7 @@
  *   efa-preflight version
  *
  * Exit codes: 0 pass, 1 validation failed, 2 usage/config error,
- * 3 infrastructure error. */
+ * 3 infrastructure error, 4 a peer failed (PF_EXIT_CODES_HELP). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -57,8 +57,7 @@ static void usage(FILE *out)
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].help);
     fprintf(out, "\n'efa-preflight <command> --help' lists a command's options.\n"
-                 "exit codes: 0 pass, 1 validation failed, 2 usage/config error, "
-                 "3 infrastructure error\n");
+                 PF_EXIT_CODES_HELP);
 }
 
 static enum pf_log_level log_level_from(const char *s)

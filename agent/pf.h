@@ -456,6 +456,11 @@ struct pf_run {
 /* Exit codes (DESIGN.md). */
 enum { PF_EXIT_PASS = 0, PF_EXIT_FAIL = 1, PF_EXIT_USAGE = 2, PF_EXIT_INFRA = 3,
        PF_EXIT_PEER = 4 };
+/* The same, as --help prints them. */
+#define PF_EXIT_CODES_HELP                                                   \
+    "exit codes: 0 pass, 1 validation failed (this node or the fabric), "   \
+    "2 usage/config error,\n  3 infrastructure error (not judged), "        \
+    "4 a peer failed, not this node\n"
 
 const char *pf_status_name(enum pf_status s);
 

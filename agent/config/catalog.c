@@ -59,6 +59,79 @@ const struct pf_instance *pf_catalog_find(const struct pf_catalog *cat,
     return NULL;
 }
 
+/* Levenshtein distance of a and b, stopping early above limit (limit + 1
+ * is returned then); -1 when out of memory. */
+static int edit_distance(const char *a, const char *b, int limit)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    int *prev, *cur, d;
+
+    if ((la > lb ? la - lb : lb - la) > (size_t)limit)
+        return limit + 1;
+    prev = malloc((lb + 1) * sizeof(*prev));
+    cur = malloc((lb + 1) * sizeof(*cur));
+    if (!prev || !cur) {
+        free(prev);
+        free(cur);
+        return -1;
+    }
+    for (size_t j = 0; j <= lb; j++)
+        prev[j] = (int)j;
+    for (size_t i = 1; i <= la; i++) {
+        int row_min;
+        cur[0] = row_min = (int)i;
+        for (size_t j = 1; j <= lb; j++) {
+            int sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
+            int del = prev[j] + 1, ins = cur[j - 1] + 1;
+            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+            if (cur[j] < row_min)
+                row_min = cur[j];
+        }
+        if (row_min > limit) {
+            free(prev);
+            free(cur);
+            return limit + 1;
+        }
+        int *t = prev;
+        prev = cur;
+        cur = t;
+    }
+    d = prev[lb];
+    free(prev);
+    free(cur);
+    return d;
+}
+
+bool pf_catalog_suggest(const struct pf_catalog *cat, const char *type,
+                        char *out, size_t cap)
+{
+    const char *bare, *best = NULL;
+    int best_d, limit;
+
+    if (!type || !*type || pf_catalog_find(cat, type))
+        return false;
+    bare = strip_ml(type);
+    /* One or two slips (a dropped, swapped or wrong character) in a name
+     * like p5.48xlarge; a quarter of a short name at most. */
+    limit = strlen(bare) >= 8 ? 2 : 1;
+    best_d = limit + 1;
+    for (int i = 0; i < cat->n; i++) {
+        const char *n = cat->items[i].name;
+        size_t len = strlen(n);
+        if (len > 2 && !strcmp(n + len - 2, ".*"))
+            continue;
+        int d = edit_distance(bare, n, limit);
+        if (d >= 0 && d < best_d) {
+            best_d = d;
+            best = n;
+        }
+    }
+    if (!best)
+        return false;
+    snprintf(out, cap, "%s%s", bare != type ? "ml." : "", best);
+    return true;
+}
+
 const struct pf_floor *pf_instance_floor(const struct pf_instance *it,
                                          int nodes)
 {

@@ -22,8 +22,11 @@ void pf_catalog_free(struct pf_catalog *cat);
 /* Look up a type ("ml." prefix ignored, "hpc7a.*" patterns honoured). */
 const struct pf_instance *pf_catalog_find(const struct pf_catalog *cat,
                                           const char *type);
-/* The busbw floor (GB/s) for n nodes: the entry with the largest
- * nodes <= n; 0 when none applies. */
+/* For a type the catalog lacks: the nearest catalog name by edit distance
+ * (one or two slips, "ml." kept), for a "did you mean"; false when none is
+ * that near or the type is in the catalog. */
+bool pf_catalog_suggest(const struct pf_catalog *cat, const char *type,
+                        char *out, size_t cap);
 /* The floor entry for a node count: the one with the largest count <= nodes
  * (NULL when none). */
 const struct pf_floor *pf_instance_floor(const struct pf_instance *it,

@@ -986,6 +986,8 @@ void pf_config_usage(enum pf_command cmd, FILE *out)
     }
     fprintf(out, "  %-36s %s\n", "-v, --verbose", "more log output (twice: debug)");
     fprintf(out, "  %-36s %s\n", "-h, --help", "this help");
+    if (cmd == PF_CMD_NODE || cmd == PF_CMD_RUN || cmd == PF_CMD_LOCAL)
+        fprintf(out, "\n" PF_EXIT_CODES_HELP);
 }
 
 void pf_config_free(struct pf_config *cfg)

@@ -244,3 +244,23 @@ Test(catalog, many_types)
     pf_catalog_free(&many);
     free(text);
 }
+
+/* "did you mean": the nearest catalog name within two slips, ml. kept;
+ * nothing for a type near none, a type the catalog has, or a pattern. */
+Test(catalog, suggests_the_nearest_name_for_a_near_miss)
+{
+    char near[64];
+
+    cr_assert(pf_catalog_suggest(&cat, "p5.48xlrge", near, sizeof(near)));
+    cr_assert_str_eq(near, "p5.48xlarge");
+    cr_assert(pf_catalog_suggest(&cat, "p5e.48xlarge ", near, sizeof(near)));
+    cr_assert_str_eq(near, "p5e.48xlarge");
+    cr_assert(pf_catalog_suggest(&cat, "ml.p4d.24xlarg", near, sizeof(near)));
+    cr_assert_str_eq(near, "ml.p4d.24xlarge");
+    cr_assert_not(pf_catalog_suggest(&cat, "p5.48xlarge", near, sizeof(near)),
+                  "a catalog type needs no guess");
+    cr_assert_not(pf_catalog_suggest(&cat, "m5.large", near, sizeof(near)));
+    cr_assert_not(pf_catalog_suggest(&cat, "p5.4xl", near, sizeof(near)),
+                  "five slips away is no near miss");
+    cr_assert_not(pf_catalog_suggest(&cat, "", near, sizeof(near)));
+}
