@@ -117,8 +117,8 @@ static const struct opt_spec options[] = {
     { "world_size", 0, OPT_INT, F(world_size), 0, INT_MAX, NULL, C_RUN,
       "number of ranks (0: from the bootstrap)" },
     { "port", 0, OPT_INT, F(port), 0, 65535, NULL, C_COLL,
-      "rendezvous TCP port on rank 0 (local: 0 picks a free one; daemonset: "
-      "the coordinator listens on port + 1)" },
+      "rendezvous TCP port on rank 0 (0 picks a free one, local's default; "
+      "daemonset: the coordinator listens on port + 1)" },
     { "bind_addr", 0, OPT_STR, F(bind_addr), 0, 0, NULL, C_COLL,
       "address to listen on and advertise (default: any / the pod IP)" },
     { "timeout", 0, OPT_INT, F(timeout_s), 1, 86400, NULL, C_COLL,
@@ -753,6 +753,16 @@ static void resolve_bootstrap(struct pf_config *cfg, char **envp)
     memcpy(cfg->bootstrap, b, sizeof(b));
 }
 
+/* Defaults, and those that differ by command: `local` picks a free
+ * rendezvous port unless one is given, so two runs on one host never meet
+ * (a rank of one reaching the other's rank 0). */
+static void command_defaults(struct pf_config *cfg, enum pf_command cmd)
+{
+    pf_config_defaults(cfg);
+    if (cmd == PF_CMD_LOCAL)
+        cfg->port = 0;
+}
+
 struct flag_val {
     const struct opt_spec *o;
     const char *val;
@@ -776,7 +786,7 @@ pf_err pf_config_load(struct pf_config *cfg, enum pf_command cmd, int argc,
     const char *config_path;
     pf_err rc = PF_OK;
 
-    pf_config_defaults(cfg);
+    command_defaults(cfg, cmd);
     cfg->command = cmd;
     *want_help = false;
 
@@ -911,12 +921,13 @@ out:
     return rc;
 }
 
-static void print_default(const struct opt_spec *o, FILE *out)
+static void print_default(const struct opt_spec *o, enum pf_command cmd,
+                          FILE *out)
 {
     struct pf_config d;
     const char *field;
 
-    pf_config_defaults(&d);
+    command_defaults(&d, cmd);
     field = (const char *)&d + o->off;
     switch (o->type) {
     case OPT_TEXT:
@@ -981,7 +992,7 @@ void pf_config_usage(enum pf_command cmd, FILE *out)
         else
             snprintf(lhs, sizeof(lhs), "    --%s %s", flag, types[o->type]);
         fprintf(out, "  %-36s %s", lhs, o->help);
-        print_default(o, out);
+        print_default(o, cmd, out);
         fprintf(out, "\n  %-36s env %s, key %s\n", "", env, o->key);
     }
     fprintf(out, "  %-36s %s\n", "-v, --verbose", "more log output (twice: debug)");
