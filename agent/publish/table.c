@@ -51,11 +51,31 @@ static void print_checks(const struct pf_verdict *v, FILE *out)
     }
 }
 
+static void print_fault(const struct pf_fault *f, FILE *out)
+{
+    if (f->err != PF_OK)
+        fprintf(out, "# collective failed: %s: %s\n",
+                f->reason != PF_R_None ? pf_reason_name(f->reason)
+                                       : pf_err_name(f->err), f->msg);
+}
+
 static void print_coll(const struct pf_coll *c, const struct pf_fault *f,
                        FILE *out)
 {
     const struct pf_fabric_facts *fab = &c->fabric;
 
+    /* Nothing measured (the peers never came, the engine never opened):
+     * no empty table, no "0 OK" for data never checked, no "provider ?". */
+    if (c->nrows == 0) {
+        fprintf(out, "\n# all_reduce: no message size measured");
+        if (c->engine[0])
+            fprintf(out, ", engine %s", c->engine);
+        if (fab->provider[0])
+            fprintf(out, ", provider %s", fab->provider);
+        fprintf(out, "\n");
+        print_fault(f, out);
+        return;
+    }
     fprintf(out, "\n# all_reduce: engine %s, provider %s%s, %d ranks on %d "
             "node%s%s%s\n",
             c->engine[0] ? c->engine : "?",
@@ -83,10 +103,7 @@ static void print_coll(const struct pf_coll *c, const struct pf_fault *f,
     fprintf(out, "# Out of bounds values : %ld %s\n", c->wrong_total,
             c->wrong_total == 0 ? "OK" : "FAILED");
     fprintf(out, "# Avg bus bandwidth : %g\n", c->avg_busbw);
-    if (f->err != PF_OK)
-        fprintf(out, "# collective failed: %s: %s\n",
-                f->reason != PF_R_None ? pf_reason_name(f->reason)
-                                       : pf_err_name(f->err), f->msg);
+    print_fault(f, out);
 }
 
 /* The per-NIC block: each EFA device's bytes over the sweep, its share of
