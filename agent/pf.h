@@ -425,6 +425,8 @@ struct pf_node_mark {
     char *undo_labels;                /* merge patch: our labels as found */
     char *undo_conditions;            /* strategic merge patch: our
                                          conditions as found */
+    char instance_type_label[64];     /* its node.kubernetes.io/instance-type,
+                                         for the probe when DMI is absent */
 };
 
 struct pf_run {

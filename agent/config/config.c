@@ -60,7 +60,9 @@ static const struct opt_spec options[] = {
       "instance catalog YAML that overrides and extends the embedded one" },
     /* probe */
     { "instance_type", 0, OPT_STR, F(instance_type), 0, 0, NULL, C_CHECKS,
-      "instance type (default: DMI product_name, then IMDSv2); 'ml.' stripped" },
+      "instance type (default: DMI product_name, then the Node's "
+      "node.kubernetes.io/instance-type label in k8s mode, then IMDSv2); "
+      "'ml.' stripped" },
     { "sysfs_root", 0, OPT_STR, F(sysfs_root), 0, 0, NULL, C_CHECKS,
       "read /sys and /proc under this root (tests, fixtures)" },
     { "dev_root", 0, OPT_STR, F(dev_root), 0, 0, NULL, C_CHECKS,

@@ -416,6 +416,11 @@ pf_err pf_publish_node_begin(struct pf_run *run, char *err)
             pf_node_undo_labels_patch(run->cfg.label_prefix, node));
         run->mark.undo_conditions = print_patch(
             pf_node_undo_conditions_patch(node));
+        /* The probe's source of the instance type where DMI is hidden. */
+        const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+            pf_json_at(node, "metadata.labels"), "node.kubernetes.io/instance-type"));
+        snprintf(run->mark.instance_type_label,
+                 sizeof(run->mark.instance_type_label), "%s", type ? type : "");
         cJSON_Delete(node);
         if (!run->mark.undo_labels || !run->mark.undo_conditions)
             rc = pf_fail(err, PF_ERR_NOMEM, "out of memory");
