@@ -97,7 +97,7 @@ command -v go >/dev/null && [ -d /usr/share/gocode/src/github.com/Masterminds/sp
     && [ -d /usr/share/gocode/src/sigs.k8s.io/yaml ] \
     && [ -d /usr/share/gocode/src/github.com/xeipuuv/gojsonschema ] || {
     echo "skip: the chart renderer needs golang-go golang-github-masterminds-sprig-dev" \
-         "golang-k8s-sigs-yaml-dev golang-github-xeipuuv-gojsonschema-dev (.ci/run installs them)"; exit 77; }
+         "golang-k8s-sigs-yaml-dev golang-github-xeipuuv-gojsonschema-dev (make deps installs them)"; exit 77; }
 GO111MODULE=off GOPATH=/usr/share/gocode GOFLAGS= go build -o "$tmp/helm-render" \
     ./tests/helm_render >"$tmp/go-build.log" 2>&1 || { cat "$tmp/go-build.log"; fail "go build tests/helm_render"; }
 "$tmp/helm-render" charts/efa-preflight --name efa-preflight --namespace efa-preflight --strict \

@@ -12,14 +12,14 @@ m=tests/manifests
 chart=charts/efa-preflight
 
 command -v node >/dev/null && command -v npm >/dev/null || {
-    echo "skip: node and npm are not installed (.ci/run installs nodejs npm)"; exit 77; }
+    echo "skip: node and npm are not installed (make deps installs nodejs npm)"; exit 77; }
 python3 -c 'import yaml' 2>/dev/null || {
     echo "skip: python3-yaml is not installed (make deps)"; exit 77; }
 command -v go >/dev/null && [ -d /usr/share/gocode/src/github.com/Masterminds/sprig ] \
     && [ -d /usr/share/gocode/src/sigs.k8s.io/yaml ] \
     && [ -d /usr/share/gocode/src/github.com/xeipuuv/gojsonschema ] || {
     echo "skip: the chart renderer needs golang-go golang-github-masterminds-sprig-dev" \
-         "golang-k8s-sigs-yaml-dev golang-github-xeipuuv-gojsonschema-dev (.ci/run installs them)"; exit 77; }
+         "golang-k8s-sigs-yaml-dev golang-github-xeipuuv-gojsonschema-dev (make deps installs them)"; exit 77; }
 if [ ! -d "$m/node_modules/kubernetes-models" ] || [ ! -d "$m/node_modules/ajv" ]; then
     echo "installing the validators: npm ci in $m"
     (cd "$m" && npm ci --no-audit --no-fund --loglevel=error) || {
