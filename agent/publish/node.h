@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stddef.h>
 #include <time.h>
 
 #include <cjson/cJSON.h>
@@ -37,6 +38,10 @@ struct pf_node_labels {
  * UnschedulablePendingReplacement start its documented recovery. */
 #define PF_HYPERPOD_HEALTH_LABEL "sagemaker.amazonaws.com/node-health-status"
 
+/* The labels the agent writes (under the prefix), in order; NULL past the
+ * last. */
+const char *pf_node_label_name(size_t i);
+
 /* ISO 8601 basic format, UTC: colons are not allowed in label values. */
 void pf_node_label_time(char out[32], time_t t);
 /* True when this run is the DaemonSet's group of one (no fabric partner). */
@@ -57,7 +62,8 @@ cJSON *pf_node_conditions_patch(const struct pf_run *run, const cJSON *node,
  * run.
  *
  * {"metadata":{"labels":{...}}}: status=status (kept when it is
- * "pending"), validated-at, valid-until, busbw-gbps and fabric removed. */
+ * "pending"), the labels that speak for a verdict (validated-at,
+ * valid-until, valid-until-epoch, busbw-gbps, fabric) removed. */
 cJSON *pf_node_state_labels_patch(const char *prefix, const cJSON *node,
                                   const char *status);
 /* Both conditions Unknown with reason and message (a strategic merge

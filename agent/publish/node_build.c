@@ -114,13 +114,47 @@ cJSON *pf_node_labels_patch(const char *prefix, const struct pf_node_labels *l)
     return root;
 }
 
-/* Every label the agent writes, by name under the prefix. */
-static const char *const our_labels[] = { "status", "efa-count", "busbw-gbps",
-                                          "validated-at", "valid-until",
-                                          "fabric" };
-/* The ones that speak for a verdict: dropped while no verdict stands. */
-static const char *const verdict_labels[] = { "validated-at", "valid-until",
-                                              "busbw-gbps", "fabric" };
+/* Every label the agent writes, by name under the prefix, in the order
+ * written, with its values and meaning: the README's labels table is
+ * printed from this table (scripts/readme_tables.py, checked by
+ * test_readme_tables), and a unit test holds pf_node_labels_patch to it.
+ * verdict: the label speaks for a verdict and is dropped while none
+ * stands (the mark before a run). */
+static const struct {
+    const char *name, *values, *meaning;
+    bool verdict;
+} our_labels[] = {
+    { "status", "`pass`, `warn`, `fail`, `error`; `validating` while a run "
+      "is under way",
+      "the overall verdict, from the deciding reason's class: `fail` only "
+      "for a failure proven on this node (exit 1); `error` = could not test "
+      "(exit 3) or a group failure nobody was blamed for (exit 1); `warn` "
+      "also for a node whose peer failed (exit 4). DaemonSet nodes join "
+      "with `pending`.", false },
+    { "efa-count", "e.g. `32`", "EFA devices found on the node", false },
+    { "busbw-gbps", "e.g. `335.24`",
+      "peak all_reduce bus bandwidth (GB/s) of the largest size; removed "
+      "when no collective ran", true },
+    { "validated-at", "e.g. `20261122T010203Z`",
+      "when this verdict was written (ISO 8601 basic format, UTC: label "
+      "values may not contain `:`)", true },
+    { "valid-until", "e.g. `20261123T010203Z`",
+      "`validated-at` + `--valid-hours` (default 24)", true },
+    { "valid-until-epoch", "e.g. `1795482123`",
+      "the same instant as `valid-until` in Unix seconds, for a nodeAffinity "
+      "`Gt`/`Lt` (they compare label values as integers only)", true },
+    { "fabric", "`tested`, `untested`",
+      "`untested`: DaemonSet node with no partner, only node checks ran, or "
+      "the peers never came (`PeerTimeout`, `PeerLost`, `APIUnavailable`...: "
+      "nothing of the fabric was measured); removed when no collective was "
+      "attempted", true },
+};
+#define N_OUR_LABELS (sizeof(our_labels) / sizeof(our_labels[0]))
+
+const char *pf_node_label_name(size_t i)
+{
+    return i < N_OUR_LABELS ? our_labels[i].name : NULL;
+}
 
 cJSON *pf_node_state_labels_patch(const char *prefix, const cJSON *node,
                                   const char *status)
@@ -140,9 +174,9 @@ cJSON *pf_node_state_labels_patch(const char *prefix, const cJSON *node,
      * the controller delete the very pod that is validating. */
     if (!now || strcmp(now, PF_NODE_PENDING))
         add_label(labels, prefix, "status", status);
-    for (size_t i = 0; i < sizeof(verdict_labels) / sizeof(verdict_labels[0]);
-         i++)
-        add_label(labels, prefix, verdict_labels[i], "");
+    for (size_t i = 0; i < N_OUR_LABELS; i++)
+        if (our_labels[i].verdict)
+            add_label(labels, prefix, our_labels[i].name, "");
     return root;
 }
 
@@ -153,11 +187,11 @@ cJSON *pf_node_undo_labels_patch(const char *prefix, const cJSON *node)
         cJSON_AddObjectToObject(root, "metadata"), "labels");
     const cJSON *have = pf_json_at(node, "metadata.labels");
 
-    for (size_t i = 0; i < sizeof(our_labels) / sizeof(our_labels[0]); i++) {
+    for (size_t i = 0; i < N_OUR_LABELS; i++) {
         char key[PF_NAME_MAX + 32];
         const char *v;
 
-        snprintf(key, sizeof(key), "%s%s", prefix, our_labels[i]);
+        snprintf(key, sizeof(key), "%s%s", prefix, our_labels[i].name);
         v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(have, key));
         if (v)
             cJSON_AddStringToObject(labels, key, v);

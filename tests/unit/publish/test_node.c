@@ -483,3 +483,43 @@ Test(k8s_publish, forged_peer_names_reach_conditions_and_event_sanitised)
     cJSON_Delete(p);
     free(run);
 }
+
+/* The labels table (the README's, printed from our_labels) is what the
+ * verdict writes, key for key and in order; the mark before a run drops
+ * every label that speaks for a verdict, valid-until-epoch included, and
+ * the undo puts each of them back. */
+Test(k8s_publish, label_table_is_what_the_patches_write)
+{
+    struct pf_run *run = make_run(PF_PASS, 0);
+    struct pf_node_labels l;
+    const cJSON *item;
+    cJSON *p, *node;
+    size_t i = 0;
+    char key[128];
+
+    pf_node_labels_make(run, 1795309323, &l);
+    p = pf_node_labels_patch("efa-preflight.io/", &l);
+    cJSON_ArrayForEach(item, pf_json_at(p, "metadata.labels")) {
+        cr_assert_not_null(pf_node_label_name(i), "%s beyond the table", item->string);
+        snprintf(key, sizeof(key), "efa-preflight.io/%s", pf_node_label_name(i));
+        cr_assert_str_eq(item->string, key);
+        i++;
+    }
+    cr_assert_null(pf_node_label_name(i), "the table lists %s, not written",
+                   pf_node_label_name(i));
+    cr_assert_eq(i, 7);
+    cJSON_Delete(p);
+
+    node = cJSON_Parse("{\"metadata\":{\"labels\":{"
+                       "\"efa-preflight.io/status\":\"pass\","
+                       "\"efa-preflight.io/valid-until-epoch\":\"1795482123\"}}}");
+    p = pf_node_state_labels_patch("efa-preflight.io/", node, "validating");
+    cr_assert_str_eq(label(p, "efa-preflight.io/valid-until-epoch"), "(null)");
+    cr_assert_null(label(p, "efa-preflight.io/efa-count"));
+    cJSON_Delete(p);
+    p = pf_node_undo_labels_patch("efa-preflight.io/", node);
+    cr_assert_str_eq(label(p, "efa-preflight.io/valid-until-epoch"), "1795482123");
+    cJSON_Delete(p);
+    cJSON_Delete(node);
+    free(run);
+}
