@@ -42,7 +42,8 @@ static const struct {
     { "node", PF_CMD_NODE, "check this node's EFA setup against its instance type" },
     { "run", PF_CMD_RUN, "node checks, then an all_reduce with peers (static, mpi, k8s)" },
     { "local", PF_CMD_LOCAL, "node checks, then an all_reduce across N local ranks" },
-    { "catalog", PF_CMD_CATALOG, "print the effective instance-type catalog" },
+    { "catalog", PF_CMD_CATALOG, "print the effective instance-type catalog "
+                                 "and its floors at 2 to 1024 nodes [--json]" },
     { "version", PF_CMD_VERSION, "print the version" },
     { "history", PF_CMD_HISTORY, "this node's past runs from --history-dir, "
                                  "newest first, with a busbw trend [--json]" },
@@ -440,8 +441,14 @@ int main(int argc, char **argv)
 
     switch (cmd) {
     case PF_CMD_CATALOG:
-        pf_catalog_print(&run->catalog, stdout);
         code = PF_EXIT_PASS;
+        if (!run->cfg.json) {
+            pf_catalog_print(&run->catalog, stdout);
+        } else if (pf_catalog_print_json(&run->catalog, stdout, err) !=
+                   PF_OK) {
+            fprintf(stderr, "efa-preflight: catalog: %s\n", err);
+            code = PF_EXIT_INFRA;
+        }
         break;
     case PF_CMD_NODE:
         code = run_stages(run, false);

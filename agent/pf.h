@@ -116,10 +116,13 @@ struct pf_config {
 
 /* --------------------------------------------------------------- catalog */
 
-#define PF_MAX_FLOORS 8
+/* Points of a floor curve (and host floors): a handful are given; room
+ * for a user's finer curve. */
+#define PF_MAX_FLOORS 16
 
 struct pf_floor {
-    int nodes;                        /* floor applies from this node count */
+    int nodes;                        /* the node count of this point (host
+                                         floors: the NIC count) */
     double busbw_gbps;                /* all_reduce busbw floor, GB/s */
     uint64_t from_bytes;              /* judged at message sizes >= this;
                                          0 = at the largest size swept */
@@ -139,7 +142,7 @@ struct pf_instance {
     bool recount_efa;                 /* p5en: EFA may come up late */
     bool ignore_non_efa;              /* p6-b200: extra ibp* devices */
     bool no_nccl;                     /* trn: host engine only */
-    int nfloors;
+    int nfloors;                      /* points by node count, ascending */
     struct pf_floor floors[PF_MAX_FLOORS];
     /* host engine floors by the NICs its ring striped over (2+ nodes,
      * efa): `nodes` holds that NIC count here */

@@ -80,9 +80,9 @@ static const struct opt_spec options[] = {
     { "libfabric_path", 0, OPT_STR, F(libfabric_path), 0, 0, NULL, C_CHECKS,
       "libfabric to dlopen (default: /opt/amazon/efa/lib{64,}, then the system's)" },
     /* output */
-    { "json", 0, OPT_BOOL, F(json), 0, 0, NULL, C_CHECKS | C_HISTORY,
+    { "json", 0, OPT_BOOL, F(json), 0, 0, NULL, C_CHECKS | C_HISTORY | C_CATALOG,
       "print the JSON report on stdout instead of the table (history: one "
-      "summary per run)" },
+      "summary per run; catalog: the catalog with its effective floors)" },
     { "report", 0, OPT_STR, F(report_file), 0, 0, NULL, C_CHECKS,
       "also write the JSON report to this file" },
     { "log_level", 0, OPT_ENUM, F(log_level), 0, 0, "error|warn|info|debug", C_ALL,

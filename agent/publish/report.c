@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../collective/straggler.h"
+#include "../config/catalog.h"
 #include "../config/config.h"
 #include "../probe/hw_counters.h"
 #include "../util/sanitize.h"
@@ -149,49 +150,6 @@ static cJSON *node_json(const struct pf_node *n)
         add_str(plugin, "error", n->net_plugin_error);
     }
     return node;
-}
-
-static cJSON *instance_json(const struct pf_instance *it)
-{
-    cJSON *o, *floors;
-
-    if (!it)
-        return cJSON_CreateNull();
-    o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "name", it->name);
-    cJSON_AddNumberToObject(o, "efa_count", it->efa_count);
-    cJSON_AddNumberToObject(o, "accelerator_count", it->accel_count);
-    add_str(o, "accelerator_model", it->accel_model);
-    add_str(o, "accelerator_kind", it->accel_kind);
-    cJSON_AddNumberToObject(o, "network_gbps", it->network_gbps);
-    cJSON_AddBoolToObject(o, "verified", it->verified);
-    cJSON_AddBoolToObject(o, "gdr_required", it->gdr_required);
-    cJSON_AddBoolToObject(o, "recount_efa", it->recount_efa);
-    cJSON_AddBoolToObject(o, "ignore_non_efa", it->ignore_non_efa);
-    cJSON_AddBoolToObject(o, "no_nccl", it->no_nccl);
-    floors = cJSON_AddArrayToObject(o, "floors");
-    for (int i = 0; i < it->nfloors && i < PF_MAX_FLOORS; i++) {
-        cJSON *f = cJSON_CreateObject();
-        cJSON_AddNumberToObject(f, "nodes", it->floors[i].nodes);
-        cJSON_AddNumberToObject(f, "busbw_gbps", it->floors[i].busbw_gbps);
-        cJSON_AddNumberToObject(f, "from_bytes", (double)it->floors[i].from_bytes);
-        cJSON_AddBoolToObject(f, "verified", it->floors[i].verified);
-        add_str(f, "source", it->floors[i].source);
-        cJSON_AddItemToArray(floors, f);
-    }
-    floors = cJSON_AddArrayToObject(o, "host_floors");
-    for (int i = 0; i < it->nhost_floors && i < PF_MAX_FLOORS; i++) {
-        cJSON *f = cJSON_CreateObject();
-        const struct pf_floor *h = &it->host_floors[i];
-        cJSON_AddNumberToObject(f, "nics", h->nodes);
-        cJSON_AddNumberToObject(f, "busbw_gbps", h->busbw_gbps);
-        cJSON_AddNumberToObject(f, "from_bytes", (double)h->from_bytes);
-        cJSON_AddBoolToObject(f, "verified", h->verified);
-        add_str(f, "source", h->source);
-        cJSON_AddItemToArray(floors, f);
-    }
-    add_str(o, "notes", it->notes);
-    return o;
 }
 
 static cJSON *checks_json(const struct pf_verdict *v)
@@ -490,7 +448,7 @@ char *pf_report_json(const struct pf_run *run)
     cJSON_AddBoolToObject(o, "efa_required", efa);
     cJSON_AddBoolToObject(o, "fallback", !efa);
     cJSON_AddItemToObject(root, "node", node_json(&run->node));
-    cJSON_AddItemToObject(root, "instance", instance_json(run->instance));
+    cJSON_AddItemToObject(root, "instance", pf_instance_json(run->instance));
     cJSON_AddItemToObject(root, "checks", checks_json(&run->verdict));
     cJSON_AddItemToObject(root, "collective", collective_json(run));
     cJSON_AddItemToObject(root, "verdict", verdict_json(&run->verdict));
