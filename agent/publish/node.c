@@ -541,7 +541,7 @@ pf_err pf_publish_node(const struct pf_run *run, char *err)
         rc = patch_node(&p, PATCH_LABELS, err);
     if (rc == PF_OK)
         pf_info("node %s: verdict %s published", p.node,
-                pf_status_name(run->verdict.overall));
+                pf_class_status_word(run->verdict.cls));
     else if (run->mark.marked && p.k) {
         /* Part of the verdict may be on the Node: make the status say
          * that none stands (the write failing is itself an error). */

@@ -53,9 +53,10 @@ void pf_node_labels_make(const struct pf_run *run, time_t now,
     const struct pf_verdict *v = &run->verdict;
 
     memset(l, 0, sizeof(*l));
-    /* The class decides: "error" keeps "we could not test" (peers never
-     * came, API down) apart from "the fabric is bad"; a usage error never
-     * gets here (nothing is written). */
+    /* The class's one status word (reasons.h): "error" keeps "we could not
+     * judge" (peers never came, API down, a group failure) apart from "the
+     * fabric is bad here"; a usage error never gets here (nothing is
+     * written). */
     const char *label = pf_class_status_label(v->cls);
 
     snprintf(l->status, sizeof(l->status), "%s", label ? label : "error");
@@ -243,33 +244,23 @@ static void add_condition(cJSON *list, const cJSON *node, const char *type,
     cJSON_AddItemToArray(list, c);
 }
 
-/* One condition from the checks that feed it: none -> not written; all
- * skipped -> Unknown (e.g. EFANotRequired with a test provider). */
+/* One condition from the checks that feed it (pf_verdict_condition_of):
+ * none -> not written; False only for a fault proven on this node; Unknown
+ * with the reason for what could not judge it (a group failure, a peer,
+ * the infrastructure, a usage error) or when every check was skipped;
+ * True for pass and warn. */
 static void condition_from_checks(cJSON *list, const struct pf_run *run,
                                   const cJSON *node, const char *type,
                                   const char *pass_message, const char *now)
 {
-    const struct pf_verdict *v = &run->verdict;
-    enum pf_status st = pf_verdict_condition(v, type);
-    const struct pf_check *c = first_check(v, type, st);
+    struct pf_condition c;
 
-    if (!c)
+    if (!pf_verdict_condition_of(&run->verdict, type, &c))
         return;
-    if (st == PF_SKIP)
-        add_condition(list, node, type, "Unknown",
-                      pf_reason_name(c->reason != PF_R_None ? c->reason
-                                                            : PF_R_NotTested),
-                      c->message, now);
-    else if (st == PF_FAIL)
-        add_condition(list, node, type, "False", pf_reason_name(c->reason),
-                      c->message, now);
-    else if (st == PF_WARN)
-        add_condition(list, node, type, "True", pf_reason_name(c->reason),
-                      c->message, now);
-    else
-        add_condition(list, node, type, "True",
-                      pf_reason_name(PF_R_PreflightPassed),
-                      pass_message, now);
+    add_condition(list, node, type, c.status, pf_reason_name(c.reason),
+                  c.reason == PF_R_PreflightPassed ? pass_message
+                                                   : c.check->message,
+                  now);
 }
 
 cJSON *pf_node_state_conditions_patch(const cJSON *node, enum pf_reason reason,
@@ -414,10 +405,10 @@ cJSON *pf_node_event(const struct pf_run *run, const char *node,
     }
     if (c)
         snprintf(msg, sizeof(msg), "%s: %s; %s%s%s",
-                 pf_status_name(v->overall), c->message, nums,
+                 pf_class_status_word(v->cls), c->message, nums,
                  note && *note ? "; " : "", note ? note : "");
     else
-        snprintf(msg, sizeof(msg), "%s: %s%s%s", pf_status_name(v->overall),
+        snprintf(msg, sizeof(msg), "%s: %s%s%s", pf_class_status_word(v->cls),
                  nums, note && *note ? "; " : "", note ? note : "");
 
     cJSON_AddStringToObject(ev, "apiVersion", "v1");

@@ -407,22 +407,26 @@ static const char *headline(const struct pf_verdict *v)
     return v->cls == PF_CLASS_OK ? NULL : pf_reason_name(v->headline);
 }
 
+/* verdict.status is the class's one status word (reasons.h), as on the
+ * Node's label, in the metrics and in `history`; each condition is the
+ * Node's condition in words: pass, warn (True), fail (False), unknown
+ * (Unknown), null when no check fed it. */
 static cJSON *verdict_json(const struct pf_verdict *v)
 {
     static const char *const conds[] = { PF_COND_DEVICES, PF_COND_FABRIC };
     cJSON *o = cJSON_CreateObject(), *c;
 
-    cJSON_AddStringToObject(o, "status", pf_status_name(v->overall));
+    cJSON_AddStringToObject(o, "status", pf_class_status_word(v->cls));
     cJSON_AddNumberToObject(o, "exit_code", v->exit_code);
     add_str(o, "reason", headline(v));
     cJSON_AddStringToObject(o, "class", pf_class_name(v->cls));
     c = cJSON_AddObjectToObject(o, "conditions");
     for (size_t i = 0; i < sizeof(conds) / sizeof(conds[0]); i++) {
-        enum pf_status st = pf_verdict_condition(v, conds[i]);
-        if (st == PF_SKIP)
-            cJSON_AddNullToObject(c, conds[i]);
+        struct pf_condition cond;
+        if (pf_verdict_condition_of(v, conds[i], &cond))
+            cJSON_AddStringToObject(c, conds[i], cond.word);
         else
-            cJSON_AddStringToObject(c, conds[i], pf_status_name(st));
+            cJSON_AddNullToObject(c, conds[i]);
     }
     return o;
 }

@@ -33,4 +33,22 @@ struct pf_check *pf_verdict_add(struct pf_verdict *v, const char *name,
 enum pf_status pf_verdict_condition(const struct pf_verdict *v,
                                     const char *condition);
 
+/* A condition as the checks feeding it decide it, for the Node and the
+ * report alike. The deciding check is the one whose class ranks highest: a
+ * fault proven here (node, fabric: False) before anything that could not
+ * judge this node (usage, group, infrastructure, peer: Unknown), then warn
+ * and pass (True). Every check skipped: Unknown with that check's reason
+ * (NotTested when it has none). */
+struct pf_condition {
+    const char *status;               /* "True", "False", "Unknown" */
+    const char *word;                 /* the report's: pass, warn, fail,
+                                         unknown */
+    enum pf_reason reason;            /* PreflightPassed on a clean pass */
+    enum pf_reason_class cls;         /* the deciding check's class */
+    const struct pf_check *check;     /* the deciding check */
+};
+/* false (out zeroed) when no check feeds the condition. */
+bool pf_verdict_condition_of(const struct pf_verdict *v, const char *condition,
+                             struct pf_condition *out);
+
 #endif

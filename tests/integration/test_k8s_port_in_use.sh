@@ -48,7 +48,7 @@ kill $holder 2>/dev/null
 [ $rc0 -eq 2 ] || { cat "$T/out/r0.stderr" "$T/out/r0.stdout"; pfk8s_die "rank 0 exited $rc0, want 2 (usage)"; }
 grep -q "cannot listen on .*:$PFK8S_RDV_PORT: Address already in use" "$T/out/r0.stdout" ||
     { cat "$T/out/r0.stdout"; pfk8s_die "rank 0: the table does not name the port in use"; }
-grep -q "summary: FAIL RendezvousPortInUse .*(exit 2)" "$T/out/r0.stdout" ||
+grep -q "summary: USAGE RendezvousPortInUse .*(exit 2)" "$T/out/r0.stdout" ||
     { cat "$T/out/r0.stdout"; pfk8s_die "rank 0: the summary does not say RendezvousPortInUse, exit 2"; }
 python3 - "$T/out/r0.json" <<'PY' || pfk8s_die "rank 0: report"
 import json, sys

@@ -10,7 +10,10 @@
 #include "util/kubeapi.h"
 #include "verdict/verdict.h"
 
-static struct pf_run *make_run(enum pf_status fabric, int exit_code)
+/* A run whose fabric check says `fabric` with `reason` (PF_R_None on a
+ * pass). */
+static struct pf_run *make_run_with(enum pf_status fabric, enum pf_reason reason,
+                                    int exit_code)
 {
     struct pf_run *run = calloc(1, sizeof(*run));
 
@@ -29,14 +32,20 @@ static struct pf_run *make_run(enum pf_status fabric, int exit_code)
     snprintf(run->coll.engine, sizeof(run->coll.engine), "host");
     pf_verdict_add(&run->verdict, "efa_devices", PF_COND_DEVICES, PF_PASS,
                    PF_R_EFADeviceCountMatches, "", "32 of 32");
-    pf_verdict_add(&run->verdict, "busbw", PF_COND_FABRIC, fabric,
-                   fabric == PF_PASS ? PF_R_None
-                   : exit_code == PF_EXIT_INFRA ? PF_R_PeerTimeout
-                                                : PF_R_BandwidthBelowThreshold,
+    pf_verdict_add(&run->verdict, "busbw", PF_COND_FABRIC, fabric, reason,
                    "check the fabric", "busbw 3.1 GB/s below floor 300");
     pf_verdict_finish(run);
     cr_assert_eq(run->verdict.exit_code, exit_code);
     return run;
+}
+
+/* exit 1 here is a group failure (BandwidthBelowThreshold, nobody blamed),
+ * exit 3 a peer that never came (PeerTimeout). */
+static struct pf_run *make_run(enum pf_status fabric, int exit_code)
+{
+    return make_run_with(fabric, fabric == PF_PASS ? PF_R_None
+                                 : exit_code == PF_EXIT_INFRA ? PF_R_PeerTimeout
+                                 : PF_R_BandwidthBelowThreshold, exit_code);
 }
 
 static const char *label(const cJSON *patch, const char *key)
@@ -143,7 +152,7 @@ static const cJSON *condition(const cJSON *patch, const char *type)
 
 Test(k8s_publish, conditions_keep_transition_time_while_status_holds)
 {
-    struct pf_run *run = make_run(PF_FAIL, 1);
+    struct pf_run *run = make_run_with(PF_FAIL, PF_R_StragglerNode, 1);
     cJSON *node = cJSON_Parse(
         "{\"status\":{\"conditions\":["
         "{\"type\":\"Ready\",\"status\":\"True\","
@@ -163,7 +172,7 @@ Test(k8s_publish, conditions_keep_transition_time_while_status_holds)
     cr_assert_str_eq(pf_json_str(dev, "lastTransitionTime"),
                      "2026-02-02T00:00:00Z");
     cr_assert_str_eq(pf_json_str(fab, "status"), "False");
-    cr_assert_str_eq(pf_json_str(fab, "reason"), "BandwidthBelowThreshold");
+    cr_assert_str_eq(pf_json_str(fab, "reason"), "StragglerNode");
     cr_assert_str_eq(pf_json_str(fab, "message"),
                      "busbw 3.1 GB/s below floor 300");
     cr_assert_str_eq(pf_json_str(fab, "lastTransitionTime"),
@@ -255,14 +264,102 @@ Test(k8s_publish, event_type_reason_and_numbers)
     cJSON_Delete(ev);
     free(run);
 
+    /* a group failure: the class's word, "error" as on the label */
     run = make_run(PF_FAIL, 1);
     ev = pf_node_event(run, "n1", NULL, "pod-a", "2026-11-22T01:02:03Z", "e", NULL);
     cr_assert_str_eq(pf_json_str(ev, "type"), "Warning");
     cr_assert_str_eq(pf_json_str(ev, "reason"), "BandwidthBelowThreshold");
     cr_assert_str_eq(pf_json_str(ev, "message"),
-                     "fail: busbw 3.1 GB/s below floor 300; efa 32, busbw "
+                     "error: busbw 3.1 GB/s below floor 300; efa 32, busbw "
                      "335.24 GB/s over 4 nodes, no floor");
     cJSON_Delete(ev);
+    free(run);
+
+    run = make_run_with(PF_FAIL, PF_R_DataCorruption, 1);
+    ev = pf_node_event(run, "n1", NULL, "pod-a", "2026-11-22T01:02:03Z", "e", NULL);
+    cr_assert(!strncmp(pf_json_str(ev, "message"), "fail: ", 6), "%s",
+              pf_json_str(ev, "message"));
+    cJSON_Delete(ev);
+    free(run);
+}
+
+/* EFAFabricReady by the deciding class: False only for a fault proven on
+ * this node; Unknown with the reason for a group failure, a peer that died
+ * or was at fault, the infrastructure and a usage error (the README's
+ * NodeHealthCheck remediates on False: it must never reboot the healthy
+ * survivors of a peer that died); True for pass and warn. */
+Test(k8s_publish, fabric_condition_by_class)
+{
+    static const struct {
+        enum pf_status st;
+        enum pf_reason reason;
+        int exit_code;
+        const char *status, *label;
+    } cases[] = {
+        { PF_FAIL, PF_R_PeerLost, 3, "Unknown", "error" },
+        { PF_FAIL, PF_R_PeerTimeout, 3, "Unknown", "error" },
+        { PF_FAIL, PF_R_BandwidthBelowThreshold, 1, "Unknown", "error" },
+        { PF_FAIL, PF_R_DataCorruptionNotLocalised, 1, "Unknown", "error" },
+        { PF_FAIL, PF_R_RendezvousPortInUse, 2, "Unknown", NULL },
+        { PF_WARN, PF_R_SlowPeer, 4, "Unknown", "warn" },
+        { PF_FAIL, PF_R_PeerDataCorruption, 4, "Unknown", "warn" },
+        { PF_FAIL, PF_R_StragglerNode, 1, "False", "fail" },
+        { PF_FAIL, PF_R_DataCorruption, 1, "False", "fail" },
+        { PF_WARN, PF_R_BandwidthNotJudged, 0, "True", "warn" },
+        { PF_PASS, PF_R_None, 0, "True", "pass" },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct pf_run *run = make_run_with(cases[i].st, cases[i].reason,
+                                           cases[i].exit_code);
+        cJSON *p = pf_node_conditions_patch(run, NULL, "2026-11-22T01:02:03Z");
+        const cJSON *fab = condition(p, "EFAFabricReady");
+        const char *label = pf_class_status_label(run->verdict.cls);
+        const char *why = pf_reason_name(cases[i].reason);
+
+        cr_assert_str_eq(pf_json_str(fab, "status"), cases[i].status, "%s", why);
+        cr_assert_str_eq(pf_json_str(fab, "reason"),
+                         cases[i].reason == PF_R_None ? "PreflightPassed" : why);
+        if (cases[i].reason != PF_R_None)
+            cr_assert_str_eq(pf_json_str(fab, "message"),
+                             "busbw 3.1 GB/s below floor 300", "%s", why);
+        /* the node's own checks passed: its devices stay True */
+        cr_assert_str_eq(pf_json_str(condition(p, "EFADevicesReady"), "status"),
+                         "True", "%s", why);
+        if (cases[i].label)
+            cr_assert_str_eq(label, cases[i].label, "%s", why);
+        else
+            cr_assert_null(label, "%s", why);
+        cJSON_Delete(p);
+        free(run);
+    }
+}
+
+/* A proven fault decides its condition whatever else could not judge it,
+ * and the survivor of a lost peer keeps Unknown even next to a warning. */
+Test(k8s_publish, a_proven_fault_is_never_hidden_by_unknown)
+{
+    struct pf_run *run = make_run_with(PF_FAIL, PF_R_PeerLost, 3);
+    cJSON *p;
+
+    pf_verdict_add(&run->verdict, "nic_errors", PF_COND_FABRIC, PF_FAIL,
+                   PF_R_EFANICErrors, "", "rdmap0 errors moved");
+    pf_verdict_add(&run->verdict, "usage", PF_COND_FABRIC, PF_FAIL,
+                   PF_R_RendezvousPortInUse, "", "port in use");
+    pf_verdict_finish(run);
+    p = pf_node_conditions_patch(run, NULL, "2026-11-22T01:02:03Z");
+    cr_assert_str_eq(pf_json_str(condition(p, "EFAFabricReady"), "status"), "False");
+    cr_assert_str_eq(pf_json_str(condition(p, "EFAFabricReady"), "reason"), "EFANICErrors");
+    cJSON_Delete(p);
+    free(run);
+
+    run = make_run_with(PF_FAIL, PF_R_PeerLost, 3);
+    pf_verdict_add(&run->verdict, "hint", PF_COND_FABRIC, PF_WARN,
+                   PF_R_BandwidthNotJudged, "", "not judged");
+    pf_verdict_finish(run);
+    p = pf_node_conditions_patch(run, NULL, "2026-11-22T01:02:03Z");
+    cr_assert_str_eq(pf_json_str(condition(p, "EFAFabricReady"), "status"), "Unknown");
+    cr_assert_str_eq(pf_json_str(condition(p, "EFAFabricReady"), "reason"), "PeerLost");
+    cJSON_Delete(p);
     free(run);
 }
 
