@@ -385,13 +385,15 @@ void pf_reasons_print(FILE *out, const char *format)
                      "may taint |\n|---|---|---|---|---|---|\n");
         for (int i = 1; i < PF_R_COUNT; i++) {
             const struct pf_reason_info *r = &table[i];
-            fprintf(out, "| `%s` | %s | %d | %s%s | %s=%s | %s |\n", r->name,
-                    pf_class_name(r->cls), pf_class_exit_code(r->cls),
+            /* a pass-class reason raised as a skip leaves Unknown */
+            fprintf(out, "| `%s` | %s | %d | %s%s | %s=%s%s | %s |\n",
+                    r->name, pf_class_name(r->cls), pf_class_exit_code(r->cls),
                     pf_class_status_word(r->cls),
                     pf_class_status_label(r->cls) ? ""
                                                   : " (nothing written)",
                     r->condition[0] ? r->condition : "either",
                     pf_class_condition_status(r->cls),
+                    r->cls == PF_CLASS_OK ? " (Unknown when skipped)" : "",
                     pf_class_may_taint(r->cls) ? "yes" : "no");
         }
         return;
