@@ -3,8 +3,11 @@
 #include <math.h>
 #include <string.h>
 
+#include "collective/collective.h"
+#include "collective/sweep.h"
 #include "config/catalog.h"
 #include "config/config.h"
+#include "verdict/verdict.h"
 
 static struct pf_catalog cat;
 
@@ -503,4 +506,56 @@ Test(catalog, many_types)
     cr_assert_str_eq(err, "m:1027: more than 1024 instance types");
     pf_catalog_free(&many);
     free(text);
+}
+
+/* The verdict uses the curve: a healthy 8-node p5 ring at 220 GB/s (under
+ * the 2-node floor, over the 8-node one) passes; the same busbw on 2 nodes
+ * misses its floor. The step rule held 300 GB/s at 8 nodes and failed it. */
+static const struct pf_check *busbw_check(int nnodes, double busbw)
+{
+    static struct pf_run run;
+    struct pf_coll *c = &run.coll;
+
+    memset(&run, 0, sizeof(run));
+    pf_config_defaults(&run.cfg);
+    run.cfg.command = PF_CMD_RUN;
+    run.instance = pf_catalog_find(&cat, "p5.48xlarge");
+    c->ran = true;
+    c->slow_rank = -1;
+    snprintf(c->engine, sizeof(c->engine), "nccl");
+    snprintf(c->fabric.provider, sizeof(c->fabric.provider), "efa");
+    c->nnodes = nnodes;
+    c->nranks = 8 * nnodes;
+    c->nrows = 1;
+    pf_sweep_fill_row(&c->rows[0], 1ull << 30, c->nranks,
+                      pf_busbw_factor(c->nranks) * (double)(1ull << 30) / 1e9 / busbw,
+                      pf_busbw_factor(c->nranks) * (double)(1ull << 30) / 1e9 / busbw,
+                      0, 0);
+    pf_sweep_summarize(c);
+    pf_verdict_fabric(&run);
+    for (int i = 0; i < run.verdict.n; i++)
+        if (!strcmp(run.verdict.checks[i].name, "busbw"))
+            return &run.verdict.checks[i];
+    return NULL;
+}
+
+Test(catalog, verdict_judges_a_ring_by_its_node_count)
+{
+    const struct pf_check *b = busbw_check(8, 220);
+
+    cr_assert_not_null(b);
+    cr_assert_eq(b->status, PF_PASS, "%s: %s", pf_reason_name(b->reason), b->message);
+    b = busbw_check(2, 220);
+    cr_assert_not_null(b);
+    cr_assert_eq(b->status, PF_FAIL, "%s", b->message);
+    cr_assert_eq(b->reason, PF_R_BandwidthBelowThreshold, "%s", b->message);
+    cr_assert(strstr(b->message, "floor 250.00 GB/s"), "%s", b->message);
+    /* 125 nodes at the low end of the healthy range (140 GB/s) passes */
+    b = busbw_check(125, 140);
+    cr_assert_eq(b->status, PF_PASS, "%s", b->message);
+    /* 64 nodes: 130 between the 32- and 128-node points */
+    b = busbw_check(64, 125);
+    cr_assert_eq(b->status, PF_FAIL, "%s", b->message);
+    cr_assert(strstr(b->message, "floor 130.00 GB/s"), "%s", b->message);
+    cr_assert(strstr(b->message, "between its 32- and 128-node points"), "%s", b->message);
 }
