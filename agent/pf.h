@@ -110,6 +110,8 @@ struct pf_config {
     char max_tainted[16];             /* "20%" or a node count: our mark on at
                                          most this many nodes at once */
     char on_fail_action[24];          /* none|hyperpod-reboot|hyperpod-replace */
+    char taint_budget[2 * PF_NAME_MAX]; /* "namespace/name" of the ConfigMap
+                                         holding the marked nodes */
     int valid_hours;                  /* valid-until = validated-at + this */
     bool publish;                     /* write to the Node (k8s mode) */
 };

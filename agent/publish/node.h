@@ -89,7 +89,8 @@ cJSON *pf_node_event(const struct pf_run *run, const char *node,
  * HyperPod recovery label asking for a reboot or replacement. */
 bool pf_node_marked(const cJSON *node, const char *prefix);
 /* How many nodes of total may carry the mark at once, from
- * cfg.max_tainted ("5" or "20%"; an unparsable value allows none). */
+ * cfg.max_tainted ("5" or "20%": rounded down, but at least 1 for a
+ * percentage above 0; an unparsable value allows none). */
 int pf_blast_cap(const char *max_tainted, int total);
 /* The HyperPod label value for cfg.on_fail_action, NULL for none. */
 const char *pf_hyperpod_action_value(const char *action);

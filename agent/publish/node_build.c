@@ -474,8 +474,11 @@ int pf_blast_cap(const char *max_tainted, int total)
         return 0;
     if (count >= 0)
         return count;
-    /* Round down: 20% of 4 nodes lets none be marked, never one too many. */
-    return (int)((double)total * pct / 100.0 + 1e-9);
+    /* Round down, so a percentage is never exceeded, but allow one node in
+     * any cluster (20% of 4 nodes would allow none: a small cluster could
+     * never be tainted). "0%" allows none. */
+    count = (int)((double)total * pct / 100.0 + 1e-9);
+    return pct > 0 && count < 1 ? 1 : count;
 }
 
 const char *pf_hyperpod_action_value(const char *action)
