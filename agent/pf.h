@@ -270,6 +270,9 @@ struct pf_peers {
                                          (keys the rendezvous HMAC), or "" */
     int64_t deadline_ms;              /* the run deadline (util/clock.h) */
     struct pf_fault fault;            /* why the peers could not be found */
+    /* DaemonSet: no group though the pool has partners; the node keeps
+     * status=pending and the agent exits to be started again. */
+    bool stay_pending;
 };
 
 /* ------------------------------------------------------------ collective */

@@ -20,10 +20,15 @@
 #define PF_NODE_PENDING "pending"
 /* The status label while a run is under way. */
 #define PF_NODE_VALIDATING "validating"
+/* The status of a DaemonSet node that passed its node checks alone, its
+ * pool having no other pending node: the fabric was not tested, and a
+ * `status in (pass,warn)` selector does not admit it. */
+#define PF_NODE_UNTESTED "untested"
 
 /* Label values; "" means "remove the label". */
 struct pf_node_labels {
-    char status[16];                  /* pass|warn|fail|error */
+    char status[16];                  /* pass|warn|fail|error|untested,
+                                         or pending kept (stay_pending) */
     char efa_count[16];
     char busbw_gbps[32];
     char validated_at[32];            /* 20261122T010203Z */
