@@ -2,9 +2,9 @@
 # --max-tainted holds when many nodes fail in the same second. Twenty
 # Nodes; AGENTS agents (default 10), one per node, all started at once and
 # all failing their own checks (GPUCountMismatch: --expect-gpus 8 on a host
-# with none). Every Node list is slowed by 300 ms, so every agent is between
-# its count and its write at the same time: a count-then-write cap lets
-# them all through. Each round starts from clean Nodes and no budget:
+# with none). Every Node list page is slowed by 200 ms (pages of 8), so
+# every agent is between its count and its write at the same time: a
+# count-then-write cap lets them all through. Each round starts from clean Nodes and no budget:
 #   A  --taint-on-failure --max-tainted 2        exactly 2 nodes tainted
 #   B  --on-fail-action hyperpod-reboot --max-tainted 1
 #                                                 exactly 1 node labelled
@@ -41,11 +41,12 @@ json.dump(objs, open(sys.argv[1], "w"))
 json.dump([o for o in objs if o["kind"] == "Node"], open(sys.argv[2], "w"))
 PY
 cat > "$T/faults.json" <<'EOF'
-[{"method": "GET", "path": "^/api/v1/nodes$", "latency_ms": 300, "count": 1000000}]
+[{"method": "GET", "path": "^/api/v1/nodes$", "latency_ms": 200, "count": 1000000}]
 EOF
 # No state file: rewriting it after every write of 28 agents is what
 # would take the time.
-pfk8s_server 127.0.0.1 "$T/objects.json" --faults "$T/faults.json" --dump ""
+# Node lists come in pages of 8 (limit/continue): the count spans pages.
+pfk8s_server 127.0.0.1 "$T/objects.json" --faults "$T/faults.json" --dump "" --page-size 8
 
 agent() {   # agent NODE_INDEX OUT_TAG [extra args]
     local i=$1 tag=$2
