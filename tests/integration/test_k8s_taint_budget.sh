@@ -56,7 +56,7 @@ agent() {   # agent NODE_INDEX OUT_TAG [extra args]
         --token-file "$T/token" --ca-file "$T/certs/ca.crt" --no-imds \
         --pod-name "train-workers-$i-0-p$i" --namespace ml --node-name "node-$i" \
         --peer-selector "batch.kubernetes.io/job-name=train-workers-$i" --world-size 1 \
-        --bind-addr 127.0.0.1 --port "$PFK8S_RDV_PORT" --fabric-provider tcp --engine host \
+        --bind-addr 127.0.0.1 --port "$PFK8S_RDV_PORT" --fabric-provider shm --engine host \
         -b 64K -e 64K -n 1 -w 0 --timeout 30 \
         --report "$T/out/$tag-$i.json" "$@" \
         > "$T/out/$tag-$i.stdout" 2> "$T/out/$tag-$i.stderr"
