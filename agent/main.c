@@ -338,8 +338,10 @@ static int run_stages(struct pf_run *run, bool collective)
      * rather than exit and be restarted into a second validation. A
      * signal taken while publishing already asked for the end. */
     if (node_written && !it.sig && !strcmp(run->cfg.mode, "daemonset") &&
-        run->cfg.command == PF_CMD_RUN)
+        run->cfg.command == PF_CMD_RUN && !run->peers.stay_pending)
         pf_idle_wait(PF_IDLE_MAX_MS);
+    /* Still pending (no group though partners were there): exit, and the
+     * kubelet starts the agent again after its back-off. */
     pthread_cond_destroy(&it.changed);
     pthread_mutex_destroy(&it.lock);
     return code;

@@ -113,6 +113,8 @@ struct pf_config {
     char max_tainted[16];             /* "20%" or a node count: our mark on at
                                          most this many nodes at once */
     char on_fail_action[24];          /* none|hyperpod-reboot|hyperpod-replace */
+    char taint_budget[2 * PF_NAME_MAX]; /* "namespace/name" of the ConfigMap
+                                         holding the marked nodes */
     int valid_hours;                  /* valid-until = validated-at + this */
     bool publish;                     /* write to the Node (k8s mode) */
 };
@@ -274,6 +276,9 @@ struct pf_peers {
                                          (keys the rendezvous HMAC), or "" */
     int64_t deadline_ms;              /* the run deadline (util/clock.h) */
     struct pf_fault fault;            /* why the peers could not be found */
+    /* DaemonSet: no group though the pool has partners; the node keeps
+     * status=pending and the agent exits to be started again. */
+    bool stay_pending;
 };
 
 /* ------------------------------------------------------------ collective */

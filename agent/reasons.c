@@ -65,6 +65,19 @@ static const struct pf_reason_info table[PF_R_COUNT] = {
         "look at dmesg | grep efa; errors that move again during a run fail "
         "it with EFANICErrors" },
 
+    [PF_R_TaintCapReached] = {
+        "TaintCapReached", PF_CLASS_WARN, "",
+        "more nodes failed than --max-tainted lets carry the taint or "
+        "recovery label at once (the taint budget ConfigMap holds them): "
+        "look at those first; a cluster-wide cause (image, security group) "
+        "fails many nodes together" },
+    [PF_R_TaintBudgetUnavailable] = {
+        "TaintBudgetUnavailable", PF_CLASS_WARN, "",
+        "the taint budget ConfigMap (--taint-budget) could not be read or "
+        "written, so the node was not tainted: grant get, create and update "
+        "on configmaps in its namespace (k8s/10-rbac.yaml) and check the "
+        "API server" },
+
     [PF_R_BandwidthNotJudged] = {
         "BandwidthNotJudged", PF_CLASS_WARN, FAB,
         "sweep up to the floor's message size (drop -e, or raise it) so the "
@@ -217,6 +230,12 @@ static const struct pf_reason_info table[PF_R_COUNT] = {
         "the run was stopped (SIGTERM/SIGINT: pod deleted, node shut down) "
         "before its verdict: re-run it (a DaemonSet node stays pending and "
         "is validated again)" },
+
+    [PF_R_GroupNotFormed] = {
+        "GroupNotFormed", PF_CLASS_INFRA, FAB,
+        "other nodes of this pool are pending, but no group formed (Lease "
+        "or coordinator trouble: read the warnings): the node stays pending "
+        "and the agent exits so that the kubelet starts it again" },
 
     [PF_R_RendezvousPortInUse] = {
         "RendezvousPortInUse", PF_CLASS_USAGE, FAB,

@@ -63,6 +63,8 @@ enum pf_reason {
     PF_R_ProviderFallback,
     PF_R_BandwidthNotJudged,
     PF_R_EFANICErrorsSinceBoot,
+    PF_R_TaintCapReached,
+    PF_R_TaintBudgetUnavailable,
     /* node failures */
     PF_R_NotAnEFAInstance,
     PF_R_EFAModuleNotLoaded,
@@ -101,6 +103,7 @@ enum pf_reason {
     PF_R_PublishFailed,
     PF_R_ReportFailed,
     PF_R_Interrupted,
+    PF_R_GroupNotFormed,
     /* usage: the deployment is wrong */
     PF_R_RendezvousPortInUse,
     PF_R_PublishRefused,

@@ -203,6 +203,9 @@ static const struct opt_spec options[] = {
       "none|hyperpod-reboot|hyperpod-replace", C_RUN,
       "on a node proven faulty, ask SageMaker HyperPod to reboot or replace "
       "it (node-health-status label), under max_tainted" },
+    { "taint_budget", 0, OPT_STR, F(taint_budget), 0, 0, NULL, C_RUN,
+      "namespace/name of the ConfigMap that holds the nodes carrying our "
+      "taint or recovery label: max_tainted is taken from it atomically" },
     { "valid_hours", 0, OPT_INT, F(valid_hours), 1, 24 * 365, NULL, C_RUN,
       "valid-until = validated-at + this many hours" },
     { "publish", 0, OPT_BOOL, F(publish), 0, 0, NULL, C_RUN,
@@ -269,6 +272,8 @@ void pf_config_defaults(struct pf_config *cfg)
     cfg->group_size = 2;
     snprintf(cfg->label_prefix, sizeof(cfg->label_prefix), "efa-preflight.io/");
     snprintf(cfg->max_tainted, sizeof(cfg->max_tainted), "20%%");
+    snprintf(cfg->taint_budget, sizeof(cfg->taint_budget),
+             "efa-preflight/efa-preflight-taint-budget");
     snprintf(cfg->on_fail_action, sizeof(cfg->on_fail_action), "none");
     cfg->valid_hours = 24;
     cfg->publish = true;
@@ -395,6 +400,23 @@ static pf_err check_text(const struct opt_spec *o, const char *val,
             /* The value is not echoed: it may carry a password. */
             return pf_fail(err, PF_ERR_USAGE, "%s: not a Pushgateway URL "
                            "(http[s]://host:port[/path], no query)", where);
+        return PF_OK;
+    }
+    if (!strcmp(o->key, "taint_budget")) {
+        char ns[PF_NAME_MAX], name[PF_NAME_MAX];
+        const char *slash = strchr(val, '/');
+        if (!slash || (size_t)(slash - val) >= sizeof(ns) ||
+            strlen(slash + 1) >= sizeof(name))
+            return pf_fail(err, PF_ERR_USAGE, "%s: must be namespace/name "
+                           "(e.g. efa-preflight/efa-preflight-taint-budget)",
+                           where);
+        snprintf(ns, sizeof(ns), "%.*s", (int)(slash - val), val);
+        snprintf(name, sizeof(name), "%s", slash + 1);
+        if (!pf_kube_name_ok(ns) || strlen(ns) > 63 || strchr(ns, '.') ||
+            !pf_kube_name_ok(name))
+            return pf_fail(err, PF_ERR_USAGE, "%s: '%s/%s' is not a "
+                           "namespace/name pair of Kubernetes names", where,
+                           ns, name);
         return PF_OK;
     }
     if (!strcmp(o->key, "max_tainted")) {

@@ -74,6 +74,19 @@ void pf_node_labels_make(const struct pf_run *run, time_t now,
         snprintf(l->fabric, sizeof(l->fabric), "untested");
     else if (collective_attempted(run))
         snprintf(l->fabric, sizeof(l->fabric), "tested");
+    /* DaemonSet. Alone in a pool of one: no fabric verdict, its own word.
+     * No group though partners are pending: no verdict at all unless the
+     * node itself failed; it stays pending (selected by the DaemonSet) and
+     * nothing that speaks for a verdict is left on it. */
+    if (run->peers.stay_pending && !pf_class_may_taint(v->cls)) {
+        struct pf_node_labels keep = { 0 };
+        snprintf(keep.status, sizeof(keep.status), "%s", PF_NODE_PENDING);
+        snprintf(keep.efa_count, sizeof(keep.efa_count), "%s", l->efa_count);
+        *l = keep;
+    } else if (pf_node_fabric_untested(run) &&
+               (v->cls == PF_CLASS_OK || v->cls == PF_CLASS_WARN)) {
+        snprintf(l->status, sizeof(l->status), "%s", PF_NODE_UNTESTED);
+    }
 }
 
 static void add_label(cJSON *labels, const char *prefix, const char *name,
@@ -465,8 +478,11 @@ int pf_blast_cap(const char *max_tainted, int total)
         return 0;
     if (count >= 0)
         return count;
-    /* Round down: 20% of 4 nodes lets none be marked, never one too many. */
-    return (int)((double)total * pct / 100.0 + 1e-9);
+    /* Round down, so a percentage is never exceeded, but allow one node in
+     * any cluster (20% of 4 nodes would allow none: a small cluster could
+     * never be tainted). "0%" allows none. */
+    count = (int)((double)total * pct / 100.0 + 1e-9);
+    return pct > 0 && count < 1 ? 1 : count;
 }
 
 const char *pf_hyperpod_action_value(const char *action)

@@ -184,6 +184,53 @@ Test(k8s_publish, conditions_keep_transition_time_while_status_holds)
     free(run);
 }
 
+/* DaemonSet: a node alone in its pool reads its own status word, which a
+ * status in (pass,warn) selector does not admit; a node that had partners
+ * but no group keeps "pending" and nothing that speaks for a verdict,
+ * unless a failure was proven on it. */
+Test(k8s_publish, daemonset_alone_is_untested_and_no_group_stays_pending)
+{
+    struct pf_run *run = make_run(PF_PASS, 0);
+    struct pf_node_labels l;
+    cJSON *p;
+
+    snprintf(run->cfg.mode, sizeof(run->cfg.mode), "daemonset");
+    run->peers.world = 1;
+    pf_node_labels_make(run, 1795309323, &l);
+    p = pf_node_labels_patch("efa-preflight.io/", &l);
+    cr_assert_str_eq(label(p, "efa-preflight.io/status"), PF_NODE_UNTESTED);
+    cr_assert_str_eq(label(p, "efa-preflight.io/fabric"), "untested");
+    cJSON_Delete(p);
+
+    run->peers.world = 0;
+    run->peers.stay_pending = true;
+    pf_fault_set(&run->peers.fault, PF_ERR_TIMEOUT, PF_R_GroupNotFormed,
+                 "3 other node(s) of pool p5.48xlarge/us-east-1a are pending");
+    pf_verdict_add(&run->verdict, "collective", PF_COND_FABRIC, PF_FAIL,
+                   PF_R_GroupNotFormed, "", "no group");
+    pf_verdict_finish(run);
+    pf_node_labels_make(run, 1795309323, &l);
+    p = pf_node_labels_patch("efa-preflight.io/", &l);
+    cr_assert_str_eq(label(p, "efa-preflight.io/status"), PF_NODE_PENDING);
+    cr_assert_str_eq(label(p, "efa-preflight.io/efa-count"), "32");
+    for (const char *const *k = (const char *const[]){ "fabric", "busbw-gbps",
+             "validated-at", "valid-until", "valid-until-epoch", NULL };
+         *k; k++) {
+        char key[64];
+        snprintf(key, sizeof(key), "efa-preflight.io/%s", *k);
+        cr_assert_str_eq(label(p, key), "(null)", "%s", key);
+    }
+    cJSON_Delete(p);
+
+    /* A node failure proven on it leaves pending all the same. */
+    pf_verdict_add(&run->verdict, "gpu_count", PF_COND_DEVICES, PF_FAIL,
+                   PF_R_GPUCountMismatch, "", "0 of 8");
+    pf_verdict_finish(run);
+    pf_node_labels_make(run, 1795309323, &l);
+    cr_assert_str_eq(l.status, "fail");
+    free(run);
+}
+
 Test(k8s_publish, singleton_fabric_is_unknown)
 {
     struct pf_run *run = make_run(PF_PASS, 0);
@@ -382,11 +429,16 @@ Test(k8s_publish, event_name_stays_a_valid_object_name)
 }
 
 /* Blast radius: the cap counts nodes carrying our taint or a HyperPod
- * recovery label, and rounds down. */
+ * recovery label, and rounds down to no less than one. */
 Test(k8s_publish, blast_cap_counts_and_rounds_down)
 {
     cr_assert_eq(pf_blast_cap("20%", 10), 2);
-    cr_assert_eq(pf_blast_cap("20%", 4), 0);
+    /* rounded down, but a percentage allows one node in any cluster: 20%
+     * of 4 (0.8) would let a small cluster never be tainted */
+    cr_assert_eq(pf_blast_cap("20%", 4), 1);
+    cr_assert_eq(pf_blast_cap("20%", 1), 1);
+    cr_assert_eq(pf_blast_cap("20%", 14), 2);
+    cr_assert_eq(pf_blast_cap("0%", 4), 0);
     cr_assert_eq(pf_blast_cap("50%", 1000), 500);
     cr_assert_eq(pf_blast_cap("3", 10), 3);
     cr_assert_eq(pf_blast_cap("0", 10), 0);
