@@ -321,6 +321,31 @@ struct pf_straggler {
     int *culprits;                    /* nculprits bootstrap ranks, heap */
 };
 
+/* Inside one node (collective/inside.h): when every rank runs on this
+ * node, who each global rank is, and which ones the pairwise test of one
+ * process's GPUs singled out (the pairwise re-test of pf_straggler works
+ * between processes, so it cannot split one process's GPUs). */
+struct pf_rank_id {
+    int32_t rank;                     /* global rank */
+    int32_t proc;                     /* bootstrap rank of its process */
+    int32_t gpu;                      /* CUDA device index, -1 = none */
+    char bus[20];                     /* the GPU's PCI bus id, "" */
+    char nic[64];                     /* the NIC(s) it used (host engine:
+                                         EFA devices or addresses), "" */
+};
+
+struct pf_inside {
+    int nids;                         /* 0 = more than one node */
+    struct pf_rank_id *ids;           /* by global rank, heap */
+    char method[16];                  /* ""|gpu-pairs */
+    char kind[8];                     /* data|slow, as pf_straggler.kind */
+    char note[320];                   /* what the GPU pairs showed */
+    int nlinks;
+    struct pf_link *links;            /* a, b: global ranks; heap */
+    int nculprits;
+    int *culprits;                    /* global ranks, heap */
+};
+
 /* Per-NIC accounting around the collective (collective/nics.h). The
  * hardware counters are read by the harness before and after each stage
  * (the sweep, each pairwise phase), never by the engines; the rails are
@@ -397,6 +422,7 @@ struct pf_coll {
     int slow_rank;                    /* straggler, -1 = none found */
     struct pf_straggler strag;        /* how slow_rank was looked for */
     struct pf_nics nics;              /* per-NIC counters and rails */
+    struct pf_inside inside;          /* one node: who each rank is */
     struct pf_fault fault;            /* the first failure: err, reason, msg */
     double wall_s;
 };

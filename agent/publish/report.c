@@ -225,6 +225,46 @@ static cJSON *straggler_json(const struct pf_run *run)
     return o;
 }
 
+/* Inside one node (collective/inside.h): who each rank is, and what the
+ * pairwise test of one process's GPUs found. */
+static cJSON *inside_json(const struct pf_run *run)
+{
+    const struct pf_inside *in = &run->coll.inside;
+    cJSON *o = cJSON_CreateObject(), *arr;
+
+    add_str(o, "method", in->method);
+    add_str(o, "kind", in->kind);
+    add_str(o, "note", in->note);
+    arr = cJSON_AddArrayToObject(o, "ranks");
+    for (int r = 0; r < in->nids && in->ids; r++) {
+        const struct pf_rank_id *id = &in->ids[r];
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddNumberToObject(x, "rank", id->rank);
+        cJSON_AddNumberToObject(x, "process", id->proc);
+        if (id->gpu >= 0)
+            cJSON_AddNumberToObject(x, "gpu", id->gpu);
+        else
+            cJSON_AddNullToObject(x, "gpu");
+        add_str(x, "bus_id", id->bus);
+        add_str(x, "nic", id->nic);
+        cJSON_AddItemToArray(arr, x);
+    }
+    arr = cJSON_AddArrayToObject(o, "links");
+    for (int i = 0; i < in->nlinks && in->links; i++) {
+        cJSON *l = cJSON_CreateObject();
+        cJSON_AddNumberToObject(l, "a", in->links[i].a);
+        cJSON_AddNumberToObject(l, "b", in->links[i].b);
+        cJSON_AddNumberToObject(l, "seconds", in->links[i].seconds);
+        cJSON_AddNumberToObject(l, "gbps", in->links[i].gbps);
+        cJSON_AddNumberToObject(l, "wrong", (double)in->links[i].wrong);
+        cJSON_AddItemToArray(arr, l);
+    }
+    arr = cJSON_AddArrayToObject(o, "culprits");
+    for (int k = 0; k < in->nculprits && in->culprits; k++)
+        cJSON_AddItemToArray(arr, cJSON_CreateNumber(in->culprits[k]));
+    return o;
+}
+
 /* Per-NIC accounting (collective/nics.h): a summary per device over every
  * window, each window's deltas, and the host engine's rails. */
 static cJSON *nics_json(const struct pf_run *run)
@@ -388,6 +428,7 @@ static cJSON *collective_json(const struct pf_run *run)
     else
         cJSON_AddNullToObject(o, "slow_rank");
     cJSON_AddItemToObject(o, "straggler", straggler_json(run));
+    cJSON_AddItemToObject(o, "inside", inside_json(run));
     cJSON_AddItemToObject(o, "nics", nics_json(run));
     cJSON_AddNumberToObject(o, "wall_s", c->wall_s);
     if (f->err != PF_OK) {

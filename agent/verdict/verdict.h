@@ -16,6 +16,13 @@ void pf_verdict_nics(struct pf_run *run);
 /* NCCL transport checks (SocketFallback, NetPluginMissing, GDRDisabled):
  * transport_checks.c, called by pf_verdict_fabric. */
 void pf_verdict_transport(struct pf_run *run);
+/* One node (collective/inside.h): a bootstrap rank's GPUs or NICs in
+ * words ("GPU 2, bus 0000:1a:00.0"), "" when unknown; and the data or
+ * bandwidth check naming the rank at fault, added only when one was
+ * singled out (false otherwise): inside_checks.c. */
+const char *pf_inside_proc(const struct pf_run *run, int proc, char *buf,
+                           size_t len);
+bool pf_verdict_inside(struct pf_run *run, bool data, const char *seen);
 /* Overall status, the deciding reason and its class, the exit code:
  * verdict.c. Nothing here looks at a reason's word. */
 void pf_verdict_finish(struct pf_run *run);
