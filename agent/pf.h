@@ -489,6 +489,11 @@ struct pf_run {
  * is rolled forward to status=error, within this much (README, section
  * Deadlines); it fits a terminationGracePeriodSeconds of 10. */
 #define PF_SIGNAL_GRACE_MS 8000
+/* Metrics go to a Pushgateway last, once the verdict is on the Node and in
+ * the report, within this much (and within the publishing grace): a
+ * Pushgateway that never answers holds the exit this long at most and
+ * never changes the exit code (README, section Deadlines). */
+#define PF_PUSH_BUDGET_MS 5000
 
 /* Exit codes (DESIGN.md). */
 enum { PF_EXIT_PASS = 0, PF_EXIT_FAIL = 1, PF_EXIT_USAGE = 2, PF_EXIT_INFRA = 3,

@@ -245,6 +245,11 @@ static const struct pf_reason_info table[PF_R_COUNT] = {
         "PublishRefused", PF_CLASS_USAGE, "",
         "the API server refused the Node write as invalid (400/422): check "
         "--label-prefix and the node name" },
+    [PF_R_ConfigNamesNothing] = {
+        "ConfigNamesNothing", PF_CLASS_USAGE, "",
+        "a value names nothing on this host: --fabric-provider must be a "
+        "libfabric provider (efa, tcp, shm), --bind-addr and every "
+        "--fabric-addrs entry an address of this node; nothing was written" },
 };
 
 pf_err pf_fault_set(struct pf_fault *f, pf_err err, enum pf_reason reason,

@@ -107,6 +107,7 @@ enum pf_reason {
     /* usage: the deployment is wrong */
     PF_R_RendezvousPortInUse,
     PF_R_PublishRefused,
+    PF_R_ConfigNamesNothing,
     PF_R_COUNT
 };
 

@@ -121,8 +121,9 @@ static const struct opt_spec options[] = {
       "the coordinator listens on port + 1)" },
     { "bind_addr", 0, OPT_STR, F(bind_addr), 0, 0, NULL, C_COLL,
       "address to listen on and advertise (default: any / the pod IP)" },
-    { "timeout", 0, OPT_INT, F(timeout_s), 1, 86400, NULL, C_COLL,
-      "seconds that bound the whole run, peers included" },
+    { "timeout", 0, OPT_INT, F(timeout_s), 1, 86400, NULL, C_CHECKS,
+      "seconds that bound the whole run, peers included (node: its checks; "
+      "then publishing has its grace)" },
     { "secret_file", 0, OPT_STR, F(secret_file), 0, 0, NULL, C_COLL,
       "shared secret: ranks sign their HELLO with HMAC-SHA256" },
     { "run_id", 0, OPT_STR, F(run_id), 0, 0, NULL, C_COLL,

@@ -131,9 +131,12 @@ cJSON *pf_node_labels_patch(const char *prefix, const struct pf_node_labels *l)
 /* Every label the agent writes, by name under the prefix. */
 static const char *const our_labels[] = { "status", "efa-count", "busbw-gbps",
                                           "validated-at", "valid-until",
-                                          "fabric" };
-/* The ones that speak for a verdict: dropped while no verdict stands. */
+                                          "valid-until-epoch", "fabric" };
+/* The ones that speak for a verdict: dropped while no verdict stands (a
+ * "valid-until-epoch > now" selector must not admit a node being
+ * validated, interrupted or in error). */
 static const char *const verdict_labels[] = { "validated-at", "valid-until",
+                                              "valid-until-epoch",
                                               "busbw-gbps", "fabric" };
 
 cJSON *pf_node_state_labels_patch(const char *prefix, const cJSON *node,

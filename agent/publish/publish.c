@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "../config/config.h"
+#include "../util/clock.h"
 #include "../util/fsutil.h"
 #include "../util/log.h"
 #include "../verdict/verdict.h"
@@ -64,13 +65,18 @@ static void publish_monitoring(const struct pf_run *run, const char *json)
     if (cfg->metrics_textfile[0] &&
         pf_metrics_write_textfile(cfg->metrics_textfile, text, msg) != PF_OK)
         pf_error("%s", msg);
-    /* A Pushgateway is the cluster's: a usage error writes nothing there. */
-    if (cfg->pushgateway[0] && run->verdict.cls != PF_CLASS_USAGE &&
-        pf_metrics_push(cfg->pushgateway, cfg->node_name[0] ? cfg->node_name
-                                                            : run->node.hostname,
-                        text, pf_run_deadline(run) + PF_PUBLISH_GRACE_MS,
-                        msg) != PF_OK)
-        pf_error("metrics: %s", msg);
+    /* A Pushgateway is the cluster's: a usage error writes nothing there.
+     * Its own short budget, never past the publishing grace. */
+    if (cfg->pushgateway[0] && run->verdict.cls != PF_CLASS_USAGE) {
+        int64_t until = pf_deadline_in(PF_PUSH_BUDGET_MS);
+        int64_t last = pf_run_deadline(run) + PF_PUBLISH_GRACE_MS;
+
+        if (pf_metrics_push(cfg->pushgateway,
+                            cfg->node_name[0] ? cfg->node_name
+                                              : run->node.hostname,
+                            text, until < last ? until : last, msg) != PF_OK)
+            pf_error("metrics: %s", msg);
+    }
     free(text);
 }
 

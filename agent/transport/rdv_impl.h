@@ -35,6 +35,7 @@ struct rdv {
     struct rdv_beat *beat;
     int64_t silent_ms;                /* the silence window */
     uint32_t *stall;                  /* by connection: last stall reported */
+    struct rdv_door *door;            /* rank 0: the listener after the table */
 };
 
 /* Rank i owes no answer (closed, said BYE, or gave up). */
@@ -82,6 +83,13 @@ void rdv_addr_string(const void *sa, unsigned len, char *out, size_t cap);
 long rdv_root_fds(int world);
 
 pf_err rdv_root_join(struct rdv *r, const struct pf_rdv_cfg *cfg, char *err);
+/* rdv_door.c: rank 0 keeps listening on lfd (taken over) once the group
+ * formed, and tells whoever still claims a rank that it is claimed twice;
+ * rdv_door_close stops the thread and closes the listener. */
+struct rdv_door;
+pf_err rdv_door_open(int lfd, const struct pf_rdv_cfg *cfg, int world,
+                     struct rdv_door **out, char *err);
+void rdv_door_close(struct rdv_door *d);
 pf_err rdv_peer_join(struct rdv *r, const struct pf_rdv_cfg *cfg, char *err);
 
 #endif

@@ -746,6 +746,7 @@ static void rdv_close(struct pf_boot *b)
         return;
     r = impl(b);
     rdv_beat_stop(r);                 /* no sends but ours from here */
+    rdv_door_close(r->door);
     n = b->rank == 0 ? b->world : 1;
     for (int i = 0; i < n; i++) {
         if (r->conns[i].fd < 0)

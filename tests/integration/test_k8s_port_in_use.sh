@@ -19,14 +19,22 @@ pfk8s_jobset_objects "$T/objects.json" 0:10.254.40.11 1:10.254.40.12
 pfk8s_server "$PFK8S_HOST_IP" "$T/objects.json"
 pfk8s_netns_check
 
-# The stranger on rank 0's port (both stacks), alive longer than the run.
+# The stranger on rank 0's port (both stacks), alive longer than the run;
+# the agents start only once it listens (under load a fixed sleep was not
+# always enough).
 ip netns exec pfk8s-1 python3 -c '
-import socket, time
+import socket, sys, time
 s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
 s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-s.bind(("::", '"$PFK8S_RDV_PORT"')); s.listen(1); time.sleep(40)' &
+s.bind(("::", '"$PFK8S_RDV_PORT"')); s.listen(1)
+open(sys.argv[1], "w").close(); time.sleep(40)' "$T/holder.ready" &
 holder=$!
-sleep 0.5
+for _ in $(seq 1 100); do
+    [ -e "$T/holder.ready" ] && break
+    kill -0 $holder 2>/dev/null || break
+    sleep 0.1
+done
+[ -e "$T/holder.ready" ] || pfk8s_die "the port holder did not start listening"
 
 agent() {   # agent INDEX
     local i=$1

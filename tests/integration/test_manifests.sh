@@ -141,7 +141,7 @@ else bad "chart vs k8s/"; sed 's/^/     /' "$tmp/out"; fi
 mkdir -p "$tmp/root/agent/config"
 cp -r k8s "$tmp/root/"
 cp agent/config/config.c "$tmp/root/agent/config/"
-sed -i 's/verbs: \[get, list, watch, patch\]/verbs: [get, list, patch]/' "$tmp/root/k8s/10-rbac.yaml"
+sed -i 's/verbs: \[get, list, patch\]/verbs: [get, patch]/' "$tmp/root/k8s/10-rbac.yaml"
 sed -i '/name: EFA_PREFLIGHT_GROUP_SIZE/{n;s/"2"/"3"/}' "$tmp/root/k8s/20-daemonset.yaml"
 python3 - "$tmp/root/k8s/examples" <<'EOF'
 import sys

@@ -57,14 +57,13 @@ IDENTITY_OPTIONS = ("pod_name", "namespace", "node_name", "pod_ip")
 CHART = "charts/efa-preflight"
 NODE_RULES = [
     {"apiGroups": [""], "resources": ["nodes"],
-     "verbs": ["get", "list", "watch", "patch"]},
+     "verbs": ["get", "list", "patch"]},
     {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch"]},
-    {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
+    {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
 ]
 NAMESPACE_RULES = [
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
     {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get"]},
-    {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": ["get"]},
 ]
 # The release namespace also holds the DaemonSet coordinator's Leases.
 RELEASE_RULES = NAMESPACE_RULES + [

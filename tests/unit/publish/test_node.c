@@ -522,6 +522,7 @@ static const char *node_with_pass =
     "\"efa-preflight.io/busbw-gbps\":\"335.24\","
     "\"efa-preflight.io/validated-at\":\"20261121T010203Z\","
     "\"efa-preflight.io/valid-until\":\"20261122T010203Z\","
+    "\"efa-preflight.io/valid-until-epoch\":\"1795309323\","
     "\"kubernetes.io/hostname\":\"n1\"}},"
     "\"status\":{\"conditions\":["
     "{\"type\":\"Ready\",\"status\":\"True\"},"
@@ -541,6 +542,7 @@ Test(k8s_publish, validating_state_drops_every_stale_pass)
     cr_assert_str_eq(label(p, "efa-preflight.io/status"), "validating");
     cr_assert_str_eq(label(p, "efa-preflight.io/valid-until"), "(null)");
     cr_assert_str_eq(label(p, "efa-preflight.io/validated-at"), "(null)");
+    cr_assert_str_eq(label(p, "efa-preflight.io/valid-until-epoch"), "(null)");
     cr_assert_str_eq(label(p, "efa-preflight.io/busbw-gbps"), "(null)");
     cr_assert_str_eq(label(p, "efa-preflight.io/fabric"), "(null)");
     cr_assert_null(label(p, "efa-preflight.io/efa-count"));
@@ -553,6 +555,7 @@ Test(k8s_publish, validating_state_drops_every_stale_pass)
     p = pf_node_state_labels_patch("efa-preflight.io/", node, "error");
     cr_assert_null(label(p, "efa-preflight.io/status"));
     cr_assert_str_eq(label(p, "efa-preflight.io/valid-until"), "(null)");
+    cr_assert_str_eq(label(p, "efa-preflight.io/valid-until-epoch"), "(null)");
     cJSON_Delete(p);
     cJSON_Delete(node);
 
@@ -584,6 +587,8 @@ Test(k8s_publish, undo_puts_back_labels_and_conditions_as_found)
     cr_assert_str_eq(label(l, "efa-preflight.io/status"), "pass");
     cr_assert_str_eq(label(l, "efa-preflight.io/valid-until"),
                      "20261122T010203Z");
+    cr_assert_str_eq(label(l, "efa-preflight.io/valid-until-epoch"),
+                     "1795309323");
     cr_assert_str_eq(label(l, "efa-preflight.io/fabric"), "(null)");
     cr_assert_null(label(l, "kubernetes.io/hostname"));
     cr_assert_str_eq(pf_json_str(fab, "reason"), "PreflightPassed");
