@@ -91,11 +91,13 @@ def rbac(rendered):
             if not job:
                 job = rules
         else:
-            release = rules
+            release += rules
 
     def resource(r):
+        names = " (%s)" % ", ".join("`%s`" % n for n in r["resourceNames"]) \
+            if r.get("resourceNames") else ""
         return ", ".join("`%s`" % (res if g == "" else "%s/%s" % (g, res))
-                         for g in r["apiGroups"] for res in r["resources"])
+                         for g in r["apiGroups"] for res in r["resources"]) + names
 
     def key(r):
         return (tuple(r["apiGroups"]), tuple(r["resources"]), tuple(r["verbs"]))

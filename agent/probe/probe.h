@@ -39,6 +39,18 @@ void pf_probe_limits(const struct pf_config *cfg, struct pf_node *node);
 /* fabric.c: libfabric by dlopen; fi_getinfo(efa, FI_EP_RDM) domains,
  * asked only when the device scan found EFA devices (node->efa_count). */
 void pf_probe_fabric(const struct pf_config *cfg, struct pf_node *node);
+/* Whether this host's libfabric lists a provider of that name (any
+ * endpoint type); false when libfabric does not load. */
+bool pf_fabric_lists_provider(const struct pf_config *cfg, const char *name);
+
+/* names.c: the values that name something on this host name something
+ * that exists: fabric_provider a libfabric provider, bind_addr and every
+ * fabric_addrs entry an address of this host. PF_ERR_USAGE with a message
+ * that starts with ConfigNamesNothing otherwise. Run before the Node is
+ * touched. */
+pf_err pf_probe_config_names(const struct pf_config *cfg, char *err);
+/* The built-in list of libfabric provider names ("ofi_" prefix optional). */
+bool pf_provider_name_known(const char *name, size_t len);
 
 /* gpu.c: CUDA runtime and NCCL by dlopen (util/gpulib.h), then, when
  * NCCL loads, its net plugin. */

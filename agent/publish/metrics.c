@@ -243,14 +243,15 @@ static void verdict_metrics(struct mbuf *b, const struct pf_run *run,
     static const char *const statuses[] = { "pass", "warn", "fail", "error",
                                             "usage" };
     const struct pf_verdict *v = &run->verdict;
-    const char *label = pf_class_status_label(v->cls);
+    /* The class's one status word, as on the Node and in the report. */
+    const char *word = pf_class_status_word(v->cls);
 
     one(b, F_LAST_RUN, now_s);
     one(b, F_DURATION, run_seconds(run));
     head(b, F_STATUS);
     for (size_t i = 0; i < sizeof(statuses) / sizeof(statuses[0]); i++)
         sample(b, F_STATUS, (const char *[]){ "status", statuses[i], NULL },
-               !strcmp(label ? label : "usage", statuses[i]));
+               !strcmp(word, statuses[i]));
     one(b, F_EXIT, v->exit_code);
     head(b, F_VERDICT);
     /* The reason as the report has it: none on a clean pass. */

@@ -6,6 +6,7 @@
  *   then in-place), then "# Out of bounds values" and "# Avg bus bandwidth". */
 #include "publish.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -165,12 +166,19 @@ static void print_summary(const struct pf_run *run, FILE *out)
     int count[4] = { 0, 0, 0, 0 };
     const char *headline = v->cls == PF_CLASS_OK ? ""
                                                  : pf_reason_name(v->headline);
+    const char *word = pf_class_status_word(v->cls);
+    char tag[16];
+    size_t k;
 
+    /* The class's one status word, as on the Node and in the report. */
+    for (k = 0; word[k] && k + 1 < sizeof(tag); k++)
+        tag[k] = (char)toupper((unsigned char)word[k]);
+    tag[k] = '\0';
     for (int i = 0; i < v->n; i++)
         count[v->checks[i].status]++;
     fprintf(out, "\nsummary: %s%s%s - %d passed, %d warnings, %d failed, %d "
             "skipped (exit %d)\n",
-            status_tag(v->overall), headline[0] ? " " : "", headline,
+            tag, headline[0] ? " " : "", headline,
             count[PF_PASS], count[PF_WARN], count[PF_FAIL], count[PF_SKIP],
             v->exit_code);
     if (run->cfg.fabric_provider[0] &&

@@ -66,3 +66,23 @@ grep -A1 '^  p5.48xlarge:' <<<"$out" | grep -q 'efa: 30' || fail "override not a
 grep -q '^  x9.large:' <<<"$out" || fail "added type missing"
 grep -q '^  p4d.24xlarge:' <<<"$out" || fail "embedded types lost"
 echo "ok: catalog override applied, added type listed"
+
+# Operator input is echoed in error messages: control bytes in it (a
+# terminal escape that clears the screen or retitles the window) come out
+# as '?', as peer input does.
+clean() { # clean EXPECT_SUBSTRING -- args... (env given before)
+    local msg=$1; shift 2
+    out=$("$PF_BIN" "$@" 2>&1); rc=$?
+    [ "$rc" -eq 2 ] || fail "efa-preflight $*: exit $rc, want 2; output: $out"
+    if LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f]' <<<"$out"; then
+        fail "efa-preflight $*: raw control bytes echoed: $(od -c <<<"$out" | head -5)"
+    fi
+    [[ "$out" == *"$msg"* ]] || fail "efa-preflight $*: output lacks '$msg': $out"
+    echo "ok: control bytes cleaned ($msg)"
+}
+clean "'?[2J' is not a node count" -- run --max-tainted $'\e[2J'
+EFA_PREFLIGHT_LABEL_PREFIX=$'\e[2Jx.io/' clean "label prefix '?[2Jx.io/'" -- run
+EFA_PREFLIGHT_FABRIC_PROVIDER=$'\e]0;pwned\a' clean "'?]0;pwned?' is not a provider" -- node
+printf 'label_prefix: "\\e[2Jx.io/"\n' >"$t/esc.yaml"
+clean "key 'label_prefix': label prefix '?[2Jx.io/'" -- run --config "$t/esc.yaml"
+clean "sysfs_root" -- node --no-imds --sysfs-root $'/nonexistent\e[2J'

@@ -535,3 +535,47 @@ Test(probe, instance_type_from_the_node_label_when_dmi_is_absent)
     cr_assert_str_eq(node.instance_type, "p6-b200.48xlarge");
     cr_assert_str_eq(node.instance_source, "dmi");
 }
+
+/* names.c: a provider name is judged layer by layer; addresses must be
+ * this host's. */
+Test(probe, provider_names_known_to_libfabric)
+{
+    cr_assert(pf_provider_name_known("efa", 3));
+    cr_assert(pf_provider_name_known("TCP", 3));
+    cr_assert(pf_provider_name_known("ofi_rxm", 7));
+    cr_assert(pf_provider_name_known("efa-direct", 10));
+    cr_assert_not(pf_provider_name_known("tpc", 3));
+    cr_assert_not(pf_provider_name_known("ofi_", 4));
+    cr_assert_not(pf_provider_name_known("efax", 4));
+}
+
+Test(probe, config_names_nothing_is_a_usage_error)
+{
+    struct pf_config cfg;
+    char err[PF_ERRLEN];
+
+    pf_config_defaults(&cfg);
+    cfg.command = PF_CMD_LOCAL;
+    snprintf(cfg.fabric_provider, sizeof(cfg.fabric_provider), "tcp;ofi_rxm");
+    cr_assert_eq(pf_probe_config_names(&cfg, err), PF_OK, "%s", err);
+    snprintf(cfg.bind_addr, sizeof(cfg.bind_addr), "127.0.0.1");
+    cfg.fabric_addrs = strdup("localhost,127.0.0.9,::1");
+    cr_assert_eq(pf_probe_config_names(&cfg, err), PF_OK, "%s", err);
+    free(cfg.fabric_addrs);
+    cfg.fabric_addrs = strdup("127.0.0.1,10.254.99.99");
+    cr_assert_eq(pf_probe_config_names(&cfg, err), PF_ERR_USAGE);
+    cr_assert(strstr(err, "ConfigNamesNothing: fabric_addrs entry 2 "
+                          "'10.254.99.99' is not an address of this host"),
+              "%s", err);
+    free(cfg.fabric_addrs);
+    cfg.fabric_addrs = NULL;
+    snprintf(cfg.bind_addr, sizeof(cfg.bind_addr), "192.0.2.1");
+    cr_assert_eq(pf_probe_config_names(&cfg, err), PF_ERR_USAGE);
+    cr_assert(strstr(err, "bind_addr '192.0.2.1'"), "%s", err);
+    /* node opens no fabric: its addresses are not its business. */
+    cfg.command = PF_CMD_NODE;
+    cr_assert_eq(pf_probe_config_names(&cfg, err), PF_OK, "%s", err);
+    snprintf(cfg.fabric_provider, sizeof(cfg.fabric_provider), "tcp;tpc");
+    cr_assert_eq(pf_probe_config_names(&cfg, err), PF_ERR_USAGE);
+    cr_assert(strstr(err, "fabric_provider 'tpc'"), "%s", err);
+}
