@@ -9,7 +9,7 @@
  *   efa-preflight version
  *
  * Exit codes: 0 pass, 1 validation failed, 2 usage/config error,
- * 3 infrastructure error. */
+ * 3 infrastructure error, 4 a peer failed (PF_EXIT_CODES_HELP). */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -44,7 +44,8 @@ static const struct {
     { "node", PF_CMD_NODE, "check this node's EFA setup against its instance type" },
     { "run", PF_CMD_RUN, "node checks, then an all_reduce with peers (static, mpi, k8s)" },
     { "local", PF_CMD_LOCAL, "node checks, then an all_reduce across N local ranks" },
-    { "catalog", PF_CMD_CATALOG, "print the effective instance-type catalog" },
+    { "catalog", PF_CMD_CATALOG, "print the effective instance-type catalog "
+                                 "and its floors at 2 to 1024 nodes [--json]" },
     { "version", PF_CMD_VERSION, "print the version" },
     { "history", PF_CMD_HISTORY, "this node's past runs from --history-dir, "
                                  "newest first, with a busbw trend [--json]" },
@@ -75,8 +76,7 @@ static void usage(FILE *out)
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].help);
     fprintf(out, "\n'efa-preflight <command> --help' lists a command's options.\n"
-                 "exit codes: 0 pass, 1 validation failed, 2 usage/config error, "
-                 "3 infrastructure error\n");
+                 PF_EXIT_CODES_HELP);
 }
 
 static enum pf_log_level log_level_from(const char *s)
@@ -355,8 +355,10 @@ static int run_stages(struct pf_run *run, bool collective)
      * rather than exit and be restarted into a second validation. A
      * signal taken while publishing already asked for the end. */
     if (node_written && !it.sig && !strcmp(run->cfg.mode, "daemonset") &&
-        run->cfg.command == PF_CMD_RUN)
+        run->cfg.command == PF_CMD_RUN && !run->peers.stay_pending)
         pf_idle_wait(PF_IDLE_MAX_MS);
+    /* Still pending (no group though partners were there): exit, and the
+     * kubelet starts the agent again after its back-off. */
     pthread_cond_destroy(&it.changed);
     pthread_mutex_destroy(&it.lock);
     return code;
@@ -481,8 +483,14 @@ int main(int argc, char **argv)
 
     switch (cmd) {
     case PF_CMD_CATALOG:
-        pf_catalog_print(&run->catalog, stdout);
         code = PF_EXIT_PASS;
+        if (!run->cfg.json) {
+            pf_catalog_print(&run->catalog, stdout);
+        } else if (pf_catalog_print_json(&run->catalog, stdout, err) !=
+                   PF_OK) {
+            fprintf(stderr, "efa-preflight: catalog: %s\n", err);
+            code = PF_EXIT_INFRA;
+        }
         break;
     case PF_CMD_NODE:
         code = run_stages(run, false);

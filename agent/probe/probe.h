@@ -12,9 +12,12 @@ pf_err pf_probe(struct pf_run *run, char *err);
 /* Pieces, one per file, each filling its part of the node; pf_probe calls
  * them in this order. Exposed for the unit tests. */
 
-/* instance.c: type from cfg.instance_type, DMI product_name, then IMDSv2
- * (only when DMI says Amazon or cannot be read, and cfg.no_imds is off). */
-void pf_probe_instance(const struct pf_config *cfg, struct pf_node *node);
+/* instance.c: type from cfg.instance_type, DMI product_name, then
+ * node_label (the Node's node.kubernetes.io/instance-type in Kubernetes
+ * mode, NULL elsewhere), then IMDSv2 (only when DMI says Amazon or cannot
+ * be read, and cfg.no_imds is off). */
+void pf_probe_instance(const struct pf_config *cfg, struct pf_node *node,
+                       const char *node_label);
 /* "ml.p5.48xlarge\n" -> "p5.48xlarge"; false when s does not look like an
  * EC2 instance type (family.size, lowercase letters, digits, '-'). */
 bool pf_instance_type_normalize(const char *s, char *out, size_t len);

@@ -5,8 +5,10 @@
 # (usage: RendezvousPortInUse) and leave its Node as it found it (the
 # mark written before the run is undone); rank 1 waits
 # out its deadline and exits 3 (PeerTimeout: could not test), its Node gets
-# status=error and EFAFabricReady=False/PeerTimeout, and no Node is labelled
-# failed or tainted although --taint-on-failure is on.
+# status=error and EFAFabricReady=Unknown/PeerTimeout (nothing was proven
+# on it), and no Node is labelled failed or tainted although
+# --taint-on-failure is on. Rank 0's report says verdict.status "usage"
+# and its EFAFabricReady "unknown"; rank 1's says "error", as its label.
 set -u
 . "$PF_ROOT/tests/fakes/apiserver/lib.sh"
 pfk8s_init
@@ -56,14 +58,21 @@ kill $holder 2>/dev/null
 [ $rc0 -eq 2 ] || { cat "$T/out/r0.stderr" "$T/out/r0.stdout"; pfk8s_die "rank 0 exited $rc0, want 2 (usage)"; }
 grep -q "cannot listen on .*:$PFK8S_RDV_PORT: Address already in use" "$T/out/r0.stdout" ||
     { cat "$T/out/r0.stdout"; pfk8s_die "rank 0: the table does not name the port in use"; }
-grep -q "summary: FAIL RendezvousPortInUse .*(exit 2)" "$T/out/r0.stdout" ||
+grep -q "summary: USAGE RendezvousPortInUse .*(exit 2)" "$T/out/r0.stdout" ||
     { cat "$T/out/r0.stdout"; pfk8s_die "rank 0: the summary does not say RendezvousPortInUse, exit 2"; }
 python3 - "$T/out/r0.json" <<'PY' || pfk8s_die "rank 0: report"
 import json, sys
 v = json.load(open(sys.argv[1]))["verdict"]
 assert v["reason"] == "RendezvousPortInUse" and v["class"] == "usage" and v["exit_code"] == 2, v
+assert v["status"] == "usage" and v["conditions"]["EFAFabricReady"] == "unknown", v
 PY
 [ $rc1 -eq 3 ] || { cat "$T/out/r1.stderr"; pfk8s_die "rank 1 exited $rc1, want 3 (could not test)"; }
+python3 - "$T/out/r1.json" <<'PY' || pfk8s_die "rank 1: report"
+import json, sys
+v = json.load(open(sys.argv[1]))["verdict"]
+assert v["reason"] == "PeerTimeout" and v["status"] == "error", v
+assert v["conditions"]["EFAFabricReady"] == "unknown", v
+PY
 
 pfk8s_state "$T/state.json"
 pfk8s_check "$T/state.json" '
@@ -78,9 +87,9 @@ assert writes0 == [("PATCH", "/api/v1/nodes/node-0"), ("PATCH", "/api/v1/nodes/n
 l1 = labels("node-1")
 assert l1["efa-preflight.io/status"] == "error", l1
 c1 = cond("node-1", "EFAFabricReady")
-assert c1["status"] == "False" and c1["reason"] == "PeerTimeout", c1
+assert c1["status"] == "Unknown" and c1["reason"] == "PeerTimeout", c1
 for n in ("node-0", "node-1"):
     assert not any(t["key"].startswith("efa-preflight.io/") for t in node(n).get("spec", {}).get("taints", [])), n
-print("node-0 put back as found (mark, undo); node-1 status=error, EFAFabricReady=False/PeerTimeout; no taint")
+print("node-0 put back as found (mark, undo); node-1 status=error, EFAFabricReady=Unknown/PeerTimeout; no taint")
 '
-echo "PASS: port in use -> rank 0 exit 2 in ${t0}s, nothing written; rank 1 exit 3 PeerTimeout, status=error, no taint"
+echo "PASS: port in use -> rank 0 exit 2 in ${t0}s, nothing written, report status usage; rank 1 exit 3 PeerTimeout, status=error, EFAFabricReady=Unknown, no taint"
