@@ -971,17 +971,18 @@ pf_err pf_straggler_retest(struct pf_run *run, struct pf_engine *e,
     s->pair_bytes = p.bytes;
     s->pair_iters = p.iters;
     if (p.data) {
-        pf_info("pairwise: %ld wrong elements in the ring: %d ring links "
-                "tested with the data checked", run->coll.wrong_total,
+        pf_info("straggler: %ld wrong elements: pairwise re-test of %d ring "
+                "links with the data checked", run->coll.wrong_total,
                 b->world);
     } else if (p.below) {
         uint64_t at_bytes;
         double judged = pf_coll_judged_busbw(&run->coll, &rule, &at_bytes);
-        pf_info("pairwise: busbw %.3f GB/s below the floor %.3f GB/s: %d "
-                "ring links tested", judged, s->floor_gbps, b->world);
+        pf_info("straggler: busbw %.3f GB/s below the floor %.3f GB/s: "
+                "pairwise re-test of %d ring links", judged, s->floor_gbps,
+                b->world);
     } else {
-        pf_info("pairwise: every node's links on %d nodes: %d ring links "
-                "tested against %s", run->coll.nnodes, b->world,
+        pf_info("pairwise: each of %d nodes judged by its own links: %d ring "
+                "links tested against %s", run->coll.nnodes, b->world,
                 p.floor > 0 ? "the 2-node floor" : "their data only");
     }
     rc = pairwise(run, e, b, &p, deadline, err);
