@@ -8,6 +8,7 @@
  * Engine contract: open releases what it allocated when it fails; close is
  * called only after a successful open. */
 #include "collective.h"
+#include "inside.h"
 #include "nics.h"
 #include "straggler.h"
 #include "sweep.h"
@@ -114,6 +115,7 @@ void pf_engine_args_for(struct pf_run *run, struct pf_boot *boot,
         .max_count = max_count,
         .provider = run->cfg.fabric_provider,
         .fabric_addrs = run->cfg.fabric_addrs,
+        .fabric_lanes = run->cfg.fabric_lanes,
         .libfabric_path = run->cfg.libfabric_path,
         .bind_addr = run->cfg.bind_addr,
         .peers = &run->peers,
@@ -143,6 +145,7 @@ pf_err pf_collective(struct pf_run *run, char *err)
     pf_coll_free(c);
     memset(&c->strag, 0, sizeof(c->strag));
     memset(&c->nics, 0, sizeof(c->nics));
+    memset(&c->inside, 0, sizeof(c->inside));
     c->nnodes = pf_peers_count_nodes(&run->peers);
     c->nranks = run->peers.world;
     if ((rc = choose_engine(run, &ops, err)) != PF_OK)
@@ -194,6 +197,8 @@ pf_err pf_collective(struct pf_run *run, char *err)
                 pf_rails_sweep(run, rails0, rails1, nrails);
             if (rc == PF_OK)
                 rc = pf_straggler_retest(run, &engine, boot, deadline, msg);
+            if (rc == PF_OK)
+                rc = pf_inside(run, &engine, boot, deadline, msg);
             ops->close(&engine);
             c->fabric = engine.facts;
         }
@@ -227,4 +232,8 @@ void pf_coll_free(struct pf_coll *c)
     free(c->strag.culprit_bad);
     c->strag.culprit_bad = NULL;
     c->strag.nculprits = 0;
+    free(c->inside.ids);
+    free(c->inside.links);
+    free(c->inside.culprits);
+    memset(&c->inside, 0, sizeof(c->inside));
 }
