@@ -423,6 +423,91 @@ int pf_pairs_blame(int n, const double *ring_gbps, const long *ring_wrong,
     return count;
 }
 
+/* The ring-neighbour rule alone (no re-test with a node proven good),
+ * for the ranks of one node (inside.c), where every link is local. */
+/* "2, 5" into out. */
+static void bool_rank_list(const bool *culprit, int n, char *out, size_t len)
+{
+    size_t used = 0;
+
+    out[0] = '\0';
+    for (int r = 0; r < n && used + 16 < len; r++)
+        if (culprit[r])
+            used += (size_t)snprintf(out + used, len - used, "%s%d",
+                                     used ? ", " : "", r);
+}
+
+int pf_straggler_blame(int n, const double *link_gbps, const long *link_wrong,
+                       bool *culprit, char *note, size_t len)
+{
+    bool data = false, *bad;
+    double best = 0;
+    int count = 0, stray = -1;
+    char who[256];
+
+    for (int r = 0; r < n; r++)
+        culprit[r] = false;
+    if (n < 2) {
+        snprintf(note, len, "%d rank(s): no link to test", n);
+        return 0;
+    }
+    for (int i = 0; i < n; i++) {
+        data |= link_wrong && link_wrong[i] > 0;
+        if (good(link_gbps[i]) > best)
+            best = good(link_gbps[i]);
+    }
+    if (n == 2) {
+        snprintf(note, len, "2 ranks share one link (%.3f GB/s%s): a pairwise "
+                 "test cannot tell which end is at fault", good(link_gbps[0]),
+                 data ? ", wrong data" : "");
+        return 0;
+    }
+    if (!data) {
+        /* The classic one straggler keeps its words. */
+        int one = pf_straggler_from_links(n, link_gbps, note, len);
+        if (one >= 0) {
+            culprit[one] = true;
+            return 1;
+        }
+    }
+    bad = calloc((size_t)n, sizeof(*bad));
+    if (!bad) {
+        snprintf(note, len, "pairwise: out of memory");
+        return 0;
+    }
+    /* A bad link carried wrong data or, when none did, ran below
+     * PF_STRAG_LINK_RATIO of the best link. */
+    for (int i = 0; i < n; i++)
+        bad[i] = data ? link_wrong[i] > 0
+                      : good(link_gbps[i]) < PF_STRAG_LINK_RATIO * best;
+    for (int r = 0; r < n; r++) {
+        culprit[r] = bad[r] && bad[(r + n - 1) % n];
+        count += culprit[r];
+    }
+    for (int i = 0; i < n; i++)
+        if (bad[i] && !culprit[i] && !culprit[(i + 1) % n])
+            stray = i;
+    free(bad);
+    /* Blame only what the links prove: every bad link ends at a culprit,
+     * and the culprits are a minority (else the fabric as a whole is). */
+    if (count == 0 || stray >= 0 || 2 * count > n) {
+        for (int r = 0; r < n; r++)
+            culprit[r] = false;
+        if (data)
+            snprintf(note, len, "pairwise: the links that carried wrong data "
+                     "do not single out a minority of ranks: no node is "
+                     "blamed");
+        else if (len && note[0] == '\0')
+            snprintf(note, len, "pairwise: no rank singled out");
+        return 0;
+    }
+    bool_rank_list(culprit, n, who, sizeof(who));
+    snprintf(note, len, "pairwise: rank%s %s %s both links %s while every "
+             "other rank has a good one", count > 1 ? "s" : "", who,
+             count > 1 ? "have" : "has", data ? "carry wrong data" : "slow");
+    return count;
+}
+
 int pf_straggler_from_times(int n, const double *secs, char *note,
                             size_t len)
 {

@@ -59,6 +59,15 @@ int pf_straggler_peer(int rank, int n, int phase);
 int pf_straggler_from_links(int n, const double *link_gbps, char *note,
                             size_t len);
 
+/* The ring-neighbour rule alone, for the ranks inside one node
+ * (inside.c): link i joins rank i and rank (i+1) % n; with link_wrong
+ * given and any link carrying wrong data, the bad links are those; else
+ * those below PF_STRAG_LINK_RATIO of the best link. culprit[r] is set for
+ * each rank whose two links are bad, only when every bad link ends at one
+ * of them and they are at most half the ranks. Returns how many. */
+int pf_straggler_blame(int n, const double *link_gbps, const long *link_wrong,
+                       bool *culprit, char *note, size_t len);
+
 /* The blame rule, for slowness and wrong data alike. ---------------- */
 
 /* Confirmation rounds at most: each pairs every suspect it can with a
