@@ -96,6 +96,7 @@ struct pf_config {
     int debug_slow_rank;              /* -1 = off */
     int debug_slow_ms;
     char debug_counters_after[PF_PATH_MAX]; /* "" = sysfs_root */
+    bool debug_floor_any_provider;    /* catalog floors over tcp too */
 
     /* kubernetes */
     char api_server[PF_NAME_MAX];     /* "" = in-cluster */
@@ -294,15 +295,24 @@ struct pf_row {
     long ip_wrong;
 };
 
-/* Straggler localisation (collective/straggler.h): when the ring is below
- * its floor, each pair of ring neighbours is re-tested alone. Link i joins
- * rank i and rank (i+1) % n. */
+/* Straggler localisation (collective/straggler.h): on every run of 3 or
+ * more nodes (and whenever the ring missed its floor or data was wrong)
+ * each pair of ring neighbours is tested alone, then each suspect again
+ * with a node proven good. Ring link i joins rank i and rank (i+1) % n;
+ * confirmation links follow them. */
+#define PF_LINK_SLOW 1u               /* below the pair floor */
+#define PF_LINK_DATA 2u               /* carried wrong data */
+
 struct pf_link {
-    int a, b;                         /* bootstrap ranks, b = (a+1) % n */
+    int a, b;                         /* bootstrap ranks */
     double seconds;                   /* slower of the two ends' timings */
-    double gbps;                      /* bytes x iters / seconds / 1e9 */
+    double gbps;                      /* bytes x iters x GPUs paired /
+                                         seconds / 1e9 */
     long wrong;                       /* elements that arrived wrong, both
                                          directions */
+    unsigned bad;                     /* PF_LINK_SLOW | PF_LINK_DATA */
+    bool confirm;                     /* a suspect's re-test with a node
+                                         proven good (a is the suspect) */
 };
 
 struct pf_straggler {
@@ -311,14 +321,23 @@ struct pf_straggler {
     int nprocs;                       /* bootstrap ranks = rank_seconds
                                          entries; 0 = no sweep finished */
     char note[320];                   /* what the localisation found */
-    double floor_gbps;                /* the floor the ring missed */
+    double floor_gbps;                /* the ring's floor (at N nodes) */
+    double pair_floor_gbps;           /* what a link must reach: the 2-node
+                                         floor, or a fraction of the median
+                                         link (relative); 0 = not judged */
+    bool relative;                    /* pair_floor_gbps is relative */
     uint64_t pair_bytes;              /* bytes each way per exchange */
     int pair_iters;                   /* timed exchanges per pair */
+    int pair_rounds;                  /* neighbour + confirmation rounds */
+    double pair_seconds;              /* wall time of the pairwise phase */
     int nlinks;
     struct pf_link *links;            /* nlinks entries, heap */
-    char kind[8];                     /* what was localised: slow|data */
+    char kind[12];                    /* what was localised: slow|data|
+                                         slow+data */
     int nculprits;                    /* ranks singled out by the re-test */
     int *culprits;                    /* nculprits bootstrap ranks, heap */
+    unsigned *culprit_bad;            /* per culprit PF_LINK_* (NULL: each
+                                         of kind), heap */
 };
 
 /* Inside one node (collective/inside.h): when every rank runs on this

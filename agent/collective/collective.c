@@ -1,5 +1,6 @@
-/* collective: connect the ranks, pick an engine, run the sweep (then, when
- * the ring missed its floor, the straggler re-test), and record in
+/* collective: connect the ranks, pick an engine, run the sweep (then the
+ * pairwise test: on every run of 3 or more nodes, and whenever the ring
+ * missed its floor or carried wrong data), and record in
  * run->coll what happened. Fabric failures (a peer that never came, a
  * link that hangs, wrong data) are findings for the verdict, not errors of
  * this function: only bad input is returned.
@@ -78,11 +79,13 @@ static void record(struct pf_coll *c, pf_err rc, const char *msg)
 }
 
 /* A provider other than efa asked for on the command line: no catalog
- * floor applies (the engine confirms it once open). */
+ * floor applies (the engine confirms it once open), unless a test asks
+ * for the floors anyway. */
 static const char *requested_fallback(const struct pf_config *cfg)
 {
     const char *p = cfg->fabric_provider;
-    return p[0] && strncmp(p, "efa", 3) ? p : NULL;
+    return p[0] && strncmp(p, "efa", 3) && !cfg->debug_floor_any_provider
+               ? p : NULL;
 }
 
 static pf_err open_boot(struct pf_run *run, struct pf_boot **boot, char *err)
@@ -226,6 +229,8 @@ void pf_coll_free(struct pf_coll *c)
     c->strag.nlinks = 0;
     free(c->strag.culprits);
     c->strag.culprits = NULL;
+    free(c->strag.culprit_bad);
+    c->strag.culprit_bad = NULL;
     c->strag.nculprits = 0;
     free(c->inside.ids);
     free(c->inside.links);

@@ -12,21 +12,30 @@
 #include "../util/clock.h"
 #include "../util/log.h"
 
-/* Bytes each way per exchange: large enough to be bandwidth-bound, small
- * enough that a slow link still finishes well inside the deadline. */
+/* Bytes each way per exchange where no floor judges the links (data and
+ * relative speed only): large enough to be bandwidth-bound, small enough
+ * that a slow link still finishes well inside the deadline. Where a floor
+ * judges them, the exchange is at the size the floor holds from. */
 #define PAIR_MAX_BYTES (4u << 20)
 #define PAIR_ITERS 3
 #define PAIR_MAX_PHASES 3
+/* Nodes from which every run has the pairwise phase: at 2 the ring is the
+ * pair, and its two ends cannot be told apart. */
+#define PAIR_ALWAYS_NODES 3
 
 enum plan_mode { PLAN_NONE = 0, PLAN_TIMINGS, PLAN_PAIRWISE };
 
 struct plan {                         /* rank 0's decision, broadcast */
     int32_t mode;
-    int32_t data;                     /* localise wrong data, not slowness */
+    int32_t data;                     /* the ring carried wrong data */
     int32_t below;                    /* the ring missed its floor */
     int32_t rails;                    /* a rail was slow: localise per rail */
+    int32_t always;                   /* 3+ nodes: every node's links judged */
+    int32_t relative;                 /* slow: below a fraction of the median
+                                         link (no floor applies) */
     int32_t iters;
     uint64_t bytes;
+    double floor;                     /* the 2-node floor, 0 = none */
     char why[160];                    /* why not pairwise */
 };
 
@@ -34,14 +43,22 @@ struct rail_time {                    /* one rank's rail in one phase */
     double seconds, bytes;
 };
 
-double pf_coll_floor(const struct pf_run *run, struct pf_floor_rule *rule)
+double pf_coll_floor_at(const struct pf_run *run, int nnodes,
+                        struct pf_floor_rule *rule)
 {
     const struct pf_coll *c = &run->coll;
+    bool other = c->fabric.provider_is_fallback &&
+                 !run->cfg.debug_floor_any_provider;
 
     pf_floor_for(&run->cfg, run->instance, c->engine,
-                 c->fabric.provider_is_fallback ? c->fabric.provider : NULL,
-                 c->nnodes, c->nics.nrails, rule);
+                 other ? c->fabric.provider : NULL, nnodes, c->nics.nrails,
+                 rule);
     return rule->gbps;
+}
+
+double pf_coll_floor(const struct pf_run *run, struct pf_floor_rule *rule)
+{
+    return pf_coll_floor_at(run, run->coll.nnodes, rule);
 }
 
 double pf_coll_judged_busbw(const struct pf_coll *c,
@@ -174,8 +191,242 @@ int pf_straggler_from_links(int n, const double *link_gbps, char *note,
     return -1;
 }
 
+unsigned pf_link_judge(double gbps, long wrong, double slow_below)
+{
+    unsigned bad = wrong > 0 ? PF_LINK_DATA : 0;
+
+    if (slow_below > 0 && good(gbps) < slow_below)
+        bad |= PF_LINK_SLOW;
+    return bad;
+}
+
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double pf_links_relative_floor(int n, const double *gbps)
+{
+    double *v, median;
+
+    if (n < 1 || !(v = calloc((size_t)n, sizeof(*v))))
+        return 0;
+    for (int i = 0; i < n; i++)
+        v[i] = good(gbps[i]);
+    qsort(v, (size_t)n, sizeof(*v), by_value);
+    median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    free(v);
+    return PF_STRAG_LINK_RATIO * median;
+}
+
+/* Rank r's two ring links, as judged. */
+static unsigned left_bad(int n, const unsigned *ring_bad, int r)
+{
+    return ring_bad[(r + n - 1) % n];
+}
+
+int pf_pairs_confirm_plan(int n, const unsigned *ring_bad, int max_rounds,
+                          int *partner)
+{
+    int *goods, *suspects, ngood = 0, nsusp = 0, rounds;
+
+    for (int i = 0; i < n * max_rounds; i++)
+        partner[i] = -1;
+    if (n < 3 || max_rounds < 1)
+        return 0;
+    goods = calloc((size_t)n, sizeof(*goods));
+    suspects = calloc((size_t)n, sizeof(*suspects));
+    if (!goods || !suspects) {
+        free(goods);
+        free(suspects);
+        return 0;
+    }
+    for (int r = 0; r < n; r++)
+        if (!ring_bad[r] && !left_bad(n, ring_bad, r))
+            goods[ngood++] = r;
+    /* Both links bad first: they are the likely culprits, and a node
+     * between two bad ones is among them and must get its chance. */
+    for (int both = 1; both >= 0; both--)
+        for (int r = 0; r < n; r++) {
+            unsigned l = left_bad(n, ring_bad, r), m = ring_bad[r];
+            if ((l || m) && (both ? l && m : !(l && m)))
+                suspects[nsusp++] = r;
+        }
+    rounds = 0;
+    if (ngood > 0 && nsusp > 0) {
+        rounds = (nsusp + ngood - 1) / ngood;
+        if (rounds > max_rounds)
+            rounds = max_rounds;
+        for (int k = 0; k < rounds; k++)
+            for (int j = 0; j < ngood && k * ngood + j < nsusp; j++) {
+                int sus = suspects[k * ngood + j], g = goods[j];
+                partner[k * n + sus] = g;
+                partner[k * n + g] = sus;
+            }
+    }
+    free(goods);
+    free(suspects);
+    return rounds;
+}
+
 /* "2, 5" into out. */
-static void rank_list(const bool *culprit, int n, char *out, size_t len)
+static void rank_list(const unsigned *culprit, unsigned kind, int n,
+                      char *out, size_t len)
+{
+    size_t used = 0;
+
+    out[0] = '\0';
+    for (int r = 0; r < n && used + 16 < len; r++)
+        if (culprit[r] & kind)
+            used += (size_t)snprintf(out + used, len - used, "%s%d",
+                                     used ? ", " : "", r);
+}
+
+/* Append to note what rank r's links and confirmation showed. */
+static void say_culprit(int n, int r, unsigned kinds, const double *gbps,
+                        const long *wrong, const unsigned *ring_bad,
+                        const struct pf_confirm *c, char *note, size_t len)
+{
+    size_t used = strlen(note);
+    int l = (r + n - 1) % n, m = (r + 1) % n;
+    unsigned lb = ring_bad[l], mb = ring_bad[r];
+
+    if (used + 2 >= len)
+        return;
+    if (kinds & PF_LINK_SLOW) {
+        if ((lb & mb) & PF_LINK_SLOW)
+            used += (size_t)snprintf(note + used, len - used, "%srank %d's "
+                                     "links are both slow (%d-%d %.3f GB/s, "
+                                     "%d-%d %.3f GB/s)", used ? "; " : "", r,
+                                     l, r, good(gbps[l]), r, m,
+                                     good(gbps[r]));
+        else
+            used += (size_t)snprintf(note + used, len - used, "%srank %d's "
+                                     "link to %d is slow (%.3f GB/s)",
+                                     used ? "; " : "", r,
+                                     lb & PF_LINK_SLOW ? l : m,
+                                     good(gbps[lb & PF_LINK_SLOW ? l : r]));
+        if (used < len)
+            used += (size_t)snprintf(note + used, len - used, ", and with "
+                                     "rank %d (proven good) %.3f GB/s",
+                                     c->good, good(c->gbps));
+    }
+    if ((kinds & PF_LINK_DATA) && used < len) {
+        if ((lb & mb) & PF_LINK_DATA)
+            used += (size_t)snprintf(note + used, len - used, "%srank %d's "
+                                     "links both carry wrong data (%d-%d %ld, "
+                                     "%d-%d %ld wrong)", used ? "; " : "", r,
+                                     l, r, wrong[l], r, m, wrong[r]);
+        else
+            used += (size_t)snprintf(note + used, len - used, "%srank %d's "
+                                     "link to %d carries wrong data (%ld "
+                                     "wrong)", used ? "; " : "", r,
+                                     lb & PF_LINK_DATA ? l : m,
+                                     wrong[lb & PF_LINK_DATA ? l : r]);
+        if (used < len)
+            snprintf(note + used, len - used, ", and with rank %d (proven "
+                     "good) %ld wrong", c->good, c->wrong);
+    }
+}
+
+int pf_pairs_blame(int n, const double *ring_gbps, const long *ring_wrong,
+                   const unsigned *ring_bad, const struct pf_confirm *conf,
+                   int nconf, double slow_below, unsigned *culprit,
+                   char *note, size_t len)
+{
+    int count = 0, nbad = 0, ngood = 0;
+    unsigned seen = 0;
+    char who[160];
+
+    for (int r = 0; r < n; r++)
+        culprit[r] = 0;
+    if (len)
+        note[0] = '\0';
+    if (n < 2) {
+        snprintf(note, len, "%d rank(s): no link to test", n);
+        return 0;
+    }
+    for (int i = 0; i < n; i++) {
+        seen |= ring_bad[i];
+        nbad += ring_bad[i] != 0;
+        ngood += !ring_bad[i] && !ring_bad[(i + n - 1) % n];
+    }
+    if (n == 2) {
+        snprintf(note, len, "2 ranks share one link (%.3f GB/s%s): a pairwise "
+                 "test cannot tell which end is at fault",
+                 good(ring_gbps[0]), ring_wrong[0] > 0 ? ", wrong data" : "");
+        return 0;
+    }
+    if (nbad == 0) {
+        if (slow_below > 0)
+            snprintf(note, len, "pairwise: every link good (%d links at or "
+                     "above %.3f GB/s, right data)", n, slow_below);
+        else
+            snprintf(note, len, "pairwise: every link carried right data "
+                     "(%d links; speed not judged: no floor)", n);
+        return 0;
+    }
+    if (ngood == 0) {
+        snprintf(note, len, "pairwise: %d of %d links %s, and no rank has two "
+                 "good links: no node proven good to confirm against, none "
+                 "blamed", nbad, n,
+                 seen == (PF_LINK_SLOW | PF_LINK_DATA) ? "slow or wrong"
+                 : seen & PF_LINK_DATA ? "carry wrong data" : "slow");
+        return 0;
+    }
+    /* A suspect fails when its re-test with a node proven good is bad in a
+     * way one of its ring links was. */
+    for (int k = 0; k < nconf; k++) {
+        const struct pf_confirm *c = &conf[k];
+        int r = c->suspect;
+        if (r < 0 || r >= n)
+            continue;
+        culprit[r] |= c->bad & (ring_bad[r] | left_bad(n, ring_bad, r));
+    }
+    for (int r = 0; r < n; r++)
+        count += culprit[r] != 0;
+    if (2 * count > n) {
+        for (int r = 0; r < n; r++)
+            culprit[r] = 0;
+        snprintf(note, len, "pairwise: %d of %d ranks failed their links and "
+                 "the re-test with a node proven good: not a minority, the "
+                 "fabric as a whole is suspect, none blamed", count, n);
+        return 0;
+    }
+    if (count == 0) {
+        snprintf(note, len, "pairwise: %d of %d links %s, but every suspect "
+                 "passed its re-test with a node proven good (%d re-test%s): "
+                 "no node singled out", nbad, n,
+                 seen & PF_LINK_DATA ? "bad" : "slow", nconf,
+                 nconf == 1 ? "" : "s");
+        return 0;
+    }
+    snprintf(note, len, "pairwise: ");
+    for (int r = 0; r < n; r++) {
+        const struct pf_confirm *c = NULL;
+        if (!culprit[r])
+            continue;
+        for (int k = 0; k < nconf && !c; k++)
+            if (conf[k].suspect == r)
+                c = &conf[k];
+        if (c)
+            say_culprit(n, r, culprit[r], ring_gbps, ring_wrong, ring_bad, c,
+                        note + 10, len > 10 ? len - 10 : 0);
+    }
+    if (slow_below > 0 && strlen(note) + 40 < len) {
+        rank_list(culprit, PF_LINK_SLOW, n, who, sizeof(who));
+        if (who[0])
+            snprintf(note + strlen(note), len - strlen(note), " (slow below "
+                     "%.3f GB/s)", slow_below);
+    }
+    return count;
+}
+
+/* The ring-neighbour rule alone (no re-test with a node proven good),
+ * for the ranks of one node (inside.c), where every link is local. */
+/* "2, 5" into out. */
+static void bool_rank_list(const bool *culprit, int n, char *out, size_t len)
 {
     size_t used = 0;
 
@@ -250,7 +501,7 @@ int pf_straggler_blame(int n, const double *link_gbps, const long *link_wrong,
             snprintf(note, len, "pairwise: no rank singled out");
         return 0;
     }
-    rank_list(culprit, n, who, sizeof(who));
+    bool_rank_list(culprit, n, who, sizeof(who));
     snprintf(note, len, "pairwise: rank%s %s %s both links %s while every "
              "other rank has a good one", count > 1 ? "s" : "", who,
              count > 1 ? "have" : "has", data ? "carry wrong data" : "slow");
@@ -299,32 +550,52 @@ static double mean(const double *v, int n)
     return n > 0 ? s / n : 0;
 }
 
+/* The size the pairs are judged at: the smallest swept size the 2-node
+ * floor holds from (the largest size when it names none); 0 when no size
+ * swept reaches it. */
+static uint64_t pair_judged_bytes(const struct pf_coll *c,
+                                  const struct pf_floor_rule *rule)
+{
+    int nrows = c->nrows < PF_MAX_ROWS ? c->nrows : PF_MAX_ROWS;
+
+    if (nrows < 1)
+        return 0;
+    if (!rule->from_bytes)
+        return c->rows[nrows - 1].bytes;
+    for (int i = 0; i < nrows; i++)
+        if (c->rows[i].bytes >= rule->from_bytes)
+            return c->rows[i].bytes;
+    return 0;
+}
+
 /* Rank 0: nothing to do, timings only (and why), or the pairwise test. */
 static void decide(const struct pf_run *run, const struct pf_engine *e,
                    int world, bool rails_slow, int64_t deadline,
                    struct plan *p)
 {
     const struct pf_coll *c = &run->coll;
-    struct pf_floor_rule rule;
+    struct pf_floor_rule rule, rule2;
     double floor = pf_coll_floor(run, &rule);
     uint64_t largest = c->nrows > 0 ? c->rows[c->nrows - 1].bytes : 0;
-    uint64_t at_bytes;
+    uint64_t at_bytes, judged_bytes = 0;
     double judged = pf_coll_judged_busbw(c, &rule, &at_bytes);
     double per_op, need_s, left_s;
+    int rounds;
 
     memset(p, 0, sizeof(*p));
-    /* Wrong data is localised whatever the bandwidth; otherwise nothing to
-     * localise when nothing was judged or the floor was met. */
+    /* Wrong data is localised whatever the bandwidth, a ring below its
+     * floor always; every node's links are judged from 3 nodes on. */
     p->data = c->wrong_total > 0;
     p->below = floor > 0 && c->nrows > 0 && judged >= 0 && judged < floor;
     p->rails = rails_slow && e->ops->rails;
-    if (!p->data && !p->below && !p->rails)
+    p->always = c->nnodes >= PAIR_ALWAYS_NODES && world >= 3;
+    if (!p->data && !p->below && !p->rails && !p->always)
         return;
     if (world < 2)
         return;
-    /* A ring that met its floor with right data gets no straggler search,
-     * only the per-rail one: PLAN_NONE with the reason when that cannot
-     * run. */
+    /* A ring that met its floor with right data on fewer than 3 nodes
+     * gets no straggler search, only the per-rail one: PLAN_NONE with the
+     * reason when that cannot run. */
     p->mode = p->data || p->below ? PLAN_TIMINGS : PLAN_NONE;
     if (!e->ops->pair) {
         snprintf(p->why, sizeof(p->why), "the %s engine has no pairwise "
@@ -337,31 +608,66 @@ static void decide(const struct pf_run *run, const struct pf_engine *e,
                  p->data ? "at fault" : "slow");
         return;
     }
+    /* Links across nodes are judged against the 2-node floor at the size
+     * it holds from; without one (or on one node) relative to the median
+     * link when the ring was slow, else by their data only. */
+    if (c->nnodes >= 2 && pf_coll_floor_at(run, 2, &rule2) > 0)
+        judged_bytes = pair_judged_bytes(c, &rule2);
+    if (judged_bytes) {
+        p->floor = rule2.gbps;
+        p->bytes = judged_bytes;
+    } else {
+        p->relative = p->below;
+        p->bytes = largest < PAIR_MAX_BYTES ? largest : PAIR_MAX_BYTES;
+    }
+    p->bytes = p->bytes / sizeof(float) * sizeof(float);
+    if (p->bytes == 0)
+        p->bytes = sizeof(float);
     /* A ring all_reduce of B bytes moves 2(n-1)/n x B over every link;
-     * an exchange moves B (at most that size) each way: scale the
-     * measured time, then warm-up + iters per phase, plus a second. */
+     * an exchange moves its bytes each way: scale the measured time of the
+     * largest size, then warm-up + iters per round, for the neighbour
+     * rounds and one confirmation round, plus a second. */
     per_op = mean(c->rank_seconds, c->rank_seconds ? c->nrank_seconds : 0);
-    need_s = pf_straggler_nphases(world) * (PAIR_ITERS + 1) * per_op *
-             world / (2.0 * (world - 1)) + 1.0;
+    if (largest > 0)
+        per_op *= (double)p->bytes / (double)largest;
+    rounds = pf_straggler_nphases(world) + 1;
+    need_s = rounds * (PAIR_ITERS + 1) * per_op * world /
+             (2.0 * (world - 1)) + 1.0;
     left_s = (double)pf_ms_left(deadline) / 1000.0;
     if (left_s < need_s) {
         snprintf(p->why, sizeof(p->why), "%.1f s left before the deadline, "
-                 "the pairwise re-test needs about %.1f s", left_s, need_s);
+                 "the pairwise test needs about %.1f s", left_s, need_s);
         return;
     }
     p->mode = PLAN_PAIRWISE;
     p->iters = PAIR_ITERS;
-    p->bytes = largest < PAIR_MAX_BYTES ? largest : PAIR_MAX_BYTES;
-    p->bytes = p->bytes / sizeof(float) * sizeof(float);
-    if (p->bytes == 0)
-        p->bytes = sizeof(float);
 }
 
-/* What one rank measured in one phase, gathered from every rank. */
+/* What one rank measured in one round, gathered from every rank. */
 struct pair_result {
     double seconds;
     int64_t wrong;
+    int32_t nlocal;                   /* GPUs (ranks) this process paired */
+    int32_t pad;
 };
+
+/* One link from its two ends' results: the slower end's time, bytes each
+ * way times the GPUs both ends paired (NCCL pairs GPU i with GPU i, so
+ * the node's links add up, as they do in a 2-node all_reduce). */
+static void link_from(struct pf_link *l, int a, int b,
+                      const struct pair_result *ra,
+                      const struct pair_result *rb, const struct plan *p)
+{
+    int nl = ra->nlocal < rb->nlocal ? ra->nlocal : rb->nlocal;
+
+    l->a = a;
+    l->b = b;
+    l->seconds = ra->seconds > rb->seconds ? ra->seconds : rb->seconds;
+    l->gbps = l->seconds > 0 ? (double)p->bytes * p->iters * (nl > 0 ? nl : 1)
+                                   / l->seconds / 1e9
+                             : 0;
+    l->wrong = (long)(ra->wrong + rb->wrong);
+}
 
 /* Per rail r, the links' bandwidth from every rank's per-phase rail
  * times; the rank whose NIC on that rail has both links slow. */
@@ -422,64 +728,166 @@ static pf_err gather_rails(struct pf_run *run, struct pf_boot *b, int nrails,
     return rc;
 }
 
+/* One round of exchanges. Every rank calls it (the NCCL engine shares its
+ * pair ids with all of them); a rank whose peer is -1 sits it out. With
+ * rails, each rail's time and bytes of the round go to rail_out. */
+static pf_err one_round(struct pf_run *run, struct pf_engine *e,
+                        struct pf_boot *b, const struct plan *p, int peer,
+                        int round, bool watch, int nrails,
+                        struct pair_result *out, struct rail_time *rail_out,
+                        int64_t deadline, char *err)
+{
+    struct pf_rail_use before[PF_MAX_EFA], after[PF_MAX_EFA];
+    long w = 0;
+    pf_err rc;
+
+    out->nlocal = e->local_ranks > 0 ? e->local_ranks : 1;
+    /* Pairs of a round start together and run alone. */
+    rc = pf_boot_barrier(b, deadline, err);
+    if (rc == PF_OK && e->ops->pair_setup)
+        rc = e->ops->pair_setup(e, peer, round, deadline, err);
+    if (rc == PF_OK && peer >= 0) {
+        struct pf_nic_watch nw;
+
+        if (nrails > 0)
+            pf_rails_read(e, before);
+        if (watch)
+            pf_nics_begin(run, &nw);
+        rc = e->ops->pair(e, peer, round, p->bytes / sizeof(float), p->iters,
+                          &out->seconds, &w, deadline, err);
+        if (watch)
+            pf_nics_end(run, &nw, "pairwise", peer);
+        if (nrails > 0 && pf_rails_read(e, after) == nrails)
+            for (int r = 0; r < nrails; r++) {
+                rail_out[r].seconds = after[r].seconds - before[r].seconds;
+                rail_out[r].bytes = (double)(after[r].bytes - before[r].bytes);
+            }
+    }
+    out->wrong = w;
+    return rc;
+}
+
+/* Rank 0 plans the confirmation rounds from the ring links' verdicts
+ * (when time is left: each takes about as long as a neighbour round) and
+ * every rank gets the same table: plan[0] rounds, then the partners. */
+static pf_err confirm_plan(struct pf_boot *b, const unsigned *ring_bad,
+                           double round_s, int64_t deadline, int32_t *plan,
+                           char *why, size_t why_len, char *err)
+{
+    int n = b->world;
+    size_t len = (1 + (size_t)n * PF_PAIR_CONFIRM_ROUNDS) * sizeof(*plan);
+    pf_err rc;
+
+    memset(plan, 0, len);
+    if (b->rank == 0) {
+        int *partner = calloc((size_t)n * PF_PAIR_CONFIRM_ROUNDS,
+                              sizeof(*partner));
+        int rounds;
+        double left_s = (double)pf_ms_left(deadline) / 1000.0;
+
+        if (!partner)
+            return pf_fail(err, PF_ERR_NOMEM, "pairwise test: out of memory");
+        rounds = pf_pairs_confirm_plan(n, ring_bad, PF_PAIR_CONFIRM_ROUNDS,
+                                       partner);
+        if (rounds > 0 && left_s < rounds * round_s + 1.0) {
+            snprintf(why, why_len, "%.1f s left, %d confirmation round(s) "
+                     "need about %.1f s", left_s, rounds, rounds * round_s);
+            rounds = 0;
+        }
+        plan[0] = rounds;
+        for (int i = 0; i < n * PF_PAIR_CONFIRM_ROUNDS; i++)
+            plan[1 + i] = partner[i];
+        free(partner);
+    }
+    rc = pf_boot_bcast(b, plan, len, 0, deadline, err);
+    if (rc == PF_OK && (plan[0] < 0 || plan[0] > PF_PAIR_CONFIRM_ROUNDS))
+        rc = pf_fail(err, PF_ERR_PROTOCOL, "pairwise test: rank 0 sent %d "
+                     "confirmation rounds", plan[0]);
+    for (int i = 0; rc == PF_OK && i < n * PF_PAIR_CONFIRM_ROUNDS; i++)
+        if (plan[1 + i] < -1 || plan[1 + i] >= n || plan[1 + i] == i % n)
+            rc = pf_fail(err, PF_ERR_PROTOCOL, "pairwise test: rank 0 sent "
+                         "a bad partner table");
+    return rc;
+}
+
+/* The culprits into s, with their kinds. */
+static pf_err keep_culprits(struct pf_run *run, int n, const unsigned *flags,
+                            int count, char *err)
+{
+    struct pf_straggler *s = &run->coll.strag;
+    unsigned kinds = 0;
+
+    free(s->culprits);
+    free(s->culprit_bad);
+    s->nculprits = 0;
+    s->culprits = calloc((size_t)(count ? count : 1), sizeof(*s->culprits));
+    s->culprit_bad = calloc((size_t)(count ? count : 1),
+                            sizeof(*s->culprit_bad));
+    if (!s->culprits || !s->culprit_bad)
+        return pf_fail(err, PF_ERR_NOMEM, "pairwise test: out of memory");
+    run->coll.slow_rank = -1;
+    for (int r = 0; r < n && s->nculprits < count; r++) {
+        if (!flags[r])
+            continue;
+        s->culprits[s->nculprits] = r;
+        s->culprit_bad[s->nculprits++] = flags[r];
+        kinds |= flags[r];
+        if ((flags[r] & PF_LINK_SLOW) && run->coll.slow_rank < 0)
+            run->coll.slow_rank = r;
+    }
+    if (kinds)
+        snprintf(s->kind, sizeof(s->kind), "%s",
+                 kinds == (PF_LINK_SLOW | PF_LINK_DATA) ? "slow+data"
+                 : kinds & PF_LINK_DATA ? "data" : "slow");
+    return PF_OK;
+}
+
 static pf_err pairwise(struct pf_run *run, struct pf_engine *e,
                        struct pf_boot *b, const struct plan *p,
                        int64_t deadline, char *err)
 {
+    enum { ROUNDS = PAIR_MAX_PHASES + PF_PAIR_CONFIRM_ROUNDS };
     struct pf_straggler *s = &run->coll.strag;
-    struct pair_result mine[PAIR_MAX_PHASES], *all;
-    double *gbps;
-    long *wrong;
-    bool *culprit;
-    struct pf_rail_use before[PF_MAX_EFA], after[PF_MAX_EFA];
+    struct pair_result mine[ROUNDS], *all = NULL;
+    struct pf_rail_use probe[PF_MAX_EFA];
     struct rail_time *rmine = NULL;
-    int n = b->world, nph = pf_straggler_nphases(n);
-    int nrails = p->rails ? pf_rails_read(e, before) : 0;
+    struct pf_confirm *conf = NULL;
+    double *gbps = NULL, t0 = pf_now_s(), slow_below = 0;
+    long *wrong = NULL;
+    unsigned *ring_bad = NULL, *culprit = NULL;
+    int32_t *plan = NULL;
+    int n = b->world, nph = pf_straggler_nphases(n), nconf = 0, count;
+    int nrails = p->rails ? pf_rails_read(e, probe) : 0;
+    char why[160] = "";
     pf_err rc = PF_OK;
 
     memset(mine, 0, sizeof(mine));
     if (nrails > 0 && !(rmine = calloc((size_t)PAIR_MAX_PHASES *
                                        (size_t)nrails, sizeof(*rmine))))
         return pf_fail(err, PF_ERR_NOMEM, "straggler re-test: out of memory");
-    pf_progress_begin(&run->progress, "pairwise re-test", pf_now_ms());
+    pf_progress_begin(&run->progress, "pairwise test", pf_now_ms());
     for (int ph = 0; ph < nph && rc == PF_OK; ph++) {
-        int peer = pf_straggler_peer(b->rank, n, ph);
-        long w = 0;
         if (pf_progress_due(&run->progress, pf_now_ms()))
-            pf_progress_say(&run->progress, pf_now_ms(), "phase %d of %d "
-                            "(%d ring links); %.0f s left", ph + 1, nph, n,
-                            (double)pf_ms_left(deadline) / 1000.0);
-        /* Pairs of a phase start together and run alone. */
-        rc = pf_boot_barrier(b, deadline, err);
-        if (rc == PF_OK && e->ops->pair_setup)
-            rc = e->ops->pair_setup(e, peer, ph, deadline, err);
-        if (rc == PF_OK && peer >= 0) {
-            struct pf_nic_watch watch;
-
-            if (nrails > 0)
-                pf_rails_read(e, before);
-            pf_nics_begin(run, &watch);
-            rc = e->ops->pair(e, peer, ph, p->bytes / sizeof(float), p->iters,
-                              &mine[ph].seconds, &w, deadline, err);
-            pf_nics_end(run, &watch, "pairwise", peer);
-            if (nrails > 0 && pf_rails_read(e, after) == nrails)
-                for (int r = 0; r < nrails; r++) {
-                    struct rail_time *t = &rmine[ph * nrails + r];
-                    t->seconds = after[r].seconds - before[r].seconds;
-                    t->bytes = (double)(after[r].bytes - before[r].bytes);
-                }
-        }
-        mine[ph].wrong = w;
+            pf_progress_say(&run->progress, pf_now_ms(), "neighbour round %d "
+                            "of %d (%d ring links); %.0f s left", ph + 1, nph,
+                            n, (double)pf_ms_left(deadline) / 1000.0);
+        rc = one_round(run, e, b, p, pf_straggler_peer(b->rank, n, ph), ph,
+                       true, nrails, &mine[ph],
+                       rmine ? &rmine[ph * nrails] : NULL, deadline, err);
     }
-    pf_progress_end(&run->progress);
-    all = calloc((size_t)n, sizeof(mine));
+    all = calloc((size_t)n * ROUNDS, sizeof(*all));
     gbps = calloc((size_t)n, sizeof(*gbps));
     wrong = calloc((size_t)n, sizeof(*wrong));
+    ring_bad = calloc((size_t)n, sizeof(*ring_bad));
     culprit = calloc((size_t)n, sizeof(*culprit));
+    conf = calloc((size_t)n * PF_PAIR_CONFIRM_ROUNDS, sizeof(*conf));
+    plan = calloc(1 + (size_t)n * PF_PAIR_CONFIRM_ROUNDS, sizeof(*plan));
     free(s->links);
     s->nlinks = 0;
-    s->links = calloc((size_t)n, sizeof(*s->links));
-    if (!all || !gbps || !wrong || !culprit || !s->links) {
+    s->links = calloc((size_t)n * (1 + PF_PAIR_CONFIRM_ROUNDS),
+                      sizeof(*s->links));
+    if (!all || !gbps || !wrong || !ring_bad || !culprit || !conf || !plan ||
+        !s->links) {
         rc = pf_fail(err, PF_ERR_NOMEM, "straggler re-test: no memory for "
                      "%d ranks", n);
         goto out;
@@ -487,53 +895,90 @@ static pf_err pairwise(struct pf_run *run, struct pf_engine *e,
     if (rc == PF_OK)
         rc = pf_boot_allgather(b, mine, sizeof(mine), all, deadline, err);
     if (rc != PF_OK) {
-        pf_err_prefix(err, "pairwise re-test of ring neighbours");
+        pf_err_prefix(err, "pairwise test of ring neighbours");
         goto out;
     }
     if (nrails > 0 &&
         (rc = gather_rails(run, b, nrails, rmine, deadline, err)) != PF_OK)
         goto out;
-    if (!p->data && !p->below)
+    if (!p->data && !p->below && !p->always)
         goto out;                     /* the ring itself was fine */
-    s->nlinks = n;
     for (int i = 0; i < n; i++) {
         int a = i, bb = (i + 1) % n, ph = pf_straggler_link_phase(n, i);
-        const struct pair_result *ra = &all[a * PAIR_MAX_PHASES + ph];
-        const struct pair_result *rb = &all[bb * PAIR_MAX_PHASES + ph];
+        link_from(&s->links[i], a, bb, &all[a * ROUNDS + ph],
+                  &all[bb * ROUNDS + ph], p);
+        gbps[i] = s->links[i].gbps;
+        wrong[i] = s->links[i].wrong;
+    }
+    slow_below = p->floor > 0 ? p->floor
+                 : p->relative ? pf_links_relative_floor(n, gbps) : 0;
+    for (int i = 0; i < n; i++) {
         struct pf_link *l = &s->links[i];
-
-        l->a = a;
-        l->b = bb;
-        l->seconds = ra->seconds > rb->seconds ? ra->seconds : rb->seconds;
-        l->gbps = l->seconds > 0
-                      ? (double)p->bytes * p->iters / l->seconds / 1e9 : 0;
-        l->wrong = (long)(ra->wrong + rb->wrong);
-        gbps[i] = l->gbps;
-        wrong[i] = l->wrong;
-        pf_info("straggler: link %d-%d %.3f GB/s, %ld wrong (%llu bytes x %d "
-                "each way)", a, bb, l->gbps, l->wrong,
+        l->bad = ring_bad[i] = pf_link_judge(l->gbps, l->wrong, slow_below);
+        pf_info("pairwise: link %d-%d %.3f GB/s, %ld wrong%s%s (%llu bytes "
+                "x %d each way)", l->a, l->b, l->gbps, l->wrong,
+                l->bad & PF_LINK_SLOW ? ", slow" : "",
+                l->bad & PF_LINK_DATA ? ", wrong data" : "",
                 (unsigned long long)p->bytes, p->iters);
     }
-    snprintf(s->kind, sizeof(s->kind), "%s", p->data ? "data" : "slow");
-    s->nculprits = pf_straggler_blame(n, gbps, p->data ? wrong : NULL,
-                                      culprit, s->note, sizeof(s->note));
-    free(s->culprits);
-    s->culprits = calloc((size_t)(s->nculprits ? s->nculprits : 1),
-                         sizeof(*s->culprits));
-    if (!s->culprits) {
-        s->nculprits = 0;
-        rc = pf_fail(err, PF_ERR_NOMEM, "straggler re-test: out of memory");
+    s->nlinks = n;
+    /* Suspects again, each with a node proven good. */
+    rc = confirm_plan(b, ring_bad, (pf_now_s() - t0) / (nph ? nph : 1),
+                      deadline, plan, why, sizeof(why), err);
+    for (int k = 0; rc == PF_OK && k < plan[0]; k++) {
+        if (pf_progress_due(&run->progress, pf_now_ms()))
+            pf_progress_say(&run->progress, pf_now_ms(), "confirmation round "
+                            "%d of %d; %.0f s left", k + 1, plan[0],
+                            (double)pf_ms_left(deadline) / 1000.0);
+        rc = one_round(run, e, b, p, plan[1 + k * n + b->rank], nph + k,
+                       false, 0, &mine[PAIR_MAX_PHASES + k], NULL, deadline,
+                       err);
+    }
+    if (rc == PF_OK && plan[0] > 0)
+        rc = pf_boot_allgather(b, mine, sizeof(mine), all, deadline, err);
+    if (rc != PF_OK) {
+        pf_err_prefix(err, "pairwise test: confirmation");
         goto out;
     }
-    for (int r = 0, k = 0; r < n; r++)
-        if (culprit[r])
-            s->culprits[k++] = r;
-    run->coll.slow_rank = !p->data && s->nculprits > 0 ? s->culprits[0] : -1;
+    for (int k = 0; k < plan[0]; k++)
+        for (int r = 0; r < n; r++) {
+            int g = plan[1 + k * n + r], ph = PAIR_MAX_PHASES + k;
+            struct pf_link *l = &s->links[s->nlinks];
+            if (g < 0 || !(ring_bad[r] || ring_bad[(r + n - 1) % n]))
+                continue;             /* r is not the suspect of its pair */
+            link_from(l, r, g, &all[r * ROUNDS + ph], &all[g * ROUNDS + ph],
+                      p);
+            l->bad = pf_link_judge(l->gbps, l->wrong, slow_below);
+            l->confirm = true;
+            conf[nconf++] = (struct pf_confirm){ r, g, l->bad, l->gbps,
+                                                 l->wrong };
+            s->nlinks++;
+            pf_info("pairwise: suspect %d with rank %d (proven good) %.3f "
+                    "GB/s, %ld wrong%s", r, g, l->gbps, l->wrong,
+                    l->bad ? ": bad again" : ": good");
+        }
+    snprintf(s->method, sizeof(s->method), "pairwise");
+    s->pair_floor_gbps = slow_below;
+    s->relative = p->relative;
+    s->pair_rounds = nph + plan[0];
+    count = pf_pairs_blame(n, gbps, wrong, ring_bad, conf, nconf, slow_below,
+                           culprit, s->note, sizeof(s->note));
+    if (count == 0 && why[0]) {
+        size_t used = strlen(s->note);
+        snprintf(s->note + used, sizeof(s->note) - used, " (not confirmed: "
+                 "%s)", why);
+    }
+    rc = keep_culprits(run, n, culprit, count, err);
 out:
+    pf_progress_end(&run->progress);
+    s->pair_seconds = pf_now_s() - t0;
     free(all);
     free(gbps);
     free(wrong);
+    free(ring_bad);
     free(culprit);
+    free(conf);
+    free(plan);
     free(rmine);
     return rc;
 }
@@ -577,8 +1022,12 @@ pf_err pf_straggler_retest(struct pf_run *run, struct pf_engine *e,
     if (p.rails && p.mode != PLAN_PAIRWISE)
         snprintf(run->coll.nics.rail_note, sizeof(run->coll.nics.rail_note),
                  "not localised per rail: %s", p.why);
-    if (p.mode == PLAN_NONE)
+    if (p.mode == PLAN_NONE) {
+        if (p.always && p.why[0])
+            snprintf(s->note, sizeof(s->note), "no pairwise test: %s",
+                     p.why);
         return PF_OK;
+    }
     s->floor_gbps = pf_coll_floor(run, &rule);
     snprintf(s->kind, sizeof(s->kind), "%s", p.data ? "data" : "slow");
     if (p.mode == PLAN_TIMINGS) {
@@ -593,33 +1042,37 @@ pf_err pf_straggler_retest(struct pf_run *run, struct pf_engine *e,
         pf_info("straggler: %s", s->note);
         return PF_OK;
     }
-    if (p.bytes == 0 || p.iters <= 0 || p.iters > 64)
+    if (p.bytes == 0 || p.iters <= 0 || p.iters > 64 || !(p.floor >= 0))
         return pf_fail(err, PF_ERR_PROTOCOL, "straggler re-test: rank 0 "
                        "sent a bad plan (%llu bytes x %d)",
                        (unsigned long long)p.bytes, p.iters);
-    if (!p.data && !p.below) {
+    s->kind[0] = '\0';
+    if (!p.data && !p.below && !p.always) {
         s->floor_gbps = 0;
-        s->kind[0] = '\0';
         pf_info("straggler: a rail was slow in the ring: pairwise re-test of "
                 "%d ring links per rail", b->world);
         return pairwise(run, e, b, &p, deadline, err);
     }
-    snprintf(s->method, sizeof(s->method), "pairwise");
     s->pair_bytes = p.bytes;
     s->pair_iters = p.iters;
     if (p.data) {
         pf_info("straggler: %ld wrong elements: pairwise re-test of %d ring "
                 "links with the data checked", run->coll.wrong_total,
                 b->world);
-    } else {
+    } else if (p.below) {
         uint64_t at_bytes;
         double judged = pf_coll_judged_busbw(&run->coll, &rule, &at_bytes);
         pf_info("straggler: busbw %.3f GB/s below the floor %.3f GB/s: "
                 "pairwise re-test of %d ring links", judged, s->floor_gbps,
                 b->world);
+    } else {
+        pf_info("pairwise: each of %d nodes judged by its own links: %d ring "
+                "links tested against %s", run->coll.nnodes, b->world,
+                p.floor > 0 ? "the 2-node floor" : "their data only");
     }
     rc = pairwise(run, e, b, &p, deadline, err);
     if (rc == PF_OK)
-        pf_info("straggler: %s", s->note);
+        pf_info("pairwise: %s (%.2f s, %d rounds)", s->note, s->pair_seconds,
+                s->pair_rounds);
     return rc;
 }

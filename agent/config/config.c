@@ -172,6 +172,8 @@ static const struct opt_spec options[] = {
       "testing: this rank is slowed down" },
     { "debug_slow_ms", 0, OPT_INT, F(debug_slow_ms), 0, 60000, NULL, C_COLL,
       "testing: delay per step of the slow rank, ms" },
+    { "debug_floor_any_provider", 0, OPT_BOOL, F(debug_floor_any_provider), 0, 0, NULL, C_COLL,
+      "testing: apply the catalog floors over any provider (tcp between network namespaces)" },
     { "debug_counters_after", 0, OPT_STR, F(debug_counters_after), 0, 0, NULL, C_COLL,
       "testing: read the NIC counters after each stage under this root (a fixture tree)" },
     /* kubernetes */

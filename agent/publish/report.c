@@ -196,6 +196,12 @@ static cJSON *straggler_json(const struct pf_run *run)
         cJSON_AddNullToObject(o, "floor_gbps");
     cJSON_AddNumberToObject(o, "pair_bytes", (double)s->pair_bytes);
     cJSON_AddNumberToObject(o, "pair_iters", s->pair_iters);
+    /* What every link was judged against: the 2-node floor, or (relative)
+     * a fraction of the median link; 0 = speed not judged. */
+    cJSON_AddNumberToObject(o, "pair_floor_gbps", s->pair_floor_gbps);
+    cJSON_AddBoolToObject(o, "pair_floor_relative", s->relative);
+    cJSON_AddNumberToObject(o, "pair_rounds", s->pair_rounds);
+    cJSON_AddNumberToObject(o, "pair_seconds", s->pair_seconds);
     arr = cJSON_AddArrayToObject(o, "links");
     for (int i = 0; i < s->nlinks && s->links; i++) {
         cJSON *l = cJSON_CreateObject();
@@ -204,6 +210,9 @@ static cJSON *straggler_json(const struct pf_run *run)
         cJSON_AddNumberToObject(l, "seconds", s->links[i].seconds);
         cJSON_AddNumberToObject(l, "gbps", s->links[i].gbps);
         cJSON_AddNumberToObject(l, "wrong", (double)s->links[i].wrong);
+        cJSON_AddBoolToObject(l, "slow", s->links[i].bad & PF_LINK_SLOW);
+        cJSON_AddBoolToObject(l, "bad_data", s->links[i].bad & PF_LINK_DATA);
+        cJSON_AddBoolToObject(l, "confirm", s->links[i].confirm);
         cJSON_AddItemToArray(arr, l);
     }
     /* The ranks the re-test singled out, with who they are. */
@@ -211,7 +220,11 @@ static cJSON *straggler_json(const struct pf_run *run)
     for (int k = 0; k < s->nculprits && s->culprits; k++) {
         int r = s->culprits[k];
         cJSON *x = cJSON_CreateObject();
+        unsigned bad = s->culprit_bad ? s->culprit_bad[k] : 0;
         cJSON_AddNumberToObject(x, "rank", r);
+        add_str(x, "kind", bad == (PF_LINK_SLOW | PF_LINK_DATA) ? "slow+data"
+                           : bad & PF_LINK_DATA ? "data"
+                           : bad & PF_LINK_SLOW ? "slow" : s->kind);
         if (run->peers.list && r >= 0 && r < run->peers.world) {
             add_str(x, "pod", run->peers.list[r].pod);
             add_str(x, "node", run->peers.list[r].node);

@@ -6,9 +6,16 @@
  * thing: the provider is efa (tcp/shm numbers say nothing about EFA, so no
  * catalog floor applies to them) and the engine is the one the floors were
  * set for (NCCL for GPU types, host for the others). Order matters: the
- * first failing check is the run's headline reason. Below the floor,
- * when the straggler re-test (collective/straggler.h) found one rank,
- * only that rank fails (StragglerNode) and the others warn (SlowPeer). */
+ * first failing check is the run's headline reason.
+ *
+ * Each node is judged by its own links (collective/straggler.h): a node
+ * the pairwise test singled out fails (StragglerNode for slow links,
+ * DataCorruption for wrong data, both when both), and the others warn
+ * naming it (SlowPeer, PeerDataCorruption: class peer). Slowness and data
+ * are judged apart, so a slow node is named even when another corrupts.
+ * The ring is the gang's test, judged against the floor at its node
+ * count: when it misses and nobody is singled out, the run fails as a
+ * group (BandwidthBelowThreshold), nobody blamed. */
 #include "verdict.h"
 
 #include <stdio.h>
@@ -75,20 +82,44 @@ static const char *rank_desc(const struct pf_run *run, int r, char *buf,
     return buf;
 }
 
-/* The culprit of the re-test that is this node, or -1: this rank, or a
- * rank on the same node (which fails with it). */
-static int own_culprit(const struct pf_run *run)
+/* What the pairwise test blamed culprit k for (PF_LINK_*). */
+static unsigned culprit_kinds(const struct pf_straggler *s, int k)
+{
+    if (s->culprit_bad)
+        return s->culprit_bad[k];
+    if (!strcmp(s->kind, "slow+data"))
+        return PF_LINK_SLOW | PF_LINK_DATA;
+    return !strcmp(s->kind, "data") ? PF_LINK_DATA
+           : !strcmp(s->kind, "slow") ? PF_LINK_SLOW : 0;
+}
+
+/* Culprits of a kind (PF_LINK_*). */
+static int count_culprits(const struct pf_run *run, unsigned kind)
+{
+    const struct pf_straggler *s = &run->coll.strag;
+    int n = 0;
+
+    for (int k = 0; k < s->nculprits; k++)
+        n += (culprit_kinds(s, k) & kind) != 0;
+    return n;
+}
+
+/* The culprit of a kind that is this node, or -1: this rank, or a rank
+ * on the same node (which fails with it). */
+static int own_culprit(const struct pf_run *run, unsigned kind)
 {
     const struct pf_straggler *s = &run->coll.strag;
 
     for (int k = 0; k < s->nculprits; k++)
-        if (same_node(run, s->culprits[k], s->self))
+        if ((culprit_kinds(s, k) & kind) &&
+            same_node(run, s->culprits[k], s->self))
             return s->culprits[k];
     return -1;
 }
 
-/* "rank 2 (...), rank 5 (...)" for every culprit. */
-static void culprit_list(const struct pf_run *run, char *out, size_t len)
+/* "rank 2 (...), rank 5 (...)" for every culprit of a kind. */
+static void culprit_list(const struct pf_run *run, unsigned kind, char *out,
+                         size_t len)
 {
     const struct pf_straggler *s = &run->coll.strag;
     size_t used = 0;
@@ -96,19 +127,23 @@ static void culprit_list(const struct pf_run *run, char *out, size_t len)
     out[0] = '\0';
     for (int k = 0; k < s->nculprits && used + 8 < len; k++) {
         char who[3 * PF_NAME_MAX];
+        if (!(culprit_kinds(s, k) & kind))
+            continue;
         used += (size_t)snprintf(out + used, len - used, "%srank %d (%s)",
-                                 k ? ", " : "", s->culprits[k],
+                                 used ? ", " : "", s->culprits[k],
                                  rank_desc(run, s->culprits[k], who,
                                            sizeof(who)));
     }
 }
 
-/* Below the floor with stragglers found: only their nodes fail; the others
- * warn (class peer), so only a guilty Node gets status=fail and the taint. */
+/* Slow culprits: only their nodes fail; the others warn (class peer), so
+ * only a guilty Node gets status=fail and the taint. ring says how the
+ * ring did against its own floor. */
 static void straggler_check(struct pf_run *run, const char *ring)
 {
     const struct pf_straggler *s = &run->coll.strag;
-    int mine = own_culprit(run);
+    int mine = own_culprit(run, PF_LINK_SLOW);
+    int nslow = count_culprits(run, PF_LINK_SLOW);
     char who[3 * PF_NAME_MAX], all[1024];
 
     if (mine == s->self)
@@ -123,27 +158,32 @@ static void straggler_check(struct pf_run *run, const char *ring)
                        rank_desc(run, mine, who, sizeof(who)), mine, s->self,
                        ring, s->note);
     else {
-        culprit_list(run, all, sizeof(all));
+        culprit_list(run, PF_LINK_SLOW, all, sizeof(all));
         pf_verdict_add(&run->verdict, "busbw", COND, PF_WARN, PF_R_SlowPeer,
                        "", "%s %s the straggler%s, not this node (rank %d): "
-                       "%s; %s", all, s->nculprits > 1 ? "are" : "is",
-                       s->nculprits > 1 ? "s" : "", s->self, ring, s->note);
+                       "%s; %s", all, nslow > 1 ? "are" : "is",
+                       nslow > 1 ? "s" : "", s->self, ring, s->note);
     }
 }
 
-/* Wrong elements: the pairwise re-test checked the data of every link;
- * only a node it singled out fails, the others name it (class peer), and
- * with nobody singled out the run fails as a group, nobody blamed. */
-static void data_check(struct pf_run *run)
+/* Wrong elements, in the ring or in the pairwise test, which checked the
+ * data of every link: only a node it singled out fails, the others name
+ * it (class peer), and with nobody singled out the run fails as a group,
+ * nobody blamed. */
+static void data_check(struct pf_run *run, long pair_wrong)
 {
     const struct pf_coll *c = &run->coll;
     const struct pf_straggler *s = &c->strag;
-    char seen[160], who[3 * PF_NAME_MAX], all[1024];
-    int mine;
+    char seen[200], who[3 * PF_NAME_MAX], all[1024];
+    int mine, ndata = count_culprits(run, PF_LINK_DATA);
 
-    snprintf(seen, sizeof(seen), "%ld wrong elements summed over %d ranks "
-             "and %d sizes (out-of-place and in-place)", c->wrong_total,
-             c->nranks, c->nrows);
+    if (c->wrong_total > 0)
+        snprintf(seen, sizeof(seen), "%ld wrong elements summed over %d "
+                 "ranks and %d sizes (out-of-place and in-place)",
+                 c->wrong_total, c->nranks, c->nrows);
+    else
+        snprintf(seen, sizeof(seen), "the ring's data was right, but %ld "
+                 "elements arrived wrong in the pairwise test", pair_wrong);
     if (c->nnodes == 1) {
         /* Every rank is on this node: nothing else to blame, but the rank
          * at fault is named when one was singled out. */
@@ -154,14 +194,14 @@ static void data_check(struct pf_run *run)
                        "run) corrupts data: %s", seen);
         return;
     }
-    if (strcmp(s->kind, "data") || s->nculprits == 0) {
+    if (ndata == 0) {
         pf_verdict_add(&run->verdict, "data", COND, PF_FAIL,
                        PF_R_DataCorruptionNotLocalised, "", "%s; no node "
                        "singled out, none blamed%s%s", seen,
                        s->note[0] ? ": " : "", s->note);
         return;
     }
-    mine = own_culprit(run);
+    mine = own_culprit(run, PF_LINK_DATA);
     if (mine >= 0) {
         pf_verdict_add(&run->verdict, "data", COND, PF_FAIL,
                        PF_R_DataCorruption, "", "this node (rank %d, %s%s) "
@@ -171,23 +211,25 @@ static void data_check(struct pf_run *run)
                        s->note);
         return;
     }
-    culprit_list(run, all, sizeof(all));
+    culprit_list(run, PF_LINK_DATA, all, sizeof(all));
     pf_verdict_add(&run->verdict, "data", COND, PF_WARN,
                    PF_R_PeerDataCorruption, "", "%s corrupt%s data, not this "
-                   "node (rank %d): %s; %s", all, s->nculprits > 1 ? "" : "s",
+                   "node (rank %d): %s; %s", all, ndata > 1 ? "" : "s",
                    s->self, seen, s->note);
 }
 
 static void bandwidth_check(struct pf_run *run)
 {
     const struct pf_coll *c = &run->coll;
+    const struct pf_straggler *s = &c->strag;
     const struct pf_row *last =
         &c->rows[(c->nrows < PF_MAX_ROWS ? c->nrows : PF_MAX_ROWS) - 1];
     struct pf_floor_rule rule;
-    char size[32], from[32], floor_txt[240], ring[288];
+    char size[32], from[32], floor_txt[240], ring[288], all[1024];
     double floor = pf_coll_floor(run, &rule);
     uint64_t at_bytes;
     double judged = pf_coll_judged_busbw(c, &rule, &at_bytes);
+    bool pairwise = !strcmp(s->method, "pairwise");
 
     if (c->nranks < 2) {
         /* One rank's all_reduce is a local copy: no bus was crossed. */
@@ -199,6 +241,23 @@ static void bandwidth_check(struct pf_run *run)
         return;
     }
     human_bytes(from, sizeof(from), rule.from_bytes);
+    human_bytes(size, sizeof(size), floor > 0 && judged >= 0 ? at_bytes
+                                                             : last->bytes);
+    if (floor > 0 && judged >= 0 && judged < floor)
+        snprintf(ring, sizeof(ring), "busbw %.2f GB/s at %s is below the "
+                 "floor %.2f GB/s from %s (%s)", judged, size, floor,
+                 rule.from_bytes ? from : "the largest size", rule.src);
+    else if (floor > 0 && judged >= 0)
+        snprintf(ring, sizeof(ring), "the ring's busbw %.2f GB/s at %s meets "
+                 "its floor %.2f GB/s (%s)", judged, size, floor, rule.src);
+    else
+        snprintf(ring, sizeof(ring), "the ring's busbw %.2f GB/s at %s",
+                 c->peak_busbw, size);
+    /* A node is judged by its own links first, whatever the ring did. */
+    if (pairwise && count_culprits(run, PF_LINK_SLOW) > 0) {
+        straggler_check(run, ring);
+        return;
+    }
     if (floor > 0 && judged < 0) {
         /* Small messages are latency-bound: a large-message floor says
          * nothing about them, so no pass and no fail. */
@@ -211,14 +270,15 @@ static void bandwidth_check(struct pf_run *run)
                        c->peak_busbw, size);
         return;
     }
-    human_bytes(size, sizeof(size), floor > 0 ? at_bytes : last->bytes);
     if (floor > 0 && judged < floor) {
-        snprintf(ring, sizeof(ring), "busbw %.2f GB/s at %s is below the "
-                 "floor %.2f GB/s from %s (%s)", judged, size, floor,
-                 rule.from_bytes ? from : "the largest size", rule.src);
-        if (c->strag.nculprits > 0 && !strcmp(c->strag.kind, "slow") &&
-            !strcmp(c->strag.method, "pairwise")) {
-            straggler_check(run, ring);
+        if (pairwise && s->nculprits > 0) {
+            /* Someone was singled out (for wrong data): the ring's miss is
+             * put down to them, not to the group. */
+            culprit_list(run, PF_LINK_SLOW | PF_LINK_DATA, all, sizeof(all));
+            pf_verdict_add(&run->verdict, "busbw", COND, PF_WARN,
+                           PF_R_SlowPeer, "", "%s: %s singled out by the "
+                           "pairwise test, not this node (rank %d); %s", ring,
+                           all, s->self, s->note);
             return;
         }
         if (c->nnodes == 1) {
@@ -240,7 +300,7 @@ static void bandwidth_check(struct pf_run *run)
                        "singled out, none blamed%s%s",
                        ring, c->nranks, c->nnodes, c->engine,
                        c->fabric.provider[0] ? c->fabric.provider : "-",
-                       c->strag.note[0] ? ": " : "", c->strag.note);
+                       s->note[0] ? ": " : "", s->note);
         return;
     }
     if (floor > 0)
@@ -250,10 +310,20 @@ static void bandwidth_check(struct pf_run *run)
         snprintf(floor_txt, sizeof(floor_txt), "%s", rule.src);
     pf_verdict_add(&run->verdict, "busbw", COND, PF_PASS, PF_R_None, "",
                    "busbw %.2f GB/s at %s, avg %.2f GB/s over %d sizes, "
-                   "0 wrong: %d ranks on %d node(s), %s engine over %s; %s",
+                   "%ld wrong: %d ranks on %d node(s), %s engine over %s; %s",
                    floor > 0 ? judged : c->peak_busbw, size, c->avg_busbw,
-                   c->nrows, c->nranks, c->nnodes, c->engine,
+                   c->nrows, c->wrong_total, c->nranks, c->nnodes, c->engine,
                    c->fabric.provider[0] ? c->fabric.provider : "-", floor_txt);
+}
+
+/* Wrong elements the pairwise test saw on any link. */
+static long pair_wrong(const struct pf_straggler *s)
+{
+    long w = 0;
+
+    for (int i = 0; i < s->nlinks && s->links; i++)
+        w += s->links[i].wrong;
+    return w;
 }
 
 void pf_verdict_fabric(struct pf_run *run)
@@ -271,8 +341,9 @@ void pf_verdict_fabric(struct pf_run *run)
         pf_verdict_add(v, "collective", COND, PF_FAIL, reason, "", "%s",
                        f->msg[0] ? f->msg : pf_err_name(f->err));
     } else if (c->ran && c->nrows > 0) {
-        if (c->wrong_total > 0)
-            data_check(run);
+        long pw = pair_wrong(&c->strag);
+        if (c->wrong_total > 0 || pw > 0)
+            data_check(run, pw);
         if (c->fabric.provider_is_fallback)
             pf_verdict_add(v, "fabric_provider", COND, PF_WARN,
                            PF_R_ProviderFallback,
@@ -281,10 +352,10 @@ void pf_verdict_fabric(struct pf_run *run)
                            "provider %s in use because it was asked for: "
                            "EFA itself was not tested",
                            c->fabric.provider);
-        /* A named NIC is a cause, a ring below its floor the symptom. */
+        /* A named NIC is a cause, a ring below its floor the symptom.
+         * Speed is judged whatever the data did: faults found together. */
         pf_verdict_nics(run);
-        if (c->wrong_total == 0)
-            bandwidth_check(run);
+        bandwidth_check(run);
     }
     pf_verdict_transport(run);
 }

@@ -54,8 +54,11 @@ secs=$(group 17 16) || { echo "$secs"; exit 1; }
 secs=${secs##*$'\n'}
 echo "ok   17 processes x 16 GPUs: 272 global ranks, 0 wrong, every process exit 0, ${secs}s"
 segs=$(sed -n 's|^meet /\(pf-double-[0-9a-f]*\) .*|\1|p' "$tmp/trace" | sort -u)
-[ "$(wc -l <<<"$segs")" -eq 4 ] || fail "want 4 segments (2 groups x init + split), trace names: $segs"
+# 2 groups x (init + split), then the pairwise test's 2-rank communicators
+# (one per GPU of each pair per round: 40 x 8 + 17 x 16 on healthy runs)
+[ "$(wc -l <<<"$segs")" -eq $((4 + 40 * 8 + 17 * 16)) ] ||
+    fail "want $((4 + 40 * 8 + 17 * 16)) segments, the trace names $(wc -l <<<"$segs")"
 for s in $segs; do
     [ ! -e "/dev/shm/$s" ] || fail "shared-memory segment $s left behind"
 done
-echo "ok   the 4 shared-memory segments the groups met in are gone from /dev/shm"
+echo "ok   the $(wc -l <<<"$segs") shared-memory segments the groups met in (the pairwise test's included) are gone from /dev/shm"

@@ -3,7 +3,8 @@
 # pfsg-*, ports 36000-36099), static bootstrap, host engine over tcp, floor
 # --min-busbw-gbps 0.05 (healthy ~0.2 GB/s here, slowed ~0.01):
 #   1. no slow rank: busbw far above the floor, every rank exits 0 with the
-#      busbw check passing and nothing re-tested;
+#      busbw check passing; the pairwise test (every run of 3+ nodes) finds
+#      every link good and names nobody;
 #   2. --debug-slow-rank 2 --debug-slow-ms 100: the ring misses the floor,
 #      the pairwise re-test blames rank 2; rank 2 alone fails (exit 1,
 #      StragglerNode, its links named), ranks 0, 1, 3 warn SlowPeer naming
@@ -52,13 +53,16 @@ for r in 0 1 2 3; do
     eval "rc=\$RC_$r"
     [ "$rc" -eq 0 ] || fail "healthy: rank $r exited $rc"
     [ "$(busbw_check $r status)" = pass ] || fail "healthy: rank $r busbw not pass"
-    [ "$(pfb_json $r 'r["collective"]["straggler"]["method"]')" = None ] ||
-        fail "healthy: rank $r re-tested although above the floor"
+    [ "$(pfb_json $r 'r["collective"]["straggler"]["method"]')" = pairwise ] ||
+        fail "healthy: rank $r had no pairwise test"
+    grep -q "^pairwise: every link good (4 links at or above 0.050 GB/s" \
+        <<<"$(pfb_json $r 'r["collective"]["straggler"]["note"]')" ||
+        fail "healthy: rank $r note: $(pfb_json $r 'r["collective"]["straggler"]["note"]')"
     [ "$(pfb_json $r 'r["collective"]["slow_rank"]')" = None ] ||
         fail "healthy: rank $r names a slow rank"
 done
 echo "ok   healthy 4 ranks: busbw $(pfb_json 0 'round(r["collective"]["peak_busbw_gbps"], 3)') GB/s" \
-    "above the floor $FLOOR, every rank exit 0, nothing re-tested"
+    "above the floor $FLOOR, every rank exit 0, every link good in the pairwise test"
 
 # 2. rank 2 slowed
 run_ring 36002 4 --timeout 50 -b 1M -e 4M -n 2 -w 1 \
@@ -85,10 +89,10 @@ for r in 0 1 3; do
 done
 echo "ok   ranks 0, 1, 3: exit 4, SlowPeer naming rank 2 (10.254.60.12)"
 for r in 0 1 2 3; do
-    got=$(pfb_json $r '(r["collective"]["slow_rank"], r["collective"]["straggler"]["method"], len(r["collective"]["straggler"]["links"]), len(r["collective"]["straggler"]["rank_seconds"]), r["collective"]["straggler"]["floor_gbps"])')
+    got=$(pfb_json $r '(r["collective"]["slow_rank"], r["collective"]["straggler"]["method"], len([l for l in r["collective"]["straggler"]["links"] if not l["confirm"]]), len(r["collective"]["straggler"]["rank_seconds"]), r["collective"]["straggler"]["floor_gbps"])')
     [ "$got" = "(2, 'pairwise', 4, 4, 0.05)" ] || fail "slowed: rank $r report straggler = $got"
 done
-links=$(pfb_json 0 '" ".join("%d-%d:%.3f" % (l["a"], l["b"], l["gbps"]) for l in r["collective"]["straggler"]["links"])')
+links=$(pfb_json 0 '" ".join("%d-%d:%.3f" % (l["a"], l["b"], l["gbps"]) for l in r["collective"]["straggler"]["links"] if not l["confirm"])')
 python3 - "$PFB_TMP/r0.json" <<'EOF' || fail "slowed: link bandwidths do not single out rank 2: $links"
 import json, sys
 l = {(x["a"], x["b"]): x["gbps"] for x in json.load(open(sys.argv[1]))["collective"]["straggler"]["links"]}

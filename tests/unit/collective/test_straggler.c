@@ -172,6 +172,8 @@ struct retest {
     int die_rank;                     /* killed by SIGALRM in the re-test */
     bool no_pair;                     /* engine without the pair op */
     double floor;                     /* --min-busbw-gbps */
+    double ring;                      /* the fake sweep's busbw */
+    int nnodes;                       /* 0: one node per rank */
     pf_err rc[8];
     int slow_found[8];
     int nlinks[8];
@@ -232,7 +234,9 @@ static int retest_rank(struct pf_boot *b, void *arg)
         e.ops = &no_pair_ops;
     else
         rc = pf_test_engine_open(&e, run, b, 1 << 18, deadline, err);
-    fake_sweep(run, b->world, 0.5);
+    fake_sweep(run, b->world, t->ring);
+    if (t->nnodes)
+        run->coll.nnodes = t->nnodes;
     if (r == t->die_rank)
         alarm(1);                     /* dies mid-exchange (slowed) */
     t0 = pf_now_ms();
@@ -265,6 +269,7 @@ static struct retest *new_retest(void)
     memset(t, 0, sizeof(*t));
     t->slow_rank = t->die_rank = -1;
     t->floor = 1.0;                   /* the fake sweep's 0.5 misses it */
+    t->ring = 0.5;
     for (int r = 0; r < 8; r++)
         t->rc[r] = PF_ERR_SYS;
     return t;
@@ -277,27 +282,68 @@ Test(straggler, host_engine_pairwise_finds_the_slowed_rank, .timeout = 90)
 
     t->slow_rank = 2;
     t->slow_ms = 100;
+    /* the ring (0.01) misses the floor; healthy links reach it */
+    t->floor = 0.015;
+    t->ring = 0.01;
     cr_assert_eq(pf_test_fork_ranks(4, retest_rank, t, 60, codes), 0);
     for (int r = 0; r < 4; r++) {
         cr_assert_eq(t->rc[r], PF_OK, "rank %d rc %d", r, t->rc[r]);
         cr_assert_str_eq(t->method[r], "pairwise");
         cr_assert_eq(t->slow_found[r], 2, "rank %d: %s", r, t->note[r]);
-        cr_assert_eq(t->nlinks[r], 4);
+        /* 4 ring links; then suspects 2 (both links slow) and 1 (one)
+         * re-tested with rank 0, the one proven good, a round each */
+        cr_assert_eq(t->nlinks[r], 6);
         /* 1 MiB x 3 with 3 x 100 ms of sleep: below 0.0105 GB/s */
         cr_assert_lt(t->gbps[r][1], 0.0105, "link 1-2 %.4f", t->gbps[r][1]);
         cr_assert_lt(t->gbps[r][2], 0.0105, "link 2-3 %.4f", t->gbps[r][2]);
         cr_assert_gt(t->gbps[r][0], 0.021, "link 0-1 %.4f", t->gbps[r][0]);
         cr_assert_gt(t->gbps[r][3], 0.021, "link 3-0 %.4f", t->gbps[r][3]);
     }
-    /* above the floor: nothing is re-tested */
+    /* above the floor on one node: nothing is re-tested */
     t = new_retest();
     t->floor = 0.4;
+    t->nnodes = 1;
     cr_assert_eq(pf_test_fork_ranks(3, retest_rank, t, 60, codes), 0);
     for (int r = 0; r < 3; r++) {
         cr_assert_eq(t->rc[r], PF_OK);
         cr_assert_str_eq(t->method[r], "");
         cr_assert_eq(t->slow_found[r], -1);
         cr_assert_eq(t->nlinks[r], 0);
+    }
+}
+
+Test(straggler, every_node_judged_by_its_links_on_3_nodes, .timeout = 90)
+{
+    struct retest *t = new_retest();
+    int codes[4];
+
+    /* the ring meets its floor, rank 1's links do not: the pairwise test
+     * runs anyway and names it */
+    t->floor = 0.015;
+    t->ring = 0.5;
+    t->slow_rank = 1;
+    t->slow_ms = 100;
+    cr_assert_eq(pf_test_fork_ranks(4, retest_rank, t, 60, codes), 0);
+    for (int r = 0; r < 4; r++) {
+        cr_assert_eq(t->rc[r], PF_OK, "rank %d rc %d", r, t->rc[r]);
+        cr_assert_str_eq(t->method[r], "pairwise");
+        cr_assert_eq(t->slow_found[r], 1, "rank %d: %s", r, t->note[r]);
+        /* 4 ring links, then ranks 0, 1, 2 re-tested with 3 (the one
+         * proven good), one per round */
+        cr_assert_geq(t->nlinks[r], 5, "rank %d: %d links", r, t->nlinks[r]);
+    }
+    /* healthy: every link good, nobody named */
+    t = new_retest();
+    t->floor = 0.015;
+    t->ring = 0.5;
+    cr_assert_eq(pf_test_fork_ranks(3, retest_rank, t, 60, codes), 0);
+    for (int r = 0; r < 3; r++) {
+        cr_assert_eq(t->rc[r], PF_OK);
+        cr_assert_str_eq(t->method[r], "pairwise");
+        cr_assert_eq(t->slow_found[r], -1);
+        cr_assert_eq(t->nlinks[r], 3);
+        cr_assert(strstr(t->note[r], "pairwise: every link good (3 links at "
+                         "or above 0.015 GB/s"), "%s", t->note[r]);
     }
 }
 
@@ -501,59 +547,287 @@ Test(straggler, ranks_on_the_stragglers_node_fail_with_it)
     drop(run);
 }
 
-/* The general rule: several stragglers, wrong data, and when to blame
- * nobody. */
-Test(straggler, two_bad_nodes_among_eight_are_both_named)
+/* The blame rule: each node judged by its own links, suspects confirmed
+ * against a node proven good. sim() builds the links of a ring of n nodes
+ * from what each node is (PF_LINK_SLOW: its links run at a tenth,
+ * PF_LINK_DATA: what it sends arrives wrong), judges them against a floor
+ * of 0.5, plans and "runs" the confirmation rounds the same way, then
+ * blames. */
+#define SIM_MAX 32
+
+static double sim_gbps(const unsigned *node, int a, int b)
 {
-    double g[8] = { 1, 0.1, 0.1, 1, 1, 0.1, 0.1, 1 };   /* ranks 2 and 6 */
-    bool culprit[8];
-    char note[320];
-
-    cr_assert_eq(pf_straggler_blame(8, g, NULL, culprit, note, sizeof(note)), 2,
-                 "%s", note);
-    for (int r = 0; r < 8; r++)
-        cr_assert_eq(culprit[r], r == 2 || r == 6, "rank %d: %s", r, note);
-    cr_assert(strstr(note, "ranks 2, 6 have both links slow"), "%s", note);
-
-    /* adjacent stragglers share a link: still both */
-    double h[8] = { 1, 1, 0.1, 0.1, 0.1, 1, 1, 1 };      /* ranks 3 and 4 */
-    cr_assert_eq(pf_straggler_blame(8, h, NULL, culprit, note, sizeof(note)), 2,
-                 "%s", note);
-    cr_assert(culprit[3] && culprit[4]);
+    return (node[a] | node[b]) & PF_LINK_SLOW ? 0.1 : 1.0;
 }
 
-Test(straggler, a_slow_link_alone_or_a_slow_majority_blames_nobody)
+static long sim_wrong(const unsigned *node, int a, int b)
 {
-    double one_link[6] = { 1, 1, 0.1, 1, 1, 1 };
-    double most[5] = { 0.1, 0.1, 0.1, 0.1, 1 };
-    bool culprit[6];
+    return 512L * (!!(node[a] & PF_LINK_DATA) + !!(node[b] & PF_LINK_DATA));
+}
+
+static int sim(int n, const unsigned *node, unsigned *culprit, char *note,
+               size_t len, int *rounds)
+{
+    double g[SIM_MAX];
+    long w[SIM_MAX];
+    unsigned bad[SIM_MAX];
+    int partner[SIM_MAX * PF_PAIR_CONFIRM_ROUNDS], nconf = 0;
+    struct pf_confirm conf[SIM_MAX * PF_PAIR_CONFIRM_ROUNDS];
+
+    for (int i = 0; i < n; i++) {
+        g[i] = sim_gbps(node, i, (i + 1) % n);
+        w[i] = sim_wrong(node, i, (i + 1) % n);
+        bad[i] = pf_link_judge(g[i], w[i], 0.5);
+    }
+    *rounds = pf_pairs_confirm_plan(n, bad, PF_PAIR_CONFIRM_ROUNDS, partner);
+    for (int k = 0; k < *rounds; k++)
+        for (int r = 0; r < n; r++) {
+            int p = partner[k * n + r];
+            if (p < 0 || !(bad[r] || bad[(r + n - 1) % n]))
+                continue;
+            /* the partner is proven good: both its links good */
+            cr_assert(!bad[p] && !bad[(p + n - 1) % n], "n=%d: %d paired "
+                      "with %d, not proven good", n, r, p);
+            cr_assert_eq(partner[k * n + p], r);
+            conf[nconf].suspect = r;
+            conf[nconf].good = p;
+            conf[nconf].gbps = sim_gbps(node, r, p);
+            conf[nconf].wrong = sim_wrong(node, r, p);
+            conf[nconf].bad = pf_link_judge(conf[nconf].gbps,
+                                            conf[nconf].wrong, 0.5);
+            nconf++;
+        }
+    return pf_pairs_blame(n, g, w, bad, conf, nconf, 0.5, culprit, note, len);
+}
+
+/* Exactly the bad nodes are named, each for what it does. */
+static void expect_named(int n, const unsigned *node)
+{
+    unsigned culprit[SIM_MAX];
+    char note[320];
+    int rounds, want = 0;
+
+    for (int r = 0; r < n; r++)
+        want += node[r] != 0;
+    cr_assert_eq(sim(n, node, culprit, note, sizeof(note), &rounds), want,
+                 "n=%d: %s", n, note);
+    for (int r = 0; r < n; r++)
+        cr_assert_eq(culprit[r], node[r], "n=%d rank %d blamed %u, is %u: %s",
+                     n, r, culprit[r], node[r], note);
+}
+
+Test(straggler, mixed_slow_and_corrupt_are_both_named)
+{
+    unsigned node[8] = { 0 };
+
+    /* apart: the slow one is judged although another corrupts */
+    node[2] = PF_LINK_SLOW;
+    node[5] = PF_LINK_DATA;
+    expect_named(8, node);
+    /* neighbours: their shared link is slow and wrong; each is named for
+     * what its re-test with a good node shows */
+    memset(node, 0, sizeof(node));
+    node[3] = PF_LINK_SLOW;
+    node[4] = PF_LINK_DATA;
+    expect_named(8, node);
+    /* one node both slow and corrupting */
+    memset(node, 0, sizeof(node));
+    node[6] = PF_LINK_SLOW | PF_LINK_DATA;
+    node[1] = PF_LINK_SLOW;
+    expect_named(8, node);
+
+    unsigned culprit[8];
+    char note[320];
+    int rounds;
+    memset(node, 0, sizeof(node));
+    node[2] = PF_LINK_SLOW;
+    node[5] = PF_LINK_DATA;
+    sim(8, node, culprit, note, sizeof(note), &rounds);
+    cr_assert_str_eq(note, "pairwise: rank 2's links are both slow (1-2 "
+                     "0.100 GB/s, 2-3 0.100 GB/s), and with rank 0 (proven "
+                     "good) 0.100 GB/s; rank 5's links both carry wrong data "
+                     "(4-5 512, 5-6 512 wrong), and with rank 7 (proven "
+                     "good) 512 wrong (slow below 0.500 GB/s)");
+}
+
+Test(straggler, two_and_three_bad_among_16_are_named_wherever_they_sit)
+{
+    unsigned node[16];
+    const unsigned kinds[3] = { PF_LINK_SLOW, PF_LINK_DATA,
+                                PF_LINK_SLOW | PF_LINK_DATA };
+
+    /* every placement of two and of three bad nodes, each kind, and the
+     * kinds mixed: neighbours, two apart, across the ring's seam */
+    for (int a = 0; a < 16; a++)
+        for (int b = a + 1; b < 16; b++)
+            for (int k = 0; k < 3; k++) {
+                memset(node, 0, sizeof(node));
+                node[a] = kinds[k];
+                node[b] = kinds[(k + 1) % 3];
+                expect_named(16, node);
+                for (int c = b + 1; c < 16; c++) {
+                    node[c] = kinds[(k + 2) % 3];
+                    expect_named(16, node);
+                    node[c] = kinds[k];
+                    expect_named(16, node);
+                    node[c] = 0;
+                }
+            }
+}
+
+Test(straggler, healthy_node_between_two_bad_ones_passes_its_confirmation)
+{
+    unsigned node[8] = { 0 }, culprit[8], bad[8];
+    double g[8];
+    long w[8] = { 0 };
+    int partner[8 * PF_PAIR_CONFIRM_ROUNDS];
+    char note[320];
+    int rounds;
+
+    node[2] = node[4] = PF_LINK_SLOW; /* rank 3 between them */
+    for (int i = 0; i < 8; i++) {
+        g[i] = sim_gbps(node, i, (i + 1) % 8);
+        bad[i] = pf_link_judge(g[i], w[i], 0.5);
+    }
+    /* both links bad: 2, 3, 4 first, with the nodes proven good 0, 6, 7;
+     * then 1 and 5 (one bad link) in a second round */
+    cr_assert_eq(pf_pairs_confirm_plan(8, bad, PF_PAIR_CONFIRM_ROUNDS,
+                                       partner), 2);
+    cr_assert_eq(partner[2], 0);
+    cr_assert_eq(partner[3], 6);
+    cr_assert_eq(partner[4], 7);
+    cr_assert_eq(partner[5], -1);
+    cr_assert_eq(partner[8 + 1], 0);
+    cr_assert_eq(partner[8 + 5], 6);
+    cr_assert_eq(partner[8 + 7], -1);
+    cr_assert_eq(sim(8, node, culprit, note, sizeof(note), &rounds), 2, "%s",
+                 note);
+    cr_assert_eq(culprit[3], 0, "%s", note);
+    cr_assert(culprit[2] && culprit[4]);
+
+    /* the confirmation decides: rank 3's re-test with rank 6 was good */
+    struct pf_confirm conf[3] = {
+        { .suspect = 2, .good = 0, .bad = PF_LINK_SLOW, .gbps = 0.1 },
+        { .suspect = 3, .good = 6, .bad = 0, .gbps = 1.0 },
+        { .suspect = 4, .good = 7, .bad = PF_LINK_SLOW, .gbps = 0.1 },
+    };
+    cr_assert_eq(pf_pairs_blame(8, g, w, bad, conf, 3, 0.5, culprit, note,
+                                sizeof(note)), 2);
+    cr_assert_eq(culprit[3], 0);
+    /* a re-test bad in a way its ring links were not does not count */
+    conf[1].bad = PF_LINK_DATA;
+    cr_assert_eq(pf_pairs_blame(8, g, w, bad, conf, 3, 0.5, culprit, note,
+                                sizeof(note)), 2);
+    cr_assert_eq(culprit[3], 0);
+    /* without a confirmation nobody is failed */
+    cr_assert_eq(pf_pairs_blame(8, g, w, bad, conf, 0, 0.5, culprit, note,
+                                sizeof(note)), 0);
+    cr_assert(strstr(note, "every suspect passed its re-test"), "%s", note);
+}
+
+Test(straggler, no_node_proven_good_blames_nobody)
+{
+    unsigned node[4] = { PF_LINK_SLOW, 0, PF_LINK_SLOW, 0 }, culprit[4];
+    unsigned bad[6];
+    int partner[6 * PF_PAIR_CONFIRM_ROUNDS], rounds;
     char note[320];
 
-    cr_assert_eq(pf_straggler_blame(6, one_link, NULL, culprit, note, sizeof(note)), 0);
+    /* every link touches rank 0 or 2: no rank has two good links */
+    cr_assert_eq(sim(4, node, culprit, note, sizeof(note), &rounds), 0);
+    cr_assert_eq(rounds, 0);
+    for (int r = 0; r < 4; r++)
+        cr_assert_eq(culprit[r], 0);
+    cr_assert_str_eq(note, "pairwise: 4 of 4 links slow, and no rank has two "
+                     "good links: no node proven good to confirm against, "
+                     "none blamed");
+    for (int i = 0; i < 6; i++)
+        bad[i] = PF_LINK_DATA;
+    cr_assert_eq(pf_pairs_confirm_plan(6, bad, PF_PAIR_CONFIRM_ROUNDS,
+                                       partner), 0);
+    for (int i = 0; i < 6 * PF_PAIR_CONFIRM_ROUNDS; i++)
+        cr_assert_eq(partner[i], -1);
+}
+
+Test(straggler, more_than_half_confirmed_blames_nobody)
+{
+    /* rank 0 alone proven good; the six others each fail their re-test
+     * with it: not a minority, the fabric as a whole is suspect */
+    double g[7] = { 1, 0.1, 0.1, 0.1, 0.1, 0.1, 1 };
+    long w[7] = { 0 };
+    unsigned bad[7], culprit[7];
+    struct pf_confirm conf[6];
+    char note[320];
+
+    for (int i = 0; i < 7; i++)
+        bad[i] = pf_link_judge(g[i], w[i], 0.5);
+    for (int k = 0; k < 6; k++)
+        conf[k] = (struct pf_confirm){ k + 1, 0, PF_LINK_SLOW, 0.1, 0 };
+    /* rank 1 and 6 have a good link to rank 0: bad[0] and bad[6] good */
+    cr_assert_eq(pf_pairs_blame(7, g, w, bad, conf, 6, 0.5, culprit, note,
+                                sizeof(note)), 0, "%s", note);
+    cr_assert(strstr(note, "6 of 7 ranks failed"), "%s", note);
+    /* three of seven is a minority */
+    cr_assert_eq(pf_pairs_blame(7, g, w, bad, conf, 3, 0.5, culprit, note,
+                                sizeof(note)), 3, "%s", note);
+}
+
+Test(straggler, a_stray_bad_link_blames_nobody)
+{
+    /* one slow link 2-3, one link 1-2 carrying wrong data: both ends of
+     * each are suspects, each passes its re-test with a good node */
+    double g[6] = { 1, 1, 0.1, 1, 1, 1 };
+    long w[6] = { 0, 9, 0, 0, 0, 0 };
+    unsigned bad[6], culprit[6];
+    int partner[6 * PF_PAIR_CONFIRM_ROUNDS], nconf = 0;
+    struct pf_confirm conf[6 * PF_PAIR_CONFIRM_ROUNDS];
+    char note[320];
+    int rounds;
+
+    for (int i = 0; i < 6; i++)
+        bad[i] = pf_link_judge(g[i], w[i], 0.5);
+    rounds = pf_pairs_confirm_plan(6, bad, PF_PAIR_CONFIRM_ROUNDS, partner);
+    cr_assert_gt(rounds, 0);
+    for (int k = 0; k < rounds; k++)
+        for (int r = 0; r < 6; r++)
+            if (partner[k * 6 + r] >= 0 && (bad[r] || bad[(r + 5) % 6]))
+                conf[nconf++] = (struct pf_confirm){ r, partner[k * 6 + r],
+                                                     0, 1.0, 0 };
+    cr_assert_eq(nconf, 3);           /* ranks 1, 2, 3 */
+    cr_assert_eq(pf_pairs_blame(6, g, w, bad, conf, nconf, 0.5, culprit,
+                                note, sizeof(note)), 0);
     for (int r = 0; r < 6; r++)
-        cr_assert_not(culprit[r]);
-    cr_assert(strstr(note, "do not share one rank"), "%s", note);
-    /* ranks 1, 2, 3 of 5 have only slow links: not a minority, so the
-     * fabric as a whole is suspect and nobody is blamed */
-    cr_assert_eq(pf_straggler_blame(5, most, NULL, culprit, note, sizeof(note)), 0, "%s", note);
+        cr_assert_eq(culprit[r], 0);
+    cr_assert(strstr(note, "every suspect passed"), "%s", note);
 }
 
 Test(straggler, wrong_data_is_localised_whatever_the_speed)
 {
-    double g[6] = { 1, 1, 1, 1, 1, 1 };
-    long w[6] = { 0, 0, 512, 512, 0, 0 };                 /* rank 3 */
-    bool culprit[6];
-    char note[320];
-
-    cr_assert_eq(pf_straggler_blame(6, g, w, culprit, note, sizeof(note)), 1, "%s", note);
-    cr_assert(culprit[3]);
-    cr_assert(strstr(note, "rank 3 has both links carry wrong data"), "%s", note);
-
+    unsigned node[6] = { 0, 0, 0, PF_LINK_DATA, 0, 0 }, culprit[6];
+    double g[2] = { 1, 1 };
     long two[2] = { 9, 9 };
-    cr_assert_eq(pf_straggler_blame(2, g, two, culprit, note, sizeof(note)), 0);
-    cr_assert(strstr(note, "cannot tell which end is at fault"), "%s", note);
+    unsigned bad2[2] = { PF_LINK_DATA, PF_LINK_DATA };
+    char note[320];
+    int rounds;
 
-    long stray[6] = { 0, 0, 5, 0, 0, 0 };                 /* one link only */
-    cr_assert_eq(pf_straggler_blame(6, g, stray, culprit, note, sizeof(note)), 0);
-    cr_assert(strstr(note, "do not single out"), "%s", note);
+    cr_assert_eq(sim(6, node, culprit, note, sizeof(note), &rounds), 1, "%s",
+                 note);
+    cr_assert_eq(culprit[3], PF_LINK_DATA);
+    cr_assert(strstr(note, "rank 3's links both carry wrong data"), "%s",
+              note);
+    /* two ranks share one link */
+    cr_assert_eq(pf_pairs_blame(2, g, two, bad2, NULL, 0, 0.5, culprit, note,
+                                sizeof(note)), 0);
+    cr_assert(strstr(note, "cannot tell which end is at fault"), "%s", note);
+}
+
+Test(straggler, links_judged_by_floor_or_median)
+{
+    double g[5] = { 1.0, 0.9, 0.2, 1.1, 0.95 };
+
+    cr_assert_eq(pf_link_judge(0.2, 0, 0.5), PF_LINK_SLOW);
+    cr_assert_eq(pf_link_judge(0.6, 3, 0.5), PF_LINK_DATA);
+    cr_assert_eq(pf_link_judge(0.2, 3, 0), PF_LINK_DATA); /* speed unjudged */
+    cr_assert_eq(pf_link_judge(NAN, 0, 0.5), PF_LINK_SLOW);
+    /* half the median link 0.95 */
+    cr_assert_float_eq(pf_links_relative_floor(5, g), 0.475, 1e-9);
 }

@@ -100,7 +100,9 @@ Test(fabric_checks, wrong_elements_not_localised_blame_nobody)
     cr_assert_eq(c->reason, PF_R_DataCorruptionNotLocalised);
     cr_assert(strstr(c->message, "7 wrong elements"), "%s", c->message);
     cr_assert(strstr(c->message, "no node singled out, none blamed"), "%s", c->message);
-    cr_assert_null(find(run, "busbw"));
+    /* speed is judged apart from the data (no floor here: a pass) */
+    cr_assert_not_null(find(run, "busbw"));
+    cr_assert_eq(find(run, "busbw")->status, PF_PASS);
     cr_assert_eq(run->verdict.exit_code, PF_EXIT_FAIL);
     cr_assert_eq(run->verdict.cls, PF_CLASS_GROUP);
     cr_assert_not(pf_class_may_taint(run->verdict.cls));
@@ -228,7 +230,8 @@ Test(fabric_checks, min_busbw_overrides_everything)
     run->cfg.min_busbw_gbps = 2;
     pf_verdict_fabric(run);
     pf_verdict_finish(run);
-    cr_assert_eq(find(run, "busbw")->reason, PF_R_BandwidthBelowThreshold);
+    cr_assert_eq(find(run, "busbw")->reason, PF_R_BandwidthBelowThreshold,
+                 "%s", find(run, "busbw")->message);
     cr_assert_not(pf_class_may_taint(run->verdict.cls));
     free(run);
 }
@@ -298,7 +301,8 @@ Test(fabric_checks, floor_is_judged_only_from_its_message_size)
     run = swept(271, 280, 3);                 /* really slow at 1 GiB */
     pf_verdict_fabric(run);
     pf_verdict_finish(run);
-    cr_assert_eq(find(run, "busbw")->reason, PF_R_BandwidthBelowThreshold);
+    cr_assert_eq(find(run, "busbw")->reason, PF_R_BandwidthBelowThreshold,
+                 "%s", find(run, "busbw")->message);
     cr_assert(strstr(find(run, "busbw")->message, "busbw 280.00 GB/s at 1 GiB"),
               "%s", find(run, "busbw")->message);
     free(run);
@@ -339,4 +343,131 @@ Test(fabric_checks, default_sweep_reaches_the_floor_size)
     cfg.max_bytes = 0;
     cfg.min_bytes = 2ull << 30;
     cr_assert_eq(pf_sweep_max_bytes(&cfg, &none), 2ull << 30);
+}
+
+/* Faults found together: among 8 nodes rank 2 is slow (its links below
+ * the 2-node floor) and rank 5 corrupts data. Each culprit fails for its
+ * own fault, the six others warn naming both (class peer, exit 4): the
+ * slow node is judged although another corrupted data. */
+static struct pf_run *mixed(int self, double ring_busbw)
+{
+    static struct pf_peer peers[8];
+    static int culprits[2] = { 2, 5 };
+    static unsigned kinds[2] = { PF_LINK_SLOW, PF_LINK_DATA };
+    struct pf_run *run = ran("host", "efa", ring_busbw, 8);
+
+    for (int r = 0; r < 8; r++) {
+        peers[r].rank = r;
+        snprintf(peers[r].host, sizeof(peers[r].host), "10.0.0.%d", 10 + r);
+    }
+    run->coll.nranks = 8;
+    run->coll.rows[0].oop_wrong = 40;
+    pf_sweep_summarize(&run->coll);
+    run->cfg.min_busbw_gbps = 10;
+    run->peers.world = 8;
+    run->peers.list = peers;
+    snprintf(run->peers.bootstrap, sizeof(run->peers.bootstrap), "static");
+    snprintf(run->coll.strag.method, sizeof(run->coll.strag.method),
+             "pairwise");
+    snprintf(run->coll.strag.kind, sizeof(run->coll.strag.kind),
+             "slow+data");
+    snprintf(run->coll.strag.note, sizeof(run->coll.strag.note),
+             "pairwise: rank 2's links are both slow; rank 5's links both "
+             "carry wrong data");
+    run->coll.strag.self = self;
+    run->coll.strag.culprits = culprits;
+    run->coll.strag.culprit_bad = kinds;
+    run->coll.strag.nculprits = 2;
+    pf_verdict_fabric(run);
+    pf_verdict_finish(run);
+    return run;
+}
+
+Test(fabric_checks, slow_and_corrupt_nodes_are_both_named)
+{
+    /* the ring below its floor (5 < 10) or above it (50): the same */
+    for (int above = 0; above < 2; above++)
+        for (int self = 0; self < 8; self++) {
+            struct pf_run *run = mixed(self, above ? 50 : 5);
+            const struct pf_check *d = find(run, "data"), *b = find(run, "busbw");
+            cr_assert_not_null(d);
+            cr_assert_not_null(b, "rank %d: busbw judged despite wrong data", self);
+            if (self == 2) {
+                cr_assert_eq(b->reason, PF_R_StragglerNode, "%s", b->message);
+                cr_assert_eq(d->reason, PF_R_PeerDataCorruption);
+                cr_assert_eq(run->verdict.exit_code, PF_EXIT_FAIL);
+                cr_assert(pf_class_may_taint(run->verdict.cls));
+            } else if (self == 5) {
+                cr_assert_eq(d->reason, PF_R_DataCorruption, "%s", d->message);
+                cr_assert_eq(b->reason, PF_R_SlowPeer);
+                cr_assert_eq(run->verdict.exit_code, PF_EXIT_FAIL);
+            } else {
+                cr_assert_eq(b->reason, PF_R_SlowPeer, "rank %d: %s", self,
+                             b->message);
+                cr_assert(strstr(b->message, "rank 2 (10.0.0.12) is the "
+                                 "straggler, not this node"), "%s", b->message);
+                cr_assert_eq(d->reason, PF_R_PeerDataCorruption);
+                cr_assert(strstr(d->message, "rank 5 (10.0.0.15) corrupts "
+                                 "data, not this node"), "%s", d->message);
+                cr_assert_eq(run->verdict.exit_code, PF_EXIT_PEER,
+                             "rank %d exit %d", self, run->verdict.exit_code);
+                cr_assert_eq(run->verdict.cls, PF_CLASS_PEER);
+            }
+            free(run);
+        }
+}
+
+/* A ring below its floor with only a corrupting node singled out: the
+ * miss is put down to it, not the group; without anyone singled out the
+ * run fails as a group. */
+Test(fabric_checks, ring_miss_with_a_culprit_is_not_a_group_failure)
+{
+    struct pf_run *run = mixed(0, 5);
+    run->coll.strag.culprit_bad[0] = 0;   /* rank 2 not slow after all */
+    run->verdict.n = 0;
+    pf_verdict_fabric(run);
+    pf_verdict_finish(run);
+    cr_assert_eq(find(run, "busbw")->reason, PF_R_SlowPeer, "%s",
+                 find(run, "busbw")->message);
+    cr_assert(strstr(find(run, "busbw")->message, "singled out by the "
+                     "pairwise test, not this node (rank 0)"), "%s",
+              find(run, "busbw")->message);
+    cr_assert_eq(run->verdict.exit_code, PF_EXIT_PEER);
+    run->coll.strag.culprit_bad[0] = PF_LINK_SLOW;
+    free(run);
+}
+
+/* The ring is judged at its own node count: a ring under the 2-node floor
+ * but over the 8-node one passes when every node's links passed. */
+Test(fabric_checks, ring_judged_at_its_node_count)
+{
+    static struct pf_instance curve = {
+        .name = "p5.48xlarge", .accel_kind = "gpu", .nfloors = 2,
+        .floors = { { .nodes = 2, .busbw_gbps = 300, .verified = true },
+                    { .nodes = 8, .busbw_gbps = 200, .verified = true } },
+    };
+    struct pf_run *run = ran("nccl", "efa", 250, 8);
+
+    run->instance = &curve;
+    snprintf(run->coll.strag.method, sizeof(run->coll.strag.method),
+             "pairwise");
+    snprintf(run->coll.strag.note, sizeof(run->coll.strag.note),
+             "pairwise: every link good");
+    pf_verdict_fabric(run);
+    pf_verdict_finish(run);
+    cr_assert_eq(find(run, "busbw")->status, PF_PASS, "%s",
+                 find(run, "busbw")->message);
+    cr_assert(strstr(find(run, "busbw")->message, "floor 200.00 GB/s"), "%s",
+              find(run, "busbw")->message);
+    cr_assert_eq(run->verdict.exit_code, PF_EXIT_PASS);
+    free(run);
+    /* at 2 nodes the same ring misses: nobody singled out, group */
+    run = ran("nccl", "efa", 250, 2);
+    run->instance = &curve;
+    pf_verdict_fabric(run);
+    pf_verdict_finish(run);
+    cr_assert_eq(find(run, "busbw")->reason, PF_R_BandwidthBelowThreshold,
+                 "%s", find(run, "busbw")->message);
+    cr_assert_eq(run->verdict.cls, PF_CLASS_GROUP);
+    free(run);
 }
