@@ -27,7 +27,7 @@ for i in $(seq 0 $((N - 1))); do
     else
         kr_node "node-$i" '{"efa-preflight.io/status":"pending","node.kubernetes.io/instance-type":"g5.48xlarge","topology.kubernetes.io/zone":"us-east-1a"}'
     fi
-    kr_ok POST /api/v1/namespaces/efa-preflight/pods --data '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"efa-preflight-ds-'$i'","namespace":"efa-preflight","labels":{"app.kubernetes.io/name":"efa-preflight","app.kubernetes.io/instance":"efa-preflight"},"ownerReferences":[{"apiVersion":"apps/v1","kind":"DaemonSet","name":"efa-preflight","uid":"'$ds_uid'","controller":true}]},"spec":{"nodeName":"node-'$i'","containers":[{"name":"agent","image":"registry.invalid/efa-preflight"}]}}'
+    kr_ok POST /api/v1/namespaces/efa-preflight/pods --data '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"efa-preflight-ds-'$i'","namespace":"efa-preflight","labels":{"app.kubernetes.io/name":"efa-preflight","app.kubernetes.io/instance":"efa-preflight"},"ownerReferences":[{"apiVersion":"apps/v1","kind":"DaemonSet","name":"efa-preflight","uid":"'$ds_uid'","controller":true}]},"spec":{"nodeName":"node-'$i'","serviceAccountName":"efa-preflight","automountServiceAccountToken":false,"containers":[{"name":"agent","image":"registry.invalid/efa-preflight"}]}}'
     kr_pod_ip efa-preflight "efa-preflight-ds-$i" "10.254.42.$((11 + i))"
     kr_token efa-preflight efa-preflight "efa-preflight-ds-$i" > "$T/token-$i"
 done

@@ -110,8 +110,8 @@ print("%d agent requests, all as ml/efa-preflight-job, none refused; verbs: %s" 
 echo "every Node: status=warn, fabric=tested, busbw, both conditions, one Event in default; kubelet condition, labels and taints kept"
 
 # Fail: a gang of three whose third pod never gets an IP.
-kr_ok DELETE /api/v1/namespaces/ml/pods/train-workers-2-0-p2
-kr_call POST /api/v1/namespaces/ml/pods --data '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"train-workers-2-0-p2","namespace":"ml","labels":{"jobset.sigs.k8s.io/jobset-name":"train","jobset.sigs.k8s.io/jobset-uid":"7d2c0b1e-5a4f-4c3e-9b8a-1f2e3d4c5b6a","jobset.sigs.k8s.io/replicatedjob-name":"workers","jobset.sigs.k8s.io/replicatedjob-replicas":"3","jobset.sigs.k8s.io/job-index":"2","batch.kubernetes.io/job-completion-index":"0","batch.kubernetes.io/job-name":"train-workers-2"}},"spec":{"nodeName":"node-2","restartPolicy":"Never","containers":[{"name":"train","image":"registry.invalid/train"}]}}' >/dev/null ||
+kr_ok DELETE "/api/v1/namespaces/ml/pods/train-workers-2-0-p2?gracePeriodSeconds=0"
+kr_call POST /api/v1/namespaces/ml/pods --data '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"train-workers-2-0-p2","namespace":"ml","labels":{"jobset.sigs.k8s.io/jobset-name":"train","jobset.sigs.k8s.io/jobset-uid":"7d2c0b1e-5a4f-4c3e-9b8a-1f2e3d4c5b6a","jobset.sigs.k8s.io/replicatedjob-name":"workers","jobset.sigs.k8s.io/replicatedjob-replicas":"3","jobset.sigs.k8s.io/job-index":"2","batch.kubernetes.io/job-completion-index":"0","batch.kubernetes.io/job-name":"train-workers-2"}},"spec":{"nodeName":"node-2","restartPolicy":"Never","serviceAccountName":"efa-preflight-job","automountServiceAccountToken":false,"containers":[{"name":"train","image":"registry.invalid/train"}]}}' >/dev/null ||
     kr_die "recreating pod 2"
 start=$(date +%s.%N)
 pids=""

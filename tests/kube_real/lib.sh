@@ -237,8 +237,8 @@ kr_render_chart() {
     local out=$1 render=$KR_TMP/helm-render
     shift
     if [ ! -x "$render" ]; then
-        GO111MODULE=off GOPATH=/usr/share/gocode GOFLAGS= GOCACHE="$KR_TMP/gocache" \
-            go build -o "$render" "$PF_ROOT/tests/helm_render" > "$KR_TMP/out/helm-build.log" 2>&1 ||
+        (cd "$PF_ROOT" && GO111MODULE=off GOPATH=/usr/share/gocode GOFLAGS= \
+            go build -o "$render" ./tests/helm_render) > "$KR_TMP/out/helm-build.log" 2>&1 ||
             { cat "$KR_TMP/out/helm-build.log"; kr_die "go build tests/helm_render"; }
     fi
     "$render" "$PF_ROOT/charts/efa-preflight" --name efa-preflight --namespace efa-preflight \
@@ -283,7 +283,9 @@ kr_pod_ip() {
 }
 
 # kr_jobset_pods NS N: Job train-workers-i and its JobSet-labelled pod
-# train-workers-i-0-pi on node-i, for i < N (no podIP yet).
+# train-workers-i-0-pi on node-i, for i < N (no podIP yet), running as the
+# chart's job account (a TokenRequest bound to the pod must name the pod's
+# own account).
 kr_jobset_pods() {
     python3 - "$1" "$2" "$KR_TMP/jobset.json" <<'EOF'
 import json, sys
@@ -320,6 +322,8 @@ for i in range(n):
                              "name": job["metadata"]["name"],
                              "uid": job["metadata"]["uid"], "controller": True}]},
         "spec": {"nodeName": "node-%d" % i, "restartPolicy": "Never",
+                 "serviceAccountName": "efa-preflight-job",
+                 "automountServiceAccountToken": False,
                  "containers": [{"name": "train", "image": "registry.invalid/train"}]}})
 json.dump(objs, open(out, "w"))
 EOF
