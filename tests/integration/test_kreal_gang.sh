@@ -43,23 +43,33 @@ agent() {   # agent INDEX TAG TIMEOUT: in pod pfkr-(INDEX+1), in the background
         > "$T/out/$2-$i.stdout" 2> "$T/out/$2-$i.stderr"
 }
 
-# Wait (bounded) until N watches on pods by service accounts are open.
-watching() {
-    local n=$1 t c
+# Wait (bounded) until every agent has asked the server something and rank 0
+# watches the group's pods (a bound token names its pod in the audit log).
+all_waiting() {
+    local t
     for t in $(seq 1 150); do
-        c=$(grep -c '"verb":"watch".*"resource":"pods"' "$T/out/audit.log" 2>/dev/null)
-        [ "${c:-0}" -ge "$n" ] && return 0
+        python3 - "$T/out/audit.log" <<'EOF' && return 0
+import json, sys
+seen, watching = set(), False
+for l in open(sys.argv[1]):
+    x = json.loads(l)
+    pod = (x["user"].get("extra") or {}).get("authentication.kubernetes.io/pod-name", [""])[0]
+    if pod:
+        seen.add(pod)
+        watching |= pod == "train-workers-0-0-p0" and x["verb"] == "watch"
+sys.exit(0 if len(seen) == 3 and watching else 1)
+EOF
         sleep 0.2
     done
-    kr_die "only ${c:-0} pod watches opened, want $n"
+    kr_die "the agents never all reached the server, rank 0 watching"
 }
 
 start=$(date +%s.%N)
 pids=""
 for i in 0 1 2; do agent $i pass 60 & pids="$pids $!"; done
-# Rank 0 lists the group, ranks 1-2 only rank 0: wait until all watch,
-# then pod 2 gets its IP, as the kubelet would report it.
-watching 3
+# Rank 0 lists the group and waits for pod 2's IP, as the kubelet would
+# report it; it comes once every agent is up.
+all_waiting
 kr_pod_ip ml train-workers-2-0-p2 10.254.42.13
 i=0
 for p in $pids; do

@@ -73,9 +73,11 @@ assert cond("node-0", "Ready")["status"] == "True"
 bad = [(x["verb"], x["requestURI"], x["responseStatus"]["code"]) for x in audit()
        if x["stage"] == "ResponseComplete" and x["responseStatus"]["code"] >= 400]
 assert not bad, bad
+# A `valid-until-epoch > now` selector must not admit the node.
+import time
 e = l.get("efa-preflight.io/valid-until-epoch")
-if e is not None and e != "1767312000":
-    print("NOTE: valid-until-epoch=%s stays on a node with status=error (the mark sets a fresh one and the Interrupted write keeps it)" % e)
+assert e is None or int(e) <= time.time(), ("valid-until-epoch in the future on an error node", l)
+print("valid-until-epoch: %s" % e)
 '
 echo "SIGTERM while watching for the peer: exit 3 in ${secs}s, validating while it ran, then status=error, both conditions Unknown/Interrupted, yesterday's pass gone"
 kr_no_token_in "$T/out"

@@ -39,6 +39,14 @@ for l in sys.stdin:
     if x["objectRef"].get("resource") == "pods" and x["verb"] in ("list", "watch"):
         print(x["verb"])'
 }
+show() {   # the agent's pod requests with times, and its log
+    grep 'efa-preflight-job' "$T/out/audit.log" | python3 -c '
+import json, sys
+for l in sys.stdin:
+    x = json.loads(l)
+    print("  %s %s %s %s %s" % (x["stageTimestamp"][11:23], x["stage"], x["verb"], x["requestURI"][:150], x.get("responseStatus", {}).get("code")))'
+    grep -i "watch\|list" "$T/out/a0.stderr" | tail -n 20
+}
 
 agent 0 & p0=$!
 for t in $(seq 1 150); do
@@ -93,7 +101,7 @@ done
 reqs=$(agent_reqs | paste -sd' ')
 case "$reqs" in
     "list watch watch list"*) ;;
-    *) kr_die "rank 0's pod requests: '$reqs', want list watch watch list ..." ;;
+    *) show; kr_die "rank 0's pod requests: '$reqs', want list watch watch list ..." ;;
 esac
 echo "rank 0: $(grep -o 'pod watch: resourceVersion [0-9]* expired (410), listing again' "$T/out/a0.stderr" | head -1); requests: $reqs"
 

@@ -174,8 +174,10 @@ EOF
     for try in 1 2 3; do
         port=$(kr_free_port "$KR_HOST_IP")
         # --insecure-port=0: 1.20 would also serve plain HTTP on
-        # 127.0.0.1:8080. --disable-admission-plugins=ServiceAccount: there is
-        # no controller manager to create the namespaces' default accounts.
+        # 127.0.0.1:8080. There is no controller manager: ServiceAccount
+        # admission would want the namespaces' default accounts it creates,
+        # and TaintNodesByCondition taints every new Node not-ready until
+        # the node lifecycle controller sees the kubelet's Ready.
         "$KR_APISERVER" --etcd-servers "$KR_ETCD_URL" \
             --bind-address "$KR_HOST_IP" --advertise-address "$KR_HOST_IP" \
             --secure-port "$port" --insecure-port 0 \
@@ -187,7 +189,7 @@ EOF
             --service-account-key-file "$KR_TMP/pki/sa.pub" \
             --service-account-signing-key-file "$KR_TMP/pki/sa.key" \
             --service-cluster-ip-range 10.0.0.0/24 \
-            --disable-admission-plugins ServiceAccount \
+            --disable-admission-plugins ServiceAccount,TaintNodesByCondition \
             --audit-policy-file "$KR_TMP/audit-policy.yaml" \
             --audit-log-path "$KR_TMP/out/audit.log" \
             --profiling=false "$@" > "$KR_TMP/out/apiserver.log" 2>&1 &
