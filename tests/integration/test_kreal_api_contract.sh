@@ -12,6 +12,8 @@
 #     resourceVersion in the body; a PUT with a stale resourceVersion is a
 #     409, even one that would change nothing (with the current one, a
 #     PUT that changes nothing is a 200 and keeps the resourceVersion);
+#   - a ConfigMap is not created by a PUT (404); a PUT with a stale
+#     resourceVersion is a 409, one without any is unconditional (200);
 #   - an Event POSTed twice under one name: 409 AlreadyExists;
 #   - a token bound to a pod stops working (401) once the pod is deleted
 #     (within the server's 10 s cache of successful authentications).
@@ -96,6 +98,17 @@ expect 409 "PUT with a stale resourceVersion" -- PUT "$L/l1" --data "$(lease l1 
 expect 409 "PUT with a stale resourceVersion, nothing changed" -- PUT "$L/l1" --data "$(lease l1 b "$lrv")"
 expect 201 "PUT to a missing Lease with a resourceVersion" -- PUT "$L/l2" --data "$(lease l2 a "$lrv")"
 expect 409 "POST a Lease that exists" -- POST "$L" --data "$(lease l1 d)"
+
+# ConfigMaps (the taint budget): no create on update.
+C=/api/v1/namespaces/efa-preflight/configmaps
+cm() { printf '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"%s"%s},"data":{"k":"%s"}}' "$1" "${3:+,\"resourceVersion\":\"$3\"}" "$2"; }
+expect 404 "PUT to a missing ConfigMap" -- PUT "$C/c1" --data "$(cm c1 a)"
+expect 201 "POST a ConfigMap" -- POST "$C" --data "$(cm c1 a)"
+expect 409 "POST it again" -- POST "$C" --data "$(cm c1 a)"
+crv=$(kr_call GET "$C/c1" | python3 -c 'import json, sys; print(json.load(sys.stdin)["metadata"]["resourceVersion"])')
+expect 200 "PUT with its resourceVersion" -- PUT "$C/c1" --data "$(cm c1 b "$crv")"
+expect 409 "PUT with the same, now stale, resourceVersion" -- PUT "$C/c1" --data "$(cm c1 c "$crv")"
+expect 200 "PUT without a resourceVersion (unconditional)" -- PUT "$C/c1" --data "$(cm c1 d)"
 
 # A token bound to a pod dies with the pod.
 kr_jobset_pods ml 1

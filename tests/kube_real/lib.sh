@@ -234,7 +234,8 @@ kr_token() {
 }
 
 # kr_render_chart OUT [helm-render args]: the chart as `helm template`
-# renders it (release efa-preflight in namespace efa-preflight).
+# renders it (release efa-preflight in namespace efa-preflight); PF_KR_CHART
+# names another chart directory.
 kr_render_chart() {
     local out=$1 render=$KR_TMP/helm-render
     shift
@@ -243,7 +244,7 @@ kr_render_chart() {
             go build -o "$render" ./tests/helm_render) > "$KR_TMP/out/helm-build.log" 2>&1 ||
             { cat "$KR_TMP/out/helm-build.log"; kr_die "go build tests/helm_render"; }
     fi
-    "$render" "$PF_ROOT/charts/efa-preflight" --name efa-preflight --namespace efa-preflight \
+    "$render" "${PF_KR_CHART:-$PF_ROOT/charts/efa-preflight}" --name efa-preflight --namespace efa-preflight \
         --set image.repository=registry.invalid/efa-preflight "$@" > "$out" ||
         kr_die "chart render $*"
 }
