@@ -91,7 +91,7 @@ for x in leases.values():
 a = audit()
 done_ = [x for x in a if x["stage"] == "ResponseComplete"]
 # 404: a Lease read before its first holder created it; 409: a Lease
-# write that lost to another agent's.
+# write that lost to one by another agent.
 lease_404 = lambda x: x["responseStatus"]["code"] == 404 and x["verb"] == "get" and \
     x["objectRef"].get("resource") == "leases"
 bad = [(x["verb"], x["requestURI"], x["responseStatus"]["code"]) for x in done_

@@ -31,12 +31,8 @@ port=$(kr_free_port 127.0.0.1)
     -b 64K -e 64K -n 1 -w 0 --timeout 60 --expect-gpus 2 --taint-on-failure -vv \
     > "$T/out/run.stdout" 2> "$T/out/run.stderr" &
 apid=$!
-for t in $(seq 1 150); do
-    grep -q '"verb":"watch".*"resource":"pods"' "$T/out/audit.log" 2>/dev/null && break
-    kill -0 "$apid" 2>/dev/null || { cat "$T/out/run.stderr"; kr_die "the agent exited before watching"; }
-    sleep 0.2
-done
-grep -q '"verb":"watch".*"resource":"pods"' "$T/out/audit.log" || kr_die "the agent never watched pods"
+kr_wait_watchers pods 1
+kill -0 "$apid" 2>/dev/null || { cat "$T/out/run.stderr"; kr_die "the agent exited while watching"; }
 kr_state "$T/marked.json"
 t0=$(date +%s.%N)
 kill -TERM "$apid"

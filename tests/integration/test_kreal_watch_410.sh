@@ -49,12 +49,7 @@ for l in sys.stdin:
 }
 
 agent 0 & p0=$!
-for t in $(seq 1 150); do
-    grep -q '"stage":"ResponseStarted".*"verb":"watch".*"resource":"pods"' "$T/out/audit.log" 2>/dev/null && break
-    sleep 0.2
-done
-grep -q '"stage":"ResponseStarted".*"verb":"watch".*"resource":"pods"' "$T/out/audit.log" ||
-    { cat "$T/out/a0.stderr"; kr_die "rank 0 never watched its pods"; }
+kr_wait_watchers pods 1
 watch_at=$(date +%s)
 rv=$(kr_call GET '/api/v1/namespaces/ml/pods?labelSelector=jobset.sigs.k8s.io%2Fjobset-name%3Dtrain' |
      python3 -c 'import json, sys; print(json.load(sys.stdin)["metadata"]["resourceVersion"])')

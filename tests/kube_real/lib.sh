@@ -406,3 +406,19 @@ kr_wait_can() {
     done
     kr_die "can $* never became $want"
 }
+
+# kr_wait_watchers RESOURCE N: until the server holds at least N open
+# namespaced watches on RESOURCE (its apiserver_longrunning_gauge; the
+# server's own informers watch cluster-wide), 30 s. The audit log is no such
+# signal: it logs a quiet watch's ResponseStarted only when the watch ends.
+kr_wait_watchers() {
+    local t n
+    for t in $(seq 1 150); do
+        n=$(kr_call GET /metrics 2>/dev/null | awk -v r="$1" '
+            /^apiserver_longrunning_gauge\{/ && index($0, "resource=\"" r "\"") && index($0, "verb=\"WATCH\"") && index($0, "scope=\"namespace\"") { s += $NF }
+            END { print s + 0 }')
+        [ "${n:-0}" -ge "$2" ] && return 0
+        sleep 0.2
+    done
+    kr_die "only ${n:-0} watches on $1 open after 30 s, want $2"
+}
