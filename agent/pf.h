@@ -83,6 +83,9 @@ struct pf_config {
     char *fabric_addrs;               /* host engine, socket providers: one
                                          endpoint (NIC) per address; heap,
                                          NULL = the bind address */
+    int fabric_lanes;                 /* host engine, socket providers:
+                                         endpoints (each with a thread) per
+                                         address, 0 = by the cores */
     /* per-NIC checks (verdict/nic_checks.c) */
     double nic_idle_ratio;            /* idle below this x the median NIC */
     uint64_t nic_idle_min_bytes;      /* judge idleness from this mean */

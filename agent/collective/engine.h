@@ -21,6 +21,8 @@ struct pf_engine_args {
     uint64_t max_count;               /* largest all_reduce, elements a rank */
     /* host engine */
     const char *provider;             /* libfabric provider, "" for efa */
+    int fabric_lanes;                 /* socket providers: endpoints per
+                                         address, 0 = by the cores */
     const char *fabric_addrs;         /* socket providers: one endpoint per
                                          address, NULL for the bind address */
     const char *libfabric_path;       /* "" searches the usual places */

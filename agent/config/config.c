@@ -151,6 +151,8 @@ static const struct opt_spec options[] = {
       "the largest size swept)" },
     { "fabric_addrs", 0, OPT_TEXT, F(fabric_addrs), 0, 0, NULL, C_COLL,
       "host engine over tcp: one endpoint per address, each a NIC (comma-separated; default: the bind address)" },
+    { "fabric_lanes", 0, OPT_INT, F(fabric_lanes), 0, PF_MAX_EFA, NULL, C_COLL,
+      "host engine over tcp: connections per address, each with its own thread (0: the cores per rank on this host, at most 4)" },
     { "nic_idle_ratio", 0, OPT_DOUBLE, F(nic_idle_ratio), 0, 1, NULL, C_COLL,
       "a NIC that moved less than this x the median NIC's bytes is idle (EFANICIdle)" },
     { "nic_idle_min_bytes", 0, OPT_SIZE, F(nic_idle_min_bytes), 4, 64.0 * (1ull << 30), NULL, C_COLL,

@@ -22,6 +22,7 @@
 #include <rdma/fi_tagged.h>
 
 #include "host.h"
+#include "reduce.h"
 #include "ring.h"
 #include "../../util/clock.h"
 #include "../../util/log.h"
@@ -63,56 +64,37 @@ static uint64_t rail_chunks(uint64_t nchunks, int nrails, int r)
                                  : 0;
 }
 
-/* Chunks of an all_reduce: of at most chunk_elems, and where that gives
- * fewer chunks than rails, cut finer (not below
- * PF_HOST_MIN_RAIL_CHUNK_BYTES) so every NIC gets a share. Every rank
- * computes the same. */
+/* Chunks of an all_reduce: of at most chunk_elems (the staging size).
+ * Where that gives fewer chunks than rails (NICs x lanes), cut finer, not
+ * below min_chunk_elems, so that every NIC, then every lane, has a share;
+ * and where it leaves columns idle, finer still, but only down to
+ * PF_HOST_MIN_DEPTH_CHUNK_BYTES (smaller messages cost more than the
+ * overlap gains). Every rank computes the same. */
 static uint64_t chunks_for(const struct host *h, uint64_t count)
 {
     uint64_t nc = pf_ring_nchunks(count, h->n, h->chunk_elems);
     uint64_t longest = (count + (uint64_t)h->n - 1) / (uint64_t)h->n;
-    uint64_t fit = longest / (PF_HOST_MIN_RAIL_CHUNK_BYTES / sizeof(float));
+    uint64_t fit = longest / h->min_chunk_elems;
+    uint64_t fit_depth = longest / (PF_HOST_MIN_DEPTH_CHUNK_BYTES /
+                                    sizeof(float));
+    uint64_t rails = (uint64_t)h->nrails;
+    uint64_t cols = (uint64_t)h->depth * rails;
+    uint64_t cut;
 
-    if (nc < (uint64_t)h->nrails) {
-        uint64_t want = fit < (uint64_t)h->nrails ? fit : (uint64_t)h->nrails;
-        if (want > nc)
-            nc = want;
+    if (nc < rails) {
+        cut = fit < rails ? fit : rails;
+        if (cut > nc)
+            nc = cut;
+    }
+    if (nc < cols) {
+        cut = fit_depth < cols ? fit_depth : cols;
+        if (cut > nc)
+            nc = cut;
     }
     return nc;
 }
 
 /* ------------------------------------------------------------ columns */
-
-/* The reduce runs once per received chunk and was the largest user-space
- * cost of a step (bench/results/host_allreduce.md). restrict rules out
- * overlap (the staging area never aliases the data buffers), and the
- * fixed-length inner loop is what gcc -O2's cheap vectorizer accepts:
- * with it the loop runs at memory speed instead of one float a cycle. */
-#define REDUCE_BLOCK 16
-
-static void add_in_place(float *restrict d, const float *restrict in,
-                         uint64_t n)
-{
-    uint64_t k = 0;
-
-    for (; k + REDUCE_BLOCK <= n; k += REDUCE_BLOCK)
-        for (int j = 0; j < REDUCE_BLOCK; j++)
-            d[k + j] += in[k + j];
-    for (; k < n; k++)
-        d[k] += in[k];
-}
-
-static void add_out_of_place(float *restrict d, const float *restrict s,
-                             const float *restrict in, uint64_t n)
-{
-    uint64_t k = 0;
-
-    for (; k + REDUCE_BLOCK <= n; k += REDUCE_BLOCK)
-        for (int j = 0; j < REDUCE_BLOCK; j++)
-            d[k + j] = s[k + j] + in[k + j];
-    for (; k < n; k++)
-        d[k] = s[k] + in[k];
-}
 
 static void col_setup(struct host *h, struct host_col *c)
 {
@@ -138,8 +120,8 @@ static void col_setup(struct host *h, struct host_col *c)
     c->send_posted = c->send_done = c->send_len == 0;
     c->recv_posted = c->recv_done = c->recv_len == 0;
 
-    if (h->rank == h->args.slow_rank && t > h->slow_step) {
-        h->slow_step = t;
+    if (h->rank == h->args.slow_rank && t > c->rail->slow_step) {
+        c->rail->slow_step = t;
         pf_sleep_ms(h->args.slow_ms);
     }
 }
@@ -168,12 +150,13 @@ static void col_advance(struct host *h, struct host_col *c)
     struct host_rail *r = c->rail;
 
     while (c->active && c->send_done && c->recv_done) {
+        /* The sum runs on this rail's own thread: k rails, k cores. */
         if (pf_ring_is_reduce(h->n, c->step)) {
             if (h->src == h->dst)
-                add_in_place(h->dst + c->recv_off, c->stage, c->recv_len);
+                pf_reduce_add(h->dst + c->recv_off, c->stage, c->recv_len);
             else
-                add_out_of_place(h->dst + c->recv_off, h->src + c->recv_off,
-                                 c->stage, c->recv_len);
+                pf_reduce_add3(h->dst + c->recv_off, h->src + c->recv_off,
+                               c->stage, c->recv_len);
         }
         r->bytes += (c->send_len + c->recv_len) * sizeof(float);
         if (++c->step < pf_ring_steps(h->n)) {
@@ -181,7 +164,6 @@ static void col_advance(struct host *h, struct host_col *c)
             continue;
         }
         c->active = false;
-        h->done_chunks++;
         if (++r->done_chunks == r->nchunks)
             r->seconds += pf_now_s() - r->t0;
         col_next(h, c);
@@ -244,8 +226,11 @@ static bool is_conn_error(int e)
            e == FI_EHOSTUNREACH || e == FI_ENETUNREACH || e == FI_EIO;
 }
 
+/* The error entry of rail r's queue as a message. Only the caller's
+ * thread (boot true) asks the bootstrap whether a peer died, which names
+ * it; a rail thread leaves that to the caller (allreduce). */
 static pf_err cq_error(struct host *h, struct host_rail *r, const char *what,
-                       char *err)
+                       bool boot, char *err)
 {
     struct fi_cq_err_entry ee;
     char detail[160] = "", nic[80] = "";
@@ -257,7 +242,7 @@ static pf_err cq_error(struct host *h, struct host_rail *r, const char *what,
     if (fi_cq_readerr(r->cq, &ee, 0) < 0)
         return pf_fail(err, PF_ERR_ENGINE, "%s: fi_cq_readerr failed", what);
     /* A dead peer usually shows on the bootstrap too, which names it. */
-    if (pf_boot_poll(h->boot, err) != PF_OK) {
+    if (boot && pf_boot_poll(h->boot, err) != PF_OK) {
         pf_err_prefix(err, "%s", what);
         return PF_ERR_LOST;
     }
@@ -267,7 +252,7 @@ static pf_err cq_error(struct host *h, struct host_rail *r, const char *what,
     if (h->pair_peer >= 0)
         peer = h->pair_peer;
     fi_cq_strerror(r->cq, ee.prov_errno, ee.err_data, detail, sizeof(detail));
-    if (h->nrails > 1)
+    if (h->nnics > 1)
         snprintf(nic, sizeof(nic), " on NIC %s", r->name);
     return pf_fail(err, is_conn_error(ee.err) ? PF_ERR_LOST : PF_ERR_ENGINE,
                    "%s: %s rank %d failed over %s%s: %s (%s)", what,
@@ -275,27 +260,28 @@ static pf_err cq_error(struct host *h, struct host_rail *r, const char *what,
                    h->provider, nic, h->fi.strerror(ee.err), detail);
 }
 
-/* Nothing completed. For the first PF_HOST_SPIN_US keep polling, yielding
- * to other ranks that share these cores: the next message is usually that
- * close, and waking a halted (virtual) CPU costs tens of us per hop of a
- * rendezvous. After that, sleep on the queue's fd when the provider says
- * it is safe (fi_trywait), with our own bound; else yield. (Not
- * fi_cq_sread: shm's ignores its timeout.) */
-static void idle(struct host *h, int64_t left_ms)
+/* Nothing completed on rails[0..nr). For the first PF_HOST_SPIN_US keep
+ * polling, yielding to other ranks that share these cores: the next
+ * message is usually that close, and waking a halted (virtual) CPU costs
+ * tens of us per hop of a rendezvous. After that, sleep on the queues'
+ * fds when the provider says it is safe (fi_trywait), with our own bound;
+ * else yield. (Not fi_cq_sread: shm's ignores its timeout.) */
+static void idle(struct host_rail *rails, int nr, double *idle_since,
+                 int64_t left_ms)
 {
     struct pollfd pfd[PF_MAX_EFA];
     double now = pf_now_s();
     int k;
 
-    if (h->idle_since == 0)
-        h->idle_since = now;
-    if (now - h->idle_since < PF_HOST_SPIN_US * 1e-6) {
+    if (*idle_since == 0)
+        *idle_since = now;
+    if (now - *idle_since < PF_HOST_SPIN_US * 1e-6) {
         sched_yield();
         return;
     }
     /* Sleep only when every queue has an fd and says it is safe. */
-    for (k = 0; k < h->nrails; k++) {
-        struct host_rail *r = &h->rails[k];
+    for (k = 0; k < nr; k++) {
+        struct host_rail *r = &rails[k];
         struct fid *fids[1] = { &r->cq->fid };
         if (r->wait_fd < 0 || fi_trywait(r->fabric, fids, 1) != FI_SUCCESS)
             break;
@@ -303,65 +289,85 @@ static void idle(struct host *h, int64_t left_ms)
         pfd[k].events = POLLIN;
         pfd[k].revents = 0;
     }
-    if (k == h->nrails) {
-        poll(pfd, (nfds_t)h->nrails,
+    if (k == nr) {
+        poll(pfd, (nfds_t)nr,
              (int)(left_ms < PF_HOST_WAIT_MS ? left_ms : PF_HOST_WAIT_MS));
         return;
     }
     sched_yield();
 }
 
-/* ", waiting on NIC a, b" for the rails with work outstanding. */
+/* ", waiting on NIC a, b" for the NICs with work outstanding on any of
+ * their lanes. */
 static void busy_rails(const struct host *h, char *out, size_t len)
 {
     size_t used = 0;
 
     out[0] = '\0';
-    if (h->nrails < 2)
+    if (h->nnics < 2)
         return;
-    for (int k = 0; k < h->nrails && used < len; k++) {
-        const struct host_rail *r = &h->rails[k];
-        bool busy = r->pair_busy || r->done_chunks < r->nchunks ||
-                    !r->hs_send_done || !r->hs_recv_done;
+    for (int nic = 0; nic < h->nnics && used < len; nic++) {
+        const char *name = NULL;
         int n;
-        if (!busy)
+
+        for (int k = 0; k < h->nrails; k++) {
+            const struct host_rail *r = &h->rails[k];
+            if (r->nic == nic &&
+                (r->pair_busy || r->done_chunks < r->nchunks ||
+                 !r->hs_send_done || !r->hs_recv_done))
+                name = r->name;
+        }
+        if (!name)
             continue;
         n = snprintf(out + used, len - used, "%s%s", used ? ", " : ", "
-                     "waiting on NIC ", r->name);
+                     "waiting on NIC ", name);
         if (n > 0)
             used += (size_t)n;
     }
 }
 
-pf_err pf_host_progress(struct host *h, int64_t deadline, const char *what,
-                        char *err)
+static pf_err deadline_passed(const struct host *h, const char *what,
+                              char *err)
+{
+    char busy[256];
+
+    busy_rails(h, busy, sizeof(busy));
+    if (h->pair_peer >= 0)
+        return pf_fail(err, PF_ERR_TIMEOUT,
+                       "%s: not finished by the deadline over %s "
+                       "(exchanging with rank %d%s)", what, h->provider,
+                       h->pair_peer, busy);
+    return pf_fail(err, PF_ERR_TIMEOUT,
+                   "%s: not finished by the deadline over %s (sending to "
+                   "rank %d, receiving from rank %d%s)", what,
+                   h->provider, (h->rank + 1) % h->n,
+                   (h->rank + h->n - 1) % h->n, busy);
+}
+
+/* Read one batch of rail r's completions; *any when there were some. */
+static pf_err rail_read(struct host *h, struct host_rail *r, const char *what,
+                        bool boot, bool *any, char *err)
 {
     struct fi_cq_entry ent[16];
-    bool any = false;
-    char busy[256];
-    int64_t now;
+    ssize_t got = fi_cq_read(r->cq, ent, 16);
 
-    for (int k = 0; k < h->nrails; k++) {
-        struct host_rail *r = &h->rails[k];
-        ssize_t got = fi_cq_read(r->cq, ent, 16);
-
-        if (got > 0) {
-            any = true;
-            for (ssize_t i = 0; i < got; i++)
-                on_complete(h, ent[i].op_context);
-        } else if (got == -FI_EAVAIL) {
-            return cq_error(h, r, what, err);
-        } else if (got != -FI_EAGAIN) {
-            return pf_fail(err, PF_ERR_ENGINE, "%s: fi_cq_read (%s): %s",
-                           what, h->provider, h->fi.strerror((int)-got));
-        }
+    if (got > 0) {
+        *any = true;
+        for (ssize_t i = 0; i < got; i++)
+            on_complete(h, ent[i].op_context);
+    } else if (got == -FI_EAVAIL) {
+        return cq_error(h, r, what, boot, err);
+    } else if (got != -FI_EAGAIN) {
+        return pf_fail(err, PF_ERR_ENGINE, "%s: fi_cq_read (%s): %s",
+                       what, h->provider, h->fi.strerror((int)-got));
     }
-    if (any)
-        h->idle_since = 0;
-    /* Checked on every call, busy or not: a fabric that crawls must stop
-     * at the deadline too, and a lost peer shows even while the other
-     * neighbour still delivers. */
-    now = pf_now_ms();
+    return PF_OK;
+}
+
+/* Caller's thread only: the bootstrap, every PF_HOST_BOOT_POLL_MS. */
+static pf_err boot_check(struct host *h, int64_t now, const char *what,
+                         char *err)
+{
     if (now >= h->next_boot_poll) {
         pf_err rc = pf_boot_poll(h->boot, err);
         if (rc != PF_OK) {
@@ -370,21 +376,31 @@ pf_err pf_host_progress(struct host *h, int64_t deadline, const char *what,
         }
         h->next_boot_poll = now + PF_HOST_BOOT_POLL_MS;
     }
-    if (now >= deadline) {
-        busy_rails(h, busy, sizeof(busy));
-        if (h->pair_peer >= 0)
-            return pf_fail(err, PF_ERR_TIMEOUT,
-                           "%s: not finished by the deadline over %s "
-                           "(exchanging with rank %d%s)", what, h->provider,
-                           h->pair_peer, busy);
-        return pf_fail(err, PF_ERR_TIMEOUT,
-                       "%s: not finished by the deadline over %s (sending to "
-                       "rank %d, receiving from rank %d%s)", what,
-                       h->provider, (h->rank + 1) % h->n,
-                       (h->rank + h->n - 1) % h->n, busy);
-    }
+    return PF_OK;
+}
+
+pf_err pf_host_progress(struct host *h, int64_t deadline, const char *what,
+                        char *err)
+{
+    bool any = false;
+    int64_t now;
+    pf_err rc;
+
+    for (int k = 0; k < h->nrails; k++)
+        if ((rc = rail_read(h, &h->rails[k], what, true, &any, err)) != PF_OK)
+            return rc;
+    if (any)
+        h->idle_since = 0;
+    /* Checked on every call, busy or not: a fabric that crawls must stop
+     * at the deadline too, and a lost peer shows even while the other
+     * neighbour still delivers. */
+    now = pf_now_ms();
+    if ((rc = boot_check(h, now, what, err)) != PF_OK)
+        return rc;
+    if (now >= deadline)
+        return deadline_passed(h, what, err);
     if (!any)
-        idle(h, deadline - now);
+        idle(h->rails, h->nrails, &h->idle_since, deadline - now);
     return PF_OK;
 }
 
@@ -406,10 +422,148 @@ pf_err pf_host_wait_handshake(struct host *h, int64_t deadline,
 
 /* --------------------------------------------------------- all_reduce */
 
+/* Rail r's share of the all_reduce in progress: post its columns, read
+ * its queue, until its last chunk has gone through every step. main: the
+ * caller's thread, which also watches the bootstrap; a rail thread
+ * watches h->stop instead. A deadline here is reported by the caller,
+ * which names every rail still busy. */
+static pf_err rail_run(struct host *h, struct host_rail *r, bool main,
+                       char *err)
+{
+    r->idle_since = 0;
+    while (r->done_chunks < r->nchunks) {
+        bool any = false;
+        int64_t now;
+        pf_err rc;
+
+        for (int i = 0; i < h->depth; i++) {
+            struct host_col *c = &r->cols[i];
+            if (c->active && (!c->recv_posted || !c->send_posted) &&
+                (rc = col_post(h, c, err)) != PF_OK)
+                return rc;
+        }
+        if ((rc = rail_read(h, r, h->what, main, &any, err)) != PF_OK)
+            return rc;
+        if (any) {
+            r->idle_since = 0;
+            continue;
+        }
+        now = pf_now_ms();
+        if (main && (rc = boot_check(h, now, h->what, err)) != PF_OK)
+            return rc;
+        if (!main && atomic_load_explicit(&h->stop, memory_order_relaxed))
+            return pf_fail(err, PF_ERR_LOST, "%s: stopped", h->what);
+        if (now >= h->deadline)
+            return PF_ERR_TIMEOUT;
+        idle(r, 1, &r->idle_since, h->deadline - now);
+    }
+    return PF_OK;
+}
+
+/* The CPU of rail j (h->pin): the (local_index x nrails + j)-th allowed. */
+static void pin_to(const struct host *h, pthread_t t, int j)
+{
+    int want = (h->local_index * h->nrails + j) % CPU_COUNT(&h->allowed);
+    cpu_set_t one;
+
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &h->allowed) && want-- == 0) {
+            CPU_ZERO(&one);
+            CPU_SET(c, &one);
+            /* A refusal (a cpuset that changed) only costs speed. */
+            (void)pthread_setaffinity_np(t, sizeof(one), &one);
+            return;
+        }
+}
+
+/* A rail thread: wait for the next all_reduce (gen), run its rail's share,
+ * say so (done_gen), until quit. Spins PF_HOST_SPIN_US first: in a sweep
+ * the next all_reduce follows at once. */
+static void *rail_thread(void *arg)
+{
+    struct host_rail *r = arg;
+    struct host *h = r->h;
+    unsigned seen = 0;
+
+    if (h->pin)
+        pin_to(h, pthread_self(), r->index);
+    for (;;) {
+        double t0 = pf_now_s();
+        unsigned g;
+
+        while ((g = atomic_load_explicit(&h->gen, memory_order_acquire)) ==
+                   seen &&
+               !atomic_load_explicit(&h->quit, memory_order_acquire) &&
+               pf_now_s() - t0 < PF_HOST_SPIN_US * 1e-6)
+            sched_yield();
+        if (g == seen) {
+            pthread_mutex_lock(&h->mu);
+            while ((g = atomic_load_explicit(&h->gen, memory_order_acquire)) ==
+                       seen &&
+                   !atomic_load_explicit(&h->quit, memory_order_acquire))
+                pthread_cond_wait(&h->go, &h->mu);
+            pthread_mutex_unlock(&h->mu);
+        }
+        if (atomic_load_explicit(&h->quit, memory_order_acquire))
+            return NULL;
+        seen = g;
+        r->err[0] = '\0';
+        r->rc = rail_run(h, r, false, r->err);
+        pthread_mutex_lock(&h->mu);
+        atomic_store_explicit(&r->done_gen, g, memory_order_release);
+        pthread_cond_signal(&h->done);
+        pthread_mutex_unlock(&h->mu);
+    }
+}
+
+static bool rails_done(struct host *h, unsigned g)
+{
+    for (int k = 1; k < h->nrails; k++)
+        if (atomic_load_explicit(&h->rails[k].done_gen, memory_order_acquire)
+            != g)
+            return false;
+    return true;
+}
+
+/* The caller, its own rail done: wait for the rail threads, watching the
+ * bootstrap; a lost peer stops them (each notices within one poll). */
+static pf_err wait_rails(struct host *h, unsigned g, char *err)
+{
+    double t0 = pf_now_s();
+    pf_err rc = PF_OK;
+
+    while (!rails_done(h, g)) {
+        int64_t now = pf_now_ms();
+        struct timespec ts;
+
+        if (rc == PF_OK && (rc = boot_check(h, now, h->what, err)) != PF_OK)
+            atomic_store_explicit(&h->stop, true, memory_order_release);
+        if (pf_now_s() - t0 < PF_HOST_SPIN_US * 1e-6) {
+            sched_yield();
+            continue;
+        }
+        /* Bounded sleeps: the bootstrap is polled on and rail threads
+         * end by the deadline whatever happens. */
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += PF_HOST_WAIT_MS * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_mutex_lock(&h->mu);
+        if (!rails_done(h, g))
+            pthread_cond_timedwait(&h->done, &h->mu, &ts);
+        pthread_mutex_unlock(&h->mu);
+    }
+    atomic_store_explicit(&h->stop, false, memory_order_relaxed);
+    return rc;
+}
+
 static pf_err allreduce(struct host *h, uint64_t count, bool in_place,
                         int64_t deadline, char *err)
 {
-    char what[96];
+    unsigned g = 0;
+    pf_err rc, rrc = PF_OK;
 
     h->seq = (h->seq + 1) & TAG_SEQ_MASK;
     h->src = in_place ? h->recvbuf : h->sendbuf;
@@ -421,12 +575,14 @@ static pf_err allreduce(struct host *h, uint64_t count, bool in_place,
     }
     h->count = count;
     h->nchunks = chunks_for(h, count);
-    h->done_chunks = 0;
-    h->slow_step = -1;
+    h->deadline = deadline;
+    snprintf(h->what, sizeof(h->what), "all_reduce of %llu bytes",
+             (unsigned long long)(count * sizeof(float)));
     for (int k = 0; k < h->nrails; k++) {
         struct host_rail *r = &h->rails[k];
         r->nchunks = rail_chunks(h->nchunks, h->nrails, k);
         r->next_chunk = r->done_chunks = 0;
+        r->slow_step = -1;
         r->t0 = pf_now_s();
         for (int i = 0; i < h->depth; i++)
             r->cols[i].active = false;
@@ -435,24 +591,98 @@ static pf_err allreduce(struct host *h, uint64_t count, bool in_place,
             col_advance(h, &r->cols[i]);
         }
     }
-    snprintf(what, sizeof(what), "all_reduce of %llu bytes",
-             (unsigned long long)(count * sizeof(float)));
-    while (h->done_chunks < h->nchunks) {
-        for (int k = 0; k < h->nrails; k++) {
-            for (int i = 0; i < h->depth; i++) {
-                struct host_col *c = &h->rails[k].cols[i];
-                if (c->active && (!c->recv_posted || !c->send_posted)) {
-                    pf_err rc = col_post(h, c, err);
-                    if (rc != PF_OK)
-                        return rc;
-                }
-            }
+    if (h->nrails > 1) {
+        pthread_mutex_lock(&h->mu);
+        g = atomic_load_explicit(&h->gen, memory_order_relaxed) + 1;
+        if (g == 0)
+            g = 1;                    /* 0 is "none yet" */
+        atomic_store_explicit(&h->gen, g, memory_order_release);
+        pthread_cond_broadcast(&h->go);
+        pthread_mutex_unlock(&h->mu);
+    }
+    rc = rail_run(h, &h->rails[0], true, err);
+    if (rc != PF_OK && rc != PF_ERR_TIMEOUT)
+        atomic_store_explicit(&h->stop, true, memory_order_release);
+    if (h->nrails > 1) {
+        char werr[PF_ERRLEN];
+        pf_err wrc = wait_rails(h, g, werr);
+        if (rc == PF_OK && wrc != PF_OK) {
+            rc = wrc;
+            snprintf(err, PF_ERRLEN, "%s", werr);
         }
-        pf_err rc = pf_host_progress(h, deadline, what, err);
-        if (rc != PF_OK)
-            return rc;
+        for (int k = 1; k < h->nrails && rrc == PF_OK; k++)
+            if ((rrc = h->rails[k].rc) != PF_OK && rc == PF_OK) {
+                rc = rrc;
+                snprintf(err, PF_ERRLEN, "%s", h->rails[k].err);
+            }
+        /* A rail failed on its own: the bootstrap may name the peer. */
+        if (rrc != PF_OK && rrc != PF_ERR_TIMEOUT && rc == rrc &&
+            pf_boot_poll(h->boot, werr) != PF_OK) {
+            snprintf(err, PF_ERRLEN, "%s", werr);
+            pf_err_prefix(err, "%s", h->what);
+            return PF_ERR_LOST;
+        }
+    }
+    if (rc == PF_ERR_TIMEOUT)
+        return deadline_passed(h, h->what, err);
+    return rc;
+}
+
+/* Rail threads for rails 1.. (none with one rail); quit ends them. */
+static pf_err start_rail_threads(struct host *h, char *err)
+{
+    if (h->nrails < 2)
+        return PF_OK;
+    if (h->pin && pthread_getaffinity_np(pthread_self(), sizeof(h->caller_cpus),
+                                         &h->caller_cpus) == 0) {
+        pin_to(h, pthread_self(), 0);
+        h->caller_pinned = true;
+    }
+    if (pthread_mutex_init(&h->mu, NULL) != 0)
+        return pf_fail(err, PF_ERR_NOMEM, "host engine: pthread_mutex_init");
+    if (pthread_cond_init(&h->go, NULL) != 0) {
+        pthread_mutex_destroy(&h->mu);
+        return pf_fail(err, PF_ERR_NOMEM, "host engine: pthread_cond_init");
+    }
+    if (pthread_cond_init(&h->done, NULL) != 0) {
+        pthread_cond_destroy(&h->go);
+        pthread_mutex_destroy(&h->mu);
+        return pf_fail(err, PF_ERR_NOMEM, "host engine: pthread_cond_init");
+    }
+    h->sync_ready = true;
+    for (int k = 1; k < h->nrails; k++) {
+        int e = pthread_create(&h->rails[k].thread, NULL, rail_thread,
+                               &h->rails[k]);
+        if (e != 0)
+            return pf_fail(err, PF_ERR_NOMEM, "host engine: cannot start "
+                           "the thread of NIC %s: %s", h->rails[k].name,
+                           strerror(e));
+        h->rails[k].has_thread = true;
     }
     return PF_OK;
+}
+
+static void stop_rail_threads(struct host *h)
+{
+    if (!h->sync_ready)
+        return;
+    pthread_mutex_lock(&h->mu);
+    atomic_store_explicit(&h->quit, true, memory_order_release);
+    pthread_cond_broadcast(&h->go);
+    pthread_mutex_unlock(&h->mu);
+    for (int k = 1; k < h->nrails; k++)
+        if (h->rails[k].has_thread) {
+            pthread_join(h->rails[k].thread, NULL);
+            h->rails[k].has_thread = false;
+        }
+    pthread_cond_destroy(&h->done);
+    pthread_cond_destroy(&h->go);
+    pthread_mutex_destroy(&h->mu);
+    h->sync_ready = false;
+    if (h->caller_pinned)
+        (void)pthread_setaffinity_np(pthread_self(), sizeof(h->caller_cpus),
+                                     &h->caller_cpus);
+    h->caller_pinned = false;
 }
 
 /* ------------------------------------------------------- engine ops */
@@ -479,10 +709,19 @@ static pf_err host_open(struct pf_engine *e, const struct pf_engine_args *args,
     h->n = boot->world;
     h->max_count = args->max_count;
     h->chunk_elems = PF_HOST_CHUNK_BYTES / sizeof(float);
+    /* No chunk exceeds the largest segment: staging sized by the run. */
+    if (h->max_count / (uint64_t)h->n + 1 < h->chunk_elems)
+        h->chunk_elems = h->max_count / (uint64_t)h->n + 1;
+    if (h->chunk_elems < 1024)
+        h->chunk_elems = 1024;
+    h->min_chunk_elems = PF_HOST_MIN_CHUNK_BYTES / sizeof(float);
     h->depth = PF_HOST_DEPTH;
     h->pair_peer = -1;
     rc = pf_host_ep_open(h, deadline, err);
+    if (rc == PF_OK)
+        rc = start_rail_threads(h, err);
     if (rc != PF_OK) {
+        stop_rail_threads(h);
         pf_host_ep_close(h);
         free(h);
         return rc;
@@ -491,9 +730,12 @@ static pf_err host_open(struct pf_engine *e, const struct pf_engine_args *args,
     e->nranks = h->n;
     e->local_ranks = 1;
     pf_info("host engine: provider %s, %d ranks, %d NIC(s) from %s to %s, "
-            "%u KiB chunks, %d in flight per NIC", h->provider, h->n,
-            h->nrails, h->rails[0].name, h->rails[h->nrails - 1].name,
-            PF_HOST_CHUNK_BYTES / 1024, h->depth);
+            "%d lane(s) each, %d thread(s), %llu-%llu KiB chunks, %d in "
+            "flight per lane", h->provider, h->n, h->nnics, h->rails[0].name,
+            h->rails[h->nnics - 1].name, h->lanes, h->nrails,
+            (unsigned long long)(h->min_chunk_elems * sizeof(float) / 1024),
+            (unsigned long long)(h->chunk_elems * sizeof(float) / 1024),
+            h->depth);
     return PF_OK;
 }
 
@@ -730,15 +972,25 @@ static pf_err host_pair(struct pf_engine *e, int peer, int round,
     return rc;
 }
 
+/* Per NIC: its lanes' bytes summed; its time the longest lane's (they
+ * run side by side). */
 static int host_rails(struct pf_engine *e, struct pf_rail_use *out, int max)
 {
     const struct host *h = e->impl;
-    int n = h->nrails < max ? h->nrails : max;
+    int n = h->nnics < max ? h->nnics : max;
 
     for (int k = 0; k < n; k++) {
-        snprintf(out[k].nic, sizeof(out[k].nic), "%s", h->rails[k].name);
-        out[k].bytes = h->rails[k].bytes;
-        out[k].seconds = h->rails[k].seconds;
+        out[k].bytes = 0;
+        out[k].seconds = 0;
+    }
+    for (int k = 0; k < h->nrails; k++) {
+        const struct host_rail *r = &h->rails[k];
+        if (r->nic >= n)
+            continue;
+        snprintf(out[r->nic].nic, sizeof(out[r->nic].nic), "%s", r->name);
+        out[r->nic].bytes += r->bytes;
+        if (r->seconds > out[r->nic].seconds)
+            out[r->nic].seconds = r->seconds;
     }
     return n;
 }
@@ -753,6 +1005,7 @@ static void host_close(struct pf_engine *e)
     if (getrusage(RUSAGE_SELF, &ru) == 0)
         pf_info("host engine: rank %d peak RSS %ld KiB", h->rank,
                 ru.ru_maxrss);
+    stop_rail_threads(h);
     pf_host_ep_close(h);
     free(h);
     e->impl = NULL;

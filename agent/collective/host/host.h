@@ -5,14 +5,20 @@
  *
  * Rails: with efa, one per EFA device (every domain fi_getinfo lists);
  * with a socket provider (tcp), one per address of --fabric-addrs, else
- * one on the bind address; shm, one. Every rank uses the smallest rail
- * count any rank has, so rail r of one rank always talks to rail r of its
- * neighbours. Chunk c of an all_reduce travels on rail c % nrails through
+ * one on the bind address; shm, one. A socket provider opens several
+ * endpoints ("lanes") per address, each a rail with its own thread: one
+ * TCP stream and the one core that copies it cannot fill a NIC (NCCL's
+ * socket transport opens several streams and threads per peer for the
+ * same reason). Every rank uses the smallest NIC and lane counts any rank
+ * has, so rail r of one rank always talks to rail r of its neighbours. Chunk c of an all_reduce travels on rail c % nrails through
  * every step and every rank, so each rail's share is timed on its own:
  * a slow NIC shows as a slow rail. */
 #ifndef PF_HOST_H
 #define PF_HOST_H
 
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -32,9 +38,19 @@
 #define PF_HOST_CHUNK_BYTES (1u << 20)
 #define PF_HOST_DEPTH 4               /* columns in flight per rail */
 #define PF_HOST_MAX_DEPTH 16
-/* Sizes that give fewer chunks than rails are cut finer, down to this,
- * so that mid-size all_reduces still reach every NIC. */
-#define PF_HOST_MIN_RAIL_CHUNK_BYTES (64u << 10)
+/* Segments that give fewer chunks than columns (depth x rails) are cut
+ * finer, down to this, so that every column of every rail has a chunk:
+ * one 128 KiB chunk per segment (1 MiB over 8 ranks) left the ring one
+ * message deep, each step waiting for the last. */
+#define PF_HOST_MIN_CHUNK_BYTES (64u << 10)
+/* Cutting to keep depth columns busy stops at this: below it each message
+ * is rxm's segmented (SAR) protocol, and four 128 KiB messages ran slower
+ * than one of 512 KiB (bench/results/host_allreduce.md). */
+#define PF_HOST_MIN_DEPTH_CHUNK_BYTES (256u << 10)
+/* Lanes per address when the cores allow (fabric_lanes 0): each holds
+ * tens of MiB of provider buffers, and the RSS bar (3 x buffer + 16 MiB)
+ * leaves room for four. */
+#define PF_HOST_MAX_LANES 4
 #define PF_HOST_ADDR_MAX 240
 /* How often a wait on the fabric also asks the bootstrap about peers. */
 #define PF_HOST_BOOT_POLL_MS 100
@@ -76,9 +92,15 @@ struct host_col {
     uint64_t recv_off;                /* element offset of recv in dst */
 };
 
-/* One NIC: its own fabric objects, address table and columns. */
+/* One NIC: its own fabric objects, address table and columns. With
+ * several rails, rail k > 0 is driven during an all_reduce by its own
+ * thread (posts, completions and the sums of its chunks), rail 0 by the
+ * caller; outside all_reduces the caller drives every rail. */
 struct host_rail {
+    struct host *h;
     int index;
+    int nic, lane;                    /* which address / EFA device, and
+                                         which of its endpoints */
     char name[64];                    /* EFA device, address, or provider */
     struct fi_info *info;             /* owned (a dup) */
     struct fid_fabric *fabric;
@@ -97,6 +119,15 @@ struct host_rail {
      * nrails, ...; rail-local counts */
     uint64_t nchunks, next_chunk, done_chunks;
     double t0;                        /* when its first chunk started */
+    double idle_since;                /* first empty poll, 0 while busy */
+    int slow_step;                    /* last step the slow rank slept for */
+
+    /* its thread (rails 1.. when there are several) */
+    pthread_t thread;
+    bool has_thread;
+    atomic_uint done_gen;             /* the last all_reduce it finished */
+    pf_err rc;                        /* ... and how */
+    char err[PF_ERRLEN];
 
     /* handshake and pair exchanges */
     struct host_op hs_ops[2];         /* send, recv */
@@ -114,8 +145,16 @@ struct host_rail {
 struct host {
     struct pf_fi fi;
     struct host_rail *rails;
-    int nrails;                       /* used: the smallest of every rank */
+    int nrails;                       /* used: nnics x lanes */
+    int nnics, lanes;                 /* used: the smallest of every rank */
     int nopened;                      /* rails with objects to close */
+    int nics_here, lanes_here;        /* opened */
+    /* Rail threads pinned to CPUs of their own (lanes by the cores): rail
+     * j of the i-th rank on this host on allowed CPU i x nrails + j. */
+    bool pin;
+    int local_index;                  /* among the ranks on this host */
+    cpu_set_t allowed, caller_cpus;   /* the process's; the caller's */
+    bool caller_pinned;
 
     struct pf_engine_args args;       /* as open was given them */
     struct pf_fabric_facts *facts;    /* the engine's, filled at open */
@@ -126,6 +165,7 @@ struct host {
 
     float *sendbuf, *recvbuf, *stage;
     uint64_t max_count, chunk_elems;
+    uint64_t min_chunk_elems;         /* finest cut (chunks_for) */
     int depth;                        /* columns per rail */
     uint32_t seq;                     /* all_reduce counter, part of tags */
     int64_t next_boot_poll;
@@ -134,9 +174,19 @@ struct host {
     /* the all_reduce in progress */
     const float *src;
     float *dst;
-    uint64_t count, nchunks, done_chunks;
-    int slow_step;                    /* last step the slow rank slept for */
+    uint64_t count, nchunks;
+    int64_t deadline;
+    char what[96];
     int pair_peer;                    /* pairwise re-test partner, -1 none */
+
+    /* rail threads: gen counts all_reduces handed to them; quit ends
+     * them; stop makes them give up the one in progress (a peer was lost
+     * on the bootstrap) */
+    pthread_mutex_t mu;
+    pthread_cond_t go, done;
+    bool sync_ready;
+    atomic_uint gen;
+    atomic_bool quit, stop;
 };
 
 /* host_ep.c: rails (fabric objects, buffers), address exchange, the first

@@ -2,6 +2,7 @@
  * address exchange and the first message round the ring on every rail. */
 #include "host.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +17,7 @@
 #define TAG_HANDSHAKE (1ULL << 63)
 
 struct rail_count {                   /* first exchange: what each rank has */
-    int32_t nrails;
+    int32_t nics, lanes;              /* rails = nics x lanes */
     int32_t addrlen;                  /* longest endpoint name */
 };
 
@@ -80,12 +81,15 @@ static pf_err getinfo_failed(struct host *h, int rc, const char *want,
 }
 
 static pf_err add_rail(struct host *h, const struct fi_info *info,
-                       const char *name, char *err)
+                       const char *name, int nic, int lane, char *err)
 {
     struct host_rail *r = &h->rails[h->nopened];
 
     memset(r, 0, sizeof(*r));
+    r->h = h;
     r->index = h->nopened;
+    r->nic = nic;
+    r->lane = lane;
     r->wait_fd = -1;
     snprintf(r->name, sizeof(r->name), "%s", name);
     r->info = h->fi.dupinfo(info);
@@ -109,21 +113,65 @@ static pf_err efa_rails(struct host *h, struct fi_info *list, char *err)
         snprintf(name, sizeof(name), "%.*s", (int)len, dom);
         for (int r = 0; r < h->nopened && !seen; r++)
             seen = !strcmp(h->rails[r].name, name);
-        if (!seen && add_rail(h, i, name, err) != PF_OK)
+        if (!seen && add_rail(h, i, name, h->nopened, 0, err) != PF_OK)
             return PF_ERR_NOMEM;
     }
     return PF_OK;
 }
 
+/* Endpoints per address of a socket provider: fabric_lanes, else the
+ * cores this process may use shared among the ranks on this host and the
+ * addresses, 1 to PF_HOST_MAX_LANES; then each rail thread has a core of
+ * its own, and is pinned to it (h->pin): spinning threads that the
+ * scheduler stacks two to a core made whole first sizes of a sweep run
+ * ten times slower until it moved them (bench/results/host_allreduce.md). */
+static int lanes_for(struct host *h, int naddrs)
+{
+    const struct pf_peers *p = h->args.peers;
+    int cores = 1, here = 0, lanes;
+
+    if (sched_getaffinity(0, sizeof(h->allowed), &h->allowed) == 0)
+        cores = CPU_COUNT(&h->allowed);
+    if (p && p->list && h->rank >= 0 && h->rank < p->world)
+        for (int r = 0; r < p->world; r++)
+            if (!strcmp(p->list[r].host, p->list[h->rank].host)) {
+                here++;
+                if (r < h->rank)
+                    h->local_index++;
+            }
+    if (here < 1)
+        here = 1;
+    if (h->args.fabric_lanes > 0) {
+        lanes = h->args.fabric_lanes;
+    } else {
+        lanes = cores / here / naddrs;
+        if (lanes > PF_HOST_MAX_LANES)
+            lanes = PF_HOST_MAX_LANES;
+        h->pin = here * naddrs * lanes <= cores;
+    }
+    if (lanes * naddrs > PF_MAX_EFA)
+        lanes = PF_MAX_EFA / naddrs;
+    return lanes < 1 ? 1 : lanes;
+}
+
 /* The NICs to use: efa lists its devices, shm is one, a socket provider
- * binds one endpoint per --fabric-addrs address (else the bind address). */
+ * binds lanes endpoints per --fabric-addrs address (else the bind
+ * address). */
 static pf_err get_rails(struct host *h, char *err)
 {
     const char *want = h->args.provider && h->args.provider[0]
                            ? h->args.provider : "efa";
     const char *addrs = h->args.fabric_addrs ? h->args.fabric_addrs : "";
     bool sockets = !is_efa(want) && strcmp(want, "shm");
+    int naddrs = 1, lanes = 1;
     pf_err rc = PF_OK;
+
+    for (const char *p = addrs; *p; p++)
+        naddrs += *p == ',';
+    if (naddrs > PF_MAX_EFA)
+        naddrs = PF_MAX_EFA;
+    if (sockets)
+        lanes = lanes_for(h, naddrs);
 
     h->rails = calloc(PF_MAX_EFA, sizeof(*h->rails));
     if (!h->rails)
@@ -154,12 +202,20 @@ static pf_err get_rails(struct host *h, char *err)
                      list->fabric_attr->prov_name);
         if (is_efa(want))
             rc = efa_rails(h, list, err);
-        else
-            rc = add_rail(h, list, bind ? bind : want, err);
+        else {
+            int nic = h->nics_here++;
+            for (int l = 0; l < lanes && rc == PF_OK; l++)
+                rc = add_rail(h, list, bind ? bind : want, nic, l, err);
+        }
         h->fi.freeinfo(list);
-        if (!sockets || !*p || h->nopened >= PF_MAX_EFA)
+        if (!sockets || !*p || h->nopened + lanes > PF_MAX_EFA)
             break;
     }
+    if (is_efa(want)) {
+        h->nics_here = h->nopened;
+        lanes = 1;
+    }
+    h->lanes_here = lanes;
     h->provider_is_efa = is_efa(h->provider);
     return rc;
 }
@@ -211,10 +267,14 @@ static pf_err alloc_buffers(struct host *h, char *err)
     size_t lens[3] = { data, data, stage };
 
     for (int i = 0; i < 3; i++) {
-        /* Page-aligned and untouched: RSS grows only with the sizes used. */
+        /* Page-aligned and untouched: RSS grows only with the sizes used.
+         * Staging excepted, a few MiB: it is touched here, not by the
+         * first timed all_reduces (first touches are slow on some VMs). */
         if (posix_memalign(bufs[i], 4096, lens[i]) != 0)
             return pf_fail(err, PF_ERR_NOMEM,
                            "host engine: cannot allocate %zu bytes", lens[i]);
+        if (i == 2)
+            memset(*bufs[i], 0, lens[i]);
         for (int k = 0; k < h->nrails; k++) {
             struct host_rail *r = &h->rails[k];
             int rc;
@@ -251,16 +311,58 @@ static const char *host_of(const struct host *h, int rank)
     return "?";
 }
 
-/* Agree on the rail count (the smallest any rank has), then swap every
- * rail's endpoint name: rail r of every rank goes into rail r's table. */
+/* Put the rails in use first, lane-major (rail j = lane j / nnics of NIC
+ * j % nnics, so that chunk c % nrails reaches every NIC before a second
+ * lane of any), the rest after them (still to be closed); names and lens
+ * follow their rails. */
+static pf_err order_rails(struct host *h, uint8_t (*names)[PF_HOST_ADDR_MAX],
+                          size_t *lens, char *err)
+{
+    struct host_rail *old = malloc((size_t)h->nopened * sizeof(*old));
+    uint8_t (*onames)[PF_HOST_ADDR_MAX] =
+        malloc((size_t)h->nopened * sizeof(*onames));
+    size_t olens[PF_MAX_EFA];
+    bool used[PF_MAX_EFA] = { false };
+    int j = 0;
+
+    if (!old || !onames) {
+        free(old);
+        free(onames);
+        return pf_fail(err, PF_ERR_NOMEM, "host engine: rail table");
+    }
+    memcpy(old, h->rails, (size_t)h->nopened * sizeof(*old));
+    memcpy(onames, names, (size_t)h->nopened * sizeof(*onames));
+    memcpy(olens, lens, (size_t)h->nopened * sizeof(*olens));
+    for (int pass = 0; pass < 2; pass++)
+        for (int l = 0; l < h->lanes_here; l++)
+            for (int nic = 0; nic < h->nics_here; nic++) {
+                int k = nic * h->lanes_here + l;
+                bool in = nic < h->nnics && l < h->lanes;
+                if (k >= h->nopened || used[k] || in != (pass == 0))
+                    continue;
+                used[k] = true;
+                h->rails[j] = old[k];
+                h->rails[j].index = j;
+                memcpy(names[j], onames[k], sizeof(names[j]));
+                lens[j] = olens[k];
+                j++;
+            }
+    free(old);
+    free(onames);
+    return PF_OK;
+}
+
+/* Agree on the NIC and lane counts (the smallest any rank has), then swap
+ * every rail's endpoint name: rail r of every rank goes into rail r's
+ * table. */
 static pf_err exchange_addresses(struct host *h, int64_t deadline, char *err)
 {
-    struct rail_count mine = { h->nopened, 0 }, *counts;
+    struct rail_count mine = { h->nics_here, h->lanes_here, 0 }, *counts;
     uint8_t (*names)[PF_HOST_ADDR_MAX] = NULL;
     uint8_t *blob = NULL, *all = NULL;
     size_t lens[PF_MAX_EFA], stride;
     pf_err rc;
-    int frc, minr = h->nopened, maxlen = 0;
+    int frc, minr, minn = h->nics_here, minl = h->lanes_here, maxlen = 0;
 
     names = calloc(PF_MAX_EFA, sizeof(*names));
     counts = calloc((size_t)h->n, sizeof(*counts));
@@ -284,22 +386,31 @@ static pf_err exchange_addresses(struct host *h, int64_t deadline, char *err)
         goto out;
     }
     for (int r = 0; r < h->n; r++) {
-        if (counts[r].nrails < 1 || counts[r].nrails > PF_MAX_EFA ||
+        if (counts[r].nics < 1 || counts[r].lanes < 1 ||
+            counts[r].nics > PF_MAX_EFA || counts[r].lanes > PF_MAX_EFA ||
+            counts[r].nics * counts[r].lanes > PF_MAX_EFA ||
             counts[r].addrlen < 1 || counts[r].addrlen > PF_HOST_ADDR_MAX) {
-            rc = pf_fail(err, PF_ERR_PROTOCOL, "rank %d (%s) sent %d rails "
-                         "of %d-byte addresses", r, host_of(h, r),
-                         counts[r].nrails, counts[r].addrlen);
+            rc = pf_fail(err, PF_ERR_PROTOCOL, "rank %d (%s) sent %d NICs "
+                         "x %d lanes of %d-byte addresses", r, host_of(h, r),
+                         counts[r].nics, counts[r].lanes, counts[r].addrlen);
             goto out;
         }
-        if (counts[r].nrails < minr)
-            minr = counts[r].nrails;
+        if (counts[r].nics < minn)
+            minn = counts[r].nics;
+        if (counts[r].lanes < minl)
+            minl = counts[r].lanes;
         if (counts[r].addrlen > maxlen)
             maxlen = counts[r].addrlen;
     }
-    if (minr < h->nopened)
+    if (minn < h->nics_here)
         pf_warn("host engine: %d NICs here, but a peer has only %d: the "
-                "last %d stay unused", h->nopened, minr, h->nopened - minr);
-    h->nrails = minr;
+                "last %d stay unused", h->nics_here, minn,
+                h->nics_here - minn);
+    h->nnics = minn;
+    h->lanes = minl;
+    h->nrails = minr = minn * minl;
+    if ((rc = order_rails(h, names, lens, err)) != PF_OK)
+        goto out;
     stride = 2 + (size_t)maxlen;
     blob = calloc((size_t)minr, stride);
     all = calloc((size_t)h->n * (size_t)minr, stride);
@@ -408,7 +519,7 @@ static pf_err handshake(struct host *h, int64_t deadline, char *err)
 
             if (r->hs_send_done && r->hs_recv_done)
                 continue;
-            if (h->nrails > 1)
+            if (h->nnics > 1)
                 snprintf(nic, sizeof(nic), "NIC %s: ", r->name);
             if (!r->hs_send_done && !r->hs_recv_done)
                 snprintf(who + used, sizeof(who) - used, "%s%snothing "
@@ -447,8 +558,18 @@ static pf_err handshake(struct host *h, int64_t deadline, char *err)
 
 pf_err pf_host_ep_open(struct host *h, int64_t deadline, char *err)
 {
+    const char *prov = h->args.provider && h->args.provider[0]
+                           ? h->args.provider : "efa";
     pf_err rc;
 
+    /* rxm (over tcp) pre-posts 4096 receive buffers per endpoint, about
+     * 100 MiB each; the ring keeps at most depth messages in flight per
+     * rail, so 128 are plenty and leave room for lanes under the RSS bar
+     * (36 MiB a lane, bench/results/host_allreduce.md). libfabric reads it
+     * when its providers load, which on a node without EFA (the only
+     * place rxm is used) is here; a value the user set stays. */
+    if (!is_efa(prov) && strcmp(prov, "shm"))
+        setenv("FI_OFI_RXM_MSG_RX_SIZE", "128", 0);
     if ((rc = pf_fi_load(&h->fi, h->args.libfabric_path, err)) != PF_OK)
         return rc;
     if ((rc = get_rails(h, err)) != PF_OK)

@@ -169,8 +169,8 @@ Test(engine_host, unknown_provider_is_unsupported, .timeout = 30)
 /* A fabric that accepts connections but never answers (what a security
  * group without the self rule looks like) while the bootstrap works: rank
  * 1 publishes the address of a socket that listens and never reads, as
- * host_ep.c exchanges them: rail counts, then each rail's name as a
- * 2-byte length and the name, padded to the longest. */
+ * host_ep.c exchanges them: NIC and lane counts, then each rail's name as
+ * a 2-byte length and the name, padded to the longest. */
 struct silent {
     pf_err rc;
     char msg[PF_ERRLEN];
@@ -180,7 +180,7 @@ struct silent {
 static int silent_rank(struct pf_boot *b, void *arg)
 {
     struct silent *out = arg;
-    struct { int32_t nrails, addrlen; } count = { 1, 16 }, counts[2];
+    struct { int32_t nics, lanes, addrlen; } count = { 1, 1, 16 }, counts[2];
     uint8_t blob[2 + PF_HOST_ADDR_MAX], all[2][2 + PF_HOST_ADDR_MAX];
     char err[PF_ERRLEN] = "";
 

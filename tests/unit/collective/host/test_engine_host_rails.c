@@ -16,6 +16,7 @@
 
 struct rails_job {
     const char *addrs[FORKED_RANKS];     /* --fabric-addrs of each rank */
+    int lanes[FORKED_RANKS];          /* --fabric-lanes, 0 = auto */
     uint64_t counts[3];               /* all_reduce sizes, elements */
     int ncounts;
     bool pair;                        /* also a pair exchange 0 <-> 1 */
@@ -41,6 +42,7 @@ static int rails_rank(struct pf_boot *b, void *arg)
 
     snprintf(run->cfg.fabric_provider, sizeof(run->cfg.fabric_provider), "tcp");
     run->cfg.fabric_addrs = strdup(j->addrs[b->rank]);
+    run->cfg.fabric_lanes = j->lanes[b->rank];
     run->cfg.debug_corrupt_rank = run->cfg.debug_slow_rank = -1;
     for (int i = 0; i < j->ncounts; i++)
         max = j->counts[i] > max ? j->counts[i] : max;
@@ -174,4 +176,34 @@ Test(host_rails, pair_exchange_is_striped_and_timed_per_rail, .timeout = 60)
                          r, k, (unsigned long long)moved);
             cr_assert_gt(j->pair_rails[r][k].seconds, j->rails[r][k].seconds);
         }
+}
+
+/* Lanes: several endpoints (each with its thread) per address. Ranks agree
+ * on the fewest lanes; results exact at sizes that leave lanes idle or cut
+ * chunks unevenly; the engine reports NICs, not lanes, with every NIC's
+ * bytes; the pair exchange runs over every lane too. */
+Test(host_rails, lanes_agree_stay_exact_and_report_per_nic, .timeout = 120)
+{
+    struct rails_job proto = {
+        .addrs = { "127.0.0.1,127.0.0.2", "127.0.0.1,127.0.0.2",
+                   "127.0.0.1,127.0.0.2" },
+        .lanes = { 3, 2, 3 },
+        .counts = { 9 * (PF_HOST_CHUNK_BYTES / 4) + 13, 70001, 3 },
+        .ncounts = 3, .pair = true,
+    };
+    struct rails_job *j = run_rails(3, &proto);
+
+    for (int r = 0; r < 3; r++) {
+        const struct pf_rail_use *u = j->rails[r];
+        cr_assert_eq(j->nrails[r], 2, "rank %d: %d NICs", r, j->nrails[r]);
+        cr_assert_str_eq(u[0].nic, "127.0.0.1");
+        cr_assert_str_eq(u[1].nic, "127.0.0.2");
+        cr_assert_gt(u[0].bytes, 0);
+        cr_assert_gt(u[1].bytes, 0);
+        cr_assert_lt((double)u[0].bytes / (double)u[1].bytes, 1.5);
+        cr_assert_gt((double)u[0].bytes / (double)u[1].bytes, 0.67);
+    }
+    for (int r = 0; r < 2; r++)
+        cr_assert_gt(j->pair_rails[r][1].bytes, j->rails[r][1].bytes,
+                     "rank %d: the pair exchange left NIC 2 out", r);
 }
