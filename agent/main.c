@@ -9,8 +9,9 @@
  *   efa-preflight version
  *
  * Exit codes: 0 pass, 1 validation failed, 2 usage/config error,
- * 3 infrastructure error. */
+ * 3 infrastructure error, 4 a peer failed (PF_EXIT_CODES_HELP). */
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,7 @@
 #include "util/fsutil.h"
 #include "util/kubeapi.h"
 #include "util/log.h"
+#include "util/sanitize.h"
 #include "verdict/verdict.h"
 
 extern char **environ;
@@ -42,7 +44,8 @@ static const struct {
     { "node", PF_CMD_NODE, "check this node's EFA setup against its instance type" },
     { "run", PF_CMD_RUN, "node checks, then an all_reduce with peers (static, mpi, k8s)" },
     { "local", PF_CMD_LOCAL, "node checks, then an all_reduce across N local ranks" },
-    { "catalog", PF_CMD_CATALOG, "print the effective instance-type catalog" },
+    { "catalog", PF_CMD_CATALOG, "print the effective instance-type catalog "
+                                 "and its floors at 2 to 1024 nodes [--json]" },
     { "version", PF_CMD_VERSION, "print the version" },
     { "history", PF_CMD_HISTORY, "this node's past runs from --history-dir, "
                                  "newest first, with a busbw trend [--json]" },
@@ -51,14 +54,29 @@ static const struct {
                                  "and remedy [--json|--markdown]" },
 };
 
+/* "efa-preflight: <message>" on stderr. Messages quote what the operator
+ * gave (flags, env, files), which may hold control bytes: they go through
+ * the sanitiser as peer input does. */
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+    char line[2 * PF_ERRLEN];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    pf_sanitize_inplace(line, sizeof(line));
+    fprintf(stderr, "efa-preflight: %s\n", line);
+}
+
 static void usage(FILE *out)
 {
     fprintf(out, "usage: efa-preflight <command> [options]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].help);
     fprintf(out, "\n'efa-preflight <command> --help' lists a command's options.\n"
-                 "exit codes: 0 pass, 1 validation failed, 2 usage/config error, "
-                 "3 infrastructure error\n");
+                 PF_EXIT_CODES_HELP);
 }
 
 static enum pf_log_level log_level_from(const char *s)
@@ -83,8 +101,8 @@ static int reasons_command(int argc, char **argv)
             printf("usage: efa-preflight reasons [--json|--markdown]\n");
             return PF_EXIT_PASS;
         } else {
-            fprintf(stderr, "efa-preflight: reasons: unknown option '%s' "
-                    "(expected --json or --markdown)\n", argv[i]);
+            say("reasons: unknown option '%s' (expected --json or "
+                "--markdown)", argv[i]);
             return PF_EXIT_USAGE;
         }
     }
@@ -235,7 +253,7 @@ static int usage_exit(struct pf_run *run, struct interrupt *it,
 {
     char err[PF_ERRLEN];
 
-    fprintf(stderr, "efa-preflight: %s\n", msg);
+    say("%s", msg);
     if (run->mark.marked) {
         enter_publish(it);
         if (pf_publish_node_undo(run, err) != PF_OK)
@@ -288,7 +306,7 @@ static int pipeline(struct pf_run *run, bool collective, struct interrupt *it,
     rc = pf_publish(run, node_written, err);
     leave_publish(it);
     if (rc != PF_OK) {
-        fprintf(stderr, "efa-preflight: publish: %s\n", err);
+        say("publish: %s", err);
         return PF_EXIT_INFRA;
     }
     /* A failed report or Node write is a check: the exit code the table
@@ -337,11 +355,38 @@ static int run_stages(struct pf_run *run, bool collective)
      * rather than exit and be restarted into a second validation. A
      * signal taken while publishing already asked for the end. */
     if (node_written && !it.sig && !strcmp(run->cfg.mode, "daemonset") &&
-        run->cfg.command == PF_CMD_RUN)
+        run->cfg.command == PF_CMD_RUN && !run->peers.stay_pending)
         pf_idle_wait(PF_IDLE_MAX_MS);
+    /* Still pending (no group though partners were there): exit, and the
+     * kubelet starts the agent again after its back-off. */
     pthread_cond_destroy(&it.changed);
     pthread_mutex_destroy(&it.lock);
     return code;
+}
+
+/* What would be found only after the whole run, or would make a healthy
+ * node fail, is checked before anything runs or is written: the output
+ * paths (a file that is regular or missing, a directory) and the values
+ * that name something on this host. */
+static pf_err prerun_checks(const struct pf_config *cfg, char *err)
+{
+    static const char *const flags[] = { "--report", "--metrics-textfile",
+                                         "--history-dir" };
+    const char *paths[] = { cfg->report_file, cfg->metrics_textfile,
+                            cfg->history_dir };
+
+    for (int i = 0; i < 3; i++) {
+        pf_err rc;
+        if (!paths[i][0])
+            continue;
+        rc = i == 2 ? pf_check_dir_path(paths[i], err)
+                    : pf_check_writable_path(paths[i], err);
+        if (rc != PF_OK) {
+            pf_err_prefix(err, "%s", flags[i]);
+            return PF_ERR_USAGE;
+        }
+    }
+    return pf_probe_config_names(cfg, err);
 }
 
 int main(int argc, char **argv)
@@ -371,7 +416,7 @@ int main(int argc, char **argv)
         }
     }
     if (!found) {
-        fprintf(stderr, "efa-preflight: unknown command '%s'\n", argv[1]);
+        say("unknown command '%s'", argv[1]);
         usage(stderr);
         return PF_EXIT_USAGE;
     }
@@ -385,8 +430,9 @@ int main(int argc, char **argv)
     rc = pf_config_load(&run->cfg, cmd, argc - 1, argv + 1, environ,
                         &want_help, err);
     if (rc != PF_OK) {
-        fprintf(stderr, "efa-preflight: %s\n", err);
-        fprintf(stderr, "try 'efa-preflight %s --help'\n", argv[1]);
+        say("%s", err);
+        fprintf(stderr, "try 'efa-preflight %s --help'\n",
+                pf_command_name(cmd));
         run_free(run);
         return PF_EXIT_USAGE;
     }
@@ -407,7 +453,7 @@ int main(int argc, char **argv)
         rc = pf_history_print(run->cfg.history_dir, run->cfg.json,
                               utf8_locale(), stdout, err);
         if (rc != PF_OK)
-            fprintf(stderr, "efa-preflight: history: %s\n", err);
+            say("history: %s", err);
         run_free(run);
         return rc == PF_OK ? PF_EXIT_PASS
                : rc == PF_ERR_USAGE ? PF_EXIT_USAGE : PF_EXIT_INFRA;
@@ -419,12 +465,9 @@ int main(int argc, char **argv)
         return PF_EXIT_PASS;
     }
 
-    /* A report that could not be written would be found only after the
-     * whole run: its path is checked before anything runs. */
     if ((cmd == PF_CMD_NODE || cmd == PF_CMD_RUN || cmd == PF_CMD_LOCAL) &&
-        run->cfg.report_file[0] &&
-        pf_check_writable_path(run->cfg.report_file, err) != PF_OK) {
-        fprintf(stderr, "efa-preflight: --report: %s\n", err);
+        prerun_checks(&run->cfg, err) != PF_OK) {
+        say("%s", err);
         run_free(run);
         return PF_EXIT_USAGE;
     }
@@ -433,15 +476,21 @@ int main(int argc, char **argv)
     pf_run_start_clock(run);
     rc = pf_catalog_load(&run->catalog, run->cfg.catalog_file, err);
     if (rc != PF_OK) {
-        fprintf(stderr, "efa-preflight: %s\n", err);
+        say("%s", err);
         run_free(run);
         return PF_EXIT_USAGE;
     }
 
     switch (cmd) {
     case PF_CMD_CATALOG:
-        pf_catalog_print(&run->catalog, stdout);
         code = PF_EXIT_PASS;
+        if (!run->cfg.json) {
+            pf_catalog_print(&run->catalog, stdout);
+        } else if (pf_catalog_print_json(&run->catalog, stdout, err) !=
+                   PF_OK) {
+            fprintf(stderr, "efa-preflight: catalog: %s\n", err);
+            code = PF_EXIT_INFRA;
+        }
         break;
     case PF_CMD_NODE:
         code = run_stages(run, false);
@@ -453,7 +502,7 @@ int main(int argc, char **argv)
         bool is_child = false;
         rc = pf_local_spawn(run, &is_child, &code, err);
         if (rc != PF_OK) {
-            fprintf(stderr, "efa-preflight: %s\n", err);
+            say("%s", err);
             code = rc == PF_ERR_USAGE ? PF_EXIT_USAGE : PF_EXIT_INFRA;
         } else if (is_child) {
             /* Rank 0 speaks for the run, progress included. */

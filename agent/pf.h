@@ -113,16 +113,21 @@ struct pf_config {
     char max_tainted[16];             /* "20%" or a node count: our mark on at
                                          most this many nodes at once */
     char on_fail_action[24];          /* none|hyperpod-reboot|hyperpod-replace */
+    char taint_budget[2 * PF_NAME_MAX]; /* "namespace/name" of the ConfigMap
+                                         holding the marked nodes */
     int valid_hours;                  /* valid-until = validated-at + this */
     bool publish;                     /* write to the Node (k8s mode) */
 };
 
 /* --------------------------------------------------------------- catalog */
 
-#define PF_MAX_FLOORS 8
+/* Points of a floor curve (and host floors): a handful are given; room
+ * for a user's finer curve. */
+#define PF_MAX_FLOORS 16
 
 struct pf_floor {
-    int nodes;                        /* floor applies from this node count */
+    int nodes;                        /* the node count of this point (host
+                                         floors: the NIC count) */
     double busbw_gbps;                /* all_reduce busbw floor, GB/s */
     uint64_t from_bytes;              /* judged at message sizes >= this;
                                          0 = at the largest size swept */
@@ -142,7 +147,7 @@ struct pf_instance {
     bool recount_efa;                 /* p5en: EFA may come up late */
     bool ignore_non_efa;              /* p6-b200: extra ibp* devices */
     bool no_nccl;                     /* trn: host engine only */
-    int nfloors;
+    int nfloors;                      /* points by node count, ascending */
     struct pf_floor floors[PF_MAX_FLOORS];
     /* host engine floors by the NICs its ring striped over (2+ nodes,
      * efa): `nodes` holds that NIC count here */
@@ -271,6 +276,9 @@ struct pf_peers {
                                          (keys the rendezvous HMAC), or "" */
     int64_t deadline_ms;              /* the run deadline (util/clock.h) */
     struct pf_fault fault;            /* why the peers could not be found */
+    /* DaemonSet: no group though the pool has partners; the node keeps
+     * status=pending and the agent exits to be started again. */
+    bool stay_pending;
 };
 
 /* ------------------------------------------------------------ collective */
@@ -311,6 +319,31 @@ struct pf_straggler {
     char kind[8];                     /* what was localised: slow|data */
     int nculprits;                    /* ranks singled out by the re-test */
     int *culprits;                    /* nculprits bootstrap ranks, heap */
+};
+
+/* Inside one node (collective/inside.h): when every rank runs on this
+ * node, who each global rank is, and which ones the pairwise test of one
+ * process's GPUs singled out (the pairwise re-test of pf_straggler works
+ * between processes, so it cannot split one process's GPUs). */
+struct pf_rank_id {
+    int32_t rank;                     /* global rank */
+    int32_t proc;                     /* bootstrap rank of its process */
+    int32_t gpu;                      /* CUDA device index, -1 = none */
+    char bus[20];                     /* the GPU's PCI bus id, "" */
+    char nic[64];                     /* the NIC(s) it used (host engine:
+                                         EFA devices or addresses), "" */
+};
+
+struct pf_inside {
+    int nids;                         /* 0 = more than one node */
+    struct pf_rank_id *ids;           /* by global rank, heap */
+    char method[16];                  /* ""|gpu-pairs */
+    char kind[8];                     /* data|slow, as pf_straggler.kind */
+    char note[320];                   /* what the GPU pairs showed */
+    int nlinks;
+    struct pf_link *links;            /* a, b: global ranks; heap */
+    int nculprits;
+    int *culprits;                    /* global ranks, heap */
 };
 
 /* Per-NIC accounting around the collective (collective/nics.h). The
@@ -389,6 +422,7 @@ struct pf_coll {
     int slow_rank;                    /* straggler, -1 = none found */
     struct pf_straggler strag;        /* how slow_rank was looked for */
     struct pf_nics nics;              /* per-NIC counters and rails */
+    struct pf_inside inside;          /* one node: who each rank is */
     struct pf_fault fault;            /* the first failure: err, reason, msg */
     double wall_s;
 };
@@ -428,6 +462,8 @@ struct pf_node_mark {
     char *undo_labels;                /* merge patch: our labels as found */
     char *undo_conditions;            /* strategic merge patch: our
                                          conditions as found */
+    char instance_type_label[64];     /* its node.kubernetes.io/instance-type,
+                                         for the probe when DMI is absent */
 };
 
 struct pf_run {
@@ -455,10 +491,20 @@ struct pf_run {
  * is rolled forward to status=error, within this much (README, section
  * Deadlines); it fits a terminationGracePeriodSeconds of 10. */
 #define PF_SIGNAL_GRACE_MS 8000
+/* Metrics go to a Pushgateway last, once the verdict is on the Node and in
+ * the report, within this much (and within the publishing grace): a
+ * Pushgateway that never answers holds the exit this long at most and
+ * never changes the exit code (README, section Deadlines). */
+#define PF_PUSH_BUDGET_MS 5000
 
 /* Exit codes (DESIGN.md). */
 enum { PF_EXIT_PASS = 0, PF_EXIT_FAIL = 1, PF_EXIT_USAGE = 2, PF_EXIT_INFRA = 3,
        PF_EXIT_PEER = 4 };
+/* The same, as --help prints them. */
+#define PF_EXIT_CODES_HELP                                                   \
+    "exit codes: 0 pass, 1 validation failed (this node or the fabric), "   \
+    "2 usage/config error,\n  3 infrastructure error (not judged), "        \
+    "4 a peer failed, not this node\n"
 
 const char *pf_status_name(enum pf_status s);
 

@@ -65,6 +65,19 @@ static const struct pf_reason_info table[PF_R_COUNT] = {
         "look at dmesg | grep efa; errors that move again during a run fail "
         "it with EFANICErrors" },
 
+    [PF_R_TaintCapReached] = {
+        "TaintCapReached", PF_CLASS_WARN, "",
+        "more nodes failed than --max-tainted lets carry the taint or "
+        "recovery label at once (the taint budget ConfigMap holds them): "
+        "look at those first; a cluster-wide cause (image, security group) "
+        "fails many nodes together" },
+    [PF_R_TaintBudgetUnavailable] = {
+        "TaintBudgetUnavailable", PF_CLASS_WARN, "",
+        "the taint budget ConfigMap (--taint-budget) could not be read or "
+        "written, so the node was not tainted: grant get, create and update "
+        "on configmaps in its namespace (k8s/10-rbac.yaml) and check the "
+        "API server" },
+
     [PF_R_BandwidthNotJudged] = {
         "BandwidthNotJudged", PF_CLASS_WARN, FAB,
         "sweep up to the floor's message size (drop -e, or raise it) so the "
@@ -218,6 +231,12 @@ static const struct pf_reason_info table[PF_R_COUNT] = {
         "before its verdict: re-run it (a DaemonSet node stays pending and "
         "is validated again)" },
 
+    [PF_R_GroupNotFormed] = {
+        "GroupNotFormed", PF_CLASS_INFRA, FAB,
+        "other nodes of this pool are pending, but no group formed (Lease "
+        "or coordinator trouble: read the warnings): the node stays pending "
+        "and the agent exits so that the kubelet starts it again" },
+
     [PF_R_RendezvousPortInUse] = {
         "RendezvousPortInUse", PF_CLASS_USAGE, FAB,
         "another process holds rank 0's rendezvous port: pick a free one "
@@ -226,6 +245,11 @@ static const struct pf_reason_info table[PF_R_COUNT] = {
         "PublishRefused", PF_CLASS_USAGE, "",
         "the API server refused the Node write as invalid (400/422): check "
         "--label-prefix and the node name" },
+    [PF_R_ConfigNamesNothing] = {
+        "ConfigNamesNothing", PF_CLASS_USAGE, "",
+        "a value names nothing on this host: --fabric-provider must be a "
+        "libfabric provider (efa, tcp, shm), --bind-addr and every "
+        "--fabric-addrs entry an address of this node; nothing was written" },
 };
 
 pf_err pf_fault_set(struct pf_fault *f, pf_err err, enum pf_reason reason,
@@ -297,7 +321,7 @@ int pf_class_exit_code(enum pf_reason_class c)
     return 1;
 }
 
-const char *pf_class_status_label(enum pf_reason_class c)
+const char *pf_class_status_word(enum pf_reason_class c)
 {
     switch (c) {
     case PF_CLASS_OK: return "pass";
@@ -307,9 +331,35 @@ const char *pf_class_status_label(enum pf_reason_class c)
     case PF_CLASS_FABRIC: return "fail";
     case PF_CLASS_GROUP:
     case PF_CLASS_INFRA: return "error";
-    case PF_CLASS_USAGE: return NULL;
+    case PF_CLASS_USAGE: return "usage";
     }
     return "error";
+}
+
+const char *pf_class_status_label(enum pf_reason_class c)
+{
+    return c == PF_CLASS_USAGE ? NULL : pf_class_status_word(c);
+}
+
+const char *pf_class_condition_status(enum pf_reason_class c)
+{
+    switch (c) {
+    case PF_CLASS_OK:
+    case PF_CLASS_WARN: return "True";
+    case PF_CLASS_NODE:
+    case PF_CLASS_FABRIC: return "False";
+    case PF_CLASS_GROUP:
+    case PF_CLASS_PEER:
+    case PF_CLASS_INFRA:
+    case PF_CLASS_USAGE: return "Unknown";
+    }
+    return "Unknown";
+}
+
+const char *pf_class_condition_word(enum pf_reason_class c)
+{
+    const char *st = pf_class_condition_status(c);
+    return !strcmp(st, "Unknown") ? "unknown" : pf_class_status_word(c);
 }
 
 bool pf_class_may_taint(enum pf_reason_class c)
@@ -328,12 +378,15 @@ static void print_json(FILE *out)
         cJSON_AddStringToObject(o, "reason", r->name);
         cJSON_AddStringToObject(o, "class", pf_class_name(r->cls));
         cJSON_AddNumberToObject(o, "exit_code", pf_class_exit_code(r->cls));
+        cJSON_AddStringToObject(o, "status", pf_class_status_word(r->cls));
         if (pf_class_status_label(r->cls))
             cJSON_AddStringToObject(o, "status_label",
                                     pf_class_status_label(r->cls));
         else
             cJSON_AddNullToObject(o, "status_label");
         cJSON_AddStringToObject(o, "condition", r->condition);
+        cJSON_AddStringToObject(o, "condition_status",
+                                pf_class_condition_status(r->cls));
         cJSON_AddBoolToObject(o, "may_taint", pf_class_may_taint(r->cls));
         cJSON_AddStringToObject(o, "remedy", r->remedy);
         cJSON_AddItemToArray(arr, o);
@@ -352,15 +405,19 @@ void pf_reasons_print(FILE *out, const char *format)
         return;
     }
     if (!strcmp(format, "markdown")) {
-        fprintf(out, "| reason | class | exit | status label | condition | "
+        fprintf(out, "| reason | class | exit | status | condition | "
                      "may taint |\n|---|---|---|---|---|---|\n");
         for (int i = 1; i < PF_R_COUNT; i++) {
             const struct pf_reason_info *r = &table[i];
-            const char *label = pf_class_status_label(r->cls);
-            fprintf(out, "| `%s` | %s | %d | %s | %s | %s |\n", r->name,
-                    pf_class_name(r->cls), pf_class_exit_code(r->cls),
-                    label ? label : "(nothing written)",
+            /* a pass-class reason raised as a skip leaves Unknown */
+            fprintf(out, "| `%s` | %s | %d | %s%s | %s=%s%s | %s |\n",
+                    r->name, pf_class_name(r->cls), pf_class_exit_code(r->cls),
+                    pf_class_status_word(r->cls),
+                    pf_class_status_label(r->cls) ? ""
+                                                  : " (nothing written)",
                     r->condition[0] ? r->condition : "either",
+                    pf_class_condition_status(r->cls),
+                    r->cls == PF_CLASS_OK ? " (Unknown when skipped)" : "",
                     pf_class_may_taint(r->cls) ? "yes" : "no");
         }
         return;

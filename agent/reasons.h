@@ -63,6 +63,8 @@ enum pf_reason {
     PF_R_ProviderFallback,
     PF_R_BandwidthNotJudged,
     PF_R_EFANICErrorsSinceBoot,
+    PF_R_TaintCapReached,
+    PF_R_TaintBudgetUnavailable,
     /* node failures */
     PF_R_NotAnEFAInstance,
     PF_R_EFAModuleNotLoaded,
@@ -101,9 +103,11 @@ enum pf_reason {
     PF_R_PublishFailed,
     PF_R_ReportFailed,
     PF_R_Interrupted,
+    PF_R_GroupNotFormed,
     /* usage: the deployment is wrong */
     PF_R_RendezvousPortInUse,
     PF_R_PublishRefused,
+    PF_R_ConfigNamesNothing,
     PF_R_COUNT
 };
 
@@ -137,9 +141,23 @@ const char *pf_class_name(enum pf_reason_class c);
  * 0 pass, 1 node/fabric failure or a group failure nobody was blamed for,
  * 2 usage, 3 infrastructure, 4 a peer failed and this node did not. */
 int pf_class_exit_code(enum pf_reason_class c);
-/* Node status label the class leaves: pass|warn|fail|error; NULL for usage,
+/* The one status word of a class, the same in the Node's status label, the
+ * report's verdict.status, the efa_preflight_status metric, `history`, the
+ * table's summary and the Event: pass (ok), warn (warn, and peer: a peer
+ * failed, this node did not), fail (node, fabric: a fault proven on this
+ * node), error (group, infrastructure: this node could not be judged),
+ * usage (the deployment is wrong; nothing is written to the cluster). */
+const char *pf_class_status_word(enum pf_reason_class c);
+/* Node status label the class leaves: its status word; NULL for usage,
  * which writes nothing. */
 const char *pf_class_status_label(enum pf_reason_class c);
+/* Status of a Node condition decided by a check of this class: "True" for
+ * pass and warn, "False" only for a fault proven on this node (node,
+ * fabric), "Unknown" (could not judge) for group, peer, infrastructure and
+ * usage. */
+const char *pf_class_condition_status(enum pf_reason_class c);
+/* The same in the report's verdict.conditions: pass, warn, fail, unknown. */
+const char *pf_class_condition_word(enum pf_reason_class c);
 /* Only a failure proven on this node may taint it. */
 bool pf_class_may_taint(enum pf_reason_class c);
 

@@ -1,38 +1,53 @@
 #!/bin/sh
-# Make sure the Debian/Ubuntu packages the build and tests need are present.
+# Make sure the Debian/Ubuntu packages the build and tests need are present:
+# scripts/packages.txt, the one list (.ci/run installs from it too).
+#   scripts/deps.sh          the "test" group (make deps, make test)
+#   scripts/deps.sh --all    also the "image" group (.ci/run)
+#   scripts/deps.sh --list [--all]   print the package names and stop
 # As root: install what is missing. Otherwise: print the apt-get line and stop.
 set -eu
 
-# package:file-that-proves-it-is-installed
-NEEDED="
-build-essential:/usr/bin/gcc
-pkg-config:/usr/bin/pkg-config
-libcurl4-openssl-dev:/usr/include/x86_64-linux-gnu/curl/curl.h
-libcjson-dev:/usr/include/cjson/cJSON.h
-libyaml-dev:/usr/include/yaml.h
-libfabric-dev:/usr/include/rdma/fabric.h
-libfabric-bin:/usr/bin/fi_info
-libcriterion-dev:/usr/include/criterion/criterion.h
-libopenmpi-dev:/usr/bin/mpicc
-openmpi-bin:/usr/bin/mpirun
-iproute2:/usr/sbin/ip
-openssl:/usr/bin/openssl
-python3:/usr/bin/python3
-python3-yaml:/usr/lib/python3/dist-packages/yaml/__init__.py
-binutils:/usr/bin/readelf
-"
-
-missing=""
-for item in $NEEDED; do
-    pkg=${item%%:*}
-    file=${item#*:}
-    # curl's header lives in a multiarch dir on Debian; accept either.
-    if [ "$pkg" = libcurl4-openssl-dev ] && [ -e /usr/include/curl/curl.h ]; then
-        continue
-    fi
-    [ -e "$file" ] || missing="$missing $pkg"
+here=$(cd "$(dirname "$0")" && pwd)
+list="$here/packages.txt"
+all=no
+names=no
+for a in "$@"; do
+    case $a in
+    --all) all=yes ;;
+    --list) names=yes ;;
+    *) echo "usage: scripts/deps.sh [--all] [--list]" >&2; exit 2 ;;
+    esac
 done
 
+# present PROOF: one of its '|'-separated paths or globs exists.
+present() {
+    old_ifs=$IFS
+    IFS='|'
+    for alt in $1; do
+        IFS=$old_ifs
+        # shellcheck disable=SC2086
+        for f in $alt; do
+            [ -e "$f" ] && { IFS=$old_ifs; return 0; }
+        done
+        IFS='|'
+    done
+    IFS=$old_ifs
+    return 1
+}
+
+wanted=""
+missing=""
+while read -r pkg proof group; do
+    case $pkg in ''|'#'*) continue ;; esac
+    [ "${group:-test}" = test ] || [ $all = yes ] || continue
+    wanted="$wanted $pkg"
+    present "$proof" || missing="$missing $pkg"
+done <"$list"
+
+if [ $names = yes ]; then
+    echo $wanted
+    exit 0
+fi
 [ -z "$missing" ] && exit 0
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -7,6 +7,7 @@
  * Engine contract: open releases what it allocated when it fails; close is
  * called only after a successful open. */
 #include "collective.h"
+#include "inside.h"
 #include "nics.h"
 #include "straggler.h"
 #include "sweep.h"
@@ -141,6 +142,7 @@ pf_err pf_collective(struct pf_run *run, char *err)
     pf_coll_free(c);
     memset(&c->strag, 0, sizeof(c->strag));
     memset(&c->nics, 0, sizeof(c->nics));
+    memset(&c->inside, 0, sizeof(c->inside));
     c->nnodes = pf_peers_count_nodes(&run->peers);
     c->nranks = run->peers.world;
     if ((rc = choose_engine(run, &ops, err)) != PF_OK)
@@ -192,6 +194,8 @@ pf_err pf_collective(struct pf_run *run, char *err)
                 pf_rails_sweep(run, rails0, rails1, nrails);
             if (rc == PF_OK)
                 rc = pf_straggler_retest(run, &engine, boot, deadline, msg);
+            if (rc == PF_OK)
+                rc = pf_inside(run, &engine, boot, deadline, msg);
             ops->close(&engine);
             c->fabric = engine.facts;
         }
@@ -223,4 +227,8 @@ void pf_coll_free(struct pf_coll *c)
     free(c->strag.culprits);
     c->strag.culprits = NULL;
     c->strag.nculprits = 0;
+    free(c->inside.ids);
+    free(c->inside.links);
+    free(c->inside.culprits);
+    memset(&c->inside, 0, sizeof(c->inside));
 }

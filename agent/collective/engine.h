@@ -85,6 +85,19 @@ struct pf_engine_ops {
      * takes differences around a stage; pair exchanges count only their
      * timed iterations. */
     int (*rails)(struct pf_engine *e, struct pf_rail_use *out, int max);
+    /* Optional: who this process's ranks are (global rank, GPU and its bus
+     * id, the NICs used; proc is left to the caller), at most max into
+     * out; returns how many. */
+    int (*describe)(struct pf_engine *e, struct pf_rank_id *out, int max);
+    /* Optional: the pairwise test inside one process, for the ring of its
+     * local ranks. partner[i] (local_ranks entries) is the local rank that
+     * local rank i pairs with in this round, -1 to sit out; each pair runs
+     * a warm-up and then iters all_reduces of count elements on its own.
+     * seconds[i] is local rank i's time of the timed ones, wrong[i] the
+     * elements of its result that differ from the pair's sum. */
+    pf_err (*local_pairs)(struct pf_engine *e, const int *partner,
+                          uint64_t count, int iters, double *seconds,
+                          long *wrong, int64_t deadline, char *err);
 };
 
 struct pf_engine {

@@ -283,8 +283,8 @@ int pf_straggler_from_times(int n, const double *secs, char *note,
     for (int r = 1; r < n; r++)
         if (good(secs[r]) < fastest)
             fastest = good(secs[r]);
-    snprintf(note, len, "per-rank timings %.4f..%.4f s per all_reduce single "
-             "out no rank (in a ring every rank waits for the slowest)",
+    snprintf(note, len, "per-rank timings %.4f..%.4f s per all_reduce: no "
+             "rank stands out (in a ring every rank waits for the slowest)",
              fastest, good(secs[worst]));
     return -1;
 }
@@ -586,7 +586,7 @@ pf_err pf_straggler_retest(struct pf_run *run, struct pf_engine *e,
             run->coll.rank_seconds ? run->coll.nrank_seconds : 0,
             run->coll.rank_seconds, times, sizeof(times));
         snprintf(s->method, sizeof(s->method), "timings");
-        snprintf(s->note, sizeof(s->note), "%s, so per-rank timings only: "
+        snprintf(s->note, sizeof(s->note), "%s; timings compared instead: "
                  "%s%s", p.why, times,
                  suspect >= 0 ? " (a suspect, not proof: no node is singled "
                                 "out)" : "");

@@ -59,18 +59,134 @@ const struct pf_instance *pf_catalog_find(const struct pf_catalog *cat,
     return NULL;
 }
 
-const struct pf_floor *pf_instance_floor(const struct pf_instance *it,
-                                         int nodes)
+/* Levenshtein distance of a and b, stopping early above limit (limit + 1
+ * is returned then); -1 when out of memory. */
+static int edit_distance(const char *a, const char *b, int limit)
 {
-    const struct pf_floor *best = NULL;
+    size_t la = strlen(a), lb = strlen(b);
+    int *prev, *cur, d;
 
-    if (!it)
-        return NULL;
-    for (int i = 0; i < it->nfloors; i++)
-        if (it->floors[i].nodes <= nodes &&
-            (!best || it->floors[i].nodes > best->nodes))
-            best = &it->floors[i];
-    return best;
+    if ((la > lb ? la - lb : lb - la) > (size_t)limit)
+        return limit + 1;
+    prev = malloc((lb + 1) * sizeof(*prev));
+    cur = malloc((lb + 1) * sizeof(*cur));
+    if (!prev || !cur) {
+        free(prev);
+        free(cur);
+        return -1;
+    }
+    for (size_t j = 0; j <= lb; j++)
+        prev[j] = (int)j;
+    for (size_t i = 1; i <= la; i++) {
+        int row_min;
+        cur[0] = row_min = (int)i;
+        for (size_t j = 1; j <= lb; j++) {
+            int sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
+            int del = prev[j] + 1, ins = cur[j - 1] + 1;
+            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+            if (cur[j] < row_min)
+                row_min = cur[j];
+        }
+        if (row_min > limit) {
+            free(prev);
+            free(cur);
+            return limit + 1;
+        }
+        int *t = prev;
+        prev = cur;
+        cur = t;
+    }
+    d = prev[lb];
+    free(prev);
+    free(cur);
+    return d;
+}
+
+bool pf_catalog_suggest(const struct pf_catalog *cat, const char *type,
+                        char *out, size_t cap)
+{
+    const char *bare, *best = NULL;
+    int best_d, limit;
+
+    if (!type || !*type || pf_catalog_find(cat, type))
+        return false;
+    bare = strip_ml(type);
+    /* One or two slips (a dropped, swapped or wrong character) in a name
+     * like p5.48xlarge; a quarter of a short name at most. */
+    limit = strlen(bare) >= 8 ? 2 : 1;
+    best_d = limit + 1;
+    for (int i = 0; i < cat->n; i++) {
+        const char *n = cat->items[i].name;
+        size_t len = strlen(n);
+        if (len > 2 && !strcmp(n + len - 2, ".*"))
+            continue;
+        int d = edit_distance(bare, n, limit);
+        if (d >= 0 && d < best_d) {
+            best_d = d;
+            best = n;
+        }
+    }
+    if (!best)
+        return false;
+    snprintf(out, cap, "%s%s", bare != type ? "ml." : "", best);
+    return true;
+}
+
+/* The points of the curve around a node count: lo the largest count <= nodes,
+ * hi the smallest >= nodes (equal on a point). Across nodes only multi-node
+ * points count (the 1-node point measures NVLink, not EFA); below the first
+ * of them lo = hi = that point, beyond the last lo = hi = the last. */
+static bool curve_points(const struct pf_instance *it, int nodes,
+                         const struct pf_floor **lo, const struct pf_floor **hi)
+{
+    *lo = *hi = NULL;
+    if (!it || nodes < 1)
+        return false;
+    for (int i = 0; i < it->nfloors; i++) {
+        const struct pf_floor *p = &it->floors[i];
+        if (nodes == 1 ? p->nodes != 1 : p->nodes < 2)
+            continue;
+        if (p->nodes <= nodes && (!*lo || p->nodes > (*lo)->nodes))
+            *lo = p;
+        if (p->nodes >= nodes && (!*hi || p->nodes < (*hi)->nodes))
+            *hi = p;
+    }
+    if (!*lo)
+        *lo = *hi;
+    if (!*hi)
+        *hi = *lo;
+    return *lo != NULL;
+}
+
+bool pf_instance_floor(const struct pf_instance *it, int nodes,
+                       struct pf_floor *out)
+{
+    const struct pf_floor *lo, *hi;
+    double t;
+
+    memset(out, 0, sizeof(*out));
+    if (!curve_points(it, nodes, &lo, &hi))
+        return false;
+    if (lo == hi) {
+        *out = *lo;
+        out->nodes = nodes;
+        return true;
+    }
+    /* Busbw falls roughly by a constant step per doubling of the node
+     * count (p5: ~340, ~270, ~156 GB/s at 2, 8, 125 nodes): linear in
+     * log2 N. */
+    t = (log2(nodes) - log2(lo->nodes)) / (log2(hi->nodes) - log2(lo->nodes));
+    out->nodes = nodes;
+    out->busbw_gbps = lo->busbw_gbps + t * (hi->busbw_gbps - lo->busbw_gbps);
+    /* Held from the larger of the two sizes; 0 (the largest swept) is
+     * never larger than a size the sweep must reach anyway. */
+    out->from_bytes = lo->from_bytes > hi->from_bytes ? lo->from_bytes
+                                                      : hi->from_bytes;
+    out->verified = lo->verified && hi->verified;
+    snprintf(out->source, sizeof(out->source), "linear in log2 N between "
+             "the %d-node floor (%g GB/s) and the %d-node floor (%g GB/s)",
+             lo->nodes, lo->busbw_gbps, hi->nodes, hi->busbw_gbps);
+    return true;
 }
 
 const struct pf_floor *pf_instance_host_floor(const struct pf_instance *it,
@@ -239,18 +355,30 @@ static pf_err get_floor(struct ctx *c, yaml_node_t *x, const char *inst,
     return PF_OK;
 }
 
+static int by_nodes(const void *a, const void *b)
+{
+    const struct pf_floor *x = a, *y = b;
+    return (x->nodes > y->nodes) - (x->nodes < y->nodes);
+}
+
+/* floors: {node count: floor}. Merged by node count into the entry's
+ * curve, so an override file may change one point and keep the others; a
+ * point of 0 GB/s takes that point out. */
 static pf_err get_floors(struct ctx *c, yaml_node_t *v, struct pf_instance *it)
 {
+    struct pf_floor curve[PF_MAX_FLOORS];
+    int n = it->nfloors;
+
     if (!v || v->type != YAML_MAPPING_NODE)
         return at(c, v, "%s: 'floors' must be a mapping of node count: floor",
                   it->name);
-    it->nfloors = 0;
+    memcpy(curve, it->floors, sizeof(curve));
     for (yaml_node_pair_t *p = v->data.mapping.pairs.start;
          p < v->data.mapping.pairs.top; p++) {
         yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
         yaml_node_t *x = yaml_document_get_node(c->doc, p->value);
         struct pf_floor f;
-        int nodes;
+        int nodes, i;
 
         memset(&f, 0, sizeof(f));
         if (get_int(c, k, it->name, "floors key (node count)", 1, 100000,
@@ -258,15 +386,30 @@ static pf_err get_floors(struct ctx *c, yaml_node_t *v, struct pf_instance *it)
             return PF_ERR_CONFIG;
         if (get_floor(c, x, it->name, &f) != PF_OK)
             return PF_ERR_CONFIG;
-        for (int i = 0; i < it->nfloors; i++)
-            if (it->floors[i].nodes == nodes)
+        for (yaml_node_pair_t *q = v->data.mapping.pairs.start; q < p; q++) {
+            const char *seen = scalar(yaml_document_get_node(c->doc, q->key));
+            if (seen && atoi(seen) == nodes)
                 return at(c, k, "%s: floor for %d nodes given twice",
                           it->name, nodes);
-        if (it->nfloors >= PF_MAX_FLOORS)
-            return at(c, x, "%s: more than %d floors", it->name, PF_MAX_FLOORS);
+        }
         f.nodes = nodes;
-        it->floors[it->nfloors++] = f;
+        for (i = 0; i < n && curve[i].nodes != nodes; i++)
+            ;
+        if (f.busbw_gbps <= 0) {
+            if (i < n)
+                curve[i] = curve[--n];
+            continue;
+        }
+        if (i == n && n >= PF_MAX_FLOORS)
+            return at(c, x, "%s: more than %d floors", it->name, PF_MAX_FLOORS);
+        curve[i] = f;
+        if (i == n)
+            n++;
     }
+    qsort(curve, (size_t)n, sizeof(curve[0]), by_nodes);
+    memset(it->floors, 0, sizeof(it->floors));
+    memcpy(it->floors, curve, (size_t)n * sizeof(curve[0]));
+    it->nfloors = n;
     return PF_OK;
 }
 
@@ -548,6 +691,8 @@ static void print_floors(FILE *out, const char *key, const struct pf_floor *fl,
     }
 }
 
+static void print_effective(const struct pf_catalog *cat, FILE *out);
+
 void pf_catalog_print(const struct pf_catalog *cat, FILE *out)
 {
     fprintf(out, "version: 1\ninstances:\n");
@@ -580,6 +725,142 @@ void pf_catalog_print(const struct pf_catalog *cat, FILE *out)
             fputc('\n', out);
         }
     }
+    print_effective(cat, out);
+}
+
+const int pf_floor_show_nodes[] = { 2, 8, 32, 128, 512, 1024 };
+const int pf_floor_show_count =
+    (int)(sizeof(pf_floor_show_nodes) / sizeof(pf_floor_show_nodes[0]));
+
+/* The curves at the node counts a user plans for, as YAML comments: what a
+ * 64-node job will be held to is readable before it runs. */
+static void print_effective(const struct pf_catalog *cat, FILE *out)
+{
+    bool any = false;
+
+    for (int i = 0; i < cat->n && !any; i++)
+        any = cat->items[i].nfloors > 0;
+    if (!any)
+        return;
+    fprintf(out, "# Effective all_reduce busbw floors (GB/s) by node count, "
+            "NCCL engine on GPU\n# types, host engine elsewhere: linear in "
+            "log2 N between the points above,\n# flat below the first "
+            "multi-node point and beyond the last; ~ = an estimate\n"
+            "# (a point or an interpolation resting on one). Judged from the "
+            "size in\n# parentheses.\n# %-22s", "type");
+    for (int k = 0; k < pf_floor_show_count; k++)
+        fprintf(out, " %12d", pf_floor_show_nodes[k]);
+    fputc('\n', out);
+    for (int i = 0; i < cat->n; i++) {
+        const struct pf_instance *it = &cat->items[i];
+        if (!it->nfloors)
+            continue;
+        fprintf(out, "# %-22s", it->name);
+        for (int k = 0; k < pf_floor_show_count; k++) {
+            struct pf_floor f;
+            char cell[32], size[16];
+            if (!pf_instance_floor(it, pf_floor_show_nodes[k], &f)) {
+                fprintf(out, " %12s", "-");
+                continue;
+            }
+            if (f.from_bytes >= (1ull << 30) && !(f.from_bytes % (1ull << 30)))
+                snprintf(size, sizeof(size), "%lluG",
+                         (unsigned long long)(f.from_bytes >> 30));
+            else if (f.from_bytes >= (1ull << 20) &&
+                     !(f.from_bytes % (1ull << 20)))
+                snprintf(size, sizeof(size), "%lluM",
+                         (unsigned long long)(f.from_bytes >> 20));
+            else
+                snprintf(size, sizeof(size), "%llu",
+                         (unsigned long long)f.from_bytes);
+            snprintf(cell, sizeof(cell), "%s%.1f (%s)",
+                     f.verified ? "" : "~", f.busbw_gbps,
+                     f.from_bytes ? size : "max");
+            fprintf(out, " %12s", cell);
+        }
+        fputc('\n', out);
+    }
+}
+
+static cJSON *floor_json(const struct pf_floor *f, const char *key)
+{
+    cJSON *o = cJSON_CreateObject();
+
+    cJSON_AddNumberToObject(o, key, f->nodes);
+    cJSON_AddNumberToObject(o, "busbw_gbps", f->busbw_gbps);
+    cJSON_AddNumberToObject(o, "from_bytes", (double)f->from_bytes);
+    cJSON_AddBoolToObject(o, "verified", f->verified);
+    if (f->source[0])
+        cJSON_AddStringToObject(o, "source", f->source);
+    else
+        cJSON_AddNullToObject(o, "source");
+    return o;
+}
+
+static void add_text(cJSON *o, const char *key, const char *s)
+{
+    if (s && s[0])
+        cJSON_AddStringToObject(o, key, s);
+    else
+        cJSON_AddNullToObject(o, key);
+}
+
+cJSON *pf_instance_json(const struct pf_instance *it)
+{
+    cJSON *o, *floors;
+
+    if (!it)
+        return cJSON_CreateNull();
+    o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", it->name);
+    cJSON_AddNumberToObject(o, "efa_count", it->efa_count);
+    cJSON_AddNumberToObject(o, "accelerator_count", it->accel_count);
+    add_text(o, "accelerator_model", it->accel_model);
+    add_text(o, "accelerator_kind", it->accel_kind);
+    cJSON_AddNumberToObject(o, "network_gbps", it->network_gbps);
+    cJSON_AddBoolToObject(o, "verified", it->verified);
+    cJSON_AddBoolToObject(o, "gdr_required", it->gdr_required);
+    cJSON_AddBoolToObject(o, "recount_efa", it->recount_efa);
+    cJSON_AddBoolToObject(o, "ignore_non_efa", it->ignore_non_efa);
+    cJSON_AddBoolToObject(o, "no_nccl", it->no_nccl);
+    floors = cJSON_AddArrayToObject(o, "floors");
+    for (int i = 0; i < it->nfloors && i < PF_MAX_FLOORS; i++)
+        cJSON_AddItemToArray(floors, floor_json(&it->floors[i], "nodes"));
+    floors = cJSON_AddArrayToObject(o, "host_floors");
+    for (int i = 0; i < it->nhost_floors && i < PF_MAX_FLOORS; i++)
+        cJSON_AddItemToArray(floors, floor_json(&it->host_floors[i], "nics"));
+    add_text(o, "notes", it->notes);
+    return o;
+}
+
+pf_err pf_catalog_print_json(const struct pf_catalog *cat, FILE *out,
+                             char *err)
+{
+    cJSON *root = cJSON_CreateObject(), *list;
+    char *text;
+
+    if (!root)
+        return pf_fail(err, PF_ERR_NOMEM, "catalog JSON: out of memory");
+    cJSON_AddNumberToObject(root, "version", 1);
+    list = cJSON_AddArrayToObject(root, "instances");
+    for (int i = 0; i < cat->n; i++) {
+        const struct pf_instance *it = &cat->items[i];
+        cJSON *o = pf_instance_json(it);
+        cJSON *eff = cJSON_AddArrayToObject(o, "effective_floors");
+        for (int k = 0; it->nfloors && k < pf_floor_show_count; k++) {
+            struct pf_floor f;
+            if (pf_instance_floor(it, pf_floor_show_nodes[k], &f))
+                cJSON_AddItemToArray(eff, floor_json(&f, "nodes"));
+        }
+        cJSON_AddItemToArray(list, o);
+    }
+    text = cJSON_Print(root);
+    cJSON_Delete(root);
+    if (!text)
+        return pf_fail(err, PF_ERR_NOMEM, "catalog JSON: out of memory");
+    fprintf(out, "%s\n", text);
+    cJSON_free(text);
+    return PF_OK;
 }
 
 /* The one floor rule (catalog.h). */
@@ -587,7 +868,9 @@ void pf_floor_for(const struct pf_config *cfg, const struct pf_instance *it,
                   const char *engine, const char *fallback_provider,
                   int nnodes, int nics, struct pf_floor_rule *out)
 {
-    const struct pf_floor *f;
+    const struct pf_floor *f, *lo, *hi;
+    struct pf_floor pt;
+    char where[64] = "";
     bool gpu_type, nccl;
 
     memset(out, 0, sizeof(*out));
@@ -627,17 +910,27 @@ void pf_floor_for(const struct pf_config *cfg, const struct pf_instance *it,
                  f->verified ? "" : ", estimated");
         return;
     }
-    f = pf_instance_floor(it, nnodes);
-    if (!f || f->busbw_gbps <= 0) {
+    if (!curve_points(it, nnodes, &lo, &hi) ||
+        !pf_instance_floor(it, nnodes, &pt) || pt.busbw_gbps <= 0) {
         snprintf(out->src, sizeof(out->src), "no floor: none in the catalog "
                  "for %s at %d node(s)", it->name, nnodes);
         return;
     }
-    out->gbps = f->busbw_gbps;
-    out->from_bytes = f->from_bytes;
-    out->verified = f->verified;
+    out->gbps = pt.busbw_gbps;
+    out->from_bytes = pt.from_bytes;
+    out->verified = pt.verified;
+    if (lo != hi)
+        snprintf(where, sizeof(where), ", between its %d- and %d-node points",
+                 lo->nodes, hi->nodes);
+    else if (lo->nodes < nnodes)
+        snprintf(where, sizeof(where), ", its %d-node point (flat beyond)",
+                 lo->nodes);
+    else if (lo->nodes > nnodes)
+        snprintf(where, sizeof(where), ", its %d-node point (flat below)",
+                 lo->nodes);
     snprintf(out->src, sizeof(out->src), "catalog floor for %s at %d "
-             "node(s)%s", it->name, nnodes, f->verified ? "" : ", estimated");
+             "node(s)%s%s", it->name, nnodes, where,
+             pt.verified ? "" : ", estimated");
 }
 
 uint64_t pf_sweep_max_bytes(const struct pf_config *cfg,

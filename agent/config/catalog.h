@@ -5,6 +5,8 @@
 
 #include <stdio.h>
 
+#include <cjson/cJSON.h>
+
 #include "../pf.h"
 
 /* The embedded catalog.yaml text (NUL-terminated), from catalog_blob.S. */
@@ -22,12 +24,22 @@ void pf_catalog_free(struct pf_catalog *cat);
 /* Look up a type ("ml." prefix ignored, "hpc7a.*" patterns honoured). */
 const struct pf_instance *pf_catalog_find(const struct pf_catalog *cat,
                                           const char *type);
-/* The busbw floor (GB/s) for n nodes: the entry with the largest
- * nodes <= n; 0 when none applies. */
-/* The floor entry for a node count: the one with the largest count <= nodes
- * (NULL when none). */
-const struct pf_floor *pf_instance_floor(const struct pf_instance *it,
-                                         int nodes);
+/* For a type the catalog lacks: the nearest catalog name by edit distance
+ * (one or two slips, "ml." kept), for a "did you mean"; false when none is
+ * that near or the type is in the catalog. */
+bool pf_catalog_suggest(const struct pf_catalog *cat, const char *type,
+                        char *out, size_t cap);
+/* The floor curve at a node count, into out (out->nodes = nodes): linear
+ * in log2 N between the points around it, flat below the first multi-node
+ * point and beyond the last; one node takes the 1-node point only (NVLink,
+ * not EFA). Between two points from_bytes is the larger, verified both,
+ * and source says which points. false (out zeroed) when no point applies. */
+bool pf_instance_floor(const struct pf_instance *it, int nodes,
+                       struct pf_floor *out);
+
+/* The node counts `catalog` shows the effective floor at. */
+extern const int pf_floor_show_nodes[];
+extern const int pf_floor_show_count;
 
 /* The host engine's floor over nics NICs: the host_floors entry with the
  * largest count <= nics; NULL when none applies. */
@@ -61,7 +73,15 @@ void pf_floor_for(const struct pf_config *cfg, const struct pf_instance *it,
 uint64_t pf_sweep_max_bytes(const struct pf_config *cfg,
                             const struct pf_floor_rule *rule);
 
-/* Print the effective catalog as YAML. */
+/* Print the effective catalog as YAML, then each floor curve at
+ * pf_floor_show_nodes as YAML comments (so the output stays a catalog). */
 void pf_catalog_print(const struct pf_catalog *cat, FILE *out);
+/* The same as JSON: {"version", "instances": [...]}, each instance as the
+ * report has it plus "effective_floors". */
+pf_err pf_catalog_print_json(const struct pf_catalog *cat, FILE *out,
+                             char *err);
+
+/* An instance as JSON (the report's "instance", `catalog --json`). */
+cJSON *pf_instance_json(const struct pf_instance *it);
 
 #endif

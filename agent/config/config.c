@@ -60,7 +60,9 @@ static const struct opt_spec options[] = {
       "instance catalog YAML that overrides and extends the embedded one" },
     /* probe */
     { "instance_type", 0, OPT_STR, F(instance_type), 0, 0, NULL, C_CHECKS,
-      "instance type (default: DMI product_name, then IMDSv2); 'ml.' stripped" },
+      "instance type (default: DMI product_name, then the Node's "
+      "node.kubernetes.io/instance-type label in k8s mode, then IMDSv2); "
+      "'ml.' stripped" },
     { "sysfs_root", 0, OPT_STR, F(sysfs_root), 0, 0, NULL, C_CHECKS,
       "read /sys and /proc under this root (tests, fixtures)" },
     { "dev_root", 0, OPT_STR, F(dev_root), 0, 0, NULL, C_CHECKS,
@@ -80,9 +82,9 @@ static const struct opt_spec options[] = {
     { "libfabric_path", 0, OPT_STR, F(libfabric_path), 0, 0, NULL, C_CHECKS,
       "libfabric to dlopen (default: /opt/amazon/efa/lib{64,}, then the system's)" },
     /* output */
-    { "json", 0, OPT_BOOL, F(json), 0, 0, NULL, C_CHECKS | C_HISTORY,
+    { "json", 0, OPT_BOOL, F(json), 0, 0, NULL, C_CHECKS | C_HISTORY | C_CATALOG,
       "print the JSON report on stdout instead of the table (history: one "
-      "summary per run)" },
+      "summary per run; catalog: the catalog with its effective floors)" },
     { "report", 0, OPT_STR, F(report_file), 0, 0, NULL, C_CHECKS,
       "also write the JSON report to this file" },
     { "log_level", 0, OPT_ENUM, F(log_level), 0, 0, "error|warn|info|debug", C_ALL,
@@ -117,12 +119,13 @@ static const struct opt_spec options[] = {
     { "world_size", 0, OPT_INT, F(world_size), 0, INT_MAX, NULL, C_RUN,
       "number of ranks (0: from the bootstrap)" },
     { "port", 0, OPT_INT, F(port), 0, 65535, NULL, C_COLL,
-      "rendezvous TCP port on rank 0 (local: 0 picks a free one; daemonset: "
-      "the coordinator listens on port + 1)" },
+      "rendezvous TCP port on rank 0 (0 picks a free one, local's default; "
+      "daemonset: the coordinator listens on port + 1)" },
     { "bind_addr", 0, OPT_STR, F(bind_addr), 0, 0, NULL, C_COLL,
       "address to listen on and advertise (default: any / the pod IP)" },
-    { "timeout", 0, OPT_INT, F(timeout_s), 1, 86400, NULL, C_COLL,
-      "seconds that bound the whole run, peers included" },
+    { "timeout", 0, OPT_INT, F(timeout_s), 1, 86400, NULL, C_CHECKS,
+      "seconds that bound the whole run, peers included (node: its checks; "
+      "then publishing has its grace)" },
     { "secret_file", 0, OPT_STR, F(secret_file), 0, 0, NULL, C_COLL,
       "shared secret: ranks sign their HELLO with HMAC-SHA256" },
     { "run_id", 0, OPT_STR, F(run_id), 0, 0, NULL, C_COLL,
@@ -203,6 +206,9 @@ static const struct opt_spec options[] = {
       "none|hyperpod-reboot|hyperpod-replace", C_RUN,
       "on a node proven faulty, ask SageMaker HyperPod to reboot or replace "
       "it (node-health-status label), under max_tainted" },
+    { "taint_budget", 0, OPT_STR, F(taint_budget), 0, 0, NULL, C_RUN,
+      "namespace/name of the ConfigMap that holds the nodes carrying our "
+      "taint or recovery label: max_tainted is taken from it atomically" },
     { "valid_hours", 0, OPT_INT, F(valid_hours), 1, 24 * 365, NULL, C_RUN,
       "valid-until = validated-at + this many hours" },
     { "publish", 0, OPT_BOOL, F(publish), 0, 0, NULL, C_RUN,
@@ -269,6 +275,8 @@ void pf_config_defaults(struct pf_config *cfg)
     cfg->group_size = 2;
     snprintf(cfg->label_prefix, sizeof(cfg->label_prefix), "efa-preflight.io/");
     snprintf(cfg->max_tainted, sizeof(cfg->max_tainted), "20%%");
+    snprintf(cfg->taint_budget, sizeof(cfg->taint_budget),
+             "efa-preflight/efa-preflight-taint-budget");
     snprintf(cfg->on_fail_action, sizeof(cfg->on_fail_action), "none");
     cfg->valid_hours = 24;
     cfg->publish = true;
@@ -395,6 +403,23 @@ static pf_err check_text(const struct opt_spec *o, const char *val,
             /* The value is not echoed: it may carry a password. */
             return pf_fail(err, PF_ERR_USAGE, "%s: not a Pushgateway URL "
                            "(http[s]://host:port[/path], no query)", where);
+        return PF_OK;
+    }
+    if (!strcmp(o->key, "taint_budget")) {
+        char ns[PF_NAME_MAX], name[PF_NAME_MAX];
+        const char *slash = strchr(val, '/');
+        if (!slash || (size_t)(slash - val) >= sizeof(ns) ||
+            strlen(slash + 1) >= sizeof(name))
+            return pf_fail(err, PF_ERR_USAGE, "%s: must be namespace/name "
+                           "(e.g. efa-preflight/efa-preflight-taint-budget)",
+                           where);
+        snprintf(ns, sizeof(ns), "%.*s", (int)(slash - val), val);
+        snprintf(name, sizeof(name), "%s", slash + 1);
+        if (!pf_kube_name_ok(ns) || strlen(ns) > 63 || strchr(ns, '.') ||
+            !pf_kube_name_ok(name))
+            return pf_fail(err, PF_ERR_USAGE, "%s: '%s/%s' is not a "
+                           "namespace/name pair of Kubernetes names", where,
+                           ns, name);
         return PF_OK;
     }
     if (!strcmp(o->key, "max_tainted")) {
@@ -755,6 +780,16 @@ static void resolve_bootstrap(struct pf_config *cfg, char **envp)
     memcpy(cfg->bootstrap, b, sizeof(b));
 }
 
+/* Defaults, and those that differ by command: `local` picks a free
+ * rendezvous port unless one is given, so two runs on one host never meet
+ * (a rank of one reaching the other's rank 0). */
+static void command_defaults(struct pf_config *cfg, enum pf_command cmd)
+{
+    pf_config_defaults(cfg);
+    if (cmd == PF_CMD_LOCAL)
+        cfg->port = 0;
+}
+
 struct flag_val {
     const struct opt_spec *o;
     const char *val;
@@ -778,7 +813,7 @@ pf_err pf_config_load(struct pf_config *cfg, enum pf_command cmd, int argc,
     const char *config_path;
     pf_err rc = PF_OK;
 
-    pf_config_defaults(cfg);
+    command_defaults(cfg, cmd);
     cfg->command = cmd;
     *want_help = false;
 
@@ -913,12 +948,13 @@ out:
     return rc;
 }
 
-static void print_default(const struct opt_spec *o, FILE *out)
+static void print_default(const struct opt_spec *o, enum pf_command cmd,
+                          FILE *out)
 {
     struct pf_config d;
     const char *field;
 
-    pf_config_defaults(&d);
+    command_defaults(&d, cmd);
     field = (const char *)&d + o->off;
     switch (o->type) {
     case OPT_TEXT:
@@ -983,11 +1019,13 @@ void pf_config_usage(enum pf_command cmd, FILE *out)
         else
             snprintf(lhs, sizeof(lhs), "    --%s %s", flag, types[o->type]);
         fprintf(out, "  %-36s %s", lhs, o->help);
-        print_default(o, out);
+        print_default(o, cmd, out);
         fprintf(out, "\n  %-36s env %s, key %s\n", "", env, o->key);
     }
     fprintf(out, "  %-36s %s\n", "-v, --verbose", "more log output (twice: debug)");
     fprintf(out, "  %-36s %s\n", "-h, --help", "this help");
+    if (cmd == PF_CMD_NODE || cmd == PF_CMD_RUN || cmd == PF_CMD_LOCAL)
+        fprintf(out, "\n" PF_EXIT_CODES_HELP);
 }
 
 void pf_config_free(struct pf_config *cfg)

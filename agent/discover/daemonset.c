@@ -46,7 +46,8 @@ static int clamp(int v, int lo, int hi)
 }
 
 /* The coordinator's pod and address from its holderIdentity
- * "<pod>_<random>". */
+ * "<pod>_<random>". PF_ERR_NOTFOUND: that pod is gone (deleted, finished,
+ * never had an address): its holder is dead. */
 static pf_err holder_address(struct pf_kube *k, const char *ns,
                              const char *holder, char *ip, size_t len,
                              char *err)
@@ -64,6 +65,8 @@ static pf_err holder_address(struct pf_kube *k, const char *ns,
                        holder);
     snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", ns, pod);
     rc = pf_kube_get(k, path, &obj, err);
+    if (rc == PF_ERR_NOTFOUND)
+        return pf_fail(err, rc, "coordinator pod %s is gone", pod);
     if (rc != PF_OK)
         return rc;
     pf_k8s_pod_parse(obj, &q);
@@ -180,6 +183,45 @@ static pf_err fill_peers(struct pf_run *run, const struct pf_co_pool *p,
     return PF_OK;
 }
 
+/* How many other pending nodes of the pool have an agent pod (starting
+ * or running, not finished nor being deleted): the agents we could pair
+ * with. An error: we cannot tell. */
+static pf_err pool_others(const struct pf_co_pool *p, int *others, char *err)
+{
+    cJSON *nodes = NULL, *pods = NULL;
+    const cJSON *it, *pod;
+    pf_err rc = pf_kube_get(p->k, p->nodes_path, &nodes, err);
+
+    *others = 0;
+    if (rc == PF_OK)
+        rc = pf_kube_get(p->k, p->pods_path, &pods, err);
+    if (rc != PF_OK) {
+        pf_err_prefix(err, "listing the pool's pending Nodes and agents");
+        goto out;
+    }
+    cJSON_ArrayForEach(it, pf_json_at(nodes, "items")) {
+        const char *name = pf_json_str(it, "metadata.name");
+        const char *t = pf_k8s_node_type(it), *z = pf_k8s_node_zone(it);
+        bool agent = false;
+
+        if (!name || !strcmp(name, p->node) || strcmp(t ? t : "", p->type) ||
+            strcmp(z ? z : "", p->zone))
+            continue;
+        cJSON_ArrayForEach(pod, pf_json_at(pods, "items")) {
+            struct pf_k8s_pod q;
+            pf_k8s_pod_parse(pod, &q);
+            if (!strcmp(q.node, name) && !q.deleting &&
+                strcmp(q.phase, "Failed") && strcmp(q.phase, "Succeeded"))
+                agent = true;
+        }
+        *others += agent;
+    }
+out:
+    cJSON_Delete(nodes);
+    cJSON_Delete(pods);
+    return rc;
+}
+
 pf_err pf_discover_daemonset(struct pf_run *run, struct pf_kube *k,
                              const struct pf_kube_identity *id,
                              const cJSON *own_pod, char *err)
@@ -193,7 +235,8 @@ pf_err pf_discover_daemonset(struct pf_run *run, struct pf_kube *k,
     uint8_t rnd[PF_CO_NONCE];
     size_t secret_len = 0;
     int64_t start = pf_now_ms(), left = pf_ms_left(pf_run_deadline(run));
-    int64_t wait_until;
+    int64_t wait_until, lease_warned = 0;
+    int races = 0, others = 0;
     bool grouped = false;
     pf_err rc;
 
@@ -241,8 +284,10 @@ pf_err pf_discover_daemonset(struct pf_run *run, struct pf_kube *k,
             goto out;
         }
         if (rc != PF_OK) {
-            pf_warn("daemonset: lease %s/%s: %s", lease.ns, lease.name, msg);
-            snprintf(last, sizeof(last), "%s", msg);
+            pf_warn("daemonset: lease %s/%s: %s; trying again", lease.ns,
+                    lease.name, msg);
+            snprintf(last, sizeof(last), "lease %s/%s: %s", lease.ns,
+                     lease.name, msg);
             pf_sleep_ms(RETRY_MS);
             continue;
         }
@@ -251,12 +296,35 @@ pf_err pf_discover_daemonset(struct pf_run *run, struct pf_kube *k,
                                   err);
             if (rc != PF_OK)
                 goto out;
+            /* A group of one while partners are still pending (validating
+             * with others, or on their way): look again while time is
+             * left rather than leave pending untested. */
+            if (grouped && group.world < 2 && pf_now_ms() + RETRY_MS < wait_until &&
+                (pool_others(&pool, &others, msg) != PF_OK || others > 0)) {
+                pf_info("daemonset: a group of one, but %d other pending "
+                        "node(s) in the pool: another round", others);
+                pf_co_assign_free(&group);
+                grouped = false;
+                pf_sleep_ms(RETRY_MS);
+            }
             continue;
         }
         if (st == PF_LEASE_RETRY) {
-            pf_sleep_ms(100 + (int64_t)(rnd[i % PF_CO_NONCE] % 200));
+            /* Lost a race for it (409) or it just expired. Many in a row
+             * is trouble (a rival writing all the time, a server refusing
+             * every write): say so, and back off further. */
+            races++;
+            snprintf(last, sizeof(last), "lease %s/%s: %d writes in a row "
+                     "lost to a conflict (409)", lease.ns, lease.name, races);
+            if (races >= 5 && now - lease_warned >= 5000) {
+                pf_warn("daemonset: %s; trying again", last);
+                lease_warned = now;
+            }
+            pf_sleep_ms((races < 5 ? 100 : 500) +
+                        (int64_t)(rnd[i % PF_CO_NONCE] % 200) * (races < 5 ? 1 : 5));
             continue;
         }
+        races = 0;
         /* Held by another agent: find its address (again when it changed)
          * and register there. */
         if (strcmp(holder, lease.holder) || !ip[0]) {
@@ -266,6 +334,17 @@ pf_err pf_discover_daemonset(struct pf_run *run, struct pf_kube *k,
             if (rc == PF_ERR_FORBIDDEN || rc == PF_ERR_UNAUTHORIZED) {
                 snprintf(err, PF_ERRLEN, "%s", msg);
                 goto out;
+            }
+            if (rc == PF_ERR_NOTFOUND) {
+                /* A dead holder: its record (whatever duration it claims)
+                 * is taken over at the next try. */
+                pf_warn("daemonset: lease %s/%s is held by %s: %s; taking it "
+                        "over", lease.ns, lease.name, holder, msg);
+                snprintf(lease.gone, sizeof(lease.gone), "%s", holder);
+                snprintf(last, sizeof(last), "%s", msg);
+                holder[0] = '\0';
+                pf_sleep_ms(100 + (int64_t)(rnd[i % PF_CO_NONCE] % 200));
+                continue;
             }
             if (rc != PF_OK) {
                 snprintf(last, sizeof(last), "%s", msg);
@@ -288,10 +367,40 @@ pf_err pf_discover_daemonset(struct pf_run *run, struct pf_kube *k,
         }
     }
     pf_progress_end(&run->progress);
-    if (!grouped)
-        pf_info("daemonset: no group within %.1f s (%s): validating alone, "
-                "fabric untested", (double)(pf_now_ms() - start) / 1000.0,
-                last);
+    /* Alone, with or without a coordinator: only a pool that really has
+     * no other pending node may leave pending untested (status=untested).
+     * With partners there, or when we cannot tell, the node stays pending
+     * and the agent exits, to be started again (GroupNotFormed). */
+    if (!grouped || group.world < 2) {
+        rc = pool_others(&pool, &others, msg);
+        if (rc != PF_OK || others > 0) {
+            if (rc != PF_OK)
+                snprintf(msg + strlen(msg), PF_ERRLEN - strlen(msg),
+                         "; %s", last);
+            else
+                snprintf(msg, sizeof(msg), "%d other node(s) of pool %s/%s "
+                         "are pending, but no group formed within %.1f s "
+                         "(%s)", others, pool.type[0] ? pool.type : "?",
+                         pool.zone[0] ? pool.zone : "?",
+                         (double)(pf_now_ms() - start) / 1000.0, last);
+            pf_warn("daemonset: %s: the node stays pending; exiting to be "
+                    "started again", msg);
+            snprintf(err, PF_ERRLEN, "%s", msg);
+            run->peers.stay_pending = true;
+            rc = PF_ERR_TIMEOUT;
+            pf_fault_set(&run->peers.fault, rc, PF_R_GroupNotFormed, msg);
+            goto out;
+        }
+        pf_warn("daemonset: no other pending node in pool %s/%s (%s): "
+                "validating alone, fabric untested",
+                pool.type[0] ? pool.type : "?",
+                pool.zone[0] ? pool.zone : "?", grouped ? "a group of one"
+                                                       : last);
+        if (grouped && group.world < 2) {
+            pf_co_assign_free(&group);
+            grouped = false;
+        }
+    }
     rc = fill_peers(run, &pool, grouped ? &group : NULL, err);
     if (rc == PF_OK)
         pf_info("daemonset: group of %d, rank %d, rank 0 on %s%s",

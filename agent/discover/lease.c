@@ -64,6 +64,8 @@ bool pf_lease_takeable(const char *holder, const char *me, int64_t observed_ms,
 {
     if (!holder[0] || !strcmp(holder, me))
         return true;
+    if (duration_s > PF_LEASE_HONOUR_MAX_S)
+        duration_s = PF_LEASE_HONOUR_MAX_S;
     return observed_ms + (int64_t)duration_s * 1000 <= now_ms;
 }
 
@@ -171,7 +173,7 @@ pf_err pf_lease_try(struct pf_kube *k, struct pf_lease *l, int64_t now_ms,
 {
     char path[PF_PATH_MAX];
     struct pf_kube_resp r;
-    bool won = false, ours;
+    bool won = false, ours, from_gone;
     pf_err rc;
 
     *st = PF_LEASE_RETRY;
@@ -209,7 +211,8 @@ pf_err pf_lease_try(struct pf_kube *k, struct pf_lease *l, int64_t now_ms,
     }
     note(l, r.json, now_ms);
     pf_kube_resp_free(&r);
-    if (!pf_lease_takeable(l->holder, l->identity, l->observed_ms,
+    if ((!l->gone[0] || strcmp(l->gone, l->holder)) &&
+        !pf_lease_takeable(l->holder, l->identity, l->observed_ms,
                            l->holder_duration_s, now_ms)) {
         *st = PF_LEASE_OTHER;
         return PF_OK;
@@ -217,11 +220,16 @@ pf_err pf_lease_try(struct pf_kube *k, struct pf_lease *l, int64_t now_ms,
     /* Ours already (a renewal whose answer was lost), released, or
      * expired: write ourselves in with the resourceVersion just read. */
     ours = !strcmp(l->holder, l->identity);
+    from_gone = !ours && l->gone[0] && !strcmp(l->gone, l->holder);
     rc = put_record(k, l, false, l->identity, l->duration_s,
                ours ? l->acquire_time : NULL,
                ours ? l->transitions : l->transitions + 1, now_ms, &won, err);
     if (rc == PF_OK && won) {
-        if (!ours)
+        if (from_gone)
+            pf_warn("lease %s/%s: taken over from %s, whose pod is gone "
+                    "(transition %d)", l->ns, l->name, l->gone,
+                    l->transitions);
+        else if (!ours)
             pf_info("lease %s/%s: acquired (transition %d)", l->ns, l->name,
                     l->transitions);
         l->held = true;

@@ -4,8 +4,10 @@
  *   - GET the Lease; 404: POST one naming us holder (409 AlreadyExists: a
  *     rival created it first, try again later).
  *   - held by someone else: it is theirs until the record has stayed
- *     unchanged, as seen by *us* (local clock), for leaseDurationSeconds;
- *     no comparison of our clock with the holder's renewTime.
+ *     unchanged, as seen by *us* (local clock), for leaseDurationSeconds
+ *     (at most PF_LEASE_HONOUR_MAX_S); no comparison of our clock with the
+ *     holder's renewTime. A holder whose pod is gone (l->gone, set by the
+ *     caller that looked) loses it at once.
  *   - empty holderIdentity (released) or expired: PUT ourselves as holder
  *     with the resourceVersion we read; 409 means a rival won the race.
  *   - held by us: renew with a PUT of the last resourceVersion (one
@@ -37,7 +39,16 @@ struct pf_lease {
     char acquire_time[40];
     int64_t observed_ms;              /* local time the record last changed */
     bool held;
+    /* A holder known dead (its pod is gone): its record is taken at once,
+     * whatever duration it claims. */
+    char gone[PF_NAME_MAX];
 };
+
+/* The longest a foreign record is honoured unchanged, whatever its
+ * leaseDurationSeconds: no efa-preflight agent writes more than 15 s, so a
+ * live holder renews well within it, and a dead holder's record claiming
+ * an hour (an older agent, a hand edit) does not stall the pool for one. */
+#define PF_LEASE_HONOUR_MAX_S 30
 
 enum pf_lease_state {
     PF_LEASE_HELD,                    /* we hold it now */
@@ -59,7 +70,8 @@ pf_err pf_lease_try(struct pf_kube *k, struct pf_lease *l, int64_t now_ms,
 pf_err pf_lease_release(struct pf_kube *k, struct pf_lease *l, char *err);
 
 /* Decision of the slow path, pure (unit-tested): may we take a Lease held
- * by holder, last changed at observed_ms, with that duration? */
+ * by holder, last changed at observed_ms, with that duration (honoured up
+ * to PF_LEASE_HONOUR_MAX_S)? */
 bool pf_lease_takeable(const char *holder, const char *me, int64_t observed_ms,
                        int duration_s, int64_t now_ms);
 /* A MicroTime, "2026-01-02T03:04:05.123456Z", of the wall clock. */

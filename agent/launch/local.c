@@ -187,7 +187,10 @@ static pf_err launch(struct pf_run *run, int n, struct ranks *t,
         pids[i] = pid;
     }
 
-    deadline = pf_deadline_in(((int64_t)run->cfg.timeout_s + GRACE_S) * 1000);
+    /* Rank 0 may still deliver metrics after its verdict (its own push
+     * budget): stopping it then would change the exit code it printed. */
+    deadline = pf_deadline_in(((int64_t)run->cfg.timeout_s + GRACE_S) * 1000 +
+                              (run->cfg.pushgateway[0] ? PF_PUSH_BUDGET_MS : 0));
     left = reap(pids, status, done, n, deadline);
     if (left > 0) {
         for (int i = 0; i < n; i++)

@@ -166,3 +166,32 @@ void pf_probe_fabric(const struct pf_config *cfg, struct pf_node *node)
                  "fi_getinfo(prov=efa, FI_EP_RDM) failed: %d", rc);
     }
 }
+
+bool pf_fabric_lists_provider(const struct pf_config *cfg, const char *name)
+{
+    struct pf_node *scratch = calloc(1, sizeof(*scratch));
+    struct fi_info *hints, *info = NULL;
+    struct fi_api api;
+    bool found = false;
+    uint32_t want = FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION);
+    void *h;
+
+    if (!scratch)
+        return false;
+    h = open_libfabric(cfg, scratch);
+    if (h && resolve(h, &api, scratch) && (hints = api.dupinfo(NULL))) {
+        if (FI_VERSION_LT(api.version(), want))
+            want = api.version();
+        if (hints->fabric_attr) {
+            hints->fabric_attr->prov_name = strdup(name);
+            found = hints->fabric_attr->prov_name &&
+                    api.getinfo(want, NULL, NULL, 0, hints,
+                                &info) == 0 && info;
+        }
+        if (info)
+            api.freeinfo(info);
+        api.freeinfo(hints);
+    }
+    free(scratch);
+    return found;
+}

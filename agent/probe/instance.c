@@ -1,4 +1,5 @@
-/* Instance type: --instance-type, else DMI product_name, else IMDSv2.
+/* Instance type: --instance-type, else DMI product_name, else (Kubernetes)
+ * the Node's node.kubernetes.io/instance-type label, else IMDSv2.
  *
  * IMDS is asked only when DMI says the vendor is Amazon or DMI cannot be
  * read at all (some containers hide it), so a plain machine elsewhere never
@@ -62,7 +63,8 @@ static void set_type(struct pf_node *node, const char *type,
              source);
 }
 
-void pf_probe_instance(const struct pf_config *cfg, struct pf_node *node)
+void pf_probe_instance(const struct pf_config *cfg, struct pf_node *node,
+                       const char *node_label)
 {
     char product[128] = "", sys_vendor[128] = "", bios_vendor[128] = "";
     char type[64], err[PF_ERRLEN] = "";
@@ -83,6 +85,13 @@ void pf_probe_instance(const struct pf_config *cfg, struct pf_node *node)
     have_product = read_dmi(cfg, "product_name", product, sizeof(product));
     if (have_product && pf_instance_type_normalize(product, type, sizeof(type))) {
         set_type(node, type, "dmi");
+        return;
+    }
+    /* A pod that cannot read DMI: the kubelet's label on its Node (the
+     * cloud provider's answer, ml.-prefixed on HyperPod), before asking
+     * IMDS, which a pod often cannot reach (hop limit 1). */
+    if (node_label && pf_instance_type_normalize(node_label, type, sizeof(type))) {
+        set_type(node, type, "label");
         return;
     }
     have_sys = read_dmi(cfg, "sys_vendor", sys_vendor, sizeof(sys_vendor));

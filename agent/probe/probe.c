@@ -96,7 +96,9 @@ pf_err pf_probe(struct pf_run *run, char *err)
     /* The UTS hostname is anyone's to set in a namespace; peers see it. */
     pf_sanitize_inplace(node->hostname, sizeof(node->hostname));
 
-    pf_probe_instance(cfg, node);
+    /* k8s: the Node as pf_publish_begin read it, before this stage. */
+    pf_probe_instance(cfg, node, run->mark.instance_type_label[0]
+                                     ? run->mark.instance_type_label : NULL);
     run->instance = node->instance_type[0]
                         ? pf_catalog_find(&run->catalog, node->instance_type)
                         : NULL;

@@ -281,6 +281,37 @@ void pf_history_sparkline(const double *v, int n, bool utf8, char *out,
     }
 }
 
+/* The numbers in the sparkline's order: the oldest and the newest value,
+ * the change between them, and the low and high when a run in between
+ * went beyond both ("(0.45 to 0.36 GB/s, down 20%)" for a fall). */
+static void print_change(const double *v, size_t n, double lo, double hi,
+                         FILE *out)
+{
+    size_t first = n, last = n;
+
+    for (size_t i = 0; i < n; i++)
+        if (!isnan(v[i])) {
+            if (first == n)
+                first = i;
+            last = i;
+        }
+    if (first == last) {
+        fprintf(out, "(%.2f GB/s)\n", v[first]);
+        return;
+    }
+    fprintf(out, "(%.2f to %.2f GB/s", v[first], v[last]);
+    if (v[first] > 0) {
+        double pct = 100.0 * (v[last] - v[first]) / v[first];
+        if (fabs(pct) < 0.5)
+            fprintf(out, ", unchanged");
+        else
+            fprintf(out, ", %s %.0f%%", pct > 0 ? "up" : "down", fabs(pct));
+    }
+    if (lo < fmin(v[first], v[last]) || hi > fmax(v[first], v[last]))
+        fprintf(out, "; low %.2f, high %.2f", lo, hi);
+    fprintf(out, ")\n");
+}
+
 static void print_table(const char *dir, const struct entry *e, size_t n,
                         bool utf8, FILE *out)
 {
@@ -322,8 +353,8 @@ static void print_table(const char *dir, const struct entry *e, size_t n,
     }
     if (hi >= lo) {
         pf_history_sparkline(trend, (int)n, utf8, line, 4 * n + 1);
-        fprintf(out, "busbw trend, oldest to newest: %s  (%.2f to %.2f GB/s)\n",
-                line, lo, hi);
+        fprintf(out, "busbw trend, oldest to newest: %s  ", line);
+        print_change(trend, n, lo, hi, out);
     }
     free(trend);
     free(line);

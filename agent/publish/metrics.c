@@ -97,6 +97,7 @@ struct mbuf {
     char *p;
     size_t len, cap;
     bool oom;
+    const char *node;     /* the node label of every sample; "" = none */
 };
 
 static void mb_printf(struct mbuf *b, const char *fmt, ...)
@@ -170,26 +171,38 @@ static const char *shortest(double v, char *out, size_t cap)
     return out;
 }
 
-/* One sample; labels is {key, value, key, value, ..., NULL}. */
+static void label(struct mbuf *b, bool first, const char *key,
+                  const char *value)
+{
+    /* Worst case every byte doubles. */
+    size_t cap = 2 * strlen(value) + 1;
+    char *esc = malloc(cap);
+
+    if (!esc || !pf_metrics_escape(value, esc, cap)) {
+        free(esc);
+        b->oom = true;
+        return;
+    }
+    mb_printf(b, "%s%s=\"%s\"", first ? "{" : ",", key, esc);
+    free(esc);
+}
+
+/* One sample; labels is {key, value, key, value, ..., NULL}. The node
+ * label comes first on every sample, so the textfile (scraped with
+ * node-exporter's address as instance) and the Pushgateway's group read
+ * alike; an empty one is left out, which Prometheus reads the same. */
 static void sample(struct mbuf *b, enum fam f, const char *const *labels,
                    double v)
 {
     char num[32];
+    bool node = b->node && *b->node;
 
     mb_printf(b, "%s", fams[f].name);
-    for (int i = 0; labels && labels[i]; i += 2) {
-        /* Worst case every byte doubles. */
-        size_t cap = 2 * strlen(labels[i + 1]) + 1;
-        char *esc = malloc(cap);
-        if (!esc || !pf_metrics_escape(labels[i + 1], esc, cap)) {
-            free(esc);
-            b->oom = true;
-            return;
-        }
-        mb_printf(b, "%s%s=\"%s\"", i ? "," : "{", labels[i], esc);
-        free(esc);
-    }
-    if (labels && labels[0])
+    if (node)
+        label(b, true, "node", b->node);
+    for (int i = 0; labels && labels[i]; i += 2)
+        label(b, !node && !i, labels[i], labels[i + 1]);
+    if (node || (labels && labels[0]))
         mb_printf(b, "}");
     if (isnan(v))
         mb_printf(b, " NaN\n");
@@ -230,14 +243,15 @@ static void verdict_metrics(struct mbuf *b, const struct pf_run *run,
     static const char *const statuses[] = { "pass", "warn", "fail", "error",
                                             "usage" };
     const struct pf_verdict *v = &run->verdict;
-    const char *label = pf_class_status_label(v->cls);
+    /* The class's one status word, as on the Node and in the report. */
+    const char *word = pf_class_status_word(v->cls);
 
     one(b, F_LAST_RUN, now_s);
     one(b, F_DURATION, run_seconds(run));
     head(b, F_STATUS);
     for (size_t i = 0; i < sizeof(statuses) / sizeof(statuses[0]); i++)
         sample(b, F_STATUS, (const char *[]){ "status", statuses[i], NULL },
-               !strcmp(label ? label : "usage", statuses[i]));
+               !strcmp(word, statuses[i]));
     one(b, F_EXIT, v->exit_code);
     head(b, F_VERDICT);
     /* The reason as the report has it: none on a clean pass. */
@@ -382,9 +396,14 @@ static void nic_metrics(struct mbuf *b, const struct pf_run *run)
     nic_counter_metrics(b, run);
 }
 
+const char *pf_metrics_node(const struct pf_run *run)
+{
+    return run->cfg.node_name[0] ? run->cfg.node_name : run->node.hostname;
+}
+
 char *pf_metrics_text(const struct pf_run *run, double now_s)
 {
-    struct mbuf b = { 0 };
+    struct mbuf b = { .node = pf_metrics_node(run) };
 
     verdict_metrics(&b, run, now_s);
     collective_metrics(&b, run);

@@ -17,8 +17,13 @@
 /* The text exposition format (0.0.4) of a finished run, at now_s (Unix
  * time). Every family's HELP and TYPE lines are written even when it has
  * no sample (a `node` run has no busbw), so the set of names is fixed.
+ * Every sample carries the label node (pf_metrics_node).
  * malloc'd; NULL when out of memory. */
 char *pf_metrics_text(const struct pf_run *run, double now_s);
+
+/* The value of the node label on every sample, and of the Pushgateway's
+ * instance: --node-name, else the hostname. */
+const char *pf_metrics_node(const struct pf_run *run);
 
 /* The family names pf_metrics_text writes, in order; NULL past the last. */
 const char *pf_metrics_family(size_t i);

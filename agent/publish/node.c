@@ -17,6 +17,7 @@
  * as itself already written. Only our own labels, conditions and taint are
  * ever written. */
 #include "publish.h"
+#include "budget.h"
 #include "node.h"
 
 #include <stdio.h>
@@ -216,60 +217,62 @@ static pf_err post_event(struct pub *p, char *err)
     return rc;
 }
 
-/* Blast radius: count every Node (paged) and those carrying our mark, and
- * allow marking this one only while that stays within cfg.max_tainted. Two
- * nodes failing at the same instant can both pass the check: the cap can
- * be exceeded by the nodes deciding at once, never more. */
-static pf_err may_mark(struct pub *p, char *err)
+/* Blast radius: take a slot of the cluster-wide budget (budget.h) before
+ * marking; a node that cannot take one is labelled only, and its Event
+ * and report say why. Unable to read or write the budget: not marked. */
+static void may_mark(struct pub *p, struct pf_mark_outcome *out)
 {
-    const char *prefix = p->run->cfg.label_prefix;
-    char path[PF_PATH_MAX * 2], token[PF_PATH_MAX] = "";
-    int total = 0, marked = 0, cap;
-    bool self_marked = false;
+    const struct pf_config *cfg = &p->run->cfg;
+    struct pf_budget b = { .k = p->k, .node = p->node,
+                           .prefix = cfg->label_prefix,
+                           .max_tainted = cfg->max_tainted,
+                           .deadline = pf_run_deadline(p->run) +
+                                       PF_PUBLISH_GRACE_MS };
+    char err[PF_ERRLEN];
+    pf_err rc = pf_budget_target(&b, cfg->taint_budget, err);
 
-    for (int page = 0; page < 100000; page++) {
-        cJSON *list = NULL;
-        const cJSON *n;
-        const char *next;
-        pf_err rc;
-
-        if (token[0])
-            snprintf(path, sizeof(path), "/api/v1/nodes?limit=500&continue=%s",
-                     token);
-        else
-            snprintf(path, sizeof(path), "/api/v1/nodes?limit=500");
-        rc = pf_kube_get(p->k, path, &list, err);
-        if (rc != PF_OK) {
-            pf_err_prefix(err, "counting tainted Nodes (needs list on nodes)");
-            return rc;
-        }
-        cJSON_ArrayForEach(n, cJSON_GetObjectItemCaseSensitive(list, "items")) {
-            const char *name = pf_json_str(n, "metadata.name");
-            bool mine = name && !strcmp(name, p->node);
-            total++;
-            if (pf_node_marked(n, prefix)) {
-                if (mine)
-                    self_marked = true;
-                else
-                    marked++;
-            }
-        }
-        next = pf_json_str(list, "metadata.continue");
-        snprintf(token, sizeof(token), "%s", next ? next : "");
-        cJSON_Delete(list);
-        if (!token[0])
-            break;
-    }
-    cap = pf_blast_cap(p->run->cfg.max_tainted, total);
-    p->mark_allowed = self_marked || marked + 1 <= cap;
-    if (!p->mark_allowed)
+    if (rc == PF_OK)
+        rc = pf_budget_take(&b, &p->mark_allowed, err);
+    if (rc != PF_OK) {
+        p->mark_allowed = false;
+        out->withheld = PF_R_TaintBudgetUnavailable;
+        snprintf(p->note, sizeof(p->note), "not tainted: the taint budget "
+                 "%s could not be taken (%s)", cfg->taint_budget, err);
+        pf_warn("node %s: not marked: taint budget %s: %s", p->node,
+                cfg->taint_budget, err);
+    } else if (!p->mark_allowed) {
+        out->withheld = PF_R_TaintCapReached;
         snprintf(p->note, sizeof(p->note), "not tainted: %d of %d nodes "
                  "already carry %sunhealthy or a HyperPod recovery label, and "
-                 "max_tainted %s allows %d", marked, total, prefix,
-                 p->run->cfg.max_tainted, cap);
-    pf_info("node %s: %d of %d nodes marked, cap %d: %s", p->node, marked,
-            total, cap, p->mark_allowed ? "may mark" : "at the cap");
-    return PF_OK;
+                 "max_tainted %s allows %d (budget %s)", b.others, b.total,
+                 cfg->label_prefix, cfg->max_tainted, b.cap,
+                 cfg->taint_budget);
+        pf_warn("node %s: not marked: %d of %d nodes hold the taint budget, "
+                "cap %d", p->node, b.others, b.total, b.cap);
+    } else {
+        pf_info("node %s: %d other node(s) marked of %d, cap %d: may mark",
+                p->node, b.others, b.total, b.cap);
+    }
+    snprintf(out->note, sizeof(out->note), "%s", p->note);
+}
+
+/* Our taint came off: give the slot back (best effort: a slot whose node
+ * carries no mark goes stale and is dropped by the next taker). */
+static void release_mark(struct pub *p)
+{
+    const struct pf_config *cfg = &p->run->cfg;
+    struct pf_budget b = { .k = p->k, .node = p->node,
+                           .prefix = cfg->label_prefix,
+                           .max_tainted = cfg->max_tainted,
+                           .deadline = pf_run_deadline(p->run) +
+                                       PF_PUBLISH_GRACE_MS };
+    char err[PF_ERRLEN];
+
+    if (pf_budget_target(&b, cfg->taint_budget, err) != PF_OK ||
+        pf_budget_release(&b, err) != PF_OK)
+        pf_warn("node %s: taint budget %s: slot not released (%s); it goes "
+                "stale in %d s", p->node, cfg->taint_budget, err,
+                PF_BUDGET_STALE_S);
 }
 
 /* Node name: the one begin resolved, config, NODE_NAME, the peer table,
@@ -416,6 +419,11 @@ pf_err pf_publish_node_begin(struct pf_run *run, char *err)
             pf_node_undo_labels_patch(run->cfg.label_prefix, node));
         run->mark.undo_conditions = print_patch(
             pf_node_undo_conditions_patch(node));
+        /* The probe's source of the instance type where DMI is hidden. */
+        const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+            pf_json_at(node, "metadata.labels"), "node.kubernetes.io/instance-type"));
+        snprintf(run->mark.instance_type_label,
+                 sizeof(run->mark.instance_type_label), "%s", type ? type : "");
         cJSON_Delete(node);
         if (!run->mark.undo_labels || !run->mark.undo_conditions)
             rc = pf_fail(err, PF_ERR_NOMEM, "out of memory");
@@ -496,7 +504,8 @@ void pf_publish_mark_free(struct pf_run *run)
     run->mark.undo_labels = run->mark.undo_conditions = NULL;
 }
 
-pf_err pf_publish_node(const struct pf_run *run, char *err)
+pf_err pf_publish_node(const struct pf_run *run, struct pf_mark_outcome *mark,
+                       char *err)
 {
     const struct pf_config *cfg = &run->cfg;
     struct pub p;
@@ -515,33 +524,29 @@ pf_err pf_publish_node(const struct pf_run *run, char *err)
     /* The class decides: mark (taint, HyperPod recovery) only a failure
      * proven on this node, never one we could not test nor a peer's, and
      * only under the cap; clear our taint when the node passed. */
+    memset(mark, 0, sizeof(*mark));
     p.taint = pf_class_may_taint(run->verdict.cls);
     if (rc == PF_OK && p.taint &&
-        (cfg->taint_on_failure || pf_hyperpod_action_value(cfg->on_fail_action))) {
-        char cap_err[PF_ERRLEN];
-        if (may_mark(&p, cap_err) != PF_OK) {
-            /* Unable to count: a healthy majority must never be marked by
-             * a check we cannot bound. */
-            pf_warn("node %s: not marked: %s", p.node, cap_err);
-            snprintf(p.note, sizeof(p.note), "not tainted: could not count "
-                     "the marked nodes (%s)", cap_err);
-            p.mark_allowed = false;
-        }
-    }
+        (cfg->taint_on_failure || pf_hyperpod_action_value(cfg->on_fail_action)))
+        may_mark(&p, mark);
     if (rc == PF_OK) {
         enum pf_reason_class cls = run->verdict.cls;
+        bool clear = cls == PF_CLASS_OK || cls == PF_CLASS_WARN;
         /* An Event is worth a warning, not the verdict. */
         if (post_event(&p, ev_err) != PF_OK)
             pf_warn("node %s: event not written: %s", p.node, ev_err);
-        if ((p.taint && cfg->taint_on_failure && p.mark_allowed) ||
-            cls == PF_CLASS_OK || cls == PF_CLASS_WARN)
+        if ((p.taint && cfg->taint_on_failure && p.mark_allowed) || clear)
             rc = patch_node(&p, PATCH_TAINT, err);
+        /* The taint is off: so is our claim on the budget. */
+        if (rc == PF_OK && clear && (cfg->taint_on_failure ||
+                                     pf_hyperpod_action_value(cfg->on_fail_action)))
+            release_mark(&p);
     }
     if (rc == PF_OK)
         rc = patch_node(&p, PATCH_LABELS, err);
     if (rc == PF_OK)
         pf_info("node %s: verdict %s published", p.node,
-                pf_status_name(run->verdict.overall));
+                pf_class_status_word(run->verdict.cls));
     else if (run->mark.marked && p.k) {
         /* Part of the verdict may be on the Node: make the status say
          * that none stands (the write failing is itself an error). */

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stddef.h>
 #include <time.h>
 
 #include <cjson/cJSON.h>
@@ -20,10 +21,15 @@
 #define PF_NODE_PENDING "pending"
 /* The status label while a run is under way. */
 #define PF_NODE_VALIDATING "validating"
+/* The status of a DaemonSet node that passed its node checks alone, its
+ * pool having no other pending node: the fabric was not tested, and a
+ * `status in (pass,warn)` selector does not admit it. */
+#define PF_NODE_UNTESTED "untested"
 
 /* Label values; "" means "remove the label". */
 struct pf_node_labels {
-    char status[16];                  /* pass|warn|fail|error */
+    char status[16];                  /* pass|warn|fail|error|untested,
+                                         or pending kept (stay_pending) */
     char efa_count[16];
     char busbw_gbps[32];
     char validated_at[32];            /* 20261122T010203Z */
@@ -36,6 +42,10 @@ struct pf_node_labels {
 /* SageMaker HyperPod's node health label: UnschedulablePendingReboot /
  * UnschedulablePendingReplacement start its documented recovery. */
 #define PF_HYPERPOD_HEALTH_LABEL "sagemaker.amazonaws.com/node-health-status"
+
+/* The labels the agent writes (under the prefix), in order; NULL past the
+ * last. */
+const char *pf_node_label_name(size_t i);
 
 /* ISO 8601 basic format, UTC: colons are not allowed in label values. */
 void pf_node_label_time(char out[32], time_t t);
@@ -57,7 +67,8 @@ cJSON *pf_node_conditions_patch(const struct pf_run *run, const cJSON *node,
  * run.
  *
  * {"metadata":{"labels":{...}}}: status=status (kept when it is
- * "pending"), validated-at, valid-until, busbw-gbps and fabric removed. */
+ * "pending"), the labels that speak for a verdict (validated-at,
+ * valid-until, valid-until-epoch, busbw-gbps, fabric) removed. */
 cJSON *pf_node_state_labels_patch(const char *prefix, const cJSON *node,
                                   const char *status);
 /* Both conditions Unknown with reason and message (a strategic merge
@@ -89,7 +100,8 @@ cJSON *pf_node_event(const struct pf_run *run, const char *node,
  * HyperPod recovery label asking for a reboot or replacement. */
 bool pf_node_marked(const cJSON *node, const char *prefix);
 /* How many nodes of total may carry the mark at once, from
- * cfg.max_tainted ("5" or "20%"; an unparsable value allows none). */
+ * cfg.max_tainted ("5" or "20%": rounded down, but at least 1 for a
+ * percentage above 0; an unparsable value allows none). */
 int pf_blast_cap(const char *max_tainted, int total);
 /* The HyperPod label value for cfg.on_fail_action, NULL for none. */
 const char *pf_hyperpod_action_value(const char *action);

@@ -53,9 +53,10 @@ void pf_node_labels_make(const struct pf_run *run, time_t now,
     const struct pf_verdict *v = &run->verdict;
 
     memset(l, 0, sizeof(*l));
-    /* The class decides: "error" keeps "we could not test" (peers never
-     * came, API down) apart from "the fabric is bad"; a usage error never
-     * gets here (nothing is written). */
+    /* The class's one status word (reasons.h): "error" keeps "we could not
+     * judge" (peers never came, API down, a group failure) apart from "the
+     * fabric is bad here"; a usage error never gets here (nothing is
+     * written). */
     const char *label = pf_class_status_label(v->cls);
 
     snprintf(l->status, sizeof(l->status), "%s", label ? label : "error");
@@ -73,6 +74,19 @@ void pf_node_labels_make(const struct pf_run *run, time_t now,
         snprintf(l->fabric, sizeof(l->fabric), "untested");
     else if (collective_attempted(run))
         snprintf(l->fabric, sizeof(l->fabric), "tested");
+    /* DaemonSet. Alone in a pool of one: no fabric verdict, its own word.
+     * No group though partners are pending: no verdict at all unless the
+     * node itself failed; it stays pending (selected by the DaemonSet) and
+     * nothing that speaks for a verdict is left on it. */
+    if (run->peers.stay_pending && !pf_class_may_taint(v->cls)) {
+        struct pf_node_labels keep = { 0 };
+        snprintf(keep.status, sizeof(keep.status), "%s", PF_NODE_PENDING);
+        snprintf(keep.efa_count, sizeof(keep.efa_count), "%s", l->efa_count);
+        *l = keep;
+    } else if (pf_node_fabric_untested(run) &&
+               (v->cls == PF_CLASS_OK || v->cls == PF_CLASS_WARN)) {
+        snprintf(l->status, sizeof(l->status), "%s", PF_NODE_UNTESTED);
+    }
 }
 
 static void add_label(cJSON *labels, const char *prefix, const char *name,
@@ -114,13 +128,47 @@ cJSON *pf_node_labels_patch(const char *prefix, const struct pf_node_labels *l)
     return root;
 }
 
-/* Every label the agent writes, by name under the prefix. */
-static const char *const our_labels[] = { "status", "efa-count", "busbw-gbps",
-                                          "validated-at", "valid-until",
-                                          "fabric" };
-/* The ones that speak for a verdict: dropped while no verdict stands. */
-static const char *const verdict_labels[] = { "validated-at", "valid-until",
-                                              "busbw-gbps", "fabric" };
+/* Every label the agent writes, by name under the prefix, in the order
+ * written, with its values and meaning: the README's labels table is
+ * printed from this table (scripts/readme_tables.py, checked by
+ * test_readme_tables), and a unit test holds pf_node_labels_patch to it.
+ * verdict: the label speaks for a verdict and is dropped while none
+ * stands (the mark before a run). */
+static const struct {
+    const char *name, *values, *meaning;
+    bool verdict;
+} our_labels[] = {
+    { "status", "`pass`, `warn`, `fail`, `error`; `validating` while a run "
+      "is under way",
+      "the overall verdict, from the deciding reason's class: `fail` only "
+      "for a failure proven on this node (exit 1); `error` = could not test "
+      "(exit 3) or a group failure nobody was blamed for (exit 1); `warn` "
+      "also for a node whose peer failed (exit 4). DaemonSet nodes join "
+      "with `pending`.", false },
+    { "efa-count", "e.g. `32`", "EFA devices found on the node", false },
+    { "busbw-gbps", "e.g. `335.24`",
+      "peak all_reduce bus bandwidth (GB/s) of the largest size; removed "
+      "when no collective ran", true },
+    { "validated-at", "e.g. `20261122T010203Z`",
+      "when this verdict was written (ISO 8601 basic format, UTC: label "
+      "values may not contain `:`)", true },
+    { "valid-until", "e.g. `20261123T010203Z`",
+      "`validated-at` + `--valid-hours` (default 24)", true },
+    { "valid-until-epoch", "e.g. `1795482123`",
+      "the same instant as `valid-until` in Unix seconds, for a nodeAffinity "
+      "`Gt`/`Lt` (they compare label values as integers only)", true },
+    { "fabric", "`tested`, `untested`",
+      "`untested`: DaemonSet node with no partner, only node checks ran, or "
+      "the peers never came (`PeerTimeout`, `PeerLost`, `APIUnavailable`...: "
+      "nothing of the fabric was measured); removed when no collective was "
+      "attempted", true },
+};
+#define N_OUR_LABELS (sizeof(our_labels) / sizeof(our_labels[0]))
+
+const char *pf_node_label_name(size_t i)
+{
+    return i < N_OUR_LABELS ? our_labels[i].name : NULL;
+}
 
 cJSON *pf_node_state_labels_patch(const char *prefix, const cJSON *node,
                                   const char *status)
@@ -140,9 +188,9 @@ cJSON *pf_node_state_labels_patch(const char *prefix, const cJSON *node,
      * the controller delete the very pod that is validating. */
     if (!now || strcmp(now, PF_NODE_PENDING))
         add_label(labels, prefix, "status", status);
-    for (size_t i = 0; i < sizeof(verdict_labels) / sizeof(verdict_labels[0]);
-         i++)
-        add_label(labels, prefix, verdict_labels[i], "");
+    for (size_t i = 0; i < N_OUR_LABELS; i++)
+        if (our_labels[i].verdict)
+            add_label(labels, prefix, our_labels[i].name, "");
     return root;
 }
 
@@ -153,11 +201,11 @@ cJSON *pf_node_undo_labels_patch(const char *prefix, const cJSON *node)
         cJSON_AddObjectToObject(root, "metadata"), "labels");
     const cJSON *have = pf_json_at(node, "metadata.labels");
 
-    for (size_t i = 0; i < sizeof(our_labels) / sizeof(our_labels[0]); i++) {
+    for (size_t i = 0; i < N_OUR_LABELS; i++) {
         char key[PF_NAME_MAX + 32];
         const char *v;
 
-        snprintf(key, sizeof(key), "%s%s", prefix, our_labels[i]);
+        snprintf(key, sizeof(key), "%s%s", prefix, our_labels[i].name);
         v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(have, key));
         if (v)
             cJSON_AddStringToObject(labels, key, v);
@@ -243,33 +291,23 @@ static void add_condition(cJSON *list, const cJSON *node, const char *type,
     cJSON_AddItemToArray(list, c);
 }
 
-/* One condition from the checks that feed it: none -> not written; all
- * skipped -> Unknown (e.g. EFANotRequired with a test provider). */
+/* One condition from the checks that feed it (pf_verdict_condition_of):
+ * none -> not written; False only for a fault proven on this node; Unknown
+ * with the reason for what could not judge it (a group failure, a peer,
+ * the infrastructure, a usage error) or when every check was skipped;
+ * True for pass and warn. */
 static void condition_from_checks(cJSON *list, const struct pf_run *run,
                                   const cJSON *node, const char *type,
                                   const char *pass_message, const char *now)
 {
-    const struct pf_verdict *v = &run->verdict;
-    enum pf_status st = pf_verdict_condition(v, type);
-    const struct pf_check *c = first_check(v, type, st);
+    struct pf_condition c;
 
-    if (!c)
+    if (!pf_verdict_condition_of(&run->verdict, type, &c))
         return;
-    if (st == PF_SKIP)
-        add_condition(list, node, type, "Unknown",
-                      pf_reason_name(c->reason != PF_R_None ? c->reason
-                                                            : PF_R_NotTested),
-                      c->message, now);
-    else if (st == PF_FAIL)
-        add_condition(list, node, type, "False", pf_reason_name(c->reason),
-                      c->message, now);
-    else if (st == PF_WARN)
-        add_condition(list, node, type, "True", pf_reason_name(c->reason),
-                      c->message, now);
-    else
-        add_condition(list, node, type, "True",
-                      pf_reason_name(PF_R_PreflightPassed),
-                      pass_message, now);
+    add_condition(list, node, type, c.status, pf_reason_name(c.reason),
+                  c.reason == PF_R_PreflightPassed ? pass_message
+                                                   : c.check->message,
+                  now);
 }
 
 cJSON *pf_node_state_conditions_patch(const cJSON *node, enum pf_reason reason,
@@ -414,10 +452,10 @@ cJSON *pf_node_event(const struct pf_run *run, const char *node,
     }
     if (c)
         snprintf(msg, sizeof(msg), "%s: %s; %s%s%s",
-                 pf_status_name(v->overall), c->message, nums,
+                 pf_class_status_word(v->cls), c->message, nums,
                  note && *note ? "; " : "", note ? note : "");
     else
-        snprintf(msg, sizeof(msg), "%s: %s%s%s", pf_status_name(v->overall),
+        snprintf(msg, sizeof(msg), "%s: %s%s%s", pf_class_status_word(v->cls),
                  nums, note && *note ? "; " : "", note ? note : "");
 
     cJSON_AddStringToObject(ev, "apiVersion", "v1");
@@ -474,8 +512,11 @@ int pf_blast_cap(const char *max_tainted, int total)
         return 0;
     if (count >= 0)
         return count;
-    /* Round down: 20% of 4 nodes lets none be marked, never one too many. */
-    return (int)((double)total * pct / 100.0 + 1e-9);
+    /* Round down, so a percentage is never exceeded, but allow one node in
+     * any cluster (20% of 4 nodes would allow none: a small cluster could
+     * never be tainted). "0%" allows none. */
+    count = (int)((double)total * pct / 100.0 + 1e-9);
+    return pct > 0 && count < 1 ? 1 : count;
 }
 
 const char *pf_hyperpod_action_value(const char *action)

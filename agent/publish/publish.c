@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "../config/config.h"
+#include "../util/clock.h"
 #include "../util/fsutil.h"
 #include "../util/log.h"
 #include "../verdict/verdict.h"
@@ -64,13 +65,16 @@ static void publish_monitoring(const struct pf_run *run, const char *json)
     if (cfg->metrics_textfile[0] &&
         pf_metrics_write_textfile(cfg->metrics_textfile, text, msg) != PF_OK)
         pf_error("%s", msg);
-    /* A Pushgateway is the cluster's: a usage error writes nothing there. */
-    if (cfg->pushgateway[0] && run->verdict.cls != PF_CLASS_USAGE &&
-        pf_metrics_push(cfg->pushgateway, cfg->node_name[0] ? cfg->node_name
-                                                            : run->node.hostname,
-                        text, pf_run_deadline(run) + PF_PUBLISH_GRACE_MS,
-                        msg) != PF_OK)
-        pf_error("metrics: %s", msg);
+    /* A Pushgateway is the cluster's: a usage error writes nothing there.
+     * Its own short budget, never past the publishing grace. */
+    if (cfg->pushgateway[0] && run->verdict.cls != PF_CLASS_USAGE) {
+        int64_t until = pf_deadline_in(PF_PUSH_BUDGET_MS);
+        int64_t last = pf_run_deadline(run) + PF_PUBLISH_GRACE_MS;
+
+        if (pf_metrics_push(cfg->pushgateway, pf_metrics_node(run), text,
+                            until < last ? until : last, msg) != PF_OK)
+            pf_error("metrics: %s", msg);
+    }
     free(text);
 }
 
@@ -117,7 +121,15 @@ pf_err pf_publish(struct pf_run *run, bool *node_written, char *err)
      * table say. A usage error writes nothing to the cluster, and puts
      * back what the run's start changed. */
     if (pf_publish_to_node(run) && run->verdict.cls != PF_CLASS_USAGE) {
-        pf_err nrc = pf_publish_node(run, node_err);
+        struct pf_mark_outcome mark;
+        pf_err nrc = pf_publish_node(run, &mark, node_err);
+        /* A mark withheld is a warning of its own in the report: the
+         * node failed, and the cluster does not keep jobs away from it. */
+        if (mark.withheld != PF_R_None) {
+            pf_verdict_add(&run->verdict, "taint", "", PF_WARN, mark.withheld,
+                           "", "%s", mark.note);
+            pf_verdict_finish(run);
+        }
         if (nrc != PF_OK) {
             pf_error("publish: %s", node_err);
             publish_failed(run, nrc, node_err);

@@ -26,8 +26,15 @@ pf_err pf_publish(struct pf_run *run, bool *node_written, char *err);
 void pf_publish_table(const struct pf_run *run, FILE *out);
 /* Returns a malloc'd JSON document (schema docs/report-schema.md). */
 char *pf_report_json(const struct pf_run *run);
+/* What became of our mark (taint, HyperPod label) on a node proven
+ * faulty: withheld is PF_R_None when it was written or not asked for. */
+struct pf_mark_outcome {
+    enum pf_reason withheld;          /* TaintCapReached, TaintBudgetUnavailable */
+    char note[320];
+};
 /* Write labels/conditions/event/taint to the Node (node.c). */
-pf_err pf_publish_node(const struct pf_run *run, char *err);
+pf_err pf_publish_node(const struct pf_run *run, struct pf_mark_outcome *mark,
+                       char *err);
 pf_err pf_publish_node_begin(struct pf_run *run, char *err);
 pf_err pf_publish_node_undo(const struct pf_run *run, char *err);
 /* What a Node write needs from the environment (identity, API server,

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../collective/straggler.h"
+#include "../config/catalog.h"
 #include "../config/config.h"
 #include "../probe/hw_counters.h"
 #include "../util/sanitize.h"
@@ -151,49 +152,6 @@ static cJSON *node_json(const struct pf_node *n)
     return node;
 }
 
-static cJSON *instance_json(const struct pf_instance *it)
-{
-    cJSON *o, *floors;
-
-    if (!it)
-        return cJSON_CreateNull();
-    o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "name", it->name);
-    cJSON_AddNumberToObject(o, "efa_count", it->efa_count);
-    cJSON_AddNumberToObject(o, "accelerator_count", it->accel_count);
-    add_str(o, "accelerator_model", it->accel_model);
-    add_str(o, "accelerator_kind", it->accel_kind);
-    cJSON_AddNumberToObject(o, "network_gbps", it->network_gbps);
-    cJSON_AddBoolToObject(o, "verified", it->verified);
-    cJSON_AddBoolToObject(o, "gdr_required", it->gdr_required);
-    cJSON_AddBoolToObject(o, "recount_efa", it->recount_efa);
-    cJSON_AddBoolToObject(o, "ignore_non_efa", it->ignore_non_efa);
-    cJSON_AddBoolToObject(o, "no_nccl", it->no_nccl);
-    floors = cJSON_AddArrayToObject(o, "floors");
-    for (int i = 0; i < it->nfloors && i < PF_MAX_FLOORS; i++) {
-        cJSON *f = cJSON_CreateObject();
-        cJSON_AddNumberToObject(f, "nodes", it->floors[i].nodes);
-        cJSON_AddNumberToObject(f, "busbw_gbps", it->floors[i].busbw_gbps);
-        cJSON_AddNumberToObject(f, "from_bytes", (double)it->floors[i].from_bytes);
-        cJSON_AddBoolToObject(f, "verified", it->floors[i].verified);
-        add_str(f, "source", it->floors[i].source);
-        cJSON_AddItemToArray(floors, f);
-    }
-    floors = cJSON_AddArrayToObject(o, "host_floors");
-    for (int i = 0; i < it->nhost_floors && i < PF_MAX_FLOORS; i++) {
-        cJSON *f = cJSON_CreateObject();
-        const struct pf_floor *h = &it->host_floors[i];
-        cJSON_AddNumberToObject(f, "nics", h->nodes);
-        cJSON_AddNumberToObject(f, "busbw_gbps", h->busbw_gbps);
-        cJSON_AddNumberToObject(f, "from_bytes", (double)h->from_bytes);
-        cJSON_AddBoolToObject(f, "verified", h->verified);
-        add_str(f, "source", h->source);
-        cJSON_AddItemToArray(floors, f);
-    }
-    add_str(o, "notes", it->notes);
-    return o;
-}
-
 static cJSON *checks_json(const struct pf_verdict *v)
 {
     cJSON *arr = cJSON_CreateArray();
@@ -264,6 +222,46 @@ static cJSON *straggler_json(const struct pf_run *run)
     arr = cJSON_AddArrayToObject(o, "rank_seconds");
     for (int r = 0; r < s->nprocs && r < c->nrank_seconds; r++)
         cJSON_AddItemToArray(arr, cJSON_CreateNumber(c->rank_seconds[r]));
+    return o;
+}
+
+/* Inside one node (collective/inside.h): who each rank is, and what the
+ * pairwise test of one process's GPUs found. */
+static cJSON *inside_json(const struct pf_run *run)
+{
+    const struct pf_inside *in = &run->coll.inside;
+    cJSON *o = cJSON_CreateObject(), *arr;
+
+    add_str(o, "method", in->method);
+    add_str(o, "kind", in->kind);
+    add_str(o, "note", in->note);
+    arr = cJSON_AddArrayToObject(o, "ranks");
+    for (int r = 0; r < in->nids && in->ids; r++) {
+        const struct pf_rank_id *id = &in->ids[r];
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddNumberToObject(x, "rank", id->rank);
+        cJSON_AddNumberToObject(x, "process", id->proc);
+        if (id->gpu >= 0)
+            cJSON_AddNumberToObject(x, "gpu", id->gpu);
+        else
+            cJSON_AddNullToObject(x, "gpu");
+        add_str(x, "bus_id", id->bus);
+        add_str(x, "nic", id->nic);
+        cJSON_AddItemToArray(arr, x);
+    }
+    arr = cJSON_AddArrayToObject(o, "links");
+    for (int i = 0; i < in->nlinks && in->links; i++) {
+        cJSON *l = cJSON_CreateObject();
+        cJSON_AddNumberToObject(l, "a", in->links[i].a);
+        cJSON_AddNumberToObject(l, "b", in->links[i].b);
+        cJSON_AddNumberToObject(l, "seconds", in->links[i].seconds);
+        cJSON_AddNumberToObject(l, "gbps", in->links[i].gbps);
+        cJSON_AddNumberToObject(l, "wrong", (double)in->links[i].wrong);
+        cJSON_AddItemToArray(arr, l);
+    }
+    arr = cJSON_AddArrayToObject(o, "culprits");
+    for (int k = 0; k < in->nculprits && in->culprits; k++)
+        cJSON_AddItemToArray(arr, cJSON_CreateNumber(in->culprits[k]));
     return o;
 }
 
@@ -430,6 +428,7 @@ static cJSON *collective_json(const struct pf_run *run)
     else
         cJSON_AddNullToObject(o, "slow_rank");
     cJSON_AddItemToObject(o, "straggler", straggler_json(run));
+    cJSON_AddItemToObject(o, "inside", inside_json(run));
     cJSON_AddItemToObject(o, "nics", nics_json(run));
     cJSON_AddNumberToObject(o, "wall_s", c->wall_s);
     if (f->err != PF_OK) {
@@ -449,22 +448,26 @@ static const char *headline(const struct pf_verdict *v)
     return v->cls == PF_CLASS_OK ? NULL : pf_reason_name(v->headline);
 }
 
+/* verdict.status is the class's one status word (reasons.h), as on the
+ * Node's label, in the metrics and in `history`; each condition is the
+ * Node's condition in words: pass, warn (True), fail (False), unknown
+ * (Unknown), null when no check fed it. */
 static cJSON *verdict_json(const struct pf_verdict *v)
 {
     static const char *const conds[] = { PF_COND_DEVICES, PF_COND_FABRIC };
     cJSON *o = cJSON_CreateObject(), *c;
 
-    cJSON_AddStringToObject(o, "status", pf_status_name(v->overall));
+    cJSON_AddStringToObject(o, "status", pf_class_status_word(v->cls));
     cJSON_AddNumberToObject(o, "exit_code", v->exit_code);
     add_str(o, "reason", headline(v));
     cJSON_AddStringToObject(o, "class", pf_class_name(v->cls));
     c = cJSON_AddObjectToObject(o, "conditions");
     for (size_t i = 0; i < sizeof(conds) / sizeof(conds[0]); i++) {
-        enum pf_status st = pf_verdict_condition(v, conds[i]);
-        if (st == PF_SKIP)
-            cJSON_AddNullToObject(c, conds[i]);
+        struct pf_condition cond;
+        if (pf_verdict_condition_of(v, conds[i], &cond))
+            cJSON_AddStringToObject(c, conds[i], cond.word);
         else
-            cJSON_AddStringToObject(c, conds[i], pf_status_name(st));
+            cJSON_AddNullToObject(c, conds[i]);
     }
     return o;
 }
@@ -490,7 +493,7 @@ char *pf_report_json(const struct pf_run *run)
     cJSON_AddBoolToObject(o, "efa_required", efa);
     cJSON_AddBoolToObject(o, "fallback", !efa);
     cJSON_AddItemToObject(root, "node", node_json(&run->node));
-    cJSON_AddItemToObject(root, "instance", instance_json(run->instance));
+    cJSON_AddItemToObject(root, "instance", pf_instance_json(run->instance));
     cJSON_AddItemToObject(root, "checks", checks_json(&run->verdict));
     cJSON_AddItemToObject(root, "collective", collective_json(run));
     cJSON_AddItemToObject(root, "verdict", verdict_json(&run->verdict));

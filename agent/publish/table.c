@@ -6,6 +6,7 @@
  *   then in-place), then "# Out of bounds values" and "# Avg bus bandwidth". */
 #include "publish.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,11 +52,31 @@ static void print_checks(const struct pf_verdict *v, FILE *out)
     }
 }
 
+static void print_fault(const struct pf_fault *f, FILE *out)
+{
+    if (f->err != PF_OK)
+        fprintf(out, "# collective failed: %s: %s\n",
+                f->reason != PF_R_None ? pf_reason_name(f->reason)
+                                       : pf_err_name(f->err), f->msg);
+}
+
 static void print_coll(const struct pf_coll *c, const struct pf_fault *f,
                        FILE *out)
 {
     const struct pf_fabric_facts *fab = &c->fabric;
 
+    /* Nothing measured (the peers never came, the engine never opened):
+     * no empty table, no "0 OK" for data never checked, no "provider ?". */
+    if (c->nrows == 0) {
+        fprintf(out, "\n# all_reduce: no message size measured");
+        if (c->engine[0])
+            fprintf(out, ", engine %s", c->engine);
+        if (fab->provider[0])
+            fprintf(out, ", provider %s", fab->provider);
+        fprintf(out, "\n");
+        print_fault(f, out);
+        return;
+    }
     fprintf(out, "\n# all_reduce: engine %s, provider %s%s, %d ranks on %d "
             "node%s%s%s\n",
             c->engine[0] ? c->engine : "?",
@@ -83,10 +104,7 @@ static void print_coll(const struct pf_coll *c, const struct pf_fault *f,
     fprintf(out, "# Out of bounds values : %ld %s\n", c->wrong_total,
             c->wrong_total == 0 ? "OK" : "FAILED");
     fprintf(out, "# Avg bus bandwidth : %g\n", c->avg_busbw);
-    if (f->err != PF_OK)
-        fprintf(out, "# collective failed: %s: %s\n",
-                f->reason != PF_R_None ? pf_reason_name(f->reason)
-                                       : pf_err_name(f->err), f->msg);
+    print_fault(f, out);
 }
 
 /* The per-NIC block: each EFA device's bytes over the sweep, its share of
@@ -148,12 +166,19 @@ static void print_summary(const struct pf_run *run, FILE *out)
     int count[4] = { 0, 0, 0, 0 };
     const char *headline = v->cls == PF_CLASS_OK ? ""
                                                  : pf_reason_name(v->headline);
+    const char *word = pf_class_status_word(v->cls);
+    char tag[16];
+    size_t k;
 
+    /* The class's one status word, as on the Node and in the report. */
+    for (k = 0; word[k] && k + 1 < sizeof(tag); k++)
+        tag[k] = (char)toupper((unsigned char)word[k]);
+    tag[k] = '\0';
     for (int i = 0; i < v->n; i++)
         count[v->checks[i].status]++;
     fprintf(out, "\nsummary: %s%s%s - %d passed, %d warnings, %d failed, %d "
             "skipped (exit %d)\n",
-            status_tag(v->overall), headline[0] ? " " : "", headline,
+            tag, headline[0] ? " " : "", headline,
             count[PF_PASS], count[PF_WARN], count[PF_FAIL], count[PF_SKIP],
             v->exit_code);
     if (run->cfg.fabric_provider[0] &&

@@ -31,7 +31,30 @@ struct rdv {
     bool *asked;                      /* rank 0: wants PONG {0} (world) */
     uint32_t asked_seq;               /* others: PINGs sent to rank 0 */
     bool settled;                     /* others: rank 0 answered PONG {0} */
+    /* Heartbeat (rdv_beat.c); NULL until joined and for a world of one. */
+    struct rdv_beat *beat;
+    int64_t silent_ms;                /* the silence window */
+    uint32_t *stall;                  /* by connection: last stall reported */
+    struct rdv_door *door;            /* rank 0: the listener after the table */
 };
+
+/* Rank i owes no answer (closed, said BYE, or gave up). */
+bool rdv_excused(const struct rdv *r, int i);
+
+/* Heartbeat (rendezvous.h, rdv_beat.c). */
+pf_err rdv_beat_start(struct rdv *r, int beat_ms, char *err);
+void rdv_beat_stop(struct rdv *r);
+/* The main thread's sends on connection i exclude the beat thread's. */
+void rdv_lock(struct rdv *r, int i);
+void rdv_unlock(struct rdv *r, int i);
+/* The main thread is in a group call: waiting = an engine's wait on the
+ * fabric (pf_boot_poll), whose silence then counts as a stall. */
+void rdv_touch(struct rdv *r, bool waiting);
+/* A BEAT from connection i. */
+void rdv_beat_in(struct rdv *r, int i, const uint8_t *body, size_t len);
+/* Name (PeerLost, spread by rank 0) a peer silent or stalled for the
+ * window. Call after reading what has arrived. */
+pf_err rdv_beat_check(struct rdv *r, char *err);
 
 /* Record a failure in fault (first one wins) under its reason. */
 pf_err rdv_record(struct pf_fault *fault, pf_err code, const char *msg);
@@ -60,6 +83,13 @@ void rdv_addr_string(const void *sa, unsigned len, char *out, size_t cap);
 long rdv_root_fds(int world);
 
 pf_err rdv_root_join(struct rdv *r, const struct pf_rdv_cfg *cfg, char *err);
+/* rdv_door.c: rank 0 keeps listening on lfd (taken over) once the group
+ * formed, and tells whoever still claims a rank that it is claimed twice;
+ * rdv_door_close stops the thread and closes the listener. */
+struct rdv_door;
+pf_err rdv_door_open(int lfd, const struct pf_rdv_cfg *cfg, int world,
+                     struct rdv_door **out, char *err);
+void rdv_door_close(struct rdv_door *d);
 pf_err rdv_peer_join(struct rdv *r, const struct pf_rdv_cfg *cfg, char *err);
 
 #endif

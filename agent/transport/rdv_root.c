@@ -518,6 +518,13 @@ pf_err rdv_root_join(struct rdv *r, const struct pf_rdv_cfg *cfg, char *err)
         }
         rc = send_welcomes(&rt, cfg->deadline + CTRL_MS, err);
     }
+    /* The port stays open for the rest of the run: a rank that comes now
+     * (its place taken by an impostor, or restarted) learns why at once. */
+    if (rc == PF_OK && rdv_door_open(rt.lfd, cfg, world, &r->door, msg) ==
+                           PF_OK)
+        rt.lfd = -1;
+    else if (rc == PF_OK)
+        pf_warn("rendezvous: %s; later claims go unanswered", msg);
     if (rc == PF_OK)
         pf_info("rendezvous: %d ranks joined in %.2f s%s", world,
                 (double)(pf_now_ms() - start) / 1000.0,

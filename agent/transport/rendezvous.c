@@ -16,6 +16,7 @@
 #include "rdv_impl.h"
 
 #define ATTRIBUTE_MS 500      /* abort: wait this long for a cause elsewhere */
+#define SLICE_MS 200          /* waits look at the heartbeat this often */
 /* Wire reason of an ABORT from a rank that gave up on its own. Not a
  * reason anyone reports (hence not CamelCase): receivers report PeerLost
  * (pf_rdv_reason_err). */
@@ -121,9 +122,12 @@ static void spread_abort(struct rdv *r, int skip, const char *reason,
     if (r->boot.rank != 0)
         return;
     for (int i = 1; i < r->boot.world; i++)
-        if (i != skip && r->conns[i].fd >= 0 && !r->bye[i])
+        if (i != skip && r->conns[i].fd >= 0 && !r->bye[i]) {
+            rdv_lock(r, i);
             rdv_send_reason(&r->conns[i], PF_RDV_ABORT, reason, msg,
                             pf_deadline_in(CTRL_MS));
+            rdv_unlock(r, i);
+        }
 }
 
 /* A failure after the join: sticky, recorded, and spread by rank 0 under
@@ -189,23 +193,33 @@ void rdv_missing_list(const struct rdv *r, const bool *joined, char *out,
 
 /* ------------------------------------------------------------- census */
 
+/* Frames any wait answers on the way, wherever they arrive. */
+static bool is_control(uint8_t type)
+{
+    return type == PF_RDV_PING || type == PF_RDV_PONG || type == PF_RDV_BEAT;
+}
+
 static void send_u32(struct rdv *r, int to, uint8_t type, uint32_t v)
 {
     uint8_t body[4] = { (uint8_t)(v >> 24), (uint8_t)(v >> 16),
                         (uint8_t)(v >> 8), (uint8_t)v };
 
-    if (r->conns[to].fd >= 0)
+    if (r->conns[to].fd >= 0) {
+        rdv_lock(r, to);
         pf_wire_send(&r->conns[to], type, body, sizeof(body),
                      pf_deadline_in(CTRL_MS), NULL);
+        rdv_unlock(r, to);
+    }
 }
 
-/* Rank 0: rank i owes no answer (closed, said BYE, or gave up). */
-static bool excused(const struct rdv *r, int i)
+/* Rank i owes no answer (closed, said BYE, or gave up). */
+bool rdv_excused(const struct rdv *r, int i)
 {
     struct pf_msg m;
 
-    return r->conns[i].fd < 0 || r->bye[i] ||
-           pf_wire_has(&r->conns[i], PF_RDV_ABORT, &m);
+    return r->conns[i].fd < 0 || (r->boot.rank == 0 && r->bye[i]) ||
+           pf_wire_has(&r->conns[i], PF_RDV_ABORT, &m) ||
+           pf_wire_has(&r->conns[i], PF_RDV_BYE, &m);
 }
 
 /* Rank 0: ask every member whether it is there. One census at a time;
@@ -218,19 +232,24 @@ static void census_start(struct rdv *r)
     r->census++;
     r->census_until = pf_now_ms() + PF_RDV_CENSUS_MS;
     for (int i = 1; i < r->boot.world; i++) {
-        r->alive[i] = excused(r, i);
+        r->alive[i] = rdv_excused(r, i);
         if (!r->alive[i])
             send_u32(r, i, PF_RDV_PING, r->census);
     }
 }
 
-/* One PING or PONG from rank i (rank 0) or from rank 0 (the others). */
+/* One PING, PONG or BEAT from rank i (rank 0) or from rank 0 (the
+ * others). */
 static void control(struct rdv *r, int from, uint8_t type, const uint8_t *b,
                     size_t len)
 {
     uint32_t id = len >= 4 ? (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 |
                              (uint32_t)b[2] << 8 | b[3] : 0;
 
+    if (type == PF_RDV_BEAT) {
+        rdv_beat_in(r, from, b, len);
+        return;
+    }
     if (r->boot.rank == 0) {
         if (type == PF_RDV_PING) {        /* a member about to give up */
             r->asked[from] = true;
@@ -260,6 +279,8 @@ static void control_in(struct rdv *r, int i)
         control(r, i, PF_RDV_PING, b, n);
     while (pf_wire_extract(&r->conns[i], PF_RDV_PONG, b, sizeof(b), &n))
         control(r, i, PF_RDV_PONG, b, n);
+    while (pf_wire_extract(&r->conns[i], PF_RDV_BEAT, b, sizeof(b), &n))
+        rdv_beat_in(r, i, b, n);
 }
 
 /* Rank 0: once every member answered, PONG {0} to those who asked; at the
@@ -273,7 +294,7 @@ static pf_err census_step(struct rdv *r, char *err)
     if (r->boot.rank != 0 || !r->census_on)
         return PF_OK;
     for (int i = 1; i < r->boot.world && all; i++)
-        all = r->alive[i] || excused(r, i);
+        all = r->alive[i] || rdv_excused(r, i);
     if (all) {
         r->census_on = false;
         for (int i = 1; i < r->boot.world; i++) {
@@ -287,7 +308,7 @@ static pf_err census_step(struct rdv *r, char *err)
         return PF_OK;
     r->census_on = false;
     for (int i = 1; i < r->boot.world; i++)
-        r->alive[i] = r->alive[i] || excused(r, i);
+        r->alive[i] = r->alive[i] || rdv_excused(r, i);
     rdv_missing_list(r, r->alive, silent, sizeof(silent));
     return rdv_broke(r, PF_ERR_TIMEOUT, -1, err, "%s stopped answering: no "
                      "reply within %.1f s although its connection is open "
@@ -314,7 +335,9 @@ static pf_err send_data(struct rdv *r, int to, uint8_t op, const void *p,
     pf_put_u8(&w, op);
     pf_put_u32(&w, r->seq);
     pf_put_bytes(&w, p, len);
+    rdv_lock(r, to);
     rc = pf_wire_send(&r->conns[to], PF_RDV_DATA, body, w.len, deadline, msg);
+    rdv_unlock(r, to);
     if (rc == PF_OK)
         return PF_OK;
     return rdv_broke(r, rc == PF_ERR_TIMEOUT ? PF_ERR_TIMEOUT : PF_ERR_LOST, to,
@@ -387,7 +410,7 @@ static pf_err root_collect(struct rdv *r, uint8_t op, int only, uint8_t *dst,
             }
             for (;;) {
                 t = pf_wire_take(&r->conns[i], &m, msg);
-                if (t != 1 || (m.type != PF_RDV_PING && m.type != PF_RDV_PONG))
+                if (t != 1 || !is_control(m.type))
                     break;
                 control(r, i, m.type, m.body, m.len);
             }
@@ -407,7 +430,8 @@ static pf_err root_collect(struct rdv *r, uint8_t op, int only, uint8_t *dst,
         }
         if (need == 0)
             break;
-        if ((rc = census_step(r, err)) != PF_OK)
+        if ((rc = census_step(r, err)) != PF_OK ||
+            (rc = rdv_beat_check(r, err)) != PF_OK)
             goto out;
         left = pf_ms_left(deadline);
         if (left <= 0) {
@@ -468,7 +492,7 @@ out:
 }
 
 /* Any rank but 0: the next frame from rank 0 must be this op's DATA
- * (PINGs are answered on the way). */
+ * (PINGs are answered and BEATs taken on the way). */
 static pf_err peer_receive(struct rdv *r, uint8_t op, void *dst, size_t len,
                            int64_t deadline, char *err)
 {
@@ -477,8 +501,18 @@ static pf_err peer_receive(struct rdv *r, uint8_t op, void *dst, size_t len,
     pf_err rc;
 
     for (;;) {
-        rc = pf_wire_recv(&r->conns[0], &m, deadline, msg);
-        if (rc != PF_OK || (m.type != PF_RDV_PING && m.type != PF_RDV_PONG))
+        /* In slices, so a rank 0 that went silent is named long before
+         * the deadline. */
+        int64_t slice = pf_deadline_in(SLICE_MS);
+        rc = pf_wire_recv(&r->conns[0], &m, slice < deadline ? slice : deadline,
+                          msg);
+        if (rc == PF_ERR_TIMEOUT && pf_ms_left(deadline) > 0) {
+            pf_err bc = rdv_beat_check(r, err);
+            if (bc != PF_OK)
+                return bc;
+            continue;
+        }
+        if (rc != PF_OK || !is_control(m.type))
             break;
         control(r, 0, m.type, m.body, m.len);
     }
@@ -515,6 +549,7 @@ static pf_err rdv_allgather(struct pf_boot *b, const void *mine, size_t len,
     size_t total = (size_t)b->world * len;
     pf_err rc = check_usable(r, total, err);
 
+    rdv_touch(r, false);
     if (rc != PF_OK)
         return rc;
     if (len)
@@ -540,6 +575,7 @@ static pf_err rdv_bcast(struct pf_boot *b, void *buf, size_t len, int root,
     struct rdv *r = impl(b);
     pf_err rc = check_usable(r, len, err);
 
+    rdv_touch(r, false);
     if (rc != PF_OK)
         return rc;
     if (root < 0 || root >= b->world)
@@ -632,11 +668,16 @@ static pf_err poll_conns(struct rdv *r, bool deaths_only, char *err)
         free(pfds);
     if (rc == PF_OK)
         rc = census_step(r, err);
+    if (rc == PF_OK)
+        rc = rdv_beat_check(r, err);
     return rc;
 }
 
+/* An engine waiting on the fabric calls this every few ms: the heartbeat
+ * reports the time since as this rank's stall. */
 static pf_err rdv_poll(struct pf_boot *b, char *err)
 {
+    rdv_touch(impl(b), true);
     return poll_conns(impl(b), false, err);
 }
 
@@ -651,6 +692,7 @@ static void rdv_abort(struct pf_boot *b, const char *why)
     char msg[PF_ERRLEN], name[WHO_LEN];
     int64_t start = pf_now_ms();
 
+    rdv_touch(r, false);
     if (r->broken != PF_OK)
         return;
     if (b->rank == 0) {
@@ -687,9 +729,12 @@ static void rdv_abort(struct pf_boot *b, const char *why)
     snprintf(r->broken_msg, sizeof(r->broken_msg), "%s", msg);
     if (b->rank == 0)
         spread_abort(r, -1, ABORT_OWN, msg);
-    else if (r->conns[0].fd >= 0)
+    else if (r->conns[0].fd >= 0) {
+        rdv_lock(r, 0);
         rdv_send_reason(&r->conns[0], PF_RDV_ABORT, ABORT_OWN, msg,
                         pf_deadline_in(CTRL_MS));
+        rdv_unlock(r, 0);
+    }
 }
 
 static void rdv_close(struct pf_boot *b)
@@ -700,6 +745,8 @@ static void rdv_close(struct pf_boot *b)
     if (!b)
         return;
     r = impl(b);
+    rdv_beat_stop(r);                 /* no sends but ours from here */
+    rdv_door_close(r->door);
     n = b->rank == 0 ? b->world : 1;
     for (int i = 0; i < n; i++) {
         if (r->conns[i].fd < 0)
@@ -715,6 +762,7 @@ static void rdv_close(struct pf_boot *b)
     free(r->facts);
     free(r->alive);
     free(r->asked);
+    free(r->stall);
     free(r->scratch);
     free(r);
 }
@@ -827,6 +875,12 @@ pf_err pf_rdv_open(const struct pf_rdv_cfg *cfg, struct pf_boot **out,
         rc = rdv_peer_join(r, cfg, err);
     if (rc != PF_OK) {
         r->broken = rc;               /* no BYE: the others must see it */
+        rdv_close(&r->boot);
+        return rc;
+    }
+    r->silent_ms = cfg->silent_ms > 0 ? cfg->silent_ms : PF_RDV_SILENT_MS;
+    if ((rc = rdv_beat_start(r, cfg->beat_ms, err)) != PF_OK) {
+        r->broken = rc;
         rdv_close(&r->boot);
         return rc;
     }

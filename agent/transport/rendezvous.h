@@ -25,7 +25,18 @@
  * connection stays open (SIGSTOP, a hung process): a rank about to give up
  * sends PING {n} to rank 0, which pings every member and names the ones
  * that do not PONG within PF_RDV_CENSUS_MS, or answers PONG {0} when all
- * did. */
+ * did.
+ *
+ * Heartbeat (rdv_beat.c): once joined, a thread of every rank sends BEAT
+ * {u32 stalled ms} every PF_RDV_BEAT_MS on each control connection (rank 0
+ * to every member, the others to rank 0), whatever the engine is doing. A
+ * process that stops (SIGSTOP, a frozen host) stops beating, and a rank
+ * whose engine is stuck inside one driver or fabric call beats with a
+ * growing stall (the time since its engine last asked pf_boot_poll while
+ * waiting). Whoever waits on the group (every pf_boot call) names a peer
+ * from whom nothing arrived for PF_RDV_SILENT_MS, or whose stall reached
+ * it, as PeerLost, and rank 0 spreads that to every rank: a hung member is
+ * named within seconds, whatever the run's deadline. */
 #ifndef PF_RENDEZVOUS_H
 #define PF_RENDEZVOUS_H
 
@@ -37,10 +48,12 @@
 #include "wire.h"
 
 #define PF_RDV_MAGIC 0x50465256u      /* "PFRV" */
-#define PF_RDV_VERSION 2           /* 2: PING/PONG */
+#define PF_RDV_VERSION 3           /* 2: PING/PONG, 3: BEAT */
 #define PF_RDV_NONCE 16
 #define PF_RDV_MAC 32
 #define PF_RDV_CENSUS_MS 1000     /* a live member answers a PING by then */
+#define PF_RDV_BEAT_MS 1000       /* heartbeat period */
+#define PF_RDV_SILENT_MS 10000    /* silent (or stalled) this long: hung */
 
 enum pf_rdv_type {
     PF_RDV_CHALLENGE = 1,
@@ -52,6 +65,7 @@ enum pf_rdv_type {
     PF_RDV_BYE,
     PF_RDV_PING,
     PF_RDV_PONG,
+    PF_RDV_BEAT,
 };
 
 /* What a rank says about itself in HELLO (and reads back in the table). */
@@ -80,6 +94,9 @@ struct pf_rdv_cfg {
     int64_t deadline;                 /* everyone must have joined by then */
     struct pf_fault *fault;           /* failures recorded here, or NULL */
     struct pf_progress *progress;     /* lines while waiting, or NULL */
+    /* Heartbeat period and silence window; 0 = PF_RDV_BEAT_MS /
+     * PF_RDV_SILENT_MS (the unit tests shorten them). */
+    int beat_ms, silent_ms;
 };
 
 /* Join the group. On success *out is a pf_boot; table (world entries, or

@@ -140,6 +140,7 @@ pf_err pf_wire_pump(struct pf_conn *c, char *err)
         n = recv(c->fd, c->buf + c->have, c->cap - c->have, MSG_DONTWAIT);
         if (n > 0) {
             c->have += (size_t)n;
+            c->heard_ms = pf_now_ms();
             continue;
         }
         if (n == 0)

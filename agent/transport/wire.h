@@ -22,6 +22,9 @@ struct pf_conn {
     uint8_t *buf;
     size_t off, have, cap;            /* unread bytes are buf[off..have) */
     uint32_t limit;                   /* largest frame taken; 0 = the max */
+    int64_t heard_ms;                 /* pf_now_ms() of the last bytes read
+                                         (0 = none yet): the rendezvous
+                                         judges a silent peer by it */
 };
 
 struct pf_msg {

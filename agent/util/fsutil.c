@@ -123,6 +123,34 @@ pf_err pf_read_line(const char *path, char *buf, size_t len, char *err)
     return PF_OK;
 }
 
+static const char *kind_of(mode_t m)
+{
+    return S_ISLNK(m) ? "a symbolic link"
+           : S_ISCHR(m) ? "a character device"
+           : S_ISBLK(m) ? "a block device"
+           : S_ISFIFO(m) ? "a FIFO"
+           : S_ISSOCK(m) ? "a socket"
+           : S_ISDIR(m) ? "a directory"
+           : S_ISREG(m) ? "a regular file"
+           : "not a regular file";
+}
+
+/* What path's own directory entry is (never what a link points to):
+ * PF_OK when it is missing or a regular file. */
+static pf_err entry_replaceable(const char *path, char *err)
+{
+    struct stat st;
+
+    if (lstat(path, &st) != 0)
+        return errno == ENOENT ? PF_OK
+               : pf_fail(err, PF_ERR_IO, "%s: %s", path, strerror(errno));
+    if (S_ISREG(st.st_mode))
+        return PF_OK;
+    return pf_fail(err, PF_ERR_USAGE, "%s is %s, not a regular file: only a "
+                   "regular file (or a missing one) is replaced", path,
+                   kind_of(st.st_mode));
+}
+
 /* An unpredictable temp name beside path: ".<name>.<16 hex>". */
 static pf_err temp_name(const char *path, char *out, size_t len, char *err)
 {
@@ -190,7 +218,13 @@ pf_err pf_write_file_atomic(const char *path, const char *data, size_t len,
         unlink(tmp);
         return pf_fail(err, PF_ERR_IO, "%s: %s", tmp, strerror(e));
     }
-    /* rename replaces a link at path itself, never its target. */
+    /* rename would replace whatever the entry is (a device node, a link)
+     * with a regular file: it is checked again here, as the entry may
+     * have changed since the check before the run. */
+    if (entry_replaceable(path, err) != PF_OK) {
+        unlink(tmp);
+        return PF_ERR_IO;
+    }
     if (rename(tmp, path) != 0) {
         int e = errno;
         unlink(tmp);
@@ -228,10 +262,43 @@ pf_err pf_check_writable_path(const char *path, char *err)
     if (access(dir, W_OK | X_OK) != 0)
         return pf_fail(err, PF_ERR_USAGE, "%s: directory %s is not writable: "
                        "%s", path, dir, strerror(errno));
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+    if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
         return pf_fail(err, PF_ERR_USAGE, "%s is a directory, not a file",
                        path);
-    return PF_OK;
+    return entry_replaceable(path, err) == PF_OK ? PF_OK : PF_ERR_USAGE;
+}
+
+pf_err pf_check_dir_path(const char *path, char *err)
+{
+    struct stat st;
+    char parent[PATH_MAX];
+    size_t n = strlen(path);
+
+    if (!n)
+        return pf_fail(err, PF_ERR_USAGE, "empty path");
+    /* A link to a directory is a directory: the entries written inside
+     * are checked one by one. */
+    if (stat(path, &st) == 0) {
+        if (!S_ISDIR(st.st_mode))
+            return pf_fail(err, PF_ERR_USAGE, "%s is %s, not a directory",
+                           path, kind_of(st.st_mode));
+        if (access(path, W_OK | X_OK) != 0)
+            return pf_fail(err, PF_ERR_USAGE, "directory %s is not writable: "
+                           "%s", path, strerror(errno));
+        return PF_OK;
+    }
+    if (errno != ENOENT)
+        return pf_fail(err, PF_ERR_USAGE, "%s: %s", path, strerror(errno));
+    if (lstat(path, &st) == 0)
+        return pf_fail(err, PF_ERR_USAGE, "%s is a symbolic link to nothing, "
+                       "not a directory", path);
+    /* Missing: created at the end, in a parent that must exist. */
+    while (n > 1 && path[n - 1] == '/')
+        n--;
+    if (n >= sizeof(parent))
+        return pf_fail(err, PF_ERR_USAGE, "%s: path too long", path);
+    snprintf(parent, sizeof(parent), "%.*s", (int)n, path);
+    return pf_check_writable_path(parent, err);
 }
 
 pf_err pf_path_join(char *buf, size_t len, const char *root, const char *path,

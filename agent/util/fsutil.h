@@ -15,13 +15,19 @@ pf_err pf_read_file(const char *path, size_t max, char **out, size_t *len_out,
 pf_err pf_read_line(const char *path, char *buf, size_t len, char *err);
 /* Write a file atomically, so a report is never half written: a temp file
  * beside it, created exclusively (O_EXCL | O_NOFOLLOW) under a random name,
- * then renamed over path. */
+ * then renamed over path, only when path's own entry is missing or a
+ * regular file (checked with lstat just before the rename): a device node
+ * or a link at path is never replaced. */
 pf_err pf_write_file_atomic(const char *path, const char *data, size_t len,
                             char *err);
 /* Whether pf_write_file_atomic(path) can work, checked before a run: the
- * directory exists and is writable, path is not a directory. PF_ERR_USAGE
- * with the reason. */
+ * directory exists and is writable, path is missing or a regular file (not
+ * a directory, a link, a device, a FIFO). PF_ERR_USAGE with the reason. */
 pf_err pf_check_writable_path(const char *path, char *err);
+/* Whether path can serve as a directory files are written into: it is a
+ * writable directory (or a link to one), or it is missing and could be
+ * created (pf_check_writable_path on it). PF_ERR_USAGE with the reason. */
+pf_err pf_check_dir_path(const char *path, char *err);
 /* snprintf into buf; returns PF_ERR_USAGE if it did not fit. */
 pf_err pf_path_join(char *buf, size_t len, const char *root, const char *path,
                     char *err);

@@ -63,13 +63,15 @@ static const char *rank_desc(const struct pf_run *run, int r, char *buf,
                              size_t len)
 {
     const struct pf_peers *p = &run->peers;
-    char host[2 * PF_NAME_MAX + 4];
+    char host[2 * PF_NAME_MAX + 4], id[160];
 
     rank_host(run, r, host, sizeof(host));
+    pf_inside_proc(run, r, id, sizeof(id));   /* one node: GPU or NIC */
     if (p->list && r >= 0 && r < p->world && p->list[r].pod[0])
-        snprintf(buf, len, "pod %s, %s", p->list[r].pod, host);
+        snprintf(buf, len, "pod %s, %s%s%s", p->list[r].pod, host,
+                 id[0] ? ", " : "", id);
     else
-        snprintf(buf, len, "%s", host);
+        snprintf(buf, len, "%s%s%s", host, id[0] ? ", " : "", id);
     return buf;
 }
 
@@ -143,7 +145,10 @@ static void data_check(struct pf_run *run)
              "and %d sizes (out-of-place and in-place)", c->wrong_total,
              c->nranks, c->nrows);
     if (c->nnodes == 1) {
-        /* Every rank is on this node: nothing else to blame. */
+        /* Every rank is on this node: nothing else to blame, but the rank
+         * at fault is named when one was singled out. */
+        if (pf_verdict_inside(run, true, seen))
+            return;
         pf_verdict_add(&run->verdict, "data", COND, PF_FAIL,
                        PF_R_DataCorruption, "", "this node (every rank of the "
                        "run) corrupts data: %s", seen);
@@ -218,6 +223,8 @@ static void bandwidth_check(struct pf_run *run)
         }
         if (c->nnodes == 1) {
             /* One node: every rank is here, so is the fault. */
+            if (pf_verdict_inside(run, false, ring))
+                return;
             pf_verdict_add(&run->verdict, "busbw", COND, PF_FAIL,
                            PF_R_NodeBandwidthBelowThreshold, "",
                            "%s: %d ranks on this node alone, %s engine over "

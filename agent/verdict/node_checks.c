@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../config/catalog.h"
 #include "../probe/hw_counters.h"
 
 #define COND PF_COND_DEVICES
@@ -70,6 +71,12 @@ static bool skipped(struct ctx *c, const char *name)
 static void check_instance(struct ctx *c)
 {
     const struct pf_node *n = c->node;
+    char near[PF_NAME_MAX], mean[PF_NAME_MAX + 32] = "";
+
+    /* A mistyped --instance-type (p5.48xlrge) names the entry it missed. */
+    if (!c->it && pf_catalog_suggest(&c->run->catalog, n->instance_type, near,
+                                     sizeof(near)))
+        snprintf(mean, sizeof(mean), " (did you mean %s?)", near);
 
     if (c->it) {
         pf_verdict_add(c->v, "instance_type", COND, PF_PASS,
@@ -100,10 +107,10 @@ static void check_instance(struct ctx *c)
                        PF_R_UnknownInstanceType,
                        "pass --instance-type, or add the type to the catalog "
                        "(--catalog FILE)",
-                       "%s%s%s is not in the catalog; checking the %d EFA "
+                       "%s%s%s is not in the catalog%s; checking the %d EFA "
                        "devices found%s",
                        n->instance_type[0] ? "'" : "",
-                       type_label(n), n->instance_type[0] ? "'" : "",
+                       type_label(n), n->instance_type[0] ? "'" : "", mean,
                        n->efa_count,
                        c->expect_efa > 0 ? " against expect_efa" : "");
         return;
@@ -116,9 +123,9 @@ static void check_instance(struct ctx *c)
         pf_verdict_add(c->v, "instance_type", COND, PF_FAIL, PF_R_NotAnEFAInstance,
                        "run on an EFA-capable instance type, or pass "
                        "--fabric-provider tcp to test without EFA",
-                       "'%s' (from %s) has no catalog entry and no EFA device "
-                       "was found",
-                       n->instance_type, n->instance_source);
+                       "'%s' (from %s) has no catalog entry%s and no EFA "
+                       "device was found",
+                       n->instance_type, n->instance_source, mean);
     else
         pf_verdict_add(c->v, "instance_type", COND, PF_FAIL, PF_R_NotAnEFAInstance,
                        "run on an EFA-capable instance, pass --instance-type, "

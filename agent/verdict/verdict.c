@@ -128,3 +128,59 @@ void pf_verdict_finish(struct pf_run *run)
         v->headline = PF_R_PreflightPassed;
     v->exit_code = pf_class_exit_code(best);
 }
+
+/* A condition's own ranking: unlike the run's, a fault proven here comes
+ * before a usage error, so a False is never hidden by a could-not-judge. */
+static int condition_rank(enum pf_reason_class c)
+{
+    switch (c) {
+    case PF_CLASS_NODE: return 7;
+    case PF_CLASS_FABRIC: return 6;
+    case PF_CLASS_USAGE: return 5;
+    case PF_CLASS_GROUP: return 4;
+    case PF_CLASS_INFRA: return 3;
+    case PF_CLASS_PEER: return 2;
+    case PF_CLASS_WARN: return 1;
+    case PF_CLASS_OK: return 0;
+    }
+    return 0;
+}
+
+bool pf_verdict_condition_of(const struct pf_verdict *v, const char *condition,
+                             struct pf_condition *out)
+{
+    const struct pf_check *best = NULL;
+    enum pf_reason_class best_cls = PF_CLASS_OK;
+    int best_rank = -2;
+
+    memset(out, 0, sizeof(*out));
+    for (int i = 0; i < v->n; i++) {
+        const struct pf_check *c = &v->checks[i];
+        enum pf_reason_class cls = effect(c);
+        /* a skipped check says only that nothing was judged */
+        int rank = c->status == PF_SKIP ? -1 : condition_rank(cls);
+
+        if (strcmp(c->condition, condition) || rank <= best_rank)
+            continue;
+        best = c;
+        best_cls = cls;
+        best_rank = rank;
+    }
+    if (!best)
+        return false;
+    out->check = best;
+    out->cls = best_cls;
+    if (best->status == PF_SKIP) {
+        out->status = "Unknown";
+        out->word = "unknown";
+        out->reason = best->reason != PF_R_None ? best->reason
+                                                : PF_R_NotTested;
+        return true;
+    }
+    out->status = pf_class_condition_status(best_cls);
+    out->word = pf_class_condition_word(best_cls);
+    out->reason = best_cls == PF_CLASS_OK ? PF_R_PreflightPassed
+                                          : best->reason;
+    return true;
+}
+

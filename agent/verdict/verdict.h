@@ -16,6 +16,13 @@ void pf_verdict_nics(struct pf_run *run);
 /* NCCL transport checks (SocketFallback, NetPluginMissing, GDRDisabled):
  * transport_checks.c, called by pf_verdict_fabric. */
 void pf_verdict_transport(struct pf_run *run);
+/* One node (collective/inside.h): a bootstrap rank's GPUs or NICs in
+ * words ("GPU 2, bus 0000:1a:00.0"), "" when unknown; and the data or
+ * bandwidth check naming the rank at fault, added only when one was
+ * singled out (false otherwise): inside_checks.c. */
+const char *pf_inside_proc(const struct pf_run *run, int proc, char *buf,
+                           size_t len);
+bool pf_verdict_inside(struct pf_run *run, bool data, const char *seen);
 /* Overall status, the deciding reason and its class, the exit code:
  * verdict.c. Nothing here looks at a reason's word. */
 void pf_verdict_finish(struct pf_run *run);
@@ -32,5 +39,23 @@ struct pf_check *pf_verdict_add(struct pf_verdict *v, const char *name,
 /* Worst status of the checks feeding a condition (PF_SKIP when none). */
 enum pf_status pf_verdict_condition(const struct pf_verdict *v,
                                     const char *condition);
+
+/* A condition as the checks feeding it decide it, for the Node and the
+ * report alike. The deciding check is the one whose class ranks highest: a
+ * fault proven here (node, fabric: False) before anything that could not
+ * judge this node (usage, group, infrastructure, peer: Unknown), then warn
+ * and pass (True). Every check skipped: Unknown with that check's reason
+ * (NotTested when it has none). */
+struct pf_condition {
+    const char *status;               /* "True", "False", "Unknown" */
+    const char *word;                 /* the report's: pass, warn, fail,
+                                         unknown */
+    enum pf_reason reason;            /* PreflightPassed on a clean pass */
+    enum pf_reason_class cls;         /* the deciding check's class */
+    const struct pf_check *check;     /* the deciding check */
+};
+/* false (out zeroed) when no check feeds the condition. */
+bool pf_verdict_condition_of(const struct pf_verdict *v, const char *condition,
+                             struct pf_condition *out);
 
 #endif

@@ -30,11 +30,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (pf_catalog_parse(&cat, "fuzz.yaml", text, size, err) == PF_OK) {
         for (int i = 0; i < cat.n; i++) {
             const struct pf_instance *it = pf_catalog_find(&cat, cat.items[i].name);
-            const struct pf_floor *f = pf_instance_floor(it, 2);
             /* Names are unique, so the lookup finds the entry itself. */
-            if (it != &cat.items[i] ||
-                (f && (f < it->floors || f >= it->floors + it->nfloors)))
+            if (it != &cat.items[i] || it->nfloors < 0 ||
+                it->nfloors > PF_MAX_FLOORS)
                 __builtin_trap();
+            /* The curve: points ascending, and every value it gives lies
+             * within the values of its points (interpolation, flat ends). */
+            for (int k = 1; k < it->nfloors; k++)
+                if (it->floors[k - 1].nodes >= it->floors[k].nodes)
+                    __builtin_trap();
+            for (int nodes = 1; nodes <= 4096; nodes = nodes * 3 / 2 + 1) {
+                struct pf_floor f;
+                double lo = 1e300, hi = -1;
+                if (!pf_instance_floor(it, nodes, &f))
+                    continue;
+                for (int k = 0; k < it->nfloors; k++) {
+                    double g = it->floors[k].busbw_gbps;
+                    lo = g < lo ? g : lo;
+                    hi = g > hi ? g : hi;
+                }
+                if (!(f.busbw_gbps >= lo - 1e-9 && f.busbw_gbps <= hi + 1e-9))
+                    __builtin_trap();
+            }
         }
     } else if (cat.n < before) {
         __builtin_trap();

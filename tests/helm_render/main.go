@@ -3,6 +3,18 @@
 //	helm-render CHART [--name N] [--namespace NS] [-f VALUES]... [--set K=V]...
 //	            [--set-string K=V]... [--kube-version V] [--strict]
 //	            [--skip-schema-validation] [--notes | --print-values]
+//	            [--repo DIR [--version V]]
+//	helm-render package CHART_DIR -d DIR
+//
+// CHART is a chart directory, a packaged chart (.tgz, as `helm package`
+// writes it), or with --repo the name of a chart in a chart repository
+// directory: its index.yaml names the .tgz, whose sha256 must be the
+// index's digest (as `helm install --repo` checks), the newest version
+// unless --version says. `package` writes CHART_DIR as DIR/NAME-VERSION.tgz
+// (every file under one top directory NAME/, in name order, fixed times,
+// so the same chart gives the same bytes) and adds it to DIR/index.yaml
+// (created if missing; the same version replaced), as `helm package` and
+// `helm repo index` do.
 //
 // No helm binary is available where the tests run, so this is the part of
 // Helm 3 that `helm template` uses, on the same libraries: Go's text/template
@@ -23,8 +35,13 @@
 package main
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"io"
 	"errors"
 	"fmt"
 	"os"
@@ -35,6 +52,7 @@ import (
 	"strconv"
 	"strings"
 	"text/template"
+	"time"
 
 	"github.com/Masterminds/semver"
 	"github.com/Masterminds/sprig"
@@ -44,6 +62,7 @@ import (
 
 type options struct {
 	chart, name, namespace, kubeVersion  string
+	repo, version                        string
 	files, sets, setStrings              []string
 	strict, notes, printValues, noSchema bool
 }
@@ -51,7 +70,8 @@ type options struct {
 func usage(msg string) {
 	fmt.Fprintf(os.Stderr, "helm-render: %s\nusage: helm-render CHART [--name N] [--namespace NS] "+
 		"[-f VALUES]... [--set K=V]... [--set-string K=V]... [--kube-version V] [--strict] "+
-		"[--skip-schema-validation] [--notes | --print-values]\n", msg)
+		"[--skip-schema-validation] [--notes | --print-values] [--repo DIR [--version V]]\n"+
+		"       helm-render package CHART_DIR -d DIR\n", msg)
 	os.Exit(2)
 }
 
@@ -87,6 +107,10 @@ func parseArgs(args []string) options {
 			o.notes = true
 		case "--print-values":
 			o.printValues = true
+		case "--repo":
+			o.repo = val()
+		case "--version":
+			o.version = val()
 		default:
 			if strings.HasPrefix(a, "-") || o.chart != "" {
 				usage("unexpected argument " + a)
@@ -599,9 +623,307 @@ func render(o options) (string, error) {
 	return out.String(), nil
 }
 
+// ---------------------------------------------------------------- packages
+
+// chartFilesOf lists a chart directory's files (relative, slash-separated,
+// sorted), leaving out what Helm's packager leaves out by default: nothing
+// here but VCS and editor droppings, as the chart has no .helmignore.
+func chartFilesOf(dir string) ([]string, error) {
+	var out []string
+	err := filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		base := filepath.Base(p)
+		if info.IsDir() {
+			if rel != "." && (base == ".git" || base == "node_modules") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if strings.HasSuffix(base, "~") || strings.HasSuffix(base, ".swp") || base == ".DS_Store" {
+			return nil
+		}
+		out = append(out, filepath.ToSlash(rel))
+		return nil
+	})
+	sort.Strings(out)
+	return out, err
+}
+
+type indexEntry struct {
+	APIVersion  string   `json:"apiVersion"`
+	Name        string   `json:"name"`
+	Version     string   `json:"version"`
+	AppVersion  string   `json:"appVersion,omitempty"`
+	KubeVersion string   `json:"kubeVersion,omitempty"`
+	Description string   `json:"description,omitempty"`
+	Type        string   `json:"type,omitempty"`
+	Keywords    []string `json:"keywords,omitempty"`
+	Created     string   `json:"created"`
+	Digest      string   `json:"digest"`
+	URLs        []string `json:"urls"`
+}
+
+type repoIndex struct {
+	APIVersion string                  `json:"apiVersion"`
+	Entries    map[string][]indexEntry `json:"entries"`
+	Generated  string                  `json:"generated"`
+}
+
+// packageChart writes dir as out/NAME-VERSION.tgz and indexes it.
+func packageChart(dir, out string) (string, error) {
+	meta, _, err := loadChart(dir)
+	if err != nil {
+		return "", err
+	}
+	files, err := chartFilesOf(dir)
+	if err != nil {
+		return "", err
+	}
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	// Fixed times: the same chart packs to the same bytes, and digest.
+	stamp := time.Unix(0, 0).UTC()
+	for _, f := range files {
+		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(f)))
+		if err != nil {
+			return "", err
+		}
+		hdr := &tar.Header{Name: meta.Name + "/" + f, Mode: 0644, Size: int64(len(data)),
+			ModTime: stamp, Typeflag: tar.TypeReg, Format: tar.FormatPAX}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return "", err
+		}
+		if _, err := tw.Write(data); err != nil {
+			return "", err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return "", err
+	}
+	if err := gz.Close(); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(out, 0755); err != nil {
+		return "", err
+	}
+	name := fmt.Sprintf("%s-%s.tgz", meta.Name, meta.Version)
+	path := filepath.Join(out, name)
+	if err := os.WriteFile(path, buf.Bytes(), 0644); err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(buf.Bytes())
+
+	idxPath := filepath.Join(out, "index.yaml")
+	idx := repoIndex{APIVersion: "v1", Entries: map[string][]indexEntry{}}
+	if data, err := os.ReadFile(idxPath); err == nil {
+		if err := yaml.Unmarshal(data, &idx); err != nil {
+			return "", fmt.Errorf("%s: %v", idxPath, err)
+		}
+		if idx.Entries == nil {
+			idx.Entries = map[string][]indexEntry{}
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	e := indexEntry{APIVersion: meta.APIVersion, Name: meta.Name, Version: meta.Version,
+		AppVersion: meta.AppVersion, KubeVersion: meta.KubeVersion,
+		Description: meta.Description, Type: meta.Type, Keywords: meta.Keywords,
+		Created: now, Digest: hex.EncodeToString(sum[:]), URLs: []string{name}}
+	var kept []indexEntry
+	for _, x := range idx.Entries[meta.Name] {
+		if x.Version != meta.Version {
+			kept = append(kept, x)
+		}
+	}
+	kept = append([]indexEntry{e}, kept...)
+	sort.SliceStable(kept, func(i, j int) bool {
+		vi, ei := semver.NewVersion(kept[i].Version)
+		vj, ej := semver.NewVersion(kept[j].Version)
+		return ei == nil && ej == nil && vi.GreaterThan(vj)
+	})
+	idx.Entries[meta.Name] = kept
+	idx.Generated = now
+	data, err := yaml.Marshal(idx)
+	if err != nil {
+		return "", err
+	}
+	return path, os.WriteFile(idxPath, data, 0644)
+}
+
+// unpackChart extracts a packaged chart into a new directory under tmp and
+// returns the chart's directory: every entry under one top directory, no
+// path leaving it, regular files only (as Helm's loader insists).
+func unpackChart(tgz, tmp string) (string, error) {
+	f, err := os.Open(tgz)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		return "", fmt.Errorf("%s: not a gzip archive: %v", tgz, err)
+	}
+	tr := tar.NewReader(gz)
+	top := ""
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return "", fmt.Errorf("%s: %v", tgz, err)
+		}
+		if hdr.Typeflag == tar.TypeDir {
+			continue
+		}
+		if hdr.Typeflag != tar.TypeReg {
+			return "", fmt.Errorf("%s: %s is not a regular file", tgz, hdr.Name)
+		}
+		name := path.Clean(hdr.Name)
+		parts := strings.SplitN(name, "/", 2)
+		if path.IsAbs(name) || strings.HasPrefix(name, "..") || len(parts) != 2 {
+			return "", fmt.Errorf("%s: entry %q is not inside the chart's directory", tgz, hdr.Name)
+		}
+		if top == "" {
+			top = parts[0]
+		} else if parts[0] != top {
+			return "", fmt.Errorf("%s: more than one top directory (%s, %s)", tgz, top, parts[0])
+		}
+		dst := filepath.Join(tmp, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(dst), 0755); err != nil {
+			return "", err
+		}
+		data, err := io.ReadAll(io.LimitReader(tr, 64<<20))
+		if err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(dst, data, 0644); err != nil {
+			return "", err
+		}
+	}
+	if top == "" {
+		return "", fmt.Errorf("%s: an empty archive", tgz)
+	}
+	dir := filepath.Join(tmp, top)
+	if _, err := os.Stat(filepath.Join(dir, "Chart.yaml")); err != nil {
+		return "", fmt.Errorf("%s: no %s/Chart.yaml", tgz, top)
+	}
+	return dir, nil
+}
+
+// fromRepo finds chart (version, else the newest) in a repository
+// directory's index.yaml and checks the archive against its digest.
+func fromRepo(repo, chart, version string) (string, error) {
+	repo = strings.TrimPrefix(repo, "file://")
+	data, err := os.ReadFile(filepath.Join(repo, "index.yaml"))
+	if err != nil {
+		return "", fmt.Errorf("repository %s: %v", repo, err)
+	}
+	var idx repoIndex
+	if err := yaml.Unmarshal(data, &idx); err != nil {
+		return "", fmt.Errorf("repository %s: index.yaml: %v", repo, err)
+	}
+	var pick *indexEntry
+	for i, e := range idx.Entries[chart] {
+		ev, err := semver.NewVersion(e.Version)
+		if err != nil {
+			continue
+		}
+		if version != "" && e.Version != version {
+			continue
+		}
+		if pick == nil || ev.GreaterThan(semver.MustParse(pick.Version)) {
+			pick = &idx.Entries[chart][i]
+		}
+	}
+	if pick == nil {
+		if version != "" {
+			return "", fmt.Errorf("chart %q version %q not found in %s", chart, version, repo)
+		}
+		return "", fmt.Errorf("chart %q not found in %s", chart, repo)
+	}
+	if len(pick.URLs) == 0 {
+		return "", fmt.Errorf("%s %s: no urls in the index", chart, pick.Version)
+	}
+	u := pick.URLs[0]
+	if strings.Contains(u, "://") && !strings.HasPrefix(u, "file://") {
+		return "", fmt.Errorf("%s %s: %s is not in the repository directory", chart, pick.Version, u)
+	}
+	tgz := strings.TrimPrefix(u, "file://")
+	if !filepath.IsAbs(tgz) {
+		tgz = filepath.Join(repo, tgz)
+	}
+	blob, err := os.ReadFile(tgz)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(blob)
+	if got := hex.EncodeToString(sum[:]); got != pick.Digest {
+		return "", fmt.Errorf("%s: sha256 %s, the index says %s", tgz, got, pick.Digest)
+	}
+	return tgz, nil
+}
+
+// resolveChart turns CHART (a directory, a .tgz, or a name in --repo) into
+// a chart directory.
+func resolveChart(o *options) (func(), error) {
+	done := func() {}
+	tgz := ""
+	if o.repo != "" {
+		t, err := fromRepo(o.repo, o.chart, o.version)
+		if err != nil {
+			return done, err
+		}
+		tgz = t
+	} else if st, err := os.Stat(o.chart); err == nil && !st.IsDir() {
+		tgz = o.chart
+	}
+	if tgz == "" {
+		return done, nil
+	}
+	tmp, err := os.MkdirTemp("", "helm-render-")
+	if err != nil {
+		return done, err
+	}
+	done = func() { os.RemoveAll(tmp) }
+	dir, err := unpackChart(tgz, tmp)
+	if err != nil {
+		return done, err
+	}
+	o.chart = dir
+	return done, nil
+}
+
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "package" {
+		if len(os.Args) != 5 || os.Args[3] != "-d" {
+			usage("usage: helm-render package CHART_DIR -d DIR")
+		}
+		p, err := packageChart(os.Args[2], os.Args[4])
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+			os.Exit(1)
+		}
+		fmt.Printf("Successfully packaged chart and saved it to: %s\n", p)
+		return
+	}
 	o := parseArgs(os.Args[1:])
+	cleanup, err := resolveChart(&o)
+	if err != nil {
+		cleanup()
+		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+		os.Exit(1)
+	}
 	out, err := render(o)
+	cleanup()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
 		os.Exit(1)

@@ -31,8 +31,58 @@ expect 2 "badcat.yaml:4: p5.48xlarge: unknown field 'gpus'" -- catalog --catalog
 expect 0 "--fabric-provider" -- run --help
 expect 0 "efa-preflight 0." -- version
 
+# --help lists every exit code, 4 (a peer failed, not this node) included,
+# for the commands that end in a verdict and in the top-level usage; the
+# same codes as the README's table.
+for cmd in node run local; do
+    out=$("$PF_BIN" $cmd --help) || fail "$cmd --help exited $?"
+    for c in "0 pass" "1 validation failed" "2 usage/config error" "3 infrastructure error" \
+             "4 a peer failed, not this node"; do
+        [[ "$out" == *"$c"* ]] || fail "$cmd --help lacks exit code '$c': $(tail -n 3 <<<"$out")"
+    done
+done
+out=$("$PF_BIN" 2>&1)
+[[ "$out" == *"4 a peer failed, not this node"* ]] || fail "usage lacks exit code 4: $out"
+readme_codes=$(sed -n '/^## Exit codes/,/^## /p' "$PF_ROOT/README.md" | grep -o '^| [0-9] ' | tr -dc '0-9')
+help_codes=$(grep -o '[0-9] [a-z]' <<<"$("$PF_BIN" run --help | sed -n '/^exit codes/,$p')" | tr -dc '0-9')
+[ "$readme_codes" = "01234" ] && [ "$help_codes" = "$readme_codes" ] ||
+    fail "exit codes: README $readme_codes, run --help $help_codes"
+echo "ok: --help lists exit codes 0-4, as the README's table"
+
+# A near-miss instance type names the catalog entry it missed; a type near
+# none gets no guess.
+mkdir -p "$t/sys"
+expect 1 "'p5.48xlrge' (from flag) has no catalog entry (did you mean p5.48xlarge?)" -- \
+    node --instance-type p5.48xlrge --no-imds --sysfs-root "$t/sys" --dev-root "$t/sys"
+expect 1 "(did you mean p4de.24xlarge?)" -- \
+    node --instance-type p4de.24xlargee --no-imds --sysfs-root "$t/sys" --dev-root "$t/sys"
+out=$("$PF_BIN" node --instance-type m5.large --no-imds --sysfs-root "$t/sys" --dev-root "$t/sys" 2>&1)
+[[ "$out" == *"'m5.large' (from flag) has no catalog entry and no EFA"* ]] ||
+    fail "m5.large: $out"
+echo "ok: no guess for a type near no catalog entry"
+
 out=$("$PF_BIN" catalog --catalog "$t/cat.yaml") || fail "catalog with override failed"
 grep -A1 '^  p5.48xlarge:' <<<"$out" | grep -q 'efa: 30' || fail "override not applied"
 grep -q '^  x9.large:' <<<"$out" || fail "added type missing"
 grep -q '^  p4d.24xlarge:' <<<"$out" || fail "embedded types lost"
 echo "ok: catalog override applied, added type listed"
+
+# Operator input is echoed in error messages: control bytes in it (a
+# terminal escape that clears the screen or retitles the window) come out
+# as '?', as peer input does.
+clean() { # clean EXPECT_SUBSTRING -- args... (env given before)
+    local msg=$1; shift 2
+    out=$("$PF_BIN" "$@" 2>&1); rc=$?
+    [ "$rc" -eq 2 ] || fail "efa-preflight $*: exit $rc, want 2; output: $out"
+    if LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f]' <<<"$out"; then
+        fail "efa-preflight $*: raw control bytes echoed: $(od -c <<<"$out" | head -5)"
+    fi
+    [[ "$out" == *"$msg"* ]] || fail "efa-preflight $*: output lacks '$msg': $out"
+    echo "ok: control bytes cleaned ($msg)"
+}
+clean "'?[2J' is not a node count" -- run --max-tainted $'\e[2J'
+EFA_PREFLIGHT_LABEL_PREFIX=$'\e[2Jx.io/' clean "label prefix '?[2Jx.io/'" -- run
+EFA_PREFLIGHT_FABRIC_PROVIDER=$'\e]0;pwned\a' clean "'?]0;pwned?' is not a provider" -- node
+printf 'label_prefix: "\\e[2Jx.io/"\n' >"$t/esc.yaml"
+clean "key 'label_prefix': label prefix '?[2Jx.io/'" -- run --config "$t/esc.yaml"
+clean "sysfs_root" -- node --no-imds --sysfs-root $'/nonexistent\e[2J'

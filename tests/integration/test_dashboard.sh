@@ -23,6 +23,9 @@ timeout -k 5 60 "$bin" local --ranks 2 --fabric-provider tcp --no-imds \
     >/dev/null 2>"$tmp/err" || fail "the agent exited $?: $(cat "$tmp/err")"
 n=$(grep -c '^# TYPE efa_preflight_' "$tmp/efa_preflight.prom")
 [ "$n" -ge 15 ] || fail "the agent wrote $n families"
+# The label the dashboard keys on is on every sample.
+unlabelled=$(grep '^efa_preflight_' "$tmp/efa_preflight.prom" | grep -v "^[a-z_]*{node=\"$(hostname)\"")
+[ -z "$unlabelled" ] || fail "samples without node=\"$(hostname)\" first: $unlabelled"
 
 missing=$(grep -o '^# TYPE efa_preflight_[a-z_]*' "$tmp/efa_preflight.prom" | cut -d' ' -f3 |
           while read -r m; do grep -q "\`$m\`" docs/observability.md || echo "$m"; done)
@@ -32,6 +35,7 @@ echo "ok   the agent writes $n families, each listed in docs/observability.md"
 # 2. The dashboard against them.
 python3 "$check" "$dash" "$tmp/efa_preflight.prom" >"$tmp/out" || { cat "$tmp/out"; fail "dashboard"; }
 tail -n 1 "$tmp/out"
+grep -q '"name": "node"' "$dash" || fail "the dashboard's node variable is not named node"
 for title in "busbw per node over time" "Nodes by status" "Top reasons" "Per-NIC"; do
     grep -q "panel '$title" "$tmp/out" || fail "no panel '$title'"
 done
@@ -69,6 +73,9 @@ json.dump(d, open(sys.argv[2] + "/unknown.json", "w"))
 d = json.load(open(sys.argv[1]))
 d["panels"][1]["targets"][0]["expr"] = 'vector(1)'
 json.dump(d, open(sys.argv[2] + "/none.json", "w"))
+d = json.load(open(sys.argv[1]))
+d["panels"][0]["targets"][0]["expr"] = 'count by (instance) (efa_preflight_status == 1)'
+json.dump(d, open(sys.argv[2] + "/instance.json", "w"))
 PY
 python3 "$check" "$tmp/unknown.json" "$tmp/efa_preflight.prom" >"$tmp/out" &&
     fail "a dashboard using efa_preflight_node_status passed"
@@ -77,7 +84,11 @@ grep -q "uses efa_preflight_node_status, which the agent does not write" "$tmp/o
 python3 "$check" "$tmp/none.json" "$tmp/efa_preflight.prom" >"$tmp/out" &&
     fail "a query selecting no metric passed"
 grep -q "selects no metric: vector(1)" "$tmp/out" || fail "no 'selects no metric'"
-echo "ok   a dashboard with an unknown metric or an empty query fails, naming it"
+python3 "$check" "$tmp/instance.json" "$tmp/efa_preflight.prom" >"$tmp/out" &&
+    fail "a query grouping by instance passed"
+grep -q "keys on the label instance .*; use node: count by (instance)" "$tmp/out" ||
+    fail "no 'keys on the label instance': $(cat "$tmp/out")"
+echo "ok   a dashboard with an unknown metric, an empty query or keyed on instance fails, naming it"
 
 # 5. The chart carries the dashboard unchanged (rendered by Helm's own
 #    template engine, tests/helm_render, as test_manifests.sh does).
@@ -86,7 +97,7 @@ command -v go >/dev/null && [ -d /usr/share/gocode/src/github.com/Masterminds/sp
     && [ -d /usr/share/gocode/src/sigs.k8s.io/yaml ] \
     && [ -d /usr/share/gocode/src/github.com/xeipuuv/gojsonschema ] || {
     echo "skip: the chart renderer needs golang-go golang-github-masterminds-sprig-dev" \
-         "golang-k8s-sigs-yaml-dev golang-github-xeipuuv-gojsonschema-dev (.ci/run installs them)"; exit 77; }
+         "golang-k8s-sigs-yaml-dev golang-github-xeipuuv-gojsonschema-dev (make deps installs them)"; exit 77; }
 GO111MODULE=off GOPATH=/usr/share/gocode GOFLAGS= go build -o "$tmp/helm-render" \
     ./tests/helm_render >"$tmp/go-build.log" 2>&1 || { cat "$tmp/go-build.log"; fail "go build tests/helm_render"; }
 "$tmp/helm-render" charts/efa-preflight --name efa-preflight --namespace efa-preflight --strict \

@@ -46,7 +46,8 @@ s=$(run_fast 1 2 "fifo: not a regular file (a FIFO)" "$bin" version --config "$t
 echo "ok   FIFO as --config: exit 2 in ${s}s"
 s=$(run_fast 1 2 "fifo: not a regular file (a FIFO)" "$bin" catalog --catalog "$tmp/fifo") || { echo "$s"; exit 1; }
 echo "ok   FIFO as --catalog: exit 2 in ${s}s"
-port=$((35000 + RANDOM % 1000))
+. "$(dirname "$0")/lib_port.sh"
+port=$(pf_free_port)
 s=$(run_fast 3 2 "secret-file.*fifo: not a regular file (a FIFO)" "$bin" run --bootstrap static \
     --peers 127.0.0.1:$port,127.0.0.1:$port --rank 0 --secret-file "$tmp/fifo" \
     --fabric-provider tcp --engine host --no-imds --timeout 20) || { echo "$s"; exit 1; }

@@ -41,6 +41,13 @@ for floor in 0.20 0.15 0.10; do
 done
 grep -q '256 KiB' "$tmp/out" || fail "the size busbw is judged at is not shown"
 grep -q '^busbw trend, oldest to newest: ... ' "$tmp/out" || fail "no trend line of 3 points"
+# Its numbers run in the sparkline's order: the oldest run's busbw first,
+# the newest's last, and the change between them named up or down.
+oldest=$(awk 'NR > 2 && $1 ~ /^20/ {b = $(NF-3)} END {print b}' "$tmp/out")
+newest=$(awk 'NR > 2 && $1 ~ /^20/ {print $(NF-3); exit}' "$tmp/out")
+dir=$(python3 -c "import sys; a, b = map(float, sys.argv[1:]); print('up' if b > a else 'down')" "$oldest" "$newest")
+grep -q "^busbw trend, oldest to newest: ...  ($oldest to $newest GB/s, \(unchanged\|$dir [0-9]*%\)" "$tmp/out" ||
+    fail "trend numbers are not oldest ($oldest) to newest ($newest), $dir: $(grep trend "$tmp/out")"
 echo "ok   history: 3 runs newest first, each row as its report says"
 sed 's/^/     /' "$tmp/out"
 

@@ -8,7 +8,7 @@
 #   node-7     g5.48xlarge
 # One coordinator per type (a Lease each) forms the groups: p5 by spine,
 # {node-0, node-2} and {node-1, node-3} (not name order); p4d one group of
-# 3 (the lone leftover joins); g5 alone: fabric=untested,
+# 3 (the lone leftover joins); g5 alone: status=untested, fabric=untested,
 # EFAFabricReady=Unknown (FabricUntested). Every other node ends
 # fabric=tested with a busbw label. Each Lease ends released (holder "",
 # as client-go releases), through injected Lease conflicts, a 500 and a
@@ -104,7 +104,7 @@ for i in range(7):
     assert len(events(n)) == 1, events(n)
     assert cond(n, "Ready")["lastTransitionTime"] == "2025-12-01T00:00:00Z"
 l = labels("node-7")
-assert l["efa-preflight.io/status"] in ("pass", "warn"), l
+assert l["efa-preflight.io/status"] == "untested", l     # not admitted by status in (pass,warn)
 assert l["efa-preflight.io/fabric"] == "untested", l
 assert "efa-preflight.io/busbw-gbps" not in l, l
 f = cond("node-7", "EFAFabricReady")

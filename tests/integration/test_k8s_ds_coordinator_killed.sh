@@ -2,12 +2,12 @@
 # The DaemonSet coordinator dies mid-grouping. Four p5 nodes pending, group
 # size 2; the agents of node-0..2 run, node-3's pod is still being created,
 # so the coordinator waits for it. Once two agents have registered with it,
-# the coordinator's process is killed (SIGKILL: no release of its Lease) and
-# the DaemonSet controller's part is played: its pod is deleted and a new
-# one starts on the same node. The agents that were registered notice the
-# dead connection, and one of them takes the Lease only after the dead
+# the coordinator's process is killed (SIGKILL: no release of its Lease).
+# Its pod object stays for now, so the agents that were registered notice
+# the dead connection, and one of them takes the Lease only after the dead
 # holder's record stayed unchanged for leaseDurationSeconds (client-go's
-# rule, on their own clock). Then node-3's agent starts. All four nodes
+# rule, on their own clock). Then the DaemonSet controller's part is
+# played: the pod is deleted and a new one starts on the same node. Then node-3's agent starts. All four nodes
 # must end fabric=tested in groups of 2, none status=error, and the Lease
 # must have moved to another holder (leaseTransitions counted).
 set -u
@@ -88,16 +88,6 @@ wait "${pid[$cpod]}" 2>/dev/null
 t_kill=$(date +%s.%N)
 echo "killed coordinator $cpod (node-$ci) with 3 agents waiting; its Lease last renewed $renewed, duration ${duration}s"
 
-# The DaemonSet controller replaces the pod on node-$ci.
-pfk8s_http DELETE "/objects/Pod/efa-preflight/$cpod" >/dev/null
-now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-pfk8s_admin POST /objects "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"$cpod-b\",
- \"namespace\":\"efa-preflight\",\"labels\":{\"app.kubernetes.io/name\":\"efa-preflight\",
- \"app.kubernetes.io/instance\":\"efa-preflight\"},\"ownerReferences\":[{\"kind\":\"DaemonSet\",\"name\":\"efa-preflight\"}]},
- \"spec\":{\"nodeName\":\"node-$ci\"},\"status\":{\"phase\":\"Running\",\"podIP\":\"10.254.40.$((11 + ci))\",
- \"containerStatuses\":[{\"name\":\"preflight\",\"ready\":true,\"restartCount\":0,\"state\":{\"running\":{\"startedAt\":\"$now\"}}}]}}"
-agent "$ci" "$cpod-b"
-
 # A new holder, after the dead one's record aged leaseDurationSeconds.
 for t in $(seq 1 200); do
     h=$(lease holderIdentity)
@@ -117,6 +107,19 @@ sys.exit(0 if gap >= int(sys.argv[3]) - 0.5 else 1)
 EOF
 echo "new coordinator ${h%_*} holds the Lease ${took}s after the kill (transitions $transitions)"
 [ "$transitions" -ge 1 ] || pfk8s_die "leaseTransitions $transitions, want >= 1"
+
+# Only now does the DaemonSet controller replace the pod on node-$ci
+# (until then its pod object stood: the agents could not tell its holder
+# was dead and waited the record out; a holder whose pod is gone is taken
+# over at once: test_k8s_ds_lease_trouble).
+pfk8s_http DELETE "/objects/Pod/efa-preflight/$cpod" >/dev/null
+now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+pfk8s_admin POST /objects "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"$cpod-b\",
+ \"namespace\":\"efa-preflight\",\"labels\":{\"app.kubernetes.io/name\":\"efa-preflight\",
+ \"app.kubernetes.io/instance\":\"efa-preflight\"},\"ownerReferences\":[{\"kind\":\"DaemonSet\",\"name\":\"efa-preflight\"}]},
+ \"spec\":{\"nodeName\":\"node-$ci\"},\"status\":{\"phase\":\"Running\",\"podIP\":\"10.254.40.$((11 + ci))\",
+ \"containerStatuses\":[{\"name\":\"preflight\",\"ready\":true,\"restartCount\":0,\"state\":{\"running\":{\"startedAt\":\"$now\"}}}]}}"
+agent "$ci" "$cpod-b"
 
 # node-3's agent is up now.
 pfk8s_admin POST /objects "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"efa-preflight-ds-3\",

@@ -143,7 +143,7 @@ grep -q "writing conditions on Node node-0 needs patch on nodes/status: PATCH /a
     "$T/out/readonly-0.stderr" || { cat "$T/out/readonly-0.stderr"; pfk8s_die "read-only: no clear 403"; }
 # The table and the report tell the process's exit code and why: the
 # refused write is a check of its own (Forbidden, infrastructure).
-grep -q "summary: FAIL Forbidden .*(exit 3)" "$T/out/readonly-0.stdout" ||
+grep -q "summary: ERROR Forbidden .*(exit 3)" "$T/out/readonly-0.stdout" ||
     { cat "$T/out/readonly-0.stdout"; pfk8s_die "read-only: the summary line does not say Forbidden, exit 3"; }
 python3 - "$T/out/readonly-0.json" <<'PY' || pfk8s_die "read-only: the report does not carry the refused write"
 import json, sys

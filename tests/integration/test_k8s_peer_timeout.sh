@@ -3,7 +3,8 @@
 # created. The three agents that exist must give up at their deadline
 # (--timeout 6) within 2 s, exit 3 (infrastructure), report PeerTimeout and
 # label their nodes status=error, fabric=untested (the fabric was never
-# measured) with EFAFabricReady=False/PeerTimeout. Rank 0, the only one that
+# measured) with EFAFabricReady=Unknown/PeerTimeout (could not judge: never
+# False); their reports say error / unknown. Rank 0, the only one that
 # lists the group, names the missing pod; ranks 1 and 2 know only rank 0,
 # which never opened its rendezvous, and name it. Then rank 0 again with the
 # 4th pod present but Pending without a podIP: it is named by its pod name.
@@ -42,6 +43,8 @@ for i in 0 1 2; do
     [ "$rc" = 3 ] || { cat "$T/out/a$i.stderr"; pfk8s_die "agent $i exit $rc, want 3"; }
     grep -q "PeerTimeout" "$T/out/a$i.stdout" "$T/out/a$i.json" ||
         pfk8s_die "agent $i: no PeerTimeout in its table or report"
+    python3 -c 'import json,sys; v=json.load(open(sys.argv[1]))["verdict"]; assert (v["status"], v["conditions"]["EFAFabricReady"]) == ("error", "unknown"), v' \
+        "$T/out/a$i.json" || pfk8s_die "agent $i: report verdict is not error / unknown"
 done
 grep -q "train-workers-3-0-\* (rank 3, not created)" "$T/out/a0.json" ||
     { cat "$T/out/a0.json"; pfk8s_die "rank 0: report does not name the missing pod"; }
@@ -62,14 +65,14 @@ for i in range(3):
     assert "efa-preflight.io/busbw-gbps" not in l, l
     assert l["efa-preflight.io/fabric"] == "untested", l
     c = cond(n, "EFAFabricReady")
-    assert c and c["status"] == "False" and c["reason"] == "PeerTimeout", c
+    assert c and c["status"] == "Unknown" and c["reason"] == "PeerTimeout", c
     assert ("train-workers-3-0-*" if i == 0 else "rank 0 at") in c["message"], c["message"]
     ev = events(n)
     assert len(ev) == 1 and ev[0]["type"] == "Warning" and ev[0]["reason"] == "PeerTimeout", ev
     assert [t["key"] for t in node(n)["spec"]["taints"]] == ["nvidia.com/gpu"], node(n)["spec"]
 assert "efa-preflight.io/status" not in labels("node-3")
 '
-echo "nodes 0-2: status=error, fabric=untested, EFAFabricReady False/PeerTimeout, one Warning event; node-3 untouched"
+echo "nodes 0-2: status=error, fabric=untested, EFAFabricReady Unknown/PeerTimeout, one Warning event; node-3 untouched"
 
 # The 4th pod now exists but never gets an IP (unschedulable): named.
 pfk8s_admin POST /objects '{"kind":"Pod","apiVersion":"v1","metadata":{"name":"train-workers-3-0-p3","namespace":"ml","labels":{"jobset.sigs.k8s.io/jobset-name":"train","jobset.sigs.k8s.io/replicatedjob-name":"workers","jobset.sigs.k8s.io/replicatedjob-replicas":"4","jobset.sigs.k8s.io/job-index":"3","batch.kubernetes.io/job-completion-index":"0"},"ownerReferences":[{"kind":"Job","name":"train-workers-3"}]},"spec":{},"status":{"phase":"Pending"}}'

@@ -5,8 +5,10 @@
 # (usage: RendezvousPortInUse) and leave its Node as it found it (the
 # mark written before the run is undone); rank 1 waits
 # out its deadline and exits 3 (PeerTimeout: could not test), its Node gets
-# status=error and EFAFabricReady=False/PeerTimeout, and no Node is labelled
-# failed or tainted although --taint-on-failure is on.
+# status=error and EFAFabricReady=Unknown/PeerTimeout (nothing was proven
+# on it), and no Node is labelled failed or tainted although
+# --taint-on-failure is on. Rank 0's report says verdict.status "usage"
+# and its EFAFabricReady "unknown"; rank 1's says "error", as its label.
 set -u
 . "$PF_ROOT/tests/fakes/apiserver/lib.sh"
 pfk8s_init
@@ -17,14 +19,22 @@ pfk8s_jobset_objects "$T/objects.json" 0:10.254.40.11 1:10.254.40.12
 pfk8s_server "$PFK8S_HOST_IP" "$T/objects.json"
 pfk8s_netns_check
 
-# The stranger on rank 0's port (both stacks), alive longer than the run.
+# The stranger on rank 0's port (both stacks), alive longer than the run;
+# the agents start only once it listens (under load a fixed sleep was not
+# always enough).
 ip netns exec pfk8s-1 python3 -c '
-import socket, time
+import socket, sys, time
 s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
 s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-s.bind(("::", '"$PFK8S_RDV_PORT"')); s.listen(1); time.sleep(40)' &
+s.bind(("::", '"$PFK8S_RDV_PORT"')); s.listen(1)
+open(sys.argv[1], "w").close(); time.sleep(40)' "$T/holder.ready" &
 holder=$!
-sleep 0.5
+for _ in $(seq 1 100); do
+    [ -e "$T/holder.ready" ] && break
+    kill -0 $holder 2>/dev/null || break
+    sleep 0.1
+done
+[ -e "$T/holder.ready" ] || pfk8s_die "the port holder did not start listening"
 
 agent() {   # agent INDEX
     local i=$1
@@ -48,14 +58,21 @@ kill $holder 2>/dev/null
 [ $rc0 -eq 2 ] || { cat "$T/out/r0.stderr" "$T/out/r0.stdout"; pfk8s_die "rank 0 exited $rc0, want 2 (usage)"; }
 grep -q "cannot listen on .*:$PFK8S_RDV_PORT: Address already in use" "$T/out/r0.stdout" ||
     { cat "$T/out/r0.stdout"; pfk8s_die "rank 0: the table does not name the port in use"; }
-grep -q "summary: FAIL RendezvousPortInUse .*(exit 2)" "$T/out/r0.stdout" ||
+grep -q "summary: USAGE RendezvousPortInUse .*(exit 2)" "$T/out/r0.stdout" ||
     { cat "$T/out/r0.stdout"; pfk8s_die "rank 0: the summary does not say RendezvousPortInUse, exit 2"; }
 python3 - "$T/out/r0.json" <<'PY' || pfk8s_die "rank 0: report"
 import json, sys
 v = json.load(open(sys.argv[1]))["verdict"]
 assert v["reason"] == "RendezvousPortInUse" and v["class"] == "usage" and v["exit_code"] == 2, v
+assert v["status"] == "usage" and v["conditions"]["EFAFabricReady"] == "unknown", v
 PY
 [ $rc1 -eq 3 ] || { cat "$T/out/r1.stderr"; pfk8s_die "rank 1 exited $rc1, want 3 (could not test)"; }
+python3 - "$T/out/r1.json" <<'PY' || pfk8s_die "rank 1: report"
+import json, sys
+v = json.load(open(sys.argv[1]))["verdict"]
+assert v["reason"] == "PeerTimeout" and v["status"] == "error", v
+assert v["conditions"]["EFAFabricReady"] == "unknown", v
+PY
 
 pfk8s_state "$T/state.json"
 pfk8s_check "$T/state.json" '
@@ -70,9 +87,9 @@ assert writes0 == [("PATCH", "/api/v1/nodes/node-0"), ("PATCH", "/api/v1/nodes/n
 l1 = labels("node-1")
 assert l1["efa-preflight.io/status"] == "error", l1
 c1 = cond("node-1", "EFAFabricReady")
-assert c1["status"] == "False" and c1["reason"] == "PeerTimeout", c1
+assert c1["status"] == "Unknown" and c1["reason"] == "PeerTimeout", c1
 for n in ("node-0", "node-1"):
     assert not any(t["key"].startswith("efa-preflight.io/") for t in node(n).get("spec", {}).get("taints", [])), n
-print("node-0 put back as found (mark, undo); node-1 status=error, EFAFabricReady=False/PeerTimeout; no taint")
+print("node-0 put back as found (mark, undo); node-1 status=error, EFAFabricReady=Unknown/PeerTimeout; no taint")
 '
-echo "PASS: port in use -> rank 0 exit 2 in ${t0}s, nothing written; rank 1 exit 3 PeerTimeout, status=error, no taint"
+echo "PASS: port in use -> rank 0 exit 2 in ${t0}s, nothing written, report status usage; rank 1 exit 3 PeerTimeout, status=error, EFAFabricReady=Unknown, no taint"

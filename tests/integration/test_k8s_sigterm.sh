@@ -10,7 +10,8 @@
 #   taint     the taint write
 #   labels    the verdict's labels write
 #   stuck     a labels write that takes longer than the grace
-# After each: no label says pass, valid-until is gone, no condition says
+# After each: no label says pass, valid-until (and valid-until-epoch) is
+# gone, no condition says
 # True from yesterday next to a failing one; a SIGTERM before the verdict
 # leaves status=error and both conditions Unknown/Interrupted (exit 3); one
 # during the verdict lets it finish (status=fail, exit 1); every exit comes
@@ -30,7 +31,8 @@ node = {"kind": "Node", "apiVersion": "v1", "metadata": {"name": "node-0", "labe
     "efa-preflight.io/status": "pass", "efa-preflight.io/efa-count": "32",
     "efa-preflight.io/busbw-gbps": "335.24", "efa-preflight.io/fabric": "tested",
     "efa-preflight.io/validated-at": "20260101T000000Z",
-    "efa-preflight.io/valid-until": "20260102T000000Z"}},
+    "efa-preflight.io/valid-until": "20260102T000000Z",
+    "efa-preflight.io/valid-until-epoch": "4102444800"}},
     "spec": {},
     "status": {"conditions": [
         {"type": "Ready", "status": "True", "reason": "KubeletReady",
@@ -121,6 +123,10 @@ st = l.get("efa-preflight.io/status")
 assert st != "pass", ("stale pass", l)
 assert l.get("efa-preflight.io/valid-until") != "20260102T000000Z", ("stale valid-until", l)
 assert "efa-preflight.io/busbw-gbps" not in l, ("stale busbw", l)
+# valid-until-epoch too: a "valid-until-epoch > now" selector must not
+# admit a node that is being validated, was interrupted or is in error.
+assert l.get("efa-preflight.io/valid-until-epoch") != "4102444800", ("stale valid-until-epoch", l)
+assert st not in ("error", "validating") or "efa-preflight.io/valid-until-epoch" not in l, ("epoch on a node without a verdict", l)
 for t in ("EFADevicesReady", "EFAFabricReady"):
     c = cond("node-0", t)
     assert c["message"] != "yesterday" or st not in ("pass", "fail"), ("yesterday next to a verdict", c, l)

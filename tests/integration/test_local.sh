@@ -4,7 +4,8 @@
 # rank 0 writes); 1 rank runs alone; a rank SIGKILLed mid-sweep makes the
 # launcher exit 3 and say which rank died and how, and the survivors report
 # PeerLost; --ranks beyond what the host holds is a usage error naming the
-# limit. Ports 30300-30309.
+# limit; two runs at once pick their own free ports and both pass. Ports
+# 30300-30309.
 set -u
 root=${PF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 bin=${PF_BIN:-$root/${BUILD:-build}/efa-preflight}
@@ -87,3 +88,33 @@ rc=$?
 grep -q "local ranks: this host holds at most [0-9]* (memory: [0-9]* MiB available, about 256 MiB per rank for messages up to 67108864 bytes" "$tmp/err" ||
     fail "the error does not name memory: $(cat "$tmp/err")"
 echo "ok   --ranks beyond the host: exit 2 naming RLIMIT_NOFILE or memory, nothing started"
+
+# 5. Two `local` runs at once on one host, neither given --port: each picks
+#    a free port, both pass, and no rank of one ever knocks on the other's
+#    rank 0 (no refused HELLO, each rank 0 admits exactly its own ranks).
+#    --port, when given, is the port used.
+for i in a b; do
+    timeout -k 5 90 "$bin" local --ranks 3 --fabric-provider tcp --no-imds \
+        --timeout 60 -b 64K -e 4M -n 5 --report "$tmp/c$i.json" --log-level info \
+        >"$tmp/out-$i" 2>"$tmp/err-$i" &
+    eval "pid_$i=\$!"
+done
+wait "$pid_a"; rc_a=$?
+wait "$pid_b"; rc_b=$?
+[ $rc_a -eq 0 ] && [ $rc_b -eq 0 ] || {
+    tail -n 8 "$tmp/err-a" "$tmp/err-b"; fail "concurrent local runs exited $rc_a and $rc_b, want 0 and 0"; }
+port_a=$(grep -o 'rendezvous on 127.0.0.1:[0-9]*' "$tmp/err-a" | cut -d: -f2)
+port_b=$(grep -o 'rendezvous on 127.0.0.1:[0-9]*' "$tmp/err-b" | cut -d: -f2)
+[ -n "$port_a" ] && [ -n "$port_b" ] && [ "$port_a" != "$port_b" ] && [ "$port_a" != 29600 ] ||
+    fail "concurrent runs used ports '$port_a' and '$port_b'"
+for i in a b; do
+    ! grep -q 'refused a connection\|HELLO.* refused' "$tmp/err-$i" ||
+        fail "run $i: a stranger reached its rank 0: $(grep refused "$tmp/err-$i")"
+    grep -q 'rendezvous: 3 ranks joined' "$tmp/err-$i" || fail "run $i: rank 0 did not admit its 3 ranks"
+    [ "$(json "$tmp/c$i.json" '(r["verdict"]["exit_code"], r["collective"]["nranks"])')" = "(0, 3)" ] ||
+        fail "run $i: report is not a 3-rank pass"
+done
+timeout -k 5 60 "$bin" local --ranks 2 --fabric-provider tcp --no-imds --port 30305 \
+    --timeout 30 -e 64K --log-level info >"$tmp/out" 2>"$tmp/err" || fail "local --port 30305 exited $?"
+grep -q 'rendezvous on 127.0.0.1:30305' "$tmp/err" || fail "--port 30305 was not used"
+echo "ok   two concurrent local runs: free ports $port_a and $port_b, both pass, no stranger; --port honoured"

@@ -12,14 +12,14 @@ m=tests/manifests
 chart=charts/efa-preflight
 
 command -v node >/dev/null && command -v npm >/dev/null || {
-    echo "skip: node and npm are not installed (.ci/run installs nodejs npm)"; exit 77; }
+    echo "skip: node and npm are not installed (make deps installs nodejs npm)"; exit 77; }
 python3 -c 'import yaml' 2>/dev/null || {
     echo "skip: python3-yaml is not installed (make deps)"; exit 77; }
 command -v go >/dev/null && [ -d /usr/share/gocode/src/github.com/Masterminds/sprig ] \
     && [ -d /usr/share/gocode/src/sigs.k8s.io/yaml ] \
     && [ -d /usr/share/gocode/src/github.com/xeipuuv/gojsonschema ] || {
     echo "skip: the chart renderer needs golang-go golang-github-masterminds-sprig-dev" \
-         "golang-k8s-sigs-yaml-dev golang-github-xeipuuv-gojsonschema-dev (.ci/run installs them)"; exit 77; }
+         "golang-k8s-sigs-yaml-dev golang-github-xeipuuv-gojsonschema-dev (make deps installs them)"; exit 77; }
 if [ ! -d "$m/node_modules/kubernetes-models" ] || [ ! -d "$m/node_modules/ajv" ]; then
     echo "installing the validators: npm ci in $m"
     (cd "$m" && npm ci --no-audit --no-fund --loglevel=error) || {
@@ -116,8 +116,8 @@ if node $m/validate.mjs manifests k8s/*.yaml k8s/examples/*.yaml \
     pass "Kubernetes schemas: $(tail -n 1 "$tmp/out")"
 else bad "Kubernetes schemas"; grep -v '^ok ' "$tmp/out" | sed 's/^/     /'; fi
 n_default=$(grep -c '^ok .*default.yaml' "$tmp/out")
-[ "$n_default" -eq 15 ] && pass "default render has 15 objects" \
-    || bad "default render has $n_default objects, want 15 (6 DaemonSets, 5 RBAC, 4 job RBAC)"
+[ "$n_default" -eq 18 ] && pass "default render has 18 objects" \
+    || bad "default render has $n_default objects, want 18 (6 DaemonSets, 7 RBAC, 5 job RBAC)"
 echo "node $m/validate.mjs manifests $m/fixtures/bad-daemonset.yaml" >"$tmp/cmd"
 expect_fail "Kubernetes schemas on bad-daemonset.yaml" \
     "/spec/template/spec/tolerance: unknown field" \
@@ -141,7 +141,7 @@ else bad "chart vs k8s/"; sed 's/^/     /' "$tmp/out"; fi
 mkdir -p "$tmp/root/agent/config"
 cp -r k8s "$tmp/root/"
 cp agent/config/config.c "$tmp/root/agent/config/"
-sed -i 's/verbs: \[get, list, watch, patch\]/verbs: [get, list, patch]/' "$tmp/root/k8s/10-rbac.yaml"
+sed -i 's/verbs: \[get, list, patch\]/verbs: [get, patch]/' "$tmp/root/k8s/10-rbac.yaml"
 sed -i '/name: EFA_PREFLIGHT_GROUP_SIZE/{n;s/"2"/"3"/}' "$tmp/root/k8s/20-daemonset.yaml"
 python3 - "$tmp/root/k8s/examples" <<'EOF'
 import sys
@@ -221,7 +221,9 @@ want("ServiceAccounts", sas, [("efa-preflight", "efa-preflight"), ("research", "
 ic = [d for d in yaml.safe_load_all(open(sys.argv[2])) if d]
 want("initcontainer mode kinds", sorted(d["kind"] for d in ic),
      sorted(["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
-             "ServiceAccount", "Role", "RoleBinding", "ClusterRoleBinding"]))
+             "Role", "RoleBinding",                  # the taint budget
+             "ServiceAccount", "Role", "RoleBinding", "ClusterRoleBinding",
+             "RoleBinding"]))                        # the job's taint budget
 for e in errs: print("FAIL " + e)
 sys.exit(1 if errs else 0)
 EOF
@@ -380,6 +382,159 @@ rm -rf "$tmp/root5"; mkdir -p "$tmp/root5"; cp -r k8s charts "$tmp/root5/"; cp R
 sed -i '1s/^/# What the agent may do (FACTS.md, "RBAC")\n/' "$tmp/root5/k8s/10-rbac.yaml"
 echo "python3 $m/check_deploy.py facts $tmp/root5" >"$tmp/cmd"
 expect_fail "FACTS check on the old k8s/10-rbac.yaml" "k8s/10-rbac.yaml:1 names FACTS"
+
+# 10. What a platform team expects of a chart (values-platform.yaml):
+#     priority class, seccomp and a restricted container securityContext on
+#     every DaemonSet (default render too), names, service account,
+#     annotations, affinity merged with the instance types, update
+#     strategy, the image by digest; the PrometheusRule passes `promtool
+#     check rules`; the ServiceMonitor scrapes the Pushgateway with
+#     honorLabels; the schema refuses a bad digest and a service account
+#     neither made nor named.
+r -f $m/fixtures/values-platform.yaml >"$tmp/platform.yaml" && pass "chart renders with values-platform.yaml" \
+    || bad "chart render (platform)"
+if python3 - "$tmp/default.yaml" "$tmp/platform.yaml" <<'EOF2'
+import sys, yaml
+errs = []
+def want(what, got, exp):
+    if got != exp: errs.append("%s: %r, want %r" % (what, got, exp))
+digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+for path, platform in ((sys.argv[1], False), (sys.argv[2], True)):
+    docs = [d for d in yaml.safe_load_all(open(path)) if d]
+    dss = [d for d in docs if d["kind"] == "DaemonSet"]
+    want("%s DaemonSets" % path, len(dss), 6)
+    for ds in dss:
+        name = ds["metadata"]["name"]
+        spec = ds["spec"]["template"]["spec"]
+        c = spec["containers"][0]
+        want(name + " pod seccompProfile", spec.get("securityContext", {}).get("seccompProfile"),
+             {"type": "RuntimeDefault"})
+        want(name + " container securityContext", c.get("securityContext"),
+             {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+              "capabilities": {"drop": ["ALL"], "add": ["IPC_LOCK"]}})
+        mounts = {m["mountPath"] for m in c["volumeMounts"]}
+        for d in ("/tmp", "/dev/shm"):
+            if d not in mounts: errs.append("%s: %s not mounted (read-only root)" % (name, d))
+        types = ds["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
+            "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+        for t in types:
+            keys = [e["key"] for e in t["matchExpressions"]]
+            if "node.kubernetes.io/instance-type" not in keys:
+                errs.append("%s: a nodeSelectorTerm without the instance types: %s" % (name, t))
+        if not platform:
+            want(name + " priorityClassName", spec.get("priorityClassName"), None)
+            want(name + " image", c["image"].endswith(":0.1.0-full"), True)
+            continue
+        want(name + " name", name.startswith("preflight-"), True)
+        want(name + " priorityClassName", spec.get("priorityClassName"), "system-node-critical")
+        want(name + " serviceAccountName", spec["serviceAccountName"], "platform-preflight")
+        want(name + " podAnnotations", ds["spec"]["template"]["metadata"].get("annotations"),
+             {"cluster-autoscaler.kubernetes.io/safe-to-evict": "true"})
+        want(name + " updateStrategy", ds["spec"].get("updateStrategy"),
+             {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "10%"}})
+        want(name + " image", c["image"],
+             "123456789012.dkr.ecr.us-west-2.amazonaws.com/efa-preflight@" + digest)
+        want(name + " terms", [[e["key"] for e in t["matchExpressions"]] for t in types],
+             [["topology.kubernetes.io/zone", "node.kubernetes.io/instance-type"]])
+        aff = ds["spec"]["template"]["spec"]["affinity"]
+        want(name + " podAntiAffinity kept", aff["podAntiAffinity"][
+            "preferredDuringSchedulingIgnoredDuringExecution"][0]["weight"], 50)
+    if platform:
+        sas = [(d["metadata"]["namespace"], d["metadata"]["name"]) for d in docs if d["kind"] == "ServiceAccount"]
+        want("ServiceAccounts with create: false", sas, [("default", "preflight-job")])
+        for d in docs:
+            if d["kind"] in ("ClusterRoleBinding", "RoleBinding") and d["metadata"]["name"] == "preflight":
+                want(d["kind"] + " subject", d["subjects"][0]["name"], "platform-preflight")
+        pr = [d for d in docs if d["kind"] == "PrometheusRule"]
+        sm = [d for d in docs if d["kind"] == "ServiceMonitor"]
+        want("PrometheusRules", len(pr), 1)
+        want("ServiceMonitors", len(sm), 1)
+        if pr:
+            want("PrometheusRule labels", pr[0]["metadata"]["labels"].get("release"), "kube-prometheus-stack")
+            yaml.safe_dump({"groups": pr[0]["spec"]["groups"]}, open(sys.argv[2] + ".rules.yaml", "w"))
+            rules = [r["alert"] for g in pr[0]["spec"]["groups"] for r in g["rules"]]
+            want("alerts", rules, ["EFAPreflightFailed", "EFAPreflightStale"])
+            for g in pr[0]["spec"]["groups"]:
+                for r in g["rules"]:
+                    if "$labels.node" not in r["annotations"]["summary"]:
+                        errs.append("alert %s does not name the node label" % r["alert"])
+        if sm:
+            ep = sm[0]["spec"]["endpoints"][0]
+            want("ServiceMonitor honorLabels", ep.get("honorLabels"), True)
+            want("ServiceMonitor keeps efa_preflight_*", ep["metricRelabelings"][0]["regex"], "efa_preflight_.*")
+            want("ServiceMonitor selector", sm[0]["spec"]["selector"]["matchLabels"],
+                 {"app.kubernetes.io/name": "prometheus-pushgateway"})
+    else:
+        for k in ("PrometheusRule", "ServiceMonitor"):
+            if any(d["kind"] == k for d in docs): errs.append("default render has a " + k)
+for e in errs: print("FAIL " + e)
+sys.exit(1 if errs else 0)
+EOF2
+then pass "platform values: priority class, seccomp, restricted container, names, service account, annotations, affinity, update strategy, digest"
+else bad "platform values render"; fi
+# The Kubernetes schemas know no Prometheus Operator kinds: those two are
+# checked above (and their rules by promtool), the rest here.
+python3 - "$tmp/platform.yaml" "$tmp/platform-core.yaml" <<'EOF2'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d
+        and d["apiVersion"] != "monitoring.coreos.com/v1"]
+yaml.safe_dump_all(docs, open(sys.argv[2], "w"))
+EOF2
+if node $m/validate.mjs manifests "$tmp/platform-core.yaml" >"$tmp/out" 2>&1; then
+    pass "platform render: Kubernetes schemas ($(tail -n 1 "$tmp/out"))"
+else bad "platform render schemas"; grep -v '^ok ' "$tmp/out" | sed 's/^/     /'; fi
+if command -v promtool >/dev/null; then
+    if promtool check rules "$tmp/platform.yaml.rules.yaml" >"$tmp/out" 2>&1; then
+        pass "promtool check rules accepts the chart's PrometheusRule ($(grep -o 'SUCCESS: [0-9]* rules found' "$tmp/out"))"
+    else bad "promtool check rules"; sed 's/^/     /' "$tmp/out"; fi
+    sed 's/== 1$/== = 1/' "$tmp/platform.yaml.rules.yaml" >"$tmp/bad-rules.yaml"
+    echo "promtool check rules $tmp/bad-rules.yaml" >"$tmp/cmd"
+    expect_fail "promtool on a broken copy of the rules" "FAILED"
+else
+    echo "note promtool is not installed (make deps): the rules were not linted"
+fi
+digest=sha256:$(printf 'x' | sha256sum | cut -d' ' -f1)
+r --set image.tag=$digest >"$tmp/tagdigest.yaml" && grep -q "image: $repo@$digest\$" "$tmp/tagdigest.yaml" \
+    && ! grep -q -- "$digest-full" "$tmp/tagdigest.yaml" \
+    && pass "image.tag=sha256:... renders <repository>@sha256:..." || bad "a digest tag: $(grep 'image:' "$tmp/tagdigest.yaml" | head -n 1)"
+echo "$render $chart --set image.repository=$repo --set image.digest=sha256:1234" >"$tmp/cmd"
+expect_fail "schema on a short digest" "- image.digest: Does not match pattern"
+echo "$render $chart --set image.repository=$repo --set serviceAccount.create=false" >"$tmp/cmd"
+expect_fail "schema on serviceAccount.create=false without a name" "serviceAccount.name: String length must be greater than or equal to 1"
+echo "$render $chart --set image.repository=$repo --set priorityClassName=System_Critical" >"$tmp/cmd"
+expect_fail "schema on a bad priorityClassName" "- priorityClassName: Does not match pattern"
+
+# 11. The packaged chart (make chart-package: helm package + repo index)
+#     installs: rendered from the .tgz and from the repository directory
+#     by name, it is the same as from the directory; a tampered archive
+#     fails the index's digest.
+pkg=$tmp/repo
+"$render" package $chart -d "$pkg" >"$tmp/out" 2>&1 || { bad "helm-render package"; cat "$tmp/out"; }
+version=$(sed -n 's/^version: //p' $chart/Chart.yaml)
+tgz=$pkg/efa-preflight-$version.tgz
+if [ -f "$tgz" ] && tar tzf "$tgz" | grep -qx 'efa-preflight/Chart.yaml' \
+        && ! tar tzf "$tgz" | grep -qv '^efa-preflight/' \
+        && grep -q "digest: $(sha256sum "$tgz" | cut -d' ' -f1)" "$pkg/index.yaml" \
+        && grep -q "^ *- efa-preflight-$version.tgz\$" "$pkg/index.yaml"; then
+    pass "package: efa-preflight-$version.tgz under efa-preflight/, index.yaml with its digest"
+else bad "package layout"; tar tzf "$tgz" | head; cat "$pkg/index.yaml"; fi
+"$render" package $chart -d "$tmp/repo2" >/dev/null 2>&1
+cmp -s "$tgz" "$tmp/repo2/efa-preflight-$version.tgz" && pass "package is reproducible (same bytes twice)" \
+    || bad "two packages of the same chart differ"
+r >"$tmp/dir.yaml"
+"$render" "$tgz" --name efa-preflight --namespace efa-preflight --strict --set image.repository=$repo >"$tmp/tgz.yaml" \
+    && "$render" efa-preflight --repo "$pkg" --version "$version" --name efa-preflight --namespace efa-preflight \
+        --strict --set image.repository=$repo >"$tmp/repo.yaml" \
+    && cmp -s "$tmp/dir.yaml" "$tmp/tgz.yaml" && cmp -s "$tmp/dir.yaml" "$tmp/repo.yaml" \
+    && pass "the .tgz and the repository render what the directory renders" \
+    || bad "render from the package differs: $(diff "$tmp/dir.yaml" "$tmp/repo.yaml" | head -5)"
+cp -r "$pkg" "$tmp/tampered"
+(cd "$tmp" && mkdir -p x && tar xzf "$tgz" -C x && sed -i 's/^mode: daemonset/mode: initcontainer/' x/efa-preflight/values.yaml \
+    && tar czf "$tmp/tampered/efa-preflight-$version.tgz" -C x efa-preflight)
+echo "$render efa-preflight --repo $tmp/tampered --set image.repository=$repo" >"$tmp/cmd"
+expect_fail "a tampered package" "efa-preflight-$version.tgz: sha256" "the index says"
+echo "$render nosuch --repo $pkg --set image.repository=$repo" >"$tmp/cmd"
+expect_fail "a chart the repository lacks" "chart \"nosuch\" not found in $pkg"
 
 echo "manifests: $failures failed checks"
 [ $failures -eq 0 ]

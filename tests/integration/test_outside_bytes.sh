@@ -20,17 +20,24 @@ import os, socket, sys
 socket.sethostname(b"evil\x1b[2J\nFAKE: pass\xff\xfe")
 os.execv(sys.argv[1], sys.argv[1:])
 PY
-port=$((34000 + RANDOM % 1000))
-peers=127.0.0.1:$port,127.0.0.1:$port
-common=(--bootstrap static --peers "$peers" --fabric-provider tcp --engine host --no-imds
-        -b 64K -e 64K -n 1 -w 0 --timeout 30 -vv)
-"$bin" run "${common[@]}" --rank 0 --report "$tmp/r0.json" >"$tmp/r0.out" 2>"$tmp/r0.err" &
-p0=$!
-unshare -u python3 "$tmp/forge.py" "$bin" run "${common[@]}" --rank 1 \
-    --report "$tmp/r1.json" >"$tmp/r1.out" 2>"$tmp/r1.err"
-rc1=$?
-wait $p0
-rc0=$?
+. "$(dirname "$0")/lib_port.sh"
+# A port the kernel picked; should another process take it first, rank 0
+# says RendezvousPortInUse (exit 2) and the pair runs again on another.
+for try in 1 2 3; do
+    port=$(pf_free_port)
+    peers=127.0.0.1:$port,127.0.0.1:$port
+    common=(--bootstrap static --peers "$peers" --fabric-provider tcp --engine host --no-imds
+            -b 64K -e 64K -n 1 -w 0 --timeout 30 -vv)
+    "$bin" run "${common[@]}" --rank 0 --report "$tmp/r0.json" >"$tmp/r0.out" 2>"$tmp/r0.err" &
+    p0=$!
+    unshare -u python3 "$tmp/forge.py" "$bin" run "${common[@]}" --rank 1 \
+        --report "$tmp/r1.json" >"$tmp/r1.out" 2>"$tmp/r1.err"
+    rc1=$?
+    wait $p0
+    rc0=$?
+    [ $rc0 -eq 2 ] && grep -q RendezvousPortInUse "$tmp/r0.out" && continue
+    break
+done
 [ $rc0 -eq 0 ] && [ $rc1 -eq 0 ] || { tail -n 5 "$tmp"/r*.err; fail "exit $rc0/$rc1, want 0/0"; }
 
 python3 - "$tmp" <<'PY' || exit 1

@@ -166,6 +166,11 @@ for job in ("node", "efa_preflight"):
         m.pop("job")
         if job == "efa_preflight" and inst != r["node"]["hostname"]:
             print("FAIL pushgateway: instance %r, want the node %r" % (inst, r["node"]["hostname"])); bad += 1
+        # One label, node, on every sample of both paths (the textfile's
+        # instance is node-exporter's address).
+        node = m.pop("node", None)
+        if node != r["node"]["hostname"]:
+            print("FAIL %s: %s has node=%r, want %r" % (job, name, node, r["node"]["hostname"])); bad += 1
         have[(name, frozenset(m.items()))] = float(s["value"][1])
     for k, v in want.items():
         if k not in have:
@@ -185,6 +190,18 @@ sys.exit(1 if bad else 0)
 PY
 }
 compare "$tmp/r.json" || fail "Prometheus' values differ from the report"
+# The Pushgateway path passes the same lint: what it serves for the pushed
+# group, the node label included.
+curl -fsS "http://$PGW/metrics" >"$tmp/pgw.prom" || fail "GET the Pushgateway's /metrics"
+promtool check metrics <"$tmp/pgw.prom" >"$tmp/promtool-pgw.log" 2>&1 ||
+    fail "promtool check metrics on the Pushgateway's page: $(cat "$tmp/promtool-pgw.log")"
+grep -q "^efa_preflight_exit_code{instance=\"$(hostname)\",job=\"efa_preflight\",node=\"$(hostname)\"} 1\$" "$tmp/pgw.prom" ||
+    fail "the Pushgateway does not serve efa_preflight_exit_code with the node label: $(grep efa_preflight_exit_code "$tmp/pgw.prom")"
+for f in "$tmp/textfile/efa_preflight.prom" "$tmp/pgw.prom"; do
+    n=$(grep '^efa_preflight_' "$f" | grep -vc "node=\"$(hostname)\"")
+    [ "$n" -eq 0 ] || fail "$n samples of $f lack node=\"$(hostname)\""
+done
+echo "ok   promtool check metrics passes on the Pushgateway's page; node=\"$(hostname)\" on every sample of both paths"
 
 # A second run replaces the Pushgateway's group (PUT) and the textfile.
 run_agent "$tmp/r2.json" --min-busbw-gbps 0.000001
@@ -218,7 +235,7 @@ rc=$?
 [ $rc -eq 0 ] || fail "the run on the trn1 fixture exited $rc"
 promtool check metrics <"$tmp/textfile/efa_preflight.prom" >"$tmp/promtool.log" 2>&1 ||
     fail "promtool check metrics (NIC run): $(cat "$tmp/promtool.log")"
-grep -q '^efa_preflight_nic_error_events{device="rdmap18s27",counter="retrans_timeout_events"} 3$' \
+grep -q '^efa_preflight_nic_error_events{node="[^"]*",device="rdmap18s27",counter="retrans_timeout_events"} 3$' \
     "$tmp/textfile/efa_preflight.prom" || fail "no error event of rdmap18s27 in the textfile"
 compare "$tmp/r3.json" || fail "per-NIC values in Prometheus differ from the report"
 echo "ok   per-NIC counter deltas (8 NICs, rdmap18s27 retrans_timeout_events +3) reach Prometheus as the report has them"
@@ -235,7 +252,7 @@ must = {"Nodes by status", "Top reasons", "busbw per node over time", "Floor mar
 bad = n = 0
 for p in d["panels"]:
     for t in p["targets"]:
-        q = re.sub(r"\$\{?instance\}?", ".*", t["expr"])
+        q = re.sub(r"\$\{?node\}?", ".*", t["expr"])
         url = "http://%s/api/v1/query?%s" % (prom, urllib.parse.urlencode({"query": q}))
         try:
             with urllib.request.urlopen(url, timeout=5) as f:

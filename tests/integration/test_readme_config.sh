@@ -13,8 +13,9 @@ fi
 # The two set-up commands come first.
 head -5 README.md | grep -q '^make run' || { echo "FAIL: README does not start with make run"; exit 1; }
 head -5 README.md | grep -q '^make test' || { echo "FAIL: README does not start with make test"; exit 1; }
-# The catalog override example does what its comments say: the 2-node
-# floor of p5.48xlarge raised, everything else of the entry kept, p9 added.
+# The catalog override example does what its comments say: the 8-node
+# point of p5.48xlarge's floor curve changed and a 64-node point added, the
+# other points and everything else of the entry kept, p9 added.
 t=$(mktemp -d); trap 'rm -rf "$t"' EXIT
 python3 - README.md "$t/override.yaml" <<'EOF2' || { echo "FAIL: no catalog override example in README"; exit 1; }
 import re, sys
@@ -33,9 +34,21 @@ if [ "$(grep -v '^      ' <<<"$base")" != "$(entry p5.48xlarge <<<"$over" | grep
     exit 1
 fi
 floors=$(entry p5.48xlarge <<<"$over" | grep '^      ')
-grep -q '^      1: {busbw_gbps: 400, from_bytes: 1073741824, ' <<<"$floors" &&
-    grep -q '^      2: {busbw_gbps: 320, from_bytes: 1073741824, ' <<<"$floors" || {
+basefl=$(grep '^      ' <<<"$base")
+grep -q '^      8: {busbw_gbps: 240, from_bytes: 1073741824, ' <<<"$floors" &&
+    grep -q '^      64: {busbw_gbps: 180, from_bytes: 0, ' <<<"$floors" || {
     echo "FAIL: the README's catalog example does not give the floors it says: $floors"; exit 1; }
+# every other point as it was
+[ "$(grep -vE '^      (8|64): ' <<<"$floors")" = "$(grep -v '^      8: ' <<<"$basefl")" ] || {
+    echo "FAIL: the README's catalog example changes other points:"
+    diff <(grep -v '^      8: ' <<<"$basefl") <(grep -vE '^      (8|64): ' <<<"$floors"); exit 1; }
+# and the effective floors follow
+"$PF_BIN" catalog --json --catalog "$t/override.yaml" | python3 -c '
+import json, sys
+p5 = next(i for i in json.load(sys.stdin)["instances"] if i["name"] == "p5.48xlarge")
+eff = {e["nodes"]: e["busbw_gbps"] for e in p5["effective_floors"]}
+assert eff[2] == 250 and eff[8] == 240 and eff[1024] == 50, eff
+' || { echo "FAIL: catalog --json does not carry the example's curve"; exit 1; }
 entry p9.48xlarge <<<"$over" | grep -qx '    efa: 64' || {
     echo "FAIL: the README's catalog example does not add p9.48xlarge"; exit 1; }
 # Every relative link of the operator docs leads somewhere: a file of the
@@ -76,4 +89,5 @@ unknown=$(grep -ohE '`[A-Z][a-z0-9]+([A-Z][A-Za-z0-9]*)+`' README.md \
 if [ -n "$unknown" ]; then
     echo "FAIL: the docs name reasons the agent never emits: $unknown"; exit 1
 fi
+echo "ok: the README's catalog example changes one point and adds one, the curve follows"
 echo "ok: README lists all $(grep -c '^| `' <<<"$want") options and starts with make run / make test"

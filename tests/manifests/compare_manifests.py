@@ -12,7 +12,9 @@ values, release name and namespace "efa-preflight". Checks:
      label, instance types and resources;
   3. RBAC rules are exactly the README's RBAC table; the job-namespace Role
      equals the DaemonSet's Role but for the coordinator's Leases (release
-     namespace only);
+     namespace only); the taint budget's Role (release namespace) grants
+     get/update on its one ConfigMap and create, and every agent service
+     account is bound to it;
   4. the DaemonSet selects <prefix>status=pending with the prefix the agent
      is given, tolerates the agent's <prefix>unhealthy taint and both EFA
      taint keys, labels its pods <prefix>pool, and its peer selector matches
@@ -55,19 +57,26 @@ IDENTITY_OPTIONS = ("pod_name", "namespace", "node_name", "pod_ip")
 CHART = "charts/efa-preflight"
 NODE_RULES = [
     {"apiGroups": [""], "resources": ["nodes"],
-     "verbs": ["get", "list", "watch", "patch"]},
+     "verbs": ["get", "list", "patch"]},
     {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch"]},
-    {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
+    {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
 ]
 NAMESPACE_RULES = [
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
     {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get"]},
-    {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": ["get"]},
 ]
 # The release namespace also holds the DaemonSet coordinator's Leases.
 RELEASE_RULES = NAMESPACE_RULES + [
     {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
      "verbs": ["get", "create", "update"]},
+]
+
+# The taint budget (--taint-budget, release namespace).
+BUDGET = RELEASE + "-taint-budget"
+BUDGET_RULES = [
+    {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": [BUDGET],
+     "verbs": ["get", "update"]},
+    {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]},
 ]
 
 failures = []
@@ -471,7 +480,8 @@ def main():
     for kind, ns, name, rules in (
             ("ClusterRole", "", RELEASE, NODE_RULES),
             ("Role", RELEASE, RELEASE, RELEASE_RULES),
-            ("Role", "default", RELEASE + "-job", NAMESPACE_RULES)):
+            ("Role", "default", RELEASE + "-job", NAMESPACE_RULES),
+            ("Role", RELEASE, BUDGET, BUDGET_RULES)):
         for src, objs in (("k8s/", plain), ("chart", chart)):
             o = objs.get((kind, ns, name))
             if o is None:
@@ -492,6 +502,16 @@ def main():
                 if ("ServiceAccount", s["namespace"], s["name"]) not in objs:
                     fail("%s %s %s binds a missing ServiceAccount %s/%s"
                          % (src, k[0], k[2], s["namespace"], s["name"]))
+
+    # Every agent account may take the taint budget: a job namespace's too.
+    for src, objs in (("k8s/", plain), ("chart", chart)):
+        bound = {(s["namespace"], s["name"]) for k, o in objs.items()
+                 if k[0] == "RoleBinding" and k[1] == RELEASE
+                 and o["roleRef"]["name"] == BUDGET for s in o["subjects"]}
+        for k in objs:
+            if k[0] == "ServiceAccount" and (k[1], k[2]) not in bound:
+                fail("%s ServiceAccount %s/%s is not bound to the taint budget "
+                     "Role %s/%s" % (src, k[1], k[2], RELEASE, BUDGET))
 
     # 4. Labels the agent writes and reads.
     for k, ds in list(plain.items()) + list(chart.items()):

@@ -10,8 +10,11 @@ reduced to the metric names it selects: string literals, label matchers
 ignoring, group_left, group_right), Grafana variables, numbers, keywords
 and function calls are removed; each identifier left is a metric name.
 Each must be a family of METRICS.prom (its # TYPE lines: what the agent
-wrote). Prints one line per query; exit 1 when a name is unknown, when a
-query selects no metric at all, or when the dashboard has no query.
+wrote). No query, variable or legend may key on the label instance: on the
+textfile path it is node-exporter's address, on the Pushgateway path the
+node; the agent's own label node is the same on both. Prints one line per
+query; exit 1 when a name is unknown, when a query selects no metric at all,
+when one keys on instance, or when the dashboard has no query.
 """
 import json
 import re
@@ -40,6 +43,31 @@ def queries(dash):
         if isinstance(q, dict):
             q = q.get("query")
         if v.get("type") == "query" and q:
+            out.append(("variable $%s" % v["name"], q))
+    return out
+
+
+def instance_keys(dash):
+    """(where, text) of every query, variable and legend that names the
+    label instance."""
+    out = []
+
+    def panels(ps, where):
+        for p in ps:
+            title = "%s, panel '%s'" % (where, p.get("title", p.get("id")))
+            for t in p.get("targets", []):
+                for field in ("expr", "legendFormat"):
+                    if re.search(r"\binstance\b", t.get(field) or ""):
+                        out.append(("%s target %s %s" % (title, t.get("refId"), field),
+                                    t[field]))
+            panels(p.get("panels", []), title)
+
+    panels(dash.get("panels", []), "dashboard")
+    for v in dash.get("templating", {}).get("list", []):
+        q = v.get("query")
+        if isinstance(q, dict):
+            q = q.get("query")
+        if v.get("type") == "query" and re.search(r"\binstance\b", q or ""):
             out.append(("variable $%s" % v["name"], q))
     return out
 
@@ -90,6 +118,10 @@ def main():
             bad += 1
         else:
             print("ok   %s: %s" % (where, ", ".join(sorted(set(names)))))
+    for where, text in instance_keys(dash):
+        print("FAIL %s keys on the label instance (node-exporter's address on the "
+              "textfile path); use node: %s" % (where, text))
+        bad += 1
     print("%d queries, %d metric names used, all among the %d the agent writes"
           % (len(qs), len(used), len(written)) if not bad else
           "%d queries, %d failed" % (len(qs), bad))

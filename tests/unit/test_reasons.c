@@ -57,6 +57,35 @@ Test(reasons, class_decides_exit_code_label_and_taint)
                      "class %s", pf_class_name((enum pf_reason_class)c));
 }
 
+/* The mapping, defined once: one status word per class, and the status
+ * of a condition the class decides. */
+Test(reasons, one_status_word_and_condition_per_class)
+{
+    static const struct { enum pf_reason_class c; const char *word, *cond, *cword; } m[] = {
+        { PF_CLASS_OK, "pass", "True", "pass" },
+        { PF_CLASS_WARN, "warn", "True", "warn" },
+        { PF_CLASS_NODE, "fail", "False", "fail" },
+        { PF_CLASS_FABRIC, "fail", "False", "fail" },
+        { PF_CLASS_GROUP, "error", "Unknown", "unknown" },
+        { PF_CLASS_PEER, "warn", "Unknown", "unknown" },
+        { PF_CLASS_INFRA, "error", "Unknown", "unknown" },
+        { PF_CLASS_USAGE, "usage", "Unknown", "unknown" },
+    };
+    for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
+        const char *label = pf_class_status_label(m[i].c);
+        cr_assert_str_eq(pf_class_status_word(m[i].c), m[i].word);
+        cr_assert_str_eq(pf_class_condition_status(m[i].c), m[i].cond);
+        cr_assert_str_eq(pf_class_condition_word(m[i].c), m[i].cword);
+        /* the label is the word, where one is written */
+        if (m[i].c == PF_CLASS_USAGE)
+            cr_assert_null(label);
+        else
+            cr_assert_str_eq(label, m[i].word);
+        /* only what may taint may set a condition False */
+        cr_assert_eq(!strcmp(m[i].cond, "False"), pf_class_may_taint(m[i].c));
+    }
+}
+
 /* The misclassifications this table fixed. */
 Test(reasons, deployment_and_api_failures_never_fail_the_node)
 {
@@ -74,6 +103,9 @@ Test(reasons, deployment_and_api_failures_never_fail_the_node)
                   pf_reason_name(never_fail[i]));
         cr_assert_neq(pf_class_exit_code(c), 1, "%s",
                       pf_reason_name(never_fail[i]));
+        /* nothing was proven on this node: never a False condition */
+        cr_assert_str_eq(pf_class_condition_status(c), "Unknown", "%s",
+                         pf_reason_name(never_fail[i]));
     }
     cr_assert_eq(pf_reason_class_of(PF_R_RendezvousPortInUse), PF_CLASS_USAGE);
 }

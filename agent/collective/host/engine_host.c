@@ -995,6 +995,28 @@ static int host_rails(struct pf_engine *e, struct pf_rail_use *out, int max)
     return n;
 }
 
+/* One rank per process, no GPU: its NICs ("efa_0,efa_1", or addresses). */
+static int host_describe(struct pf_engine *e, struct pf_rank_id *out,
+                         int max)
+{
+    const struct host *h = e->impl;
+    size_t used = 0;
+
+    if (max < 1)
+        return 0;
+    memset(out, 0, sizeof(*out));
+    out->rank = h->rank;
+    out->gpu = -1;
+    for (int k = 0; k < h->nrails && used + 1 < sizeof(out->nic); k++) {
+        int n = snprintf(out->nic + used, sizeof(out->nic) - used, "%s%s",
+                         k ? "," : "", h->rails[k].name);
+        if (n < 0)
+            break;
+        used += (size_t)n;
+    }
+    return 1;
+}
+
 static void host_close(struct pf_engine *e)
 {
     struct host *h = e->impl;
@@ -1020,4 +1042,5 @@ const struct pf_engine_ops pf_engine_host = {
     .close = host_close,
     .pair = host_pair,
     .rails = host_rails,
+    .describe = host_describe,
 };

@@ -48,6 +48,7 @@
 
 struct nccl_rank {
     int dev;                          /* CUDA device index (visible ones) */
+    char bus[20];                     /* its PCI bus id */
     int rank;                         /* global rank */
     pf_nccl_comm_t comm;              /* the collectives' (blocking) */
     pf_nccl_comm_t parent;            /* nonblocking init; NULL unsplit */
@@ -476,6 +477,8 @@ static pf_err gather_layout(struct nccl_engine *g, struct pf_boot *boot,
             continue;
         g->r[g->nlocal].dev = j;
         g->r[g->nlocal].rank = base + g->nlocal;
+        snprintf(g->r[g->nlocal].bus, sizeof(g->r[g->nlocal].bus), "%s",
+                 mine.bus[j]);
         g->nlocal++;
     }
 out:
@@ -1092,6 +1095,183 @@ static pf_err nccl_pair(struct pf_engine *e, int peer, int round,
     return rc;
 }
 
+/* ----------------------------------------------------- pairs inside */
+
+/* The pairwise test among this process's own GPUs (engine op
+ * local_pairs): each pair gets a 2-rank communicator of its own, made here
+ * (both ends are local), and runs its launches between its own events, so
+ * a GPU that corrupts data or crawls shows on its own pairs only. */
+static pf_err local_launch(struct nccl_engine *g, int a, int b,
+                           uint64_t count, int64_t deadline, char *err)
+{
+    pf_nccl_result_t res = g->nccl.ncclGroupStart();
+
+    if (res != PF_NCCL_SUCCESS)
+        return nccl_fail(g, err, "ncclGroupStart", NULL, res);
+    for (int k = 0; k < 2; k++) {
+        struct nccl_rank *r = &g->r[k ? b : a];
+        res = g->nccl.ncclAllReduce(r->send, r->recv, count, PF_NCCL_FLOAT32,
+                                    PF_NCCL_SUM, r->pair, r->stream);
+        if (res != PF_NCCL_SUCCESS && res != PF_NCCL_IN_PROGRESS) {
+            g->nccl.ncclGroupEnd();
+            nccl_fail(g, err, "ncclAllReduce (GPU pairs)", r, res);
+            abort_comms(g, err);
+            return PF_ERR_ENGINE;
+        }
+    }
+    res = g->nccl.ncclGroupEnd();
+    if (res == PF_NCCL_IN_PROGRESS)
+        return wait_comms_ready(g, "GPU pair launch", deadline, err);
+    if (res != PF_NCCL_SUCCESS) {
+        nccl_fail(g, err, "ncclGroupEnd (GPU pairs)", &g->r[a], res);
+        abort_comms(g, err);
+        return PF_ERR_ENGINE;
+    }
+    return PF_OK;
+}
+
+static pf_err local_pair_init(struct nccl_engine *g, const int *partner,
+                              int64_t deadline, char *err)
+{
+    pf_nccl_unique_id ids[PF_MAX_GPUS];
+    pf_nccl_config_t cfg;
+    pf_nccl_result_t res;
+    pf_err rc;
+
+    for (int i = 0; i < g->nlocal; i++) {
+        if (partner[i] <= i)
+            continue;
+        res = g->nccl.ncclGetUniqueId(&ids[i]);
+        if (res != PF_NCCL_SUCCESS)
+            return nccl_fail(g, err, "ncclGetUniqueId (GPU pairs)", NULL, res);
+    }
+    pf_nccl_config_init(&cfg);
+    cfg.blocking = 0;
+    res = g->nccl.ncclGroupStart();
+    if (res != PF_NCCL_SUCCESS)
+        return nccl_fail(g, err, "ncclGroupStart", NULL, res);
+    for (int i = 0; i < g->nlocal; i++) {
+        if (partner[i] < 0)
+            continue;
+        int lo = i < partner[i] ? i : partner[i];
+        struct nccl_rank *r = &g->r[i];
+        g->cuda.cudaSetDevice(r->dev);
+        res = g->nccl.ncclCommInitRankConfig(&r->pair, 2, ids[lo],
+                                             i == lo ? 0 : 1, &cfg);
+        if (res != PF_NCCL_SUCCESS && res != PF_NCCL_IN_PROGRESS) {
+            g->nccl.ncclGroupEnd();
+            nccl_fail(g, err, "ncclCommInitRankConfig (GPU pairs)", r, res);
+            abort_comms(g, err);
+            return PF_ERR_ENGINE;
+        }
+    }
+    res = g->nccl.ncclGroupEnd();
+    if (res != PF_NCCL_SUCCESS && res != PF_NCCL_IN_PROGRESS) {
+        nccl_fail(g, err, "ncclGroupEnd (GPU pair init)", &g->r[0], res);
+        abort_comms(g, err);
+        return PF_ERR_ENGINE;
+    }
+    rc = wait_comms_ready(g, "NCCL GPU pair communicator init", deadline, err);
+    return rc;
+}
+
+static pf_err nccl_local_pairs(struct pf_engine *e, const int *partner,
+                               uint64_t count, int iters, double *seconds,
+                               long *wrong, int64_t deadline, char *err)
+{
+    struct nccl_engine *g = e->impl;
+    float *want = NULL;
+    pf_err rc = PF_OK;
+
+    for (int i = 0; i < g->nlocal; i++) {
+        seconds[i] = 0;
+        wrong[i] = 0;
+        if (partner[i] >= g->nlocal || partner[i] == i ||
+            (partner[i] >= 0 && partner[partner[i]] != i))
+            return pf_fail(err, PF_ERR_USAGE, "GPU pairs: local rank %d's "
+                           "partner %d does not pair back", i, partner[i]);
+    }
+    if (!g->comms_live)
+        return pf_fail(err, PF_ERR_ENGINE,
+                       "NCCL communicators were aborted earlier");
+    if (count == 0 || count > g->max_count || iters < 1)
+        return pf_fail(err, PF_ERR_USAGE, "GPU pairs: %llu elements x %d "
+                       "(at most %llu elements)", (unsigned long long)count,
+                       iters, (unsigned long long)g->max_count);
+    rc = local_pair_init(g, partner, deadline, err);
+    if (rc == PF_OK)
+        rc = nccl_fill(e, count, false, err);
+    for (int a = 0; rc == PF_OK && a < g->nlocal; a++) {
+        int b = partner[a];
+        bool slow;
+        if (b <= a)
+            continue;
+        slow = g->r[a].rank == g->args.slow_rank ||
+               g->r[b].rank == g->args.slow_rank;
+        rc = local_launch(g, a, b, count, deadline, err);    /* warm-up */
+        for (int k = 0; rc == PF_OK && k < 2; k++) {
+            pf_cuda_error_t ce = g->cuda.cudaEventRecord(
+                g->r[k ? b : a].start, g->r[k ? b : a].stream);
+            if (ce != PF_CUDA_SUCCESS)
+                rc = cuda_fail(g, err, "cudaEventRecord", g->r[k ? b : a].dev,
+                               ce);
+        }
+        for (int it = 0; rc == PF_OK && it < iters; it++) {
+            if (slow)                 /* --debug-slow-rank, as maybe_slow */
+                pf_sleep_ms(g->args.slow_ms);
+            rc = local_launch(g, a, b, count, deadline, err);
+        }
+        for (int k = 0; rc == PF_OK && k < 2; k++) {
+            pf_cuda_error_t ce = g->cuda.cudaEventRecord(
+                g->r[k ? b : a].stop, g->r[k ? b : a].stream);
+            if (ce != PF_CUDA_SUCCESS)
+                rc = cuda_fail(g, err, "cudaEventRecord", g->r[k ? b : a].dev,
+                               ce);
+        }
+    }
+    if (rc == PF_OK)
+        rc = wait_gpu(g, 0, g->nlocal, EV_STREAM, "GPU pairs", deadline, err);
+    if (rc == PF_OK && !(want = malloc(CHUNK_BYTES)))
+        rc = pf_fail(err, PF_ERR_NOMEM, "GPU pairs: out of memory");
+    for (int i = 0; rc == PF_OK && i < g->nlocal; i++) {
+        int me = g->r[i].rank, other;
+        float ms = 0;
+        pf_cuda_error_t ce;
+        if (partner[i] < 0)
+            continue;
+        ce = g->cuda.cudaEventElapsedTime(&ms, g->r[i].start, g->r[i].stop);
+        if (ce != PF_CUDA_SUCCESS) {
+            rc = cuda_fail(g, err, "cudaEventElapsedTime", g->r[i].dev, ce);
+            break;
+        }
+        seconds[i] = ms / 1e3;
+        other = g->r[partner[i]].rank;
+        for (uint64_t k = 0; k < CHUNK_ELEMS; k++)
+            want[k] = pf_pattern(me, k) + pf_pattern(other, k);
+        rc = check_rank(g, i, count, want, &wrong[i], err);
+    }
+    free(want);
+    if (g->comms_live)
+        pair_release(g);
+    return rc;
+}
+
+/* Who this process's ranks are: GPU index and PCI bus id. */
+static int nccl_describe(struct pf_engine *e, struct pf_rank_id *out,
+                         int max)
+{
+    const struct nccl_engine *g = e->impl;
+    int n = g->nlocal < max ? g->nlocal : max;
+
+    for (int i = 0; i < n; i++) {
+        memset(&out[i], 0, sizeof(out[i]));
+        out[i].rank = g->r[i].rank;
+        out[i].gpu = g->r[i].dev;
+        snprintf(out[i].bus, sizeof(out[i].bus), "%s", g->r[i].bus);
+    }
+    return n;
+}
+
 /* ----------------------------------------------------------------- run */
 
 static pf_err launch_one(struct nccl_engine *g, uint64_t count, bool in_place,
@@ -1272,4 +1452,6 @@ const struct pf_engine_ops pf_engine_nccl = {
     .close = nccl_close,
     .pair_setup = nccl_pair_setup,
     .pair = nccl_pair,
+    .describe = nccl_describe,
+    .local_pairs = nccl_local_pairs,
 };

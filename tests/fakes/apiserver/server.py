@@ -6,14 +6,19 @@ implements the handful of resources the agent uses with real semantics:
 
   pods    GET one, list (labelSelector, limit/continue paging), watch stream
           (resourceVersion, allowWatchBookmarks, timeoutSeconds)
-  nodes   GET one / list (labelSelector); PATCH with merge-patch (RFC 7386) or
+  nodes   GET one / list (labelSelector, limit/continue paging); PATCH with merge-patch (RFC 7386) or
           strategic-merge-patch (conditions merged by type, taints replaced);
           nodes/{name}/status; optimistic concurrency on metadata.resourceVersion
-  events  POST (validated), list
+  events  POST (validated: a Node's Event only in "default", 422 elsewhere), list
   jobs    GET one (batch/v1)
   leases  coordination.k8s.io/v1: GET one, POST (409 AlreadyExists), PUT
           (resourceVersion required, 409 on a stale one, create when absent
-          as the real Lease strategy allows), DELETE; spec validated (422)
+          whatever resourceVersion it carries, as Store.Update does for a
+          strategy that allows create on update), DELETE; spec validated
+  configmaps  GET one, POST (409 AlreadyExists), PUT (409 on a stale
+          resourceVersion, unconditional without one, 404 when absent: the
+          ConfigMap strategy does not create on update), DELETE; name and
+          data keys validated (422)
 
 Label keys/values are validated (422 with a Status body). Faults are rules
 (JSON list) that match a method + path regex and inject latency, an HTTP
@@ -196,6 +201,7 @@ class Store:
         self.nodes = {}     # name -> obj
         self.jobs = {}      # (ns, name) -> obj
         self.leases = {}    # (ns, name) -> obj
+        self.configmaps = {}  # (ns, name) -> obj
         self.events = []    # list of obj
         self.log = []       # (rv, type, obj) for pod watches
         self.log_floor = self.rv
@@ -239,6 +245,9 @@ class Store:
         elif kind == 'Lease':
             md['namespace'] = ns
             self.leases[(ns, name)] = self.stamp(obj)
+        elif kind == 'ConfigMap':
+            md['namespace'] = ns
+            self.configmaps[(ns, name)] = self.stamp(obj)
         else:
             raise ValueError("unsupported kind %r" % kind)
         self.lock.notify_all()
@@ -253,6 +262,8 @@ class Store:
             self.nodes.pop(name, None)
         elif kind == 'Lease':
             self.leases.pop((ns, name), None)
+        elif kind == 'ConfigMap':
+            self.configmaps.pop((ns, name), None)
         self.lock.notify_all()
 
     def snapshot(self):
@@ -261,6 +272,7 @@ class Store:
                 "nodes": list(self.nodes.values()),
                 "jobs": list(self.jobs.values()),
                 "leases": list(self.leases.values()),
+                "configmaps": list(self.configmaps.values()),
                 "events": self.events,
                 "requests": self.requests,
                 "arrivals": self.arrivals}
@@ -432,6 +444,10 @@ class Handler(BaseHTTPRequestHandler):
                     return self.fail(404, 'NotFound',
                                      'pods "%s" not found' % parts[5])
                 return self.send_json(200, pod)
+            if res == 'configmaps' and len(parts) in (5, 6):
+                return self.configmap_api(method, ns,
+                                          parts[5] if len(parts) == 6 else None,
+                                          body)
             if res == 'events' and len(parts) == 5:
                 if method == 'POST':
                     return self.create_event(ns, body)
@@ -455,7 +471,7 @@ class Handler(BaseHTTPRequestHandler):
                                   parts[6] if len(parts) == 7 else None, body)
         if parts[:3] == ['api', 'v1', 'nodes']:
             if len(parts) == 3 and method == 'GET':
-                return self.list_nodes(q)
+                return self.list_nodes(q, fault)
             if len(parts) in (4, 5):
                 name = parts[3]
                 sub = parts[4] if len(parts) == 5 else None
@@ -474,39 +490,57 @@ class Handler(BaseHTTPRequestHandler):
                          'requested resource (%s %s)' % (method, path))
 
     # ---------------------------------------------------------------- pods
+    def page(self, items, rv, q, fault=None):
+        """limit/continue paging of a list sorted by name, as the API server
+        does it: a page of at most `limit` items (a server may return fewer:
+        --page-size), metadata.continue while more remain (with
+        remainingItemCount), the list's resourceVersion carried by the token.
+        None when the request was answered (a bad token: 400)."""
+        try:
+            limit = int(q.get('limit') or 0)
+        except ValueError:
+            self.fail(400, 'BadRequest', 'limit must be an integer')
+            return None
+        # Without a limit the real server returns everything; with one it
+        # may return fewer (--page-size makes every page short).
+        if limit and self.server.page_size and limit > self.server.page_size:
+            limit = self.server.page_size
+        cont = q.get('continue')
+        if cont:
+            try:
+                c = json.loads(base64.b64decode(cont))
+                start, rv = c['start'], c['rv']
+            except (ValueError, KeyError, TypeError):
+                self.fail(400, 'BadRequest', 'invalid continue token')
+                return None
+            items = [p for p in items if p['metadata']['name'] > start]
+        meta = {"resourceVersion": rv}
+        if limit and len(items) > limit:
+            meta['remainingItemCount'] = len(items) - limit
+            items = items[:limit]
+            meta['continue'] = base64.b64encode(json.dumps(
+                {"start": items[-1]['metadata']['name'], "rv": rv}).encode()
+            ).decode()
+        if fault and 'continue_token' in fault:
+            # A broken server or proxy: this page ends with a fixed token.
+            meta['continue'] = fault['continue_token']
+        return items, meta
+
     def list_pods(self, ns, q, fault=None):
         st = self.server.store
         try:
             reqs = parse_selector(q.get('labelSelector', ''))
         except ValueError as e:
             return self.fail(400, 'BadRequest', str(e))
-        limit = int(q.get('limit') or 0)
-        if self.server.page_size and (not limit or limit > self.server.page_size):
-            limit = self.server.page_size  # a server may return short pages
-        cont = q.get('continue')
         with st.lock:
             items = sorted((copy.deepcopy(p) for (pns, _), p in st.pods.items()
                             if pns == ns and selector_matches(reqs, p)),
                            key=lambda p: p['metadata']['name'])
             rv = str(st.rv)
-        start = ''
-        if cont:
-            try:
-                c = json.loads(base64.b64decode(cont))
-                start, rv = c['start'], c['rv']
-            except (ValueError, KeyError):
-                return self.fail(400, 'BadRequest', 'invalid continue token')
-            items = [p for p in items if p['metadata']['name'] > start]
-        meta = {"resourceVersion": rv}
-        if limit and len(items) > limit:
-            items = items[:limit]
-            meta['continue'] = base64.b64encode(json.dumps(
-                {"start": items[-1]['metadata']['name'], "rv": rv}).encode()
-            ).decode()
-            meta['remainingItemCount'] = 0
-        if fault and 'continue_token' in fault:
-            # A broken server or proxy: this page ends with a fixed token.
-            meta['continue'] = fault['continue_token']
+        page = self.page(items, rv, q, fault)
+        if page is None:
+            return
+        items, meta = page
         return self.send_json(200, {"kind": "PodList", "apiVersion": "v1",
                                     "metadata": meta, "items": items})
 
@@ -572,7 +606,7 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     # --------------------------------------------------------------- nodes
-    def list_nodes(self, q):
+    def list_nodes(self, q, fault=None):
         st = self.server.store
         try:
             reqs = parse_selector(q.get('labelSelector', ''))
@@ -583,9 +617,12 @@ class Handler(BaseHTTPRequestHandler):
                             if selector_matches(reqs, n)),
                            key=lambda n: n['metadata']['name'])
             rv = str(st.rv)
+        page = self.page(items, rv, q, fault)
+        if page is None:
+            return
+        items, meta = page
         return self.send_json(200, {"kind": "NodeList", "apiVersion": "v1",
-                                    "metadata": {"resourceVersion": rv},
-                                    "items": items})
+                                    "metadata": meta, "items": items})
 
     def patch_node(self, name, sub, body):
         st = self.server.store
@@ -748,19 +785,109 @@ class Handler(BaseHTTPRequestHandler):
                                      'the latest version and try again' % what)
                 md['uid'] = old['metadata']['uid']
                 md['creationTimestamp'] = old['metadata']['creationTimestamp']
-            elif rv:
-                # Created on update only without a precondition to meet.
-                return self.fail(409, 'Conflict', 'Operation cannot be '
-                                 'fulfilled on %s: the object has been '
-                                 'modified; please apply your changes to the '
-                                 'latest version and try again' % what)
             else:
+                # A PUT to a missing Lease creates it, whatever
+                # resourceVersion it carries: Store.Update takes the create
+                # branch when the stored object's version is 0 and the
+                # strategy allows create on update (the Lease's does), and
+                # compares versions only on the update branch.
                 md.pop('uid', None)
             md['name'], md['namespace'] = name, ns
             lease.update({"kind": "Lease", "apiVersion": "coordination.k8s.io/v1"})
             st.leases[(ns, name)] = st.stamp(lease)
             st.dump()
             out = copy.deepcopy(lease)
+        return self.send_json(200 if old else 201, out)
+
+    # ---------------------------------------------------------- configmaps
+    CM_KEY = re.compile(r'^[-._a-zA-Z0-9]+$')
+
+    def configmap_api(self, method, ns, name, body):
+        """core/v1 ConfigMap with the generic store's semantics for a
+        strategy that allows unconditional updates but not create on update
+        (pkg/registry/core/configmap/strategy.go)."""
+        st = self.server.store
+        what = 'configmaps "%s"' % name
+        if method == 'GET' and name:
+            with st.lock:
+                cm = copy.deepcopy(st.configmaps.get((ns, name)))
+            if not cm:
+                return self.fail(404, 'NotFound', '%s not found' % what)
+            return self.send_json(200, cm)
+        if method == 'DELETE' and name:
+            with st.lock:
+                cm = st.configmaps.pop((ns, name), None)
+                st.dump()
+            if not cm:
+                return self.fail(404, 'NotFound', '%s not found' % what)
+            return self.send_json(200, status_body(200, '', 'deleted') |
+                                  {"status": "Success"})
+        if method not in ('POST', 'PUT') or (method == 'POST') != (name is None):
+            return self.fail(405, 'MethodNotAllowed', 'the server does not '
+                             'allow this method on the requested resource')
+        try:
+            cm = json.loads(body or b'null')
+        except ValueError as e:
+            return self.fail(400, 'BadRequest', 'configmap is not JSON: %s' % e)
+        if not isinstance(cm, dict) or cm.get('kind', 'ConfigMap') != 'ConfigMap':
+            return self.fail(400, 'BadRequest', 'the body is not a ConfigMap')
+        md = cm.setdefault('metadata', {})
+        if method == 'PUT' and md.get('name', name) != name:
+            return self.fail(400, 'BadRequest', 'the name of the object (%s) '
+                             'does not match the name on the URL (%s)'
+                             % (md.get('name'), name))
+        name = md.get('name') or name
+        what = 'configmaps "%s"' % name
+        errs = []
+        if md.get('namespace', ns) != ns:
+            errs.append('metadata.namespace: does not match the namespace of '
+                        'the request')
+        if not name or len(name) > 253 or not DNS_SUB.match(name):
+            errs.append('metadata.name: Invalid value: %r' % name)
+        data = cm.get('data') or {}
+        if not isinstance(data, dict):
+            errs.append('data: must be an object')
+            data = {}
+        size = 0
+        for k, v in data.items():
+            if not isinstance(k, str) or len(k) > 253 or not self.CM_KEY.match(k):
+                errs.append("data[%r]: Invalid value: a valid config key must "
+                            "consist of alphanumeric characters, '-', '_' or "
+                            "'.'" % k)
+            if not isinstance(v, str):
+                errs.append('data[%r]: must be a string' % k)
+            else:
+                size += len(k) + len(v)
+        if size > 1024 * 1024:
+            errs.append('data: Too long: must have at most 1048576 bytes')
+        if errs:
+            return self.fail(422, 'Invalid', 'ConfigMap "%s" is invalid: %s'
+                             % (name, '; '.join(errs)))
+        with st.lock:
+            old = st.configmaps.get((ns, name))
+            rv = md.get('resourceVersion')
+            if method == 'POST' and old:
+                return self.fail(409, 'AlreadyExists', '%s already exists' % what)
+            if method == 'POST' and rv:
+                return self.fail(400, 'BadRequest', 'resourceVersion should '
+                                 'not be set on objects to be created')
+            if method == 'PUT' and not old:
+                return self.fail(404, 'NotFound', '%s not found' % what)
+            if old:
+                if rv and rv != old['metadata']['resourceVersion']:
+                    return self.fail(409, 'Conflict', 'Operation cannot be '
+                                     'fulfilled on %s: the object has been '
+                                     'modified; please apply your changes to '
+                                     'the latest version and try again' % what)
+                md['uid'] = old['metadata']['uid']
+                md['creationTimestamp'] = old['metadata']['creationTimestamp']
+            else:
+                md.pop('uid', None)
+            md['name'], md['namespace'] = name, ns
+            cm.update({"kind": "ConfigMap", "apiVersion": "v1"})
+            st.configmaps[(ns, name)] = st.stamp(cm)
+            st.dump()
+            out = copy.deepcopy(cm)
         return self.send_json(200 if old else 201, out)
 
     # -------------------------------------------------------------- events
@@ -784,6 +911,13 @@ class Handler(BaseHTTPRequestHandler):
         io = ev.get('involvedObject') or {}
         if not io.get('kind') or not io.get('name'):
             errs.append('involvedObject: kind and name are required')
+        # ValidateEvent (pkg/apis/core/validation/events.go, an Event without
+        # eventTime): a cluster-scoped object's Event (a Node's) lives in
+        # namespace "" or "default"; a namespaced one's in its object's.
+        ion = io.get('namespace') or ''
+        if (not ion and ns not in ('', 'default')) or (ion and ion != ns):
+            errs.append('involvedObject.namespace: Invalid value: %r: does '
+                        'not match event.namespace' % ion)
         if not ev.get('reason') or not re.match(r'^[A-Z][A-Za-z0-9]*$', ev['reason']):
             errs.append('reason: must be CamelCase, got %r' % ev.get('reason'))
         if errs:
@@ -904,7 +1038,7 @@ def main():
     ap.add_argument('--faults', help='JSON list of fault rules')
     ap.add_argument('--dump', help='write the state here after each change')
     ap.add_argument('--page-size', type=int, default=0,
-                    help='at most this many pods per list page')
+                    help='at most this many items per list page (when a limit is asked)')
     ap.add_argument('--verbose', action='store_true')
     a = ap.parse_args()
 

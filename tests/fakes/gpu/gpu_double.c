@@ -33,6 +33,9 @@
  *   PF_DOUBLE_FAULT_AT=K      default 0
  *   PF_DOUBLE_CORRUPT=R:N     after each all_reduce, add 1 to the first N
  *                             elements of rank R's result
+ *   PF_DOUBLE_CORRUPT_GPU=D:N the same for every result that lands on
+ *                             (physical) GPU D, whatever the communicator:
+ *                             a GPU whose memory corrupts what it receives
  *   PF_DOUBLE_TRACE=path      append one line per init/split/abort/destroy
  *                             and per shared-memory segment opened
  *   PF_DOUBLE_NETWORK, PF_DOUBLE_TRANSPORT, PF_DOUBLE_PLUGIN=loaded|missing
@@ -101,6 +104,7 @@ struct comm {
     bool blocking;
     int state;                   /* what ncclCommGetAsyncError reports */
     bool split;                  /* made by ncclCommSplit */
+    int dev;                     /* physical GPU current at init */
     struct comm **out;           /* where a background split reports it */
     struct comm *parent_of;      /* the comm it was split from */
     long ops;                    /* all_reduces launched */
@@ -139,6 +143,7 @@ static struct {
     bool log_opened;
     bool split_async;            /* this group holds a nonblocking split */
     long ids;
+    int cur_dev;                 /* cudaSetDevice's, visible index */
     struct clique cliques[MAX_COMMS];
     struct pending *queue;       /* cross-process ops, launch order */
     size_t qhead, qlen, qcap;
@@ -242,11 +247,14 @@ static void log_line(int dev, const char *fmt, ...)
 static void deliver(struct op *o, const float *sum)
 {
     const char *corrupt = getenv("PF_DOUBLE_CORRUPT");
-    long at = atol(env_or("PF_DOUBLE_FAULT_AT", "0")), bad_n = 0;
-    int bad_rank = -1;
+    const char *corrupt_gpu = getenv("PF_DOUBLE_CORRUPT_GPU");
+    long at = atol(env_or("PF_DOUBLE_FAULT_AT", "0")), bad_n = 0, gpu_n = 0;
+    int bad_rank = -1, bad_gpu = -1;
 
     if (corrupt && sscanf(corrupt, "%d:%ld", &bad_rank, &bad_n) != 2)
         bad_rank = -1;
+    if (corrupt_gpu && sscanf(corrupt_gpu, "%d:%ld", &bad_gpu, &gpu_n) != 2)
+        bad_gpu = -1;
     o->c->ops++;
     if ((fault_is("async_error") || fault_is("hang")) && o->c->ops > at) {
         o->s->stuck = true;
@@ -257,6 +265,9 @@ static void deliver(struct op *o, const float *sum)
     memcpy(o->recv, sum, o->count * sizeof(float));
     if (o->c->rank == bad_rank)
         for (long i = 0; i < bad_n && (size_t)i < o->count; i++)
+            o->recv[i] += 1.0f;
+    if (o->c->dev == bad_gpu)
+        for (long i = 0; i < gpu_n && (size_t)i < o->count; i++)
             o->recv[i] += 1.0f;
 }
 
@@ -464,8 +475,10 @@ int cudaGetDeviceCount(int *count)
 
 int cudaSetDevice(int device)
 {
-    return device >= 0 && device < device_count() ? SUCCESS
-                                                   : ERR_INVALID_VALUE;
+    if (device < 0 || device >= device_count())
+        return ERR_INVALID_VALUE;
+    dbl.cur_dev = device;
+    return SUCCESS;
 }
 
 int cudaGetDeviceProperties(void *prop, int device)
@@ -696,7 +709,7 @@ int ncclCommInitRankConfig(struct comm **out, int nranks, unique_id id,
     if (!c)
         return NCCL_SYSTEM;
     *c = (struct comm){ .used = true, .id = id, .rank = rank,
-                        .nranks = nranks,
+                        .nranks = nranks, .dev = physical(dbl.cur_dev),
                         .blocking = !cfg || cfg->blocking != 0,
                         .state = NCCL_IN_PROGRESS };
     *out = c;

@@ -159,8 +159,8 @@ Test(straggler, timings_name_an_outlier_only)
     cr_assert_str_eq(note, "per-rank timings: rank 2 took 0.3500 s per "
                      "all_reduce, the next slowest 0.1200 s");
     cr_assert_eq(pf_straggler_from_times(4, ring, note, sizeof(note)), -1);
-    cr_assert_str_eq(note, "per-rank timings 0.3000..0.3100 s per all_reduce "
-                     "single out no rank (in a ring every rank waits for the "
+    cr_assert_str_eq(note, "per-rank timings 0.3000..0.3100 s per all_reduce: "
+                     "no rank stands out (in a ring every rank waits for the "
                      "slowest)");
     cr_assert_eq(pf_straggler_from_times(1, ring, note, sizeof(note)), -1);
 }
@@ -312,9 +312,9 @@ Test(straggler, no_pair_op_or_two_ranks_fall_back_to_timings, .timeout = 60)
         cr_assert_eq(t->rc[r], PF_OK);
         cr_assert_str_eq(t->method[r], "timings");
         cr_assert_eq(t->slow_found[r], -1);
-        cr_assert_str_eq(t->note[r], "the nopair engine has no pairwise test, "
-                         "so per-rank timings only: per-rank timings "
-                         "0.0100..0.0100 s per all_reduce single out no rank "
+        cr_assert_str_eq(t->note[r], "the nopair engine has no pairwise test; "
+                         "timings compared instead: per-rank timings "
+                         "0.0100..0.0100 s per all_reduce: no rank stands out "
                          "(in a ring every rank waits for the slowest)");
     }
     t = new_retest();

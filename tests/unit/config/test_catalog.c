@@ -1,8 +1,13 @@
 /* Catalog: the embedded file, lookups, floors and overrides. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <string.h>
 
+#include "collective/collective.h"
+#include "collective/sweep.h"
 #include "config/catalog.h"
+#include "config/config.h"
+#include "verdict/verdict.h"
 
 static struct pf_catalog cat;
 
@@ -61,19 +66,275 @@ Test(catalog, hyperpod_prefix_and_unknown)
 
 static double floor_gbps(const struct pf_instance *it, int nodes)
 {
-    const struct pf_floor *f = pf_instance_floor(it, nodes);
-    return f ? f->busbw_gbps : 0;
+    struct pf_floor f;
+    return pf_instance_floor(it, nodes, &f) ? f.busbw_gbps : 0;
 }
 
+static struct pf_floor floor_at(const struct pf_instance *it, int nodes)
+{
+    struct pf_floor f;
+    cr_assert(pf_instance_floor(it, nodes, &f), "%s at %d nodes: no floor",
+              it ? it->name : "NULL", nodes);
+    return f;
+}
+
+/* The step rule held 300 GB/s (the 2-node floor) at 8, 128 and 1000 nodes,
+ * where healthy p5 fabrics give ~270 and ~156: every large job failed. */
 Test(catalog, floors_by_node_count)
 {
     const struct pf_instance *p5 = pf_catalog_find(&cat, "p5.48xlarge");
-    cr_assert_float_eq(floor_gbps(p5, 1), 400, 1e-9);
-    cr_assert_float_eq(floor_gbps(p5, 2), 300, 1e-9);
-    cr_assert_float_eq(floor_gbps(p5, 128), 300, 1e-9);
+    cr_assert_float_eq(floor_gbps(p5, 1), 400, 1e-9);     /* NVLink, 1 only */
+    cr_assert_float_eq(floor_gbps(p5, 2), 250, 1e-9);
+    cr_assert_float_eq(floor_gbps(p5, 8), 200, 1e-9);
+    cr_assert_float_eq(floor_gbps(p5, 32), 150, 1e-9);
+    cr_assert_float_eq(floor_gbps(p5, 128), 110, 1e-9);
+    cr_assert_float_eq(floor_gbps(p5, 1024), 50, 1e-9);
+    cr_assert_float_eq(floor_gbps(p5, 100000), 50, 1e-9);
     cr_assert_float_eq(floor_gbps(pf_catalog_find(&cat, "p6-b200.48xlarge"), 1),
                        0, 1e-9);
     cr_assert_float_eq(floor_gbps(NULL, 2), 0, 1e-9);
+    cr_assert_float_eq(floor_gbps(p5, 0), 0, 1e-9);
+}
+
+/* The public healthy figures pass every curve with margin (FACTS.md): a
+ * floor catches a broken fabric, it never ranks healthy ones. */
+Test(catalog, public_healthy_figures_pass_with_margin)
+{
+    static const struct { const char *type; int nodes; double healthy; } pub[] = {
+        { "p5.48xlarge", 2, 340 }, { "p5.48xlarge", 8, 270 },
+        { "p5.48xlarge", 125, 140 },            /* low end of 140-180 */
+        { "p5e.48xlarge", 8, 270 }, { "p5en.48xlarge", 125, 140 },
+        { "p6-b200.48xlarge", 8, 270 },
+        { "p4d.24xlarge", 2, 57.2 }, { "p4d.24xlarge", 3, 31.8 },
+        { "p4d.24xlarge", 4, 29.6 }, { "p4de.24xlarge", 2, 78.3 },
+    };
+    for (size_t i = 0; i < sizeof(pub) / sizeof(pub[0]); i++) {
+        const struct pf_instance *it = pf_catalog_find(&cat, pub[i].type);
+        double f = floor_gbps(it, pub[i].nodes);
+        cr_assert_gt(f, 0, "%s at %d nodes", pub[i].type, pub[i].nodes);
+        cr_assert_leq(f, 0.8 * pub[i].healthy, "%s at %d nodes: floor %.1f "
+                      "vs healthy %.1f", pub[i].type, pub[i].nodes, f,
+                      pub[i].healthy);
+    }
+    /* and a crawling fabric (EFA off: ~4 GB/s on 2x p4d) still fails */
+    cr_assert_gt(floor_gbps(pf_catalog_find(&cat, "p4d.24xlarge"), 1024), 4.1);
+}
+
+/* Every GPU type with a multi-node floor has points at 2, 8, 32 and 128
+ * nodes, and the curve never rises with the node count. */
+Test(catalog, every_gpu_curve_has_the_node_counts)
+{
+    static const int need[] = { 2, 8, 32, 128 };
+    int n = 0;
+    for (int i = 0; i < cat.n; i++) {
+        const struct pf_instance *it = &cat.items[i];
+        bool multi = false;
+        for (int f = 0; f < it->nfloors; f++)
+            multi |= it->floors[f].nodes >= 2;
+        if (!multi || strcmp(it->accel_kind, "gpu"))
+            continue;
+        n++;
+        for (size_t k = 0; k < sizeof(need) / sizeof(need[0]); k++) {
+            bool have = false;
+            for (int f = 0; f < it->nfloors; f++)
+                have |= it->floors[f].nodes == need[k];
+            cr_assert(have, "%s: no point at %d nodes", it->name, need[k]);
+        }
+        for (int nodes = 3; nodes <= 4096; nodes++)
+            cr_assert_leq(floor_gbps(it, nodes), floor_gbps(it, nodes - 1) + 1e-9,
+                          "%s rises at %d nodes", it->name, nodes);
+    }
+    cr_assert_geq(n, 7);
+}
+
+/* Linear in log2 N between two points: halfway in log2 (16 between 8 and
+ * 32) is the mean; 64 is halfway between 32 and 128. */
+Test(catalog, curve_interpolates_in_log2_n)
+{
+    const struct pf_instance *p5 = pf_catalog_find(&cat, "p5.48xlarge");
+    struct pf_floor f = floor_at(p5, 16);
+
+    cr_assert_float_eq(f.busbw_gbps, 175, 1e-9);
+    cr_assert_eq(f.nodes, 16);
+    cr_assert_eq(f.from_bytes, 1ull << 30);
+    cr_assert_not(f.verified);                 /* the 32-node point is */
+    cr_assert(strstr(f.source, "8-node") && strstr(f.source, "32-node"),
+              "%s", f.source);
+    cr_assert_float_eq(floor_gbps(p5, 64), 130, 1e-9);
+    /* 4 nodes: a quarter of the way... no, half of log2 2..8 is 4 */
+    cr_assert_float_eq(floor_gbps(p5, 4), 225, 1e-9);
+    /* 3 nodes: log2 3 = 1.585 of 1..3 */
+    cr_assert_float_eq(floor_gbps(p5, 3),
+                       250 - 50 * (log2(3) - 1) / 2, 1e-9);
+    /* between two verified points the value is verified */
+    cr_assert(floor_at(p5, 5).verified);
+    /* on a point: the point itself */
+    f = floor_at(p5, 8);
+    cr_assert(f.verified);
+    cr_assert(strstr(f.source, "270"), "%s", f.source);
+}
+
+Test(catalog, curve_is_flat_at_its_ends)
+{
+    char err[PF_ERRLEN];
+    const char *o = "version: 1\ninstances:\n  x.flat:\n    floors:\n"
+                    "      1: 90\n"
+                    "      4: {busbw_gbps: 40, from_bytes: 1G, source: first}\n"
+                    "      16: {busbw_gbps: 20, from_bytes: 256M, verified: false, "
+                    "source: last}\n";
+    const struct pf_instance *x;
+    struct pf_floor f;
+
+    cr_assert_eq(pf_catalog_parse(&cat, "o.yaml", o, strlen(o), err), PF_OK, "%s", err);
+    x = pf_catalog_find(&cat, "x.flat");
+    /* one node: the 1-node point only */
+    cr_assert_float_eq(floor_gbps(x, 1), 90, 1e-9);
+    /* below the first multi-node point: that point, never the NVLink one */
+    f = floor_at(x, 2);
+    cr_assert_float_eq(f.busbw_gbps, 40, 1e-9);
+    cr_assert_str_eq(f.source, "first");
+    cr_assert_float_eq(floor_gbps(x, 3), 40, 1e-9);
+    /* between: the larger from_bytes, an estimate if either is */
+    f = floor_at(x, 8);
+    cr_assert_float_eq(f.busbw_gbps, 30, 1e-9);
+    cr_assert_eq(f.from_bytes, 1ull << 30);
+    cr_assert_not(f.verified);
+    /* beyond the last: flat */
+    f = floor_at(x, 17);
+    cr_assert_float_eq(f.busbw_gbps, 20, 1e-9);
+    cr_assert_str_eq(f.source, "last");
+    cr_assert_float_eq(floor_gbps(x, 100000), 20, 1e-9);
+
+    /* a type whose only point is the 1-node one has no floor across nodes */
+    o = "version: 1\ninstances:\n  x.one: {floors: {1: 90}}\n";
+    cr_assert_eq(pf_catalog_parse(&cat, "o.yaml", o, strlen(o), err), PF_OK, "%s", err);
+    cr_assert_float_eq(floor_gbps(pf_catalog_find(&cat, "x.one"), 2), 0, 1e-9);
+    cr_assert_float_eq(floor_gbps(pf_catalog_find(&cat, "x.one"), 1), 90, 1e-9);
+}
+
+/* --catalog FILE may change one point of a curve by its node count; the
+ * other points stay, a new count is added in order, 0 removes a point. */
+Test(catalog, override_changes_one_point)
+{
+    char err[PF_ERRLEN];
+    const char *o = "version: 1\ninstances:\n  p5.48xlarge:\n    floors:\n"
+                    "      8: {busbw_gbps: 180, from_bytes: 2G, verified: false, "
+                    "source: \"our 8-node baseline\"}\n";
+    const struct pf_instance *p5;
+    struct pf_floor f;
+    struct pf_config cfg;
+    struct pf_floor_rule rule;
+
+    cr_assert_eq(pf_catalog_parse(&cat, "o.yaml", o, strlen(o), err), PF_OK, "%s", err);
+    p5 = pf_catalog_find(&cat, "p5.48xlarge");
+    cr_assert_eq(p5->nfloors, 7);
+    f = floor_at(p5, 8);
+    cr_assert_float_eq(f.busbw_gbps, 180, 1e-9);
+    cr_assert_eq(f.from_bytes, 2ull << 30);
+    cr_assert_str_eq(f.source, "our 8-node baseline");
+    cr_assert_float_eq(floor_gbps(p5, 2), 250, 1e-9);     /* kept */
+    cr_assert_float_eq(floor_gbps(p5, 128), 110, 1e-9);   /* kept */
+    cr_assert_float_eq(floor_gbps(p5, 16), 165, 1e-9);    /* (180+150)/2 */
+    cr_assert_eq(floor_at(p5, 16).from_bytes, 2ull << 30);
+
+    /* the one floor rule follows */
+    pf_config_defaults(&cfg);
+    pf_floor_for(&cfg, p5, "nccl", NULL, 8, 0, &rule);
+    cr_assert_float_eq(rule.gbps, 180, 1e-9);
+    cr_assert_str_eq(rule.src, "catalog floor for p5.48xlarge at 8 node(s), "
+                     "estimated");
+
+    /* a new count goes in order; 0 removes one */
+    o = "version: 1\ninstances:\n  p5.48xlarge:\n    floors: {64: 120, 32: 0}\n";
+    cr_assert_eq(pf_catalog_parse(&cat, "o.yaml", o, strlen(o), err), PF_OK, "%s", err);
+    p5 = pf_catalog_find(&cat, "p5.48xlarge");
+    cr_assert_eq(p5->nfloors, 7);
+    for (int i = 1; i < p5->nfloors; i++)
+        cr_assert_lt(p5->floors[i - 1].nodes, p5->floors[i].nodes);
+    cr_assert_float_eq(floor_gbps(p5, 64), 120, 1e-9);
+    cr_assert_float_eq(floor_gbps(p5, 32), 180 - 60 * (5 - 3) / 3.0, 1e-9);
+    cr_assert_eq(floor_at(p5, 64).from_bytes, 0);         /* bare number */
+}
+
+/* The one floor rule says where an interpolated or flat floor comes from. */
+Test(catalog, floor_rule_names_the_points)
+{
+    const struct pf_instance *p5 = pf_catalog_find(&cat, "p5.48xlarge");
+    struct pf_config cfg;
+    struct pf_floor_rule rule;
+
+    pf_config_defaults(&cfg);
+    pf_floor_for(&cfg, p5, "nccl", NULL, 64, 0, &rule);
+    cr_assert_float_eq(rule.gbps, 130, 1e-9);
+    cr_assert_eq(rule.from_bytes, 1ull << 30);
+    cr_assert_str_eq(rule.src, "catalog floor for p5.48xlarge at 64 node(s), "
+                     "between its 32- and 128-node points, estimated");
+    pf_floor_for(&cfg, p5, "nccl", NULL, 2048, 0, &rule);
+    cr_assert_float_eq(rule.gbps, 50, 1e-9);
+    cr_assert_str_eq(rule.src, "catalog floor for p5.48xlarge at 2048 "
+                     "node(s), its 1024-node point (flat beyond), estimated");
+    pf_floor_for(&cfg, p5, "nccl", NULL, 2, 0, &rule);
+    cr_assert_str_eq(rule.src, "catalog floor for p5.48xlarge at 2 node(s)");
+    pf_floor_for(&cfg, pf_catalog_find(&cat, "p6-b200.48xlarge"), "nccl",
+                 NULL, 1, 0, &rule);
+    cr_assert_float_eq(rule.gbps, 0, 1e-9);
+}
+
+/* `catalog` shows each curve at the node counts users plan for, and its
+ * output still parses as a catalog. */
+Test(catalog, print_shows_effective_floors)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+
+    pf_catalog_print(&cat, f);
+    fclose(f);
+    cr_assert(strstr(buf, "# type                              2            8"
+                     "           32          128          512         1024\n"),
+              "%s", buf);
+    cr_assert(strstr(buf, "# p5.48xlarge              250.0 (1G)   200.0 (1G)"
+                     "  ~150.0 (1G)   110.0 (1G)   ~70.0 (1G)   ~50.0 (1G)\n"),
+              "%s", buf);
+    cr_assert(strstr(buf, "# p4d.24xlarge              40.0 (1G)   ~20.0 (1G)"),
+              "%s", buf);
+    cr_assert_null(strstr(buf, "# trn1.32xlarge"));     /* host floors only */
+    free(buf);
+}
+
+Test(catalog, print_json_carries_effective_floors)
+{
+    char *buf = NULL, err[PF_ERRLEN];
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    cJSON *doc, *it, *p5 = NULL;
+
+    cr_assert_eq(pf_catalog_print_json(&cat, f, err), PF_OK, "%s", err);
+    fclose(f);
+    doc = cJSON_Parse(buf);
+    cr_assert_not_null(doc, "%s", buf);
+    cJSON_ArrayForEach(it, cJSON_GetObjectItem(doc, "instances"))
+        if (!strcmp(cJSON_GetObjectItem(it, "name")->valuestring, "p5.48xlarge"))
+            p5 = it;
+    cr_assert_not_null(p5);
+    cJSON *eff = cJSON_GetObjectItem(p5, "effective_floors");
+    static const int nodes[] = { 2, 8, 32, 128, 512, 1024 };
+    static const double gbps[] = { 250, 200, 150, 110, 70, 50 };
+    cr_assert_eq(cJSON_GetArraySize(eff), 6);
+    for (int i = 0; i < 6; i++) {
+        cJSON *e = cJSON_GetArrayItem(eff, i);
+        cr_assert_eq(cJSON_GetObjectItem(e, "nodes")->valueint, nodes[i]);
+        cr_assert_float_eq(cJSON_GetObjectItem(e, "busbw_gbps")->valuedouble,
+                           gbps[i], 1e-9);
+        cr_assert_float_eq(cJSON_GetObjectItem(e, "from_bytes")->valuedouble,
+                           1073741824.0, 1e-3);
+        cr_assert(cJSON_IsBool(cJSON_GetObjectItem(e, "verified")));
+        cr_assert(cJSON_IsString(cJSON_GetObjectItem(e, "source")));
+    }
+    cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(p5, "floors")), 7);
+    cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(p5, "host_floors")), 0);
+    cJSON_Delete(doc);
+    free(buf);
 }
 
 /* Every catalog floor says from which message size it holds and on what
@@ -91,10 +352,10 @@ Test(catalog, every_floor_states_its_size_and_source)
                       cat.items[i].name, fl->nodes);
         }
     cr_assert_geq(n, 10);
-    const struct pf_floor *p5 = pf_instance_floor(pf_catalog_find(&cat, "p5.48xlarge"), 2);
-    cr_assert_eq(p5->from_bytes, 1ull << 30);
-    cr_assert(p5->verified);
-    cr_assert_not(pf_instance_floor(pf_catalog_find(&cat, "p6-b200.48xlarge"), 2)->verified);
+    struct pf_floor p5 = floor_at(pf_catalog_find(&cat, "p5.48xlarge"), 2);
+    cr_assert_eq(p5.from_bytes, 1ull << 30);
+    cr_assert(p5.verified);
+    cr_assert_not(floor_at(pf_catalog_find(&cat, "p6-b200.48xlarge"), 2).verified);
 }
 
 Test(catalog, floor_forms_and_their_errors)
@@ -105,11 +366,12 @@ Test(catalog, floor_forms_and_their_errors)
                      "source: \"a test\"}\n      4: 7.5\n";
     cr_assert_eq(pf_catalog_parse(&cat, "ok.yaml", ok, strlen(ok), err), PF_OK, "%s", err);
     const struct pf_instance *x = pf_catalog_find(&cat, "x.1");
-    cr_assert_eq(pf_instance_floor(x, 3)->from_bytes, 512ull << 20);
-    cr_assert_not(pf_instance_floor(x, 3)->verified);
-    cr_assert_str_eq(pf_instance_floor(x, 3)->source, "a test");
-    cr_assert_eq(pf_instance_floor(x, 9)->from_bytes, 0);   /* bare number */
-    cr_assert_float_eq(pf_instance_floor(x, 9)->busbw_gbps, 7.5, 1e-9);
+    cr_assert_eq(floor_at(x, 2).from_bytes, 512ull << 20);
+    cr_assert_not(floor_at(x, 2).verified);
+    cr_assert_str_eq(floor_at(x, 2).source, "a test");
+    cr_assert_eq(floor_at(x, 9).from_bytes, 0);   /* bare number */
+    cr_assert(floor_at(x, 9).verified);
+    cr_assert_float_eq(floor_at(x, 9).busbw_gbps, 7.5, 1e-9);
 
     const char *bad[][2] = {
         { "      2: {from_bytes: 1G}\n", "a floor needs busbw_gbps" },
@@ -138,7 +400,8 @@ Test(catalog, override_changes_one_field_and_adds_types)
     const struct pf_instance *p5 = pf_catalog_find(&cat, "p5.48xlarge");
     cr_assert_eq(p5->efa_count, 32);          /* kept */
     cr_assert_float_eq(floor_gbps(p5, 2), 320, 1e-9);
-    cr_assert_eq(p5->nfloors, 1);             /* floors replaced as a whole */
+    cr_assert_eq(p5->nfloors, 7);             /* the other points kept */
+    cr_assert_float_eq(floor_gbps(p5, 8), 200, 1e-9);
     cr_assert_eq(pf_catalog_find(&cat, "p9.48xlarge")->efa_count, 64);
 }
 
@@ -243,4 +506,76 @@ Test(catalog, many_types)
     cr_assert_str_eq(err, "m:1027: more than 1024 instance types");
     pf_catalog_free(&many);
     free(text);
+}
+
+/* "did you mean": the nearest catalog name within two slips, ml. kept;
+ * nothing for a type near none, a type the catalog has, or a pattern. */
+Test(catalog, suggests_the_nearest_name_for_a_near_miss)
+{
+    char near[64];
+
+    cr_assert(pf_catalog_suggest(&cat, "p5.48xlrge", near, sizeof(near)));
+    cr_assert_str_eq(near, "p5.48xlarge");
+    cr_assert(pf_catalog_suggest(&cat, "p5e.48xlarge ", near, sizeof(near)));
+    cr_assert_str_eq(near, "p5e.48xlarge");
+    cr_assert(pf_catalog_suggest(&cat, "ml.p4d.24xlarg", near, sizeof(near)));
+    cr_assert_str_eq(near, "ml.p4d.24xlarge");
+    cr_assert_not(pf_catalog_suggest(&cat, "p5.48xlarge", near, sizeof(near)),
+                  "a catalog type needs no guess");
+    cr_assert_not(pf_catalog_suggest(&cat, "m5.large", near, sizeof(near)));
+    cr_assert_not(pf_catalog_suggest(&cat, "p5.4xl", near, sizeof(near)),
+                  "five slips away is no near miss");
+    cr_assert_not(pf_catalog_suggest(&cat, "", near, sizeof(near)));
+}
+
+/* The verdict uses the curve: a healthy 8-node p5 ring at 220 GB/s (under
+ * the 2-node floor, over the 8-node one) passes; the same busbw on 2 nodes
+ * misses its floor. The step rule held 300 GB/s at 8 nodes and failed it. */
+static const struct pf_check *busbw_check(int nnodes, double busbw)
+{
+    static struct pf_run run;
+    struct pf_coll *c = &run.coll;
+
+    memset(&run, 0, sizeof(run));
+    pf_config_defaults(&run.cfg);
+    run.cfg.command = PF_CMD_RUN;
+    run.instance = pf_catalog_find(&cat, "p5.48xlarge");
+    c->ran = true;
+    c->slow_rank = -1;
+    snprintf(c->engine, sizeof(c->engine), "nccl");
+    snprintf(c->fabric.provider, sizeof(c->fabric.provider), "efa");
+    c->nnodes = nnodes;
+    c->nranks = 8 * nnodes;
+    c->nrows = 1;
+    pf_sweep_fill_row(&c->rows[0], 1ull << 30, c->nranks,
+                      pf_busbw_factor(c->nranks) * (double)(1ull << 30) / 1e9 / busbw,
+                      pf_busbw_factor(c->nranks) * (double)(1ull << 30) / 1e9 / busbw,
+                      0, 0);
+    pf_sweep_summarize(c);
+    pf_verdict_fabric(&run);
+    for (int i = 0; i < run.verdict.n; i++)
+        if (!strcmp(run.verdict.checks[i].name, "busbw"))
+            return &run.verdict.checks[i];
+    return NULL;
+}
+
+Test(catalog, verdict_judges_a_ring_by_its_node_count)
+{
+    const struct pf_check *b = busbw_check(8, 220);
+
+    cr_assert_not_null(b);
+    cr_assert_eq(b->status, PF_PASS, "%s: %s", pf_reason_name(b->reason), b->message);
+    b = busbw_check(2, 220);
+    cr_assert_not_null(b);
+    cr_assert_eq(b->status, PF_FAIL, "%s", b->message);
+    cr_assert_eq(b->reason, PF_R_BandwidthBelowThreshold, "%s", b->message);
+    cr_assert(strstr(b->message, "floor 250.00 GB/s"), "%s", b->message);
+    /* 125 nodes at the low end of the healthy range (140 GB/s) passes */
+    b = busbw_check(125, 140);
+    cr_assert_eq(b->status, PF_PASS, "%s", b->message);
+    /* 64 nodes: 130 between the 32- and 128-node points */
+    b = busbw_check(64, 125);
+    cr_assert_eq(b->status, PF_FAIL, "%s", b->message);
+    cr_assert(strstr(b->message, "floor 130.00 GB/s"), "%s", b->message);
+    cr_assert(strstr(b->message, "between its 32- and 128-node points"), "%s", b->message);
 }

@@ -380,3 +380,27 @@ Test(config, max_tainted_count_or_percentage)
     cr_assert_str_eq(err, "t.yaml:1: key 'max_tainted': '04404446446447' is not "
                      "a node count or a percentage (e.g. 5 or 20%)");
 }
+
+/* `local` picks a free rendezvous port (0) unless one is given; run keeps
+ * the fixed default its peers expect. */
+Test(config, local_defaults_to_a_free_port_unless_given)
+{
+    struct pf_config c;
+    char err[PF_ERRLEN];
+    char *local[] = { "local", NULL };
+    char *given[] = { "local", "--port", "30400", NULL };
+    char *envp[] = { "EFA_PREFLIGHT_PORT=30401", NULL };
+
+    cr_assert_eq(load(&c, PF_CMD_LOCAL, local, 1, NULL, err), PF_OK, "%s", err);
+    cr_assert_eq(c.port, 0);
+    pf_config_free(&c);
+    cr_assert_eq(load(&c, PF_CMD_LOCAL, given, 3, NULL, err), PF_OK, "%s", err);
+    cr_assert_eq(c.port, 30400);
+    pf_config_free(&c);
+    cr_assert_eq(load(&c, PF_CMD_LOCAL, local, 1, envp, err), PF_OK, "%s", err);
+    cr_assert_eq(c.port, 30401);
+    pf_config_free(&c);
+    cr_assert_eq(load(&c, PF_CMD_RUN, local, 1, NULL, err), PF_OK, "%s", err);
+    cr_assert_eq(c.port, 29600);
+    pf_config_free(&c);
+}

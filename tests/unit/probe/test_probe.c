@@ -68,7 +68,7 @@ Test(probe, instance_type_flag_strips_ml_prefix)
     cfg_for(&cfg, "p5.48xlarge");
     snprintf(cfg.instance_type, sizeof(cfg.instance_type), "ml.p4d.24xlarge");
     memset(&node, 0, sizeof(node));
-    pf_probe_instance(&cfg, &node);
+    pf_probe_instance(&cfg, &node, NULL);
     cr_assert_str_eq(node.instance_type, "p4d.24xlarge");
     cr_assert_str_eq(node.instance_source, "flag");
 }
@@ -80,7 +80,7 @@ Test(probe, instance_type_from_dmi_product_name)
 
     cfg_for(&cfg, "p6-b200.48xlarge");
     memset(&node, 0, sizeof(node));
-    pf_probe_instance(&cfg, &node);
+    pf_probe_instance(&cfg, &node, NULL);
     cr_assert_str_eq(node.instance_type, "p6-b200.48xlarge");
     cr_assert_str_eq(node.instance_source, "dmi");
 }
@@ -112,7 +112,7 @@ Test(probe, non_amazon_dmi_never_asks_imds)
     snprintf(cfg.imds_endpoint, sizeof(cfg.imds_endpoint),
              "http://127.0.0.1:35001");
     memset(&node, 0, sizeof(node));
-    pf_probe_instance(&cfg, &node);
+    pf_probe_instance(&cfg, &node, NULL);
     cr_assert_str_eq(node.instance_type, "");
     cr_assert_str_eq(node.instance_source, "none");
     cr_assert(strstr(node.instance_note, "DMI vendor 'QEMU' is not Amazon EC2"),
@@ -136,7 +136,7 @@ Test(probe, unreadable_dmi_asks_imds_and_records_failure)
              "http://127.0.0.1:35002");
     memset(&node, 0, sizeof(node));
     t0 = pf_now_ms();
-    pf_probe_instance(&cfg, &node);
+    pf_probe_instance(&cfg, &node, NULL);
     rmdir(dir);
     cr_assert_lt(pf_now_ms() - t0, 1500);
     cr_assert_str_eq(node.instance_source, "none");
@@ -502,4 +502,80 @@ Test(probe, library_without_plugin_table_is_not_a_plugin)
     cr_assert(strstr(node.net_plugin_error, "exports no ncclNetPlugin_v2..v11 "
                                             "table: not an NCCL net plugin"),
               "%s", node.net_plugin_error);
+}
+
+/* DMI, then the Node's label, then IMDS: a pod without DMI takes the
+ * label (ml. stripped) and never asks IMDS; DMI still wins where it names
+ * a type; a label that is no type falls through. */
+Test(probe, instance_type_from_the_node_label_when_dmi_is_absent)
+{
+    struct pf_config cfg;
+    struct pf_node node;
+    char dir[] = "/tmp/pf-nodmi-XXXXXX";
+
+    cr_assert_not_null(mkdtemp(dir));
+    cfg_for(&cfg, NULL);
+    cfg.no_imds = false;
+    snprintf(cfg.sysfs_root, sizeof(cfg.sysfs_root), "%s", dir);
+    snprintf(cfg.imds_endpoint, sizeof(cfg.imds_endpoint),
+             "http://127.0.0.1:35003");
+    memset(&node, 0, sizeof(node));
+    pf_probe_instance(&cfg, &node, "ml.p5en.48xlarge");
+    cr_assert_str_eq(node.instance_type, "p5en.48xlarge");
+    cr_assert_str_eq(node.instance_source, "label");
+    memset(&node, 0, sizeof(node));
+    pf_probe_instance(&cfg, &node, "not a type");
+    cr_assert_str_eq(node.instance_source, "none");
+    cr_assert(strstr(node.instance_note, "IMDS"), "note: %s", node.instance_note);
+    rmdir(dir);
+
+    cfg_for(&cfg, "p6-b200.48xlarge");
+    memset(&node, 0, sizeof(node));
+    pf_probe_instance(&cfg, &node, "p5.48xlarge");
+    cr_assert_str_eq(node.instance_type, "p6-b200.48xlarge");
+    cr_assert_str_eq(node.instance_source, "dmi");
+}
+
+/* names.c: a provider name is judged layer by layer; addresses must be
+ * this host's. */
+Test(probe, provider_names_known_to_libfabric)
+{
+    cr_assert(pf_provider_name_known("efa", 3));
+    cr_assert(pf_provider_name_known("TCP", 3));
+    cr_assert(pf_provider_name_known("ofi_rxm", 7));
+    cr_assert(pf_provider_name_known("efa-direct", 10));
+    cr_assert_not(pf_provider_name_known("tpc", 3));
+    cr_assert_not(pf_provider_name_known("ofi_", 4));
+    cr_assert_not(pf_provider_name_known("efax", 4));
+}
+
+Test(probe, config_names_nothing_is_a_usage_error)
+{
+    struct pf_config cfg;
+    char err[PF_ERRLEN];
+
+    pf_config_defaults(&cfg);
+    cfg.command = PF_CMD_LOCAL;
+    snprintf(cfg.fabric_provider, sizeof(cfg.fabric_provider), "tcp;ofi_rxm");
+    cr_assert_eq(pf_probe_config_names(&cfg, err), PF_OK, "%s", err);
+    snprintf(cfg.bind_addr, sizeof(cfg.bind_addr), "127.0.0.1");
+    cfg.fabric_addrs = strdup("localhost,127.0.0.9,::1");
+    cr_assert_eq(pf_probe_config_names(&cfg, err), PF_OK, "%s", err);
+    free(cfg.fabric_addrs);
+    cfg.fabric_addrs = strdup("127.0.0.1,10.254.99.99");
+    cr_assert_eq(pf_probe_config_names(&cfg, err), PF_ERR_USAGE);
+    cr_assert(strstr(err, "ConfigNamesNothing: fabric_addrs entry 2 "
+                          "'10.254.99.99' is not an address of this host"),
+              "%s", err);
+    free(cfg.fabric_addrs);
+    cfg.fabric_addrs = NULL;
+    snprintf(cfg.bind_addr, sizeof(cfg.bind_addr), "192.0.2.1");
+    cr_assert_eq(pf_probe_config_names(&cfg, err), PF_ERR_USAGE);
+    cr_assert(strstr(err, "bind_addr '192.0.2.1'"), "%s", err);
+    /* node opens no fabric: its addresses are not its business. */
+    cfg.command = PF_CMD_NODE;
+    cr_assert_eq(pf_probe_config_names(&cfg, err), PF_OK, "%s", err);
+    snprintf(cfg.fabric_provider, sizeof(cfg.fabric_provider), "tcp;tpc");
+    cr_assert_eq(pf_probe_config_names(&cfg, err), PF_ERR_USAGE);
+    cr_assert(strstr(err, "fabric_provider 'tpc'"), "%s", err);
 }

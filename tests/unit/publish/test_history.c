@@ -215,3 +215,48 @@ Test(history, sparkline_scales_between_min_and_max)
     pf_history_sparkline(v, 4, true, out, 5);
     cr_assert_str_eq(out, "\u2581", "cut at a whole character");
 }
+
+/* The trend's numbers read in the sparkline's order, oldest first: a fall
+ * from 0.45 to 0.36 says so, and a rise likewise. */
+static char *trend_of(const double *busbw, int n)
+{
+    char json[1024], err[PF_ERRLEN], *buf = NULL, *line;
+    size_t len = 0;
+    FILE *out;
+
+    make_dir();
+    for (int i = 0; i < n; i++) {
+        struct timespec t = { 1767225600 + 86400 * i, 0 };
+        char started[32];
+        snprintf(started, sizeof(started), "2026-01-0%dT00:00:00Z", i + 1);
+        report(json, sizeof(json), started, busbw[i], "pass");
+        cr_assert_eq(pf_history_append(dir, 10, json, &t, err), PF_OK);
+    }
+    out = open_memstream(&buf, &len);
+    cr_assert_eq(pf_history_print(dir, false, true, out, err), PF_OK, "%s", err);
+    fclose(out);
+    remove_dir();
+    line = strdup(strstr(buf, "busbw trend") ? strstr(buf, "busbw trend") : buf);
+    free(buf);
+    return line;
+}
+
+Test(history, trend_numbers_follow_the_sparkline_for_a_fall_and_a_rise)
+{
+    static const double fall[] = { 0.45, 0.36 }, rise[] = { 0.36, 0.45 },
+                        dip[] = { 331.9, 212.8, 335.24 };
+    char *t;
+
+    t = trend_of(fall, 2);
+    cr_assert_str_eq(t, "busbw trend, oldest to newest: █▁  (0.45 to 0.36 GB/s, "
+                        "down 20%)\n");
+    free(t);
+    t = trend_of(rise, 2);
+    cr_assert_str_eq(t, "busbw trend, oldest to newest: ▁█  (0.36 to 0.45 GB/s, "
+                        "up 25%)\n");
+    free(t);
+    t = trend_of(dip, 3);
+    cr_assert_str_eq(t, "busbw trend, oldest to newest: █▁█  (331.90 to 335.24 "
+                        "GB/s, up 1%; low 212.80, high 335.24)\n");
+    free(t);
+}

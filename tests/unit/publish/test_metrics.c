@@ -292,3 +292,39 @@ Test(metrics, config_refuses_a_textfile_node_exporter_would_not_read)
                  PF_OK, "%s", err);
     cr_assert_str_eq(cfg.pushgateway, "http://pgw:9091");
 }
+
+/* One label, node, on every sample: --node-name, else the hostname; the
+ * same value the Pushgateway groups by. */
+Test(metrics, every_sample_carries_the_node_label)
+{
+    struct pf_run *run = node_run();
+    char *text;
+    int samples = 0;
+
+    add_collective(run);
+    snprintf(run->node.hostname, sizeof(run->node.hostname), "host-a");
+    text = pf_metrics_text(run, 1);
+    cr_assert_str_eq(pf_metrics_node(run), "host-a");
+    for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        if (*l == '#' || *l == '\n')
+            continue;
+        samples++;
+        const char *brace = strchr(l, '{'), *sp = strchr(l, ' ');
+        cr_assert(brace && brace < sp && !strncmp(brace, "{node=\"host-a\"", 14),
+                  "a sample without node=\"host-a\" first: %.80s", l);
+    }
+    cr_assert_geq(samples, 20);
+    cr_assert_eq(value_of(text, "efa_preflight_exit_code{node=\"host-a\"}"), 1,
+                 "%s", text);
+    cr_assert_eq(value_of(text, "efa_preflight_status{node=\"host-a\",status=\"fail\"}"), 1);
+    cr_assert_eq(value_of(text, "efa_preflight_busbw_bytes_per_second{node=\"host-a\","
+                                "bytes=\"1024\",placement=\"in_place\"}"), 1.25e9);
+    free(text);
+    snprintf(run->cfg.node_name, sizeof(run->cfg.node_name), "ip-10-0-0-7\"x");
+    text = pf_metrics_text(run, 1);
+    cr_assert_not_null(strstr(text, "\nefa_preflight_efa_devices{node=\"ip-10-0-0-7\\\"x\"} 2\n"),
+                       "--node-name wins, escaped: %s", text);
+    free(text);
+    pf_catalog_free(&run->catalog);
+    free(run);
+}

@@ -10,7 +10,10 @@
 #include "util/kubeapi.h"
 #include "verdict/verdict.h"
 
-static struct pf_run *make_run(enum pf_status fabric, int exit_code)
+/* A run whose fabric check says `fabric` with `reason` (PF_R_None on a
+ * pass). */
+static struct pf_run *make_run_with(enum pf_status fabric, enum pf_reason reason,
+                                    int exit_code)
 {
     struct pf_run *run = calloc(1, sizeof(*run));
 
@@ -29,14 +32,20 @@ static struct pf_run *make_run(enum pf_status fabric, int exit_code)
     snprintf(run->coll.engine, sizeof(run->coll.engine), "host");
     pf_verdict_add(&run->verdict, "efa_devices", PF_COND_DEVICES, PF_PASS,
                    PF_R_EFADeviceCountMatches, "", "32 of 32");
-    pf_verdict_add(&run->verdict, "busbw", PF_COND_FABRIC, fabric,
-                   fabric == PF_PASS ? PF_R_None
-                   : exit_code == PF_EXIT_INFRA ? PF_R_PeerTimeout
-                                                : PF_R_BandwidthBelowThreshold,
+    pf_verdict_add(&run->verdict, "busbw", PF_COND_FABRIC, fabric, reason,
                    "check the fabric", "busbw 3.1 GB/s below floor 300");
     pf_verdict_finish(run);
     cr_assert_eq(run->verdict.exit_code, exit_code);
     return run;
+}
+
+/* exit 1 here is a group failure (BandwidthBelowThreshold, nobody blamed),
+ * exit 3 a peer that never came (PeerTimeout). */
+static struct pf_run *make_run(enum pf_status fabric, int exit_code)
+{
+    return make_run_with(fabric, fabric == PF_PASS ? PF_R_None
+                                 : exit_code == PF_EXIT_INFRA ? PF_R_PeerTimeout
+                                 : PF_R_BandwidthBelowThreshold, exit_code);
 }
 
 static const char *label(const cJSON *patch, const char *key)
@@ -143,7 +152,7 @@ static const cJSON *condition(const cJSON *patch, const char *type)
 
 Test(k8s_publish, conditions_keep_transition_time_while_status_holds)
 {
-    struct pf_run *run = make_run(PF_FAIL, 1);
+    struct pf_run *run = make_run_with(PF_FAIL, PF_R_StragglerNode, 1);
     cJSON *node = cJSON_Parse(
         "{\"status\":{\"conditions\":["
         "{\"type\":\"Ready\",\"status\":\"True\","
@@ -163,7 +172,7 @@ Test(k8s_publish, conditions_keep_transition_time_while_status_holds)
     cr_assert_str_eq(pf_json_str(dev, "lastTransitionTime"),
                      "2026-02-02T00:00:00Z");
     cr_assert_str_eq(pf_json_str(fab, "status"), "False");
-    cr_assert_str_eq(pf_json_str(fab, "reason"), "BandwidthBelowThreshold");
+    cr_assert_str_eq(pf_json_str(fab, "reason"), "StragglerNode");
     cr_assert_str_eq(pf_json_str(fab, "message"),
                      "busbw 3.1 GB/s below floor 300");
     cr_assert_str_eq(pf_json_str(fab, "lastTransitionTime"),
@@ -172,6 +181,53 @@ Test(k8s_publish, conditions_keep_transition_time_while_status_holds)
                      "2026-11-22T01:02:03Z");
     cJSON_Delete(p);
     cJSON_Delete(node);
+    free(run);
+}
+
+/* DaemonSet: a node alone in its pool reads its own status word, which a
+ * status in (pass,warn) selector does not admit; a node that had partners
+ * but no group keeps "pending" and nothing that speaks for a verdict,
+ * unless a failure was proven on it. */
+Test(k8s_publish, daemonset_alone_is_untested_and_no_group_stays_pending)
+{
+    struct pf_run *run = make_run(PF_PASS, 0);
+    struct pf_node_labels l;
+    cJSON *p;
+
+    snprintf(run->cfg.mode, sizeof(run->cfg.mode), "daemonset");
+    run->peers.world = 1;
+    pf_node_labels_make(run, 1795309323, &l);
+    p = pf_node_labels_patch("efa-preflight.io/", &l);
+    cr_assert_str_eq(label(p, "efa-preflight.io/status"), PF_NODE_UNTESTED);
+    cr_assert_str_eq(label(p, "efa-preflight.io/fabric"), "untested");
+    cJSON_Delete(p);
+
+    run->peers.world = 0;
+    run->peers.stay_pending = true;
+    pf_fault_set(&run->peers.fault, PF_ERR_TIMEOUT, PF_R_GroupNotFormed,
+                 "3 other node(s) of pool p5.48xlarge/us-east-1a are pending");
+    pf_verdict_add(&run->verdict, "collective", PF_COND_FABRIC, PF_FAIL,
+                   PF_R_GroupNotFormed, "", "no group");
+    pf_verdict_finish(run);
+    pf_node_labels_make(run, 1795309323, &l);
+    p = pf_node_labels_patch("efa-preflight.io/", &l);
+    cr_assert_str_eq(label(p, "efa-preflight.io/status"), PF_NODE_PENDING);
+    cr_assert_str_eq(label(p, "efa-preflight.io/efa-count"), "32");
+    for (const char *const *k = (const char *const[]){ "fabric", "busbw-gbps",
+             "validated-at", "valid-until", "valid-until-epoch", NULL };
+         *k; k++) {
+        char key[64];
+        snprintf(key, sizeof(key), "efa-preflight.io/%s", *k);
+        cr_assert_str_eq(label(p, key), "(null)", "%s", key);
+    }
+    cJSON_Delete(p);
+
+    /* A node failure proven on it leaves pending all the same. */
+    pf_verdict_add(&run->verdict, "gpu_count", PF_COND_DEVICES, PF_FAIL,
+                   PF_R_GPUCountMismatch, "", "0 of 8");
+    pf_verdict_finish(run);
+    pf_node_labels_make(run, 1795309323, &l);
+    cr_assert_str_eq(l.status, "fail");
     free(run);
 }
 
@@ -255,14 +311,102 @@ Test(k8s_publish, event_type_reason_and_numbers)
     cJSON_Delete(ev);
     free(run);
 
+    /* a group failure: the class's word, "error" as on the label */
     run = make_run(PF_FAIL, 1);
     ev = pf_node_event(run, "n1", NULL, "pod-a", "2026-11-22T01:02:03Z", "e", NULL);
     cr_assert_str_eq(pf_json_str(ev, "type"), "Warning");
     cr_assert_str_eq(pf_json_str(ev, "reason"), "BandwidthBelowThreshold");
     cr_assert_str_eq(pf_json_str(ev, "message"),
-                     "fail: busbw 3.1 GB/s below floor 300; efa 32, busbw "
+                     "error: busbw 3.1 GB/s below floor 300; efa 32, busbw "
                      "335.24 GB/s over 4 nodes, no floor");
     cJSON_Delete(ev);
+    free(run);
+
+    run = make_run_with(PF_FAIL, PF_R_DataCorruption, 1);
+    ev = pf_node_event(run, "n1", NULL, "pod-a", "2026-11-22T01:02:03Z", "e", NULL);
+    cr_assert(!strncmp(pf_json_str(ev, "message"), "fail: ", 6), "%s",
+              pf_json_str(ev, "message"));
+    cJSON_Delete(ev);
+    free(run);
+}
+
+/* EFAFabricReady by the deciding class: False only for a fault proven on
+ * this node; Unknown with the reason for a group failure, a peer that died
+ * or was at fault, the infrastructure and a usage error (the README's
+ * NodeHealthCheck remediates on False: it must never reboot the healthy
+ * survivors of a peer that died); True for pass and warn. */
+Test(k8s_publish, fabric_condition_by_class)
+{
+    static const struct {
+        enum pf_status st;
+        enum pf_reason reason;
+        int exit_code;
+        const char *status, *label;
+    } cases[] = {
+        { PF_FAIL, PF_R_PeerLost, 3, "Unknown", "error" },
+        { PF_FAIL, PF_R_PeerTimeout, 3, "Unknown", "error" },
+        { PF_FAIL, PF_R_BandwidthBelowThreshold, 1, "Unknown", "error" },
+        { PF_FAIL, PF_R_DataCorruptionNotLocalised, 1, "Unknown", "error" },
+        { PF_FAIL, PF_R_RendezvousPortInUse, 2, "Unknown", NULL },
+        { PF_WARN, PF_R_SlowPeer, 4, "Unknown", "warn" },
+        { PF_FAIL, PF_R_PeerDataCorruption, 4, "Unknown", "warn" },
+        { PF_FAIL, PF_R_StragglerNode, 1, "False", "fail" },
+        { PF_FAIL, PF_R_DataCorruption, 1, "False", "fail" },
+        { PF_WARN, PF_R_BandwidthNotJudged, 0, "True", "warn" },
+        { PF_PASS, PF_R_None, 0, "True", "pass" },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct pf_run *run = make_run_with(cases[i].st, cases[i].reason,
+                                           cases[i].exit_code);
+        cJSON *p = pf_node_conditions_patch(run, NULL, "2026-11-22T01:02:03Z");
+        const cJSON *fab = condition(p, "EFAFabricReady");
+        const char *label = pf_class_status_label(run->verdict.cls);
+        const char *why = pf_reason_name(cases[i].reason);
+
+        cr_assert_str_eq(pf_json_str(fab, "status"), cases[i].status, "%s", why);
+        cr_assert_str_eq(pf_json_str(fab, "reason"),
+                         cases[i].reason == PF_R_None ? "PreflightPassed" : why);
+        if (cases[i].reason != PF_R_None)
+            cr_assert_str_eq(pf_json_str(fab, "message"),
+                             "busbw 3.1 GB/s below floor 300", "%s", why);
+        /* the node's own checks passed: its devices stay True */
+        cr_assert_str_eq(pf_json_str(condition(p, "EFADevicesReady"), "status"),
+                         "True", "%s", why);
+        if (cases[i].label)
+            cr_assert_str_eq(label, cases[i].label, "%s", why);
+        else
+            cr_assert_null(label, "%s", why);
+        cJSON_Delete(p);
+        free(run);
+    }
+}
+
+/* A proven fault decides its condition whatever else could not judge it,
+ * and the survivor of a lost peer keeps Unknown even next to a warning. */
+Test(k8s_publish, a_proven_fault_is_never_hidden_by_unknown)
+{
+    struct pf_run *run = make_run_with(PF_FAIL, PF_R_PeerLost, 3);
+    cJSON *p;
+
+    pf_verdict_add(&run->verdict, "nic_errors", PF_COND_FABRIC, PF_FAIL,
+                   PF_R_EFANICErrors, "", "rdmap0 errors moved");
+    pf_verdict_add(&run->verdict, "usage", PF_COND_FABRIC, PF_FAIL,
+                   PF_R_RendezvousPortInUse, "", "port in use");
+    pf_verdict_finish(run);
+    p = pf_node_conditions_patch(run, NULL, "2026-11-22T01:02:03Z");
+    cr_assert_str_eq(pf_json_str(condition(p, "EFAFabricReady"), "status"), "False");
+    cr_assert_str_eq(pf_json_str(condition(p, "EFAFabricReady"), "reason"), "EFANICErrors");
+    cJSON_Delete(p);
+    free(run);
+
+    run = make_run_with(PF_FAIL, PF_R_PeerLost, 3);
+    pf_verdict_add(&run->verdict, "hint", PF_COND_FABRIC, PF_WARN,
+                   PF_R_BandwidthNotJudged, "", "not judged");
+    pf_verdict_finish(run);
+    p = pf_node_conditions_patch(run, NULL, "2026-11-22T01:02:03Z");
+    cr_assert_str_eq(pf_json_str(condition(p, "EFAFabricReady"), "status"), "Unknown");
+    cr_assert_str_eq(pf_json_str(condition(p, "EFAFabricReady"), "reason"), "PeerLost");
+    cJSON_Delete(p);
     free(run);
 }
 
@@ -285,11 +429,16 @@ Test(k8s_publish, event_name_stays_a_valid_object_name)
 }
 
 /* Blast radius: the cap counts nodes carrying our taint or a HyperPod
- * recovery label, and rounds down. */
+ * recovery label, and rounds down to no less than one. */
 Test(k8s_publish, blast_cap_counts_and_rounds_down)
 {
     cr_assert_eq(pf_blast_cap("20%", 10), 2);
-    cr_assert_eq(pf_blast_cap("20%", 4), 0);
+    /* rounded down, but a percentage allows one node in any cluster: 20%
+     * of 4 (0.8) would let a small cluster never be tainted */
+    cr_assert_eq(pf_blast_cap("20%", 4), 1);
+    cr_assert_eq(pf_blast_cap("20%", 1), 1);
+    cr_assert_eq(pf_blast_cap("20%", 14), 2);
+    cr_assert_eq(pf_blast_cap("0%", 4), 0);
     cr_assert_eq(pf_blast_cap("50%", 1000), 500);
     cr_assert_eq(pf_blast_cap("3", 10), 3);
     cr_assert_eq(pf_blast_cap("0", 10), 0);
@@ -373,6 +522,7 @@ static const char *node_with_pass =
     "\"efa-preflight.io/busbw-gbps\":\"335.24\","
     "\"efa-preflight.io/validated-at\":\"20261121T010203Z\","
     "\"efa-preflight.io/valid-until\":\"20261122T010203Z\","
+    "\"efa-preflight.io/valid-until-epoch\":\"1795309323\","
     "\"kubernetes.io/hostname\":\"n1\"}},"
     "\"status\":{\"conditions\":["
     "{\"type\":\"Ready\",\"status\":\"True\"},"
@@ -392,6 +542,7 @@ Test(k8s_publish, validating_state_drops_every_stale_pass)
     cr_assert_str_eq(label(p, "efa-preflight.io/status"), "validating");
     cr_assert_str_eq(label(p, "efa-preflight.io/valid-until"), "(null)");
     cr_assert_str_eq(label(p, "efa-preflight.io/validated-at"), "(null)");
+    cr_assert_str_eq(label(p, "efa-preflight.io/valid-until-epoch"), "(null)");
     cr_assert_str_eq(label(p, "efa-preflight.io/busbw-gbps"), "(null)");
     cr_assert_str_eq(label(p, "efa-preflight.io/fabric"), "(null)");
     cr_assert_null(label(p, "efa-preflight.io/efa-count"));
@@ -404,6 +555,7 @@ Test(k8s_publish, validating_state_drops_every_stale_pass)
     p = pf_node_state_labels_patch("efa-preflight.io/", node, "error");
     cr_assert_null(label(p, "efa-preflight.io/status"));
     cr_assert_str_eq(label(p, "efa-preflight.io/valid-until"), "(null)");
+    cr_assert_str_eq(label(p, "efa-preflight.io/valid-until-epoch"), "(null)");
     cJSON_Delete(p);
     cJSON_Delete(node);
 
@@ -435,6 +587,8 @@ Test(k8s_publish, undo_puts_back_labels_and_conditions_as_found)
     cr_assert_str_eq(label(l, "efa-preflight.io/status"), "pass");
     cr_assert_str_eq(label(l, "efa-preflight.io/valid-until"),
                      "20261122T010203Z");
+    cr_assert_str_eq(label(l, "efa-preflight.io/valid-until-epoch"),
+                     "1795309323");
     cr_assert_str_eq(label(l, "efa-preflight.io/fabric"), "(null)");
     cr_assert_null(label(l, "kubernetes.io/hostname"));
     cr_assert_str_eq(pf_json_str(fab, "reason"), "PreflightPassed");
@@ -481,5 +635,45 @@ Test(k8s_publish, forged_peer_names_reach_conditions_and_event_sanitised)
     free(text);
     cJSON_Delete(ev);
     cJSON_Delete(p);
+    free(run);
+}
+
+/* The labels table (the README's, printed from our_labels) is what the
+ * verdict writes, key for key and in order; the mark before a run drops
+ * every label that speaks for a verdict, valid-until-epoch included, and
+ * the undo puts each of them back. */
+Test(k8s_publish, label_table_is_what_the_patches_write)
+{
+    struct pf_run *run = make_run(PF_PASS, 0);
+    struct pf_node_labels l;
+    const cJSON *item;
+    cJSON *p, *node;
+    size_t i = 0;
+    char key[128];
+
+    pf_node_labels_make(run, 1795309323, &l);
+    p = pf_node_labels_patch("efa-preflight.io/", &l);
+    cJSON_ArrayForEach(item, pf_json_at(p, "metadata.labels")) {
+        cr_assert_not_null(pf_node_label_name(i), "%s beyond the table", item->string);
+        snprintf(key, sizeof(key), "efa-preflight.io/%s", pf_node_label_name(i));
+        cr_assert_str_eq(item->string, key);
+        i++;
+    }
+    cr_assert_null(pf_node_label_name(i), "the table lists %s, not written",
+                   pf_node_label_name(i));
+    cr_assert_eq(i, 7);
+    cJSON_Delete(p);
+
+    node = cJSON_Parse("{\"metadata\":{\"labels\":{"
+                       "\"efa-preflight.io/status\":\"pass\","
+                       "\"efa-preflight.io/valid-until-epoch\":\"1795482123\"}}}");
+    p = pf_node_state_labels_patch("efa-preflight.io/", node, "validating");
+    cr_assert_str_eq(label(p, "efa-preflight.io/valid-until-epoch"), "(null)");
+    cr_assert_null(label(p, "efa-preflight.io/efa-count"));
+    cJSON_Delete(p);
+    p = pf_node_undo_labels_patch("efa-preflight.io/", node);
+    cr_assert_str_eq(label(p, "efa-preflight.io/valid-until-epoch"), "1795482123");
+    cJSON_Delete(p);
+    cJSON_Delete(node);
     free(run);
 }

@@ -383,12 +383,13 @@ Test(report, report_temp_file_never_follows_a_symlink)
     fclose(f);
     cr_assert_str_eq(buf, "precious", "the write followed %s", old_tmp);
 
-    /* A link at the report's own name is replaced, its target untouched. */
+    /* A link at the report's own name is neither followed nor replaced:
+     * only a regular file (or none) is. */
     unlink(path);
     cr_assert_eq(symlink(target, path), 0);
-    cr_assert_eq(pf_write_file_atomic(path, "{}\n", 3, err), PF_OK, "%s", err);
+    cr_assert_neq(pf_write_file_atomic(path, "{}\n", 3, err), PF_OK);
     cr_assert_eq(lstat(path, &st), 0);
-    cr_assert(S_ISREG(st.st_mode));
+    cr_assert(S_ISLNK(st.st_mode));
     f = fopen(target, "r");
     cr_assert(fgets(buf, sizeof(buf), f));
     fclose(f);
@@ -498,5 +499,31 @@ Test(report, json_flag_prints_the_report_on_stdout, .init = cr_redirect_stdout)
     cr_assert_stdout_eq_str(full);
     free(full);
     free(expect);
+    free_run(run);
+}
+
+/* The peers never came: no empty table under a "provider ?" header and no
+ * "Out of bounds values : 0 OK" for data never checked; the failure is
+ * named once. */
+Test(report, table_after_a_failed_rendezvous_has_no_empty_sweep)
+{
+    struct pf_run *run = p5_run();
+    char *t;
+
+    run->cfg.command = PF_CMD_RUN;
+    run->peers.world = 2;
+    run->peers.fault = (struct pf_fault){ .err = PF_ERR_TIMEOUT,
+                                          .reason = PF_R_PeerTimeout };
+    snprintf(run->peers.fault.msg, sizeof(run->peers.fault.msg),
+             "rank 0 at 127.0.0.1:30411 never answered within 4 s");
+    t = table_text(run);
+    cr_assert(strstr(t, "\n# all_reduce: no message size measured\n"
+                        "# collective failed: PeerTimeout: rank 0 at "
+                        "127.0.0.1:30411 never answered within 4 s\n"), "%s", t);
+    cr_assert_null(strstr(t, "Out of bounds"), "%s", t);
+    cr_assert_null(strstr(t, "provider ?"), "%s", t);
+    cr_assert_null(strstr(t, "Avg bus bandwidth"), "%s", t);
+    cr_assert_null(strstr(t, "#wrong"), "%s", t);
+    free(t);
     free_run(run);
 }

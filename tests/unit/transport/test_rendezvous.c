@@ -1,6 +1,6 @@
 /* The rendezvous: frame limits and deadlines, HELLO membership checks, and
  * whole groups of forked ranks on loopback (join, collectives, PeerTimeout,
- * PeerRejected, PeerLost). Ports 30700-30799. */
+ * PeerRejected, PeerLost, the heartbeat). Ports 30700-30799. */
 #include <criterion/criterion.h>
 #include <signal.h>
 #include <stdio.h>
@@ -478,6 +478,9 @@ struct rank_spec {
     int64_t ms;
 };
 
+/* Heartbeat period and silence window of the groups (0: the defaults). */
+static int beat_ms, silent_ms;
+
 static struct pf_rdv_cfg mkcfg(const struct rank_spec *s, struct pf_fault *coll)
 {
     struct pf_rdv_cfg c;
@@ -495,6 +498,8 @@ static struct pf_rdv_cfg mkcfg(const struct rank_spec *s, struct pf_fault *coll)
     c.self.efa_count = s->rank;
     c.deadline = pf_deadline_in(s->ms);
     c.fault = coll;
+    c.beat_ms = beat_ms;
+    c.silent_ms = silent_ms;
     return c;
 }
 
@@ -1314,4 +1319,123 @@ Test(rendezvous, rank_0_raises_its_open_file_limit_or_names_it)
     pid_t kid = spawn(fd_limits, (struct rank_spec){ 0, 2, 30720, NULL, NULL,
                                                      1000 }, 0);
     cr_assert_eq(exit_of(kid), 0);
+}
+
+/* ----------------------------------------------------------- heartbeat */
+
+/* With a 200 ms beat and a 1.5 s window. A stopped rank (SIGSTOP) beats
+ * no more: every survivor names it PeerLost within the window, long before
+ * its own deadline (20 s), whether it polls like an engine (ranks > 0) or
+ * waits in a collective (rank 0 in allgather). A stalled rank (its engine
+ * stuck in one call after a poll) still beats, with its stall: named too.
+ * A rank busy outside an engine wait (computing, then joining the next
+ * collective late) is never named. */
+enum hb_mode { HB_STOP, HB_STALL, HB_BUSY };
+static enum hb_mode hb_mode;
+static int hb_victim;
+
+static int hb_rank(const struct rank_spec *s)
+{
+    static struct pf_fault coll;
+    struct pf_rdv_cfg c = mkcfg(s, &coll);
+    struct pf_boot *b;
+    char err[PF_ERRLEN], want[128];
+    uint32_t mine = 1, all[4];
+    int64_t dl = pf_deadline_in(20000), t0;
+    pf_err rc = PF_OK;
+
+    if (pf_rdv_open(&c, &b, NULL, err) != PF_OK ||
+        pf_boot_barrier(b, pf_deadline_in(3000), err) != PF_OK)
+        return 90;
+    if (s->rank == hb_victim) {
+        if (hb_mode == HB_STOP)
+            raise(SIGSTOP);
+        if (hb_mode == HB_STALL) {
+            pf_boot_poll(b, err);
+            pf_sleep_ms(6000);        /* "inside a driver call" */
+            return 0;
+        }
+        pf_sleep_ms(3500);            /* HB_BUSY: computing for 2 windows */
+        rc = pf_boot_allgather(b, &mine, 4, all, dl, err);
+        pf_boot_close(b);
+        return rc == PF_OK ? 0 : 91;
+    }
+    t0 = pf_now_ms();
+    if (hb_mode == HB_BUSY || s->rank == 0) {
+        rc = pf_boot_allgather(b, &mine, 4, all, dl, err);
+    } else {
+        while (rc == PF_OK && pf_ms_left(dl) > 0) {
+            rc = pf_boot_poll(b, err);
+            pf_sleep_ms(10);
+        }
+    }
+    if (hb_mode == HB_BUSY) {
+        pf_boot_close(b);
+        if (rc != PF_OK) {
+            fprintf(stderr, "rank %d: %d %s\n", s->rank, rc, err);
+            return 92;
+        }
+        return 0;
+    }
+    snprintf(want, sizeof(want), "rank %d (host-%d, 127.0.0.1) %s", hb_victim,
+             hb_victim, hb_mode == HB_STOP ? "stopped answering"
+                                          : "stopped making progress");
+    pf_boot_close(b);
+    if (rc != PF_ERR_LOST || coll.reason != PF_R_PeerLost ||
+        !strstr(coll.msg, want) || pf_now_ms() - t0 > 4000) {
+        fprintf(stderr, "rank %d after %lld ms: %d %s %s\n", s->rank,
+                (long long)(pf_now_ms() - t0), rc,
+                pf_reason_name(coll.reason), coll.msg);
+        return 93;
+    }
+    return 0;
+}
+
+static void hb_run(enum hb_mode mode, int victim, int port)
+{
+    pid_t kids[3];
+
+    beat_ms = 200;
+    silent_ms = 1500;
+    hb_mode = mode;
+    hb_victim = victim;
+    for (int i = 0; i < 3; i++)
+        kids[i] = spawn(hb_rank, (struct rank_spec){ i, 3, port, NULL, NULL,
+                                                     3000 }, 0);
+    for (int i = 0; i < 3; i++) {
+        if (i == victim && mode == HB_STOP) {
+            continue;
+        }
+        if (i == victim && mode == HB_STALL) {
+            kill(kids[i], SIGKILL);
+            exit_of(kids[i]);
+            continue;
+        }
+        cr_assert_eq(exit_of(kids[i]), 0, "rank %d", i);
+    }
+    if (mode == HB_STOP) {
+        kill(kids[victim], SIGKILL);
+        exit_of(kids[victim]);
+    }
+    beat_ms = silent_ms = 0;
+}
+
+Test(heartbeat, a_stopped_rank_is_named_within_the_window)
+{
+    hb_run(HB_STOP, 2, 30721);
+}
+
+Test(heartbeat, a_stopped_rank_0_is_named_within_the_window)
+{
+    hb_run(HB_STOP, 0, 30722);
+}
+
+Test(heartbeat, a_rank_stuck_in_an_engine_call_is_named)
+{
+    hb_run(HB_STALL, 1, 30723);
+}
+
+Test(heartbeat, a_rank_busy_between_collectives_is_not_named)
+{
+    hb_run(HB_BUSY, 2, 30724);
 }

@@ -1,0 +1,103 @@
+#!/bin/bash
+# Inside one node: every rank runs here, so the node is the one that fails,
+# and its message names the rank at fault.
+# 1-3: the NCCL engine on the GPU double, one process driving 8 "GPUs"
+#   (bus ids 0000:18:00.0 + index): a GPU whose memory corrupts what it
+#   receives (PF_DOUBLE_CORRUPT_GPU=5), a GPU sending wrong data
+#   (--debug-corrupt-rank 2), a slow GPU below a floor (--debug-slow-rank 6)
+#   -> DataCorruption / NodeBandwidthBelowThreshold naming the GPU index
+#   and bus id, the report's collective.inside naming it too; with no fault
+#   the run passes and nobody is named.
+# 4-5: `local --ranks 4` on the host engine over tcp: rank 2 corrupting
+#   -> DataCorruption naming rank 2 and its NIC (the loopback address every
+#   local rank binds); rank 2 slow below a floor -> StragglerNode naming it.
+# Ports: free ones on loopback (--port 0).
+set -u
+root=${PF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+build=${BUILD:-build}
+bin=${PF_BIN:-$root/$build/efa-preflight}
+double=$root/$build/double/libgpu-double.so
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL $*"; tail -n 20 "$tmp/err" 2>/dev/null; exit 1; }
+json() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($1)" "$tmp/r.json"; }
+check() { # name -> "status reason message" of that check
+    json "' '.join([c['status'] + ' ' + c['reason'] + ' ' + c['message'] for c in r['checks'] if c['name'] == '$1'])"
+}
+
+[ -r "$double" ] || fail "test double missing: $double (make test-helpers)"
+unset NCCL_DEBUG NCCL_DEBUG_FILE NCCL_DEBUG_SUBSYS CUDA_VISIBLE_DEVICES
+
+gpus() { # env assignments... -- extra flags...
+    local envs=()
+    while [ $# -gt 0 ] && [ "$1" != "--" ]; do envs+=("$1"); shift; done
+    shift
+    rm -f "$tmp/r.json"
+    env EFA_PREFLIGHT_CUDART="$double" EFA_PREFLIGHT_NCCL="$double" \
+        PF_DOUBLE_GPUS=8 PF_DOUBLE_TRACE="$tmp/trace" "${envs[@]}" \
+        timeout -k 5 60 "$bin" local --ranks 1 --no-imds --expect-efa 0 \
+        --timeout 30 -b 8 -e 64K -n 2 -w 1 --report "$tmp/r.json" "$@" \
+        >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+}
+
+# 0. no fault: pass, every rank described, nobody named
+gpus X=1 --
+[ $rc -eq 0 ] || fail "clean 8-GPU run exited $rc"
+got=$(json '(r["collective"]["nranks"], r["collective"]["inside"]["ranks"][3], r["collective"]["inside"]["culprits"], r["collective"]["inside"]["method"])')
+[ "$got" = "(8, {'rank': 3, 'process': 0, 'gpu': 3, 'bus_id': '0000:1b:00.0', 'nic': None}, [], None)" ] ||
+    fail "clean run: (nranks, inside.ranks[3], culprits, method) = $got"
+echo "ok   clean: 8 GPUs in one process described by index and bus id, nobody named, exit 0"
+
+# 1. GPU 5 corrupts what lands in its memory
+gpus PF_DOUBLE_CORRUPT_GPU=5:3 --
+[ $rc -eq 1 ] || fail "corrupting GPU 5: exit $rc, want 1"
+got=$(check data)
+[[ "$got" == "fail DataCorruption this node corrupts data at rank 5 (GPU 5, bus 0000:1d:00.0): "* ]] ||
+    fail "corrupting GPU 5: data check is: $got"
+got=$(json '(r["collective"]["inside"]["method"], r["collective"]["inside"]["kind"], r["collective"]["inside"]["culprits"], [(l["a"], l["b"]) for l in r["collective"]["inside"]["links"] if l["wrong"] > 0])')
+[ "$got" = "('gpu-pairs', 'data', [5], [(4, 5), (5, 6)])" ] ||
+    fail "corrupting GPU 5: inside (method, kind, culprits, wrong links) = $got"
+echo "ok   GPU 5 corrupting its results: DataCorruption names rank 5 (GPU 5, bus 0000:1d:00.0), links 4-5 and 5-6 wrong"
+
+# 2. GPU 2 sends wrong data (every result of the ring is wrong)
+gpus X=1 -- --debug-corrupt-rank 2
+[ $rc -eq 1 ] || fail "GPU 2 sending wrong data: exit $rc, want 1"
+got=$(check data)
+[[ "$got" == "fail DataCorruption this node corrupts data at rank 2 (GPU 2, bus 0000:1a:00.0): "* ]] ||
+    fail "GPU 2 sending wrong data: data check is: $got"
+echo "ok   GPU 2 sending wrong data: DataCorruption names rank 2 (GPU 2, bus 0000:1a:00.0)"
+
+# 3. GPU 6 slow, the ring below a floor
+gpus X=1 -- --min-busbw-gbps 100000 --debug-slow-rank 6 --debug-slow-ms 30
+[ $rc -eq 1 ] || fail "slow GPU 6: exit $rc, want 1"
+got=$(check busbw)
+[[ "$got" == "fail NodeBandwidthBelowThreshold this node is slow at rank 6 (GPU 6, bus 0000:1e:00.0): "* ]] ||
+    fail "slow GPU 6: busbw check is: $got"
+echo "ok   slow GPU 6 below the floor: NodeBandwidthBelowThreshold names rank 6 (GPU 6, bus 0000:1e:00.0)"
+
+host() { # extra flags...
+    rm -f "$tmp/r.json"
+    timeout -k 5 90 "$bin" local --ranks 4 --fabric-provider tcp --no-imds \
+        --expect-efa 0 --timeout 60 -b 64K -e 1M -n 5 -w 2 \
+        --report "$tmp/r.json" "$@" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+}
+
+# 4. host engine, rank 2 corrupting
+host --debug-corrupt-rank 2
+[ $rc -eq 1 ] || fail "host rank 2 corrupting: exit $rc, want 1"
+got=$(check data)
+[[ "$got" == "fail DataCorruption this node corrupts data at rank 2 (NIC 127.0.0.1): "* ]] ||
+    fail "host rank 2 corrupting: data check is: $got"
+got=$(json '[(x["rank"], x["process"], x["gpu"], x["nic"]) for x in r["collective"]["inside"]["ranks"]][2]')
+[ "$got" = "(2, 2, None, '127.0.0.1')" ] || fail "host rank 2: inside.ranks[2] = $got"
+echo "ok   local --ranks 4, rank 2 corrupting: DataCorruption names rank 2 (NIC 127.0.0.1)"
+
+# 5. host engine, rank 2 slow below a floor
+host --debug-slow-rank 2 --debug-slow-ms 20 --min-busbw-gbps 1000
+[ $rc -eq 1 ] || fail "host rank 2 slow: exit $rc, want 1"
+got=$(check busbw)
+[[ "$got" == "fail StragglerNode this node ("*"NIC 127.0.0.1) runs the straggler, rank 2 "* ]] ||
+    fail "host rank 2 slow: busbw check is: $got"
+echo "ok   local --ranks 4, rank 2 slow: StragglerNode names rank 2 and its NIC"

@@ -1,0 +1,147 @@
+/* Inside one node (verdict/inside_checks.c): the node fails as a whole, and
+ * the message names the rank at fault with its GPU and bus id, or its NIC,
+ * from the re-test between processes or the GPU pairs of one process. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collective/collective.h"
+#include "collective/sweep.h"
+#include "verdict/verdict.h"
+
+/* One node, n ranks; gpus: one process driving n GPUs (bus 0000:1X:00.0),
+ * else n host processes with a NIC each; wrong: elements wrong. */
+static struct pf_run *one_node(int n, bool gpus, long wrong)
+{
+    struct pf_run *run = calloc(1, sizeof(*run));
+    struct pf_coll *c = &run->coll;
+
+    c->ran = true;
+    snprintf(c->engine, sizeof(c->engine), "%s", gpus ? "nccl" : "host");
+    snprintf(c->fabric.provider, sizeof(c->fabric.provider), "tcp");
+    c->fabric.provider_is_fallback = true;
+    c->nranks = n;
+    c->nnodes = 1;
+    c->nrows = 1;
+    pf_sweep_fill_row(&c->rows[0], 1 << 20, n, 0.01, 0.01, wrong, 0);
+    pf_sweep_summarize(c);
+    c->inside.nids = n;
+    c->inside.ids = calloc((size_t)n, sizeof(*c->inside.ids));
+    for (int r = 0; r < n; r++) {
+        struct pf_rank_id *id = &c->inside.ids[r];
+        id->rank = r;
+        id->proc = gpus ? 0 : r;
+        id->gpu = gpus ? r : -1;
+        if (gpus)
+            snprintf(id->bus, sizeof(id->bus), "0000:%02x:00.0", 0x18 + r);
+        else
+            snprintf(id->nic, sizeof(id->nic), "rdmap%ds0", 16 + r);
+    }
+    return run;
+}
+
+static const struct pf_check *find(const struct pf_run *run, const char *name)
+{
+    for (int i = 0; i < run->verdict.n; i++)
+        if (!strcmp(run->verdict.checks[i].name, name))
+            return &run->verdict.checks[i];
+    return NULL;
+}
+
+static void done(struct pf_run *run)
+{
+    pf_coll_free(&run->coll);
+    free(run);
+}
+
+Test(inside_checks, a_corrupting_gpu_among_8_is_named_by_index_and_bus_id)
+{
+    struct pf_run *run = one_node(8, true, 12);
+    struct pf_inside *in = &run->coll.inside;
+    const struct pf_check *k;
+
+    snprintf(in->method, sizeof(in->method), "gpu-pairs");
+    snprintf(in->kind, sizeof(in->kind), "data");
+    snprintf(in->note, sizeof(in->note), "pairwise: rank 5 has both links "
+             "carry wrong data");
+    in->nculprits = 1;
+    in->culprits = calloc(1, sizeof(int));
+    in->culprits[0] = 5;
+    pf_verdict_fabric(run);
+    pf_verdict_finish(run);
+    k = find(run, "data");
+    cr_assert(k);
+    cr_assert_eq(k->status, PF_FAIL);
+    cr_assert_eq(k->reason, PF_R_DataCorruption);
+    cr_assert(strstr(k->message, "this node corrupts data at rank 5 (GPU 5, "
+                                 "bus 0000:1d:00.0)"), "%s", k->message);
+    cr_assert_eq(run->verdict.exit_code, 1);
+    done(run);
+}
+
+Test(inside_checks, a_corrupting_process_is_named_with_its_nic)
+{
+    struct pf_run *run = one_node(4, false, 40);
+    struct pf_straggler *s = &run->coll.strag;
+    const struct pf_check *k;
+
+    snprintf(s->method, sizeof(s->method), "pairwise");
+    snprintf(s->kind, sizeof(s->kind), "data");
+    s->nculprits = 1;
+    s->culprits = calloc(1, sizeof(int));
+    s->culprits[0] = 2;
+    pf_verdict_fabric(run);
+    k = find(run, "data");
+    cr_assert(k);
+    cr_assert_eq(k->reason, PF_R_DataCorruption);
+    cr_assert(strstr(k->message, "at rank 2 (NIC rdmap18s0)"), "%s",
+              k->message);
+    done(run);
+}
+
+Test(inside_checks, a_slow_gpu_below_the_floor_is_named)
+{
+    struct pf_run *run = one_node(8, true, 0);
+    struct pf_inside *in = &run->coll.inside;
+    const struct pf_check *k;
+
+    run->cfg.min_busbw_gbps = 1e6;    /* every ring is below it */
+    snprintf(in->kind, sizeof(in->kind), "slow");
+    in->nculprits = 1;
+    in->culprits = calloc(1, sizeof(int));
+    in->culprits[0] = 6;
+    pf_verdict_fabric(run);
+    k = find(run, "busbw");
+    cr_assert(k);
+    cr_assert_eq(k->reason, PF_R_NodeBandwidthBelowThreshold);
+    cr_assert(strstr(k->message, "this node is slow at rank 6 (GPU 6, bus "
+                                 "0000:1e:00.0)"), "%s", k->message);
+    done(run);
+}
+
+Test(inside_checks, nobody_singled_out_keeps_the_node_wide_words)
+{
+    struct pf_run *run = one_node(8, true, 12);
+    const struct pf_check *k;
+
+    snprintf(run->coll.inside.kind, sizeof(run->coll.inside.kind), "data");
+    pf_verdict_fabric(run);
+    k = find(run, "data");
+    cr_assert(k);
+    cr_assert_eq(k->reason, PF_R_DataCorruption);
+    cr_assert(strstr(k->message, "every rank of the run"), "%s", k->message);
+    done(run);
+}
+
+Test(inside_checks, a_process_is_described_by_all_its_gpus)
+{
+    struct pf_run *run = one_node(3, true, 0);
+    char buf[256];
+
+    cr_assert_str_eq(pf_inside_proc(run, 0, buf, sizeof(buf)),
+                     "GPU 0, bus 0000:18:00.0; GPU 1, bus 0000:19:00.0; "
+                     "GPU 2, bus 0000:1a:00.0");
+    cr_assert_str_eq(pf_inside_proc(run, 1, buf, sizeof(buf)), "");
+    done(run);
+}
