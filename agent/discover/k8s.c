@@ -202,6 +202,8 @@ static bool on_event(void *ctx, const cJSON *ev)
     if (!strcmp(type, "ERROR")) {
         const cJSON *code = pf_json_at(obj, "code");
         if (cJSON_IsNumber(code) && code->valueint == 410) {
+            pf_debug("pod watch: resourceVersion %s expired (410), listing "
+                     "again", w->rv);
             w->gone = true;
         } else {
             w->watch_error = true;
@@ -394,8 +396,11 @@ static pf_err wait_for_peers(struct pf_kube *k, const char *ns,
                 pf_sleep_ms(left < 1000 ? left : 1000);
                 break;
             }
-            if (status == 410)
+            if (status == 410) {
+                pf_debug("pod watch: HTTP 410 for resourceVersion %s, "
+                         "listing again", w->rv);
                 w->gone = true;
+            }
             else
                 w->reauth = false;
         }
