@@ -173,7 +173,10 @@ for spec in specs:
     objs.append({"kind": "Node", "apiVersion": "v1", "metadata": {
         "name": "node-%d" % i, "labels": {
             "kubernetes.io/hostname": "node-%d" % i,
-            "node.kubernetes.io/instance-type": "p5.48xlarge",
+            # A type the catalog lacks: the agent takes the type from
+            # this label where DMI names none, and these agents run
+            # without EFA, which a catalog type's expectations would fail.
+            "node.kubernetes.io/instance-type": "test.fake",
             "topology.kubernetes.io/zone": "us-east-1a"}},
         "spec": {"taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]},
         "status": {"conditions": kubelet}})
