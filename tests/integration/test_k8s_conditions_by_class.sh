@@ -50,7 +50,7 @@ assert v["conditions"]["EFADevicesReady"] != "fail", ("devices", v)
 assert v["reason"] == sys.argv[4], ("report reason", v)
 PY
         { cat "$T/out/$out.json"; pfk8s_die "$out: the report does not say $word / $cond / $reason"; }
-    grep -qx "efa_preflight_status{status=\"$word\"} 1" "$T/out/$out.prom" ||
+    grep -qE "^efa_preflight_status\{(node=\"[^\"]*\",)?status=\"$word\"\} 1$" "$T/out/$out.prom" ||
         { grep efa_preflight_status "$T/out/$out.prom"; pfk8s_die "$out: the metric does not say $word"; }
     [ "$(grep -c '^efa_preflight_status{.*} 1$' "$T/out/$out.prom")" = 1 ] ||
         pfk8s_die "$out: the status metric is not one-hot"

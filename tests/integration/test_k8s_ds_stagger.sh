@@ -60,7 +60,7 @@ pending() {
      \"state\":{\"running\":{\"startedAt\":\"$now\"}}}]}}]"
     ip netns exec "pfk8s-$((i + 1))" env POD_NAME="efa-preflight-ds-$i" \
         POD_NAMESPACE=efa-preflight NODE_NAME="node-$i" \
-        "$PF_BIN" run --mode daemonset --group-size 2 \
+        "$PF_BIN" run --mode daemonset --group-size 2 --expect-gpus 0 \
         --api-server "https://$PFK8S_HOST_IP:$PFK8S_API_PORT" \
         --token-file "$T/token" --ca-file "$T/certs/ca.crt" --no-imds \
         --port "$PFK8S_RDV_PORT" --fabric-provider tcp --engine host \

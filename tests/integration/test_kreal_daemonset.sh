@@ -38,7 +38,7 @@ pids=""
 for i in $(seq 0 $((N - 1))); do
     ip netns exec "pfkr-$((i + 1))" env POD_NAME="efa-preflight-ds-$i" \
         POD_NAMESPACE=efa-preflight NODE_NAME="node-$i" \
-        "$PF_BIN" run --mode daemonset --group-size 2 \
+        "$PF_BIN" run --mode daemonset --group-size 2 --expect-gpus 0 \
         --api-server "$KR_API" --token-file "$T/token-$i" --ca-file "$KR_CA" --no-imds \
         --secret-file "$T/secret" \
         --port "$KR_RDV_PORT" --fabric-provider tcp --engine host \

@@ -35,7 +35,7 @@ agent() {   # agent INDEX TAG TIMEOUT: in pod pfkr-(INDEX+1), in the background
     local i=$1
     ip netns exec "pfkr-$((i + 1))" env POD_NAME="train-workers-$i-0-p$i" \
         POD_NAMESPACE=ml POD_IP="10.254.42.$((11 + i))" \
-        "$PF_BIN" run --api-server "$KR_API" \
+        "$PF_BIN" run --api-server "$KR_API" --expect-gpus 0 \
         --token-file "$T/token-$i" --ca-file "$KR_CA" --no-imds \
         --port "$KR_RDV_PORT" --fabric-provider tcp --engine host \
         -b 64K -e 1M -n 3 -w 1 --timeout "$3" --taint-on-failure \

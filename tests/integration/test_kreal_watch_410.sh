@@ -24,7 +24,7 @@ for i in 0 1; do kr_token ml efa-preflight-job "train-workers-$i-0-p$i" > "$T/to
 agent() {   # agent INDEX
     local i=$1
     ip netns exec "pfkr-$((i + 1))" env POD_NAME="train-workers-$i-0-p$i" POD_NAMESPACE=ml \
-        "$PF_BIN" run --api-server "$KR_API" --token-file "$T/token-$i" --ca-file "$KR_CA" \
+        "$PF_BIN" run --api-server "$KR_API" --expect-gpus 0 --token-file "$T/token-$i" --ca-file "$KR_CA" \
         --no-imds --port "$KR_RDV_PORT" --fabric-provider tcp --engine host \
         -b 64K -e 256K -n 2 -w 1 --timeout 120 --report "$T/out/a$i.json" -vv \
         > "$T/out/a$i.stdout" 2> "$T/out/a$i.stderr"
