@@ -61,7 +61,7 @@ for hold in 20 3; do
     secs=$(elapsed "$t0")
     [ $rc -eq 3 ] || fail "$tag: the real rank 1 exited $rc, want 3"
     awk -v s="$secs" 'BEGIN { exit !(s < 5) }' || fail "$tag: the real rank 1 took ${secs}s (its deadline is 15 s)"
-    grep -q "summary: FAIL PeerRejected .*(exit 3)" "$tmp/$tag-r1.out" || fail "$tag: the summary is not PeerRejected"
+    grep -q "summary: ERROR PeerRejected .*(exit 3)" "$tmp/$tag-r1.out" || fail "$tag: the summary is not PeerRejected"
     grep -q "PeerRejected: rank 0 rejected a peer from 127.0.0.1: rank 1 is claimed twice" "$tmp/$tag-r1.err" ||
         fail "$tag: rank 1 does not say its rank is claimed twice"
     grep -q "never answered" "$tmp/$tag-r1.out" && fail "$tag: rank 1 blames rank 0"

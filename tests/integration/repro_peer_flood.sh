@@ -1,4 +1,8 @@
 #!/bin/bash
+# NOT in `make test`: it reproduces an open defect. Under this flood rank 0
+# refuses newcomers while every slot is taken, and a real member can be
+# among them (3rd of 10 runs failed, PeerTimeout). Run it by hand:
+#   sudo env PF_BIN=build/efa-preflight PF_ROOT=$PWD bash tests/integration/repro_peer_flood.sh
 # A connection flood on rank 0's rendezvous port cannot fail the run: a
 # stranger in a fourth namespace opens ~1000 idle connections a second
 # (never a byte sent) and holds them, from before rank 0 starts until
