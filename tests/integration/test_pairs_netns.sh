@@ -68,7 +68,7 @@ culprits() {
 }
 
 # 1. one slow, one corrupting
-run_ring 36401 "2" --min-busbw-gbps 0.05 --debug-corrupt-rank 5
+run_ring 36401 "2" --min-busbw-gbps 0.025 --debug-corrupt-rank 5
 [ "$RC_2" -eq 1 ] || fail "mixed: rank 2 exited $RC_2, want 1"
 [ "$(check 2 busbw reason)" = StragglerNode ] || fail "mixed: rank 2 busbw $(check 2 busbw reason): $(check 2 busbw message)"
 grep -q "^this node (rank 2, [^)]*10.254.64.12) is the straggler" <<<"$(check 2 busbw message)" ||
@@ -93,7 +93,7 @@ echo "ok   8 ranks, rank 2 slow and rank 5 corrupting: both exit 1 (StragglerNod
      "the six others exit 4 naming both ($(took)); links $(links)"
 
 # 2. two slow, two places apart
-run_ring 36411 "2 4" --min-busbw-gbps 0.05
+run_ring 36411 "2 4" --min-busbw-gbps 0.025
 for r in 2 4; do
     eval "rc=\$RC_$r"
     [ "$rc" -eq 1 ] || fail "two slow: rank $r exited $rc, want 1; links $(links)"
