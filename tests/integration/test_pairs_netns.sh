@@ -2,7 +2,7 @@
 # Each node judged by its own links, on the host engine across 8 network
 # namespaces (pfpr-*, 10.254.64.0/24, ports 36400-36499), static bootstrap,
 # tcp. A slow node is one whose interface is shaped with tbf (100 Mbit/s,
-# 0.0125 GB/s, against healthy links of ~0.3 GB/s here):
+# 0.0125 GB/s, against healthy links of 0.04-0.47 GB/s here, judged at 0.025):
 #   1. rank 2 slow and rank 5 corrupting: both named (rank 2 StragglerNode,
 #      rank 5 DataCorruption, each exit 1); the other six exit 4 (class
 #      peer) naming both - the slow node is judged although another node
