@@ -81,7 +81,7 @@ agent nonode
 rc=$?
 [ $rc -eq 3 ] || { cat "$T/out/nonode.stderr"; kr_die "no node rights: exit $rc, want 3"; }
 grep -q "HTTP 403" "$T/out/nonode.stderr" || { cat "$T/out/nonode.stderr"; kr_die "no node rights: no 403 in the error"; }
-grep -q "summary: FAIL Forbidden .*(exit 3)" "$T/out/nonode.stdout" ||
+grep -q "summary: ERROR Forbidden .*(exit 3)" "$T/out/nonode.stdout" ||
     { cat "$T/out/nonode.stdout"; kr_die "no node rights: the summary does not say Forbidden, exit 3"; }
 python3 - "$T/out/nonode.json" <<'PY' || kr_die "no node rights: the report does not say Forbidden"
 import json, sys
