@@ -114,7 +114,9 @@ for i in a b; do
     [ "$(json "$tmp/c$i.json" '(r["verdict"]["exit_code"], r["collective"]["nranks"])')" = "(0, 3)" ] ||
         fail "run $i: report is not a 3-rank pass"
 done
-timeout -k 5 60 "$bin" local --ranks 2 --fabric-provider tcp --no-imds --port 30305 \
-    --timeout 30 -e 64K --log-level info >"$tmp/out" 2>"$tmp/err" || fail "local --port 30305 exited $?"
-grep -q 'rendezvous on 127.0.0.1:30305' "$tmp/err" || fail "--port 30305 was not used"
+. "$root/tests/integration/lib_port.sh"
+port=$(pf_free_port)
+timeout -k 5 60 "$bin" local --ranks 2 --fabric-provider tcp --no-imds --port "$port" \
+    --timeout 30 -e 64K --log-level info >"$tmp/out" 2>"$tmp/err" || fail "local --port $port exited $?"
+grep -q "rendezvous on 127.0.0.1:$port" "$tmp/err" || fail "--port $port was not used"
 echo "ok   two concurrent local runs: free ports $port_a and $port_b, both pass, no stranger; --port honoured"
