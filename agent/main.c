@@ -6,11 +6,13 @@
  *   efa-preflight catalog   print the effective instance catalog
  *   efa-preflight reasons   print the table of reasons [--json|--markdown]
  *   efa-preflight history   this node's past runs, newest first
+ *   efa-preflight webhook   admission webhook that injects the gate
  *   efa-preflight version
  *
  * Exit codes: 0 pass, 1 validation failed, 2 usage/config error,
  * 3 infrastructure error, 4 a peer failed (PF_EXIT_CODES_HELP). */
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -33,6 +35,7 @@
 #include "util/log.h"
 #include "util/sanitize.h"
 #include "verdict/verdict.h"
+#include "webhook/webhook.h"
 
 extern char **environ;
 
@@ -49,6 +52,8 @@ static const struct {
     { "version", PF_CMD_VERSION, "print the version" },
     { "history", PF_CMD_HISTORY, "this node's past runs from --history-dir, "
                                  "newest first, with a busbw trend [--json]" },
+    { "webhook", PF_CMD_WEBHOOK, "mutating admission webhook: injects the gate into "
+                                 "every Pod that requests EFA" },
     /* Handled before the config stage: it reads no option but its format. */
     { "reasons", PF_CMD_VERSION, "print every reason, its class, exit code "
                                  "and remedy [--json|--markdown]" },
@@ -107,6 +112,54 @@ static int reasons_command(int argc, char **argv)
         }
     }
     pf_reasons_print(stdout, format);
+    return PF_EXIT_PASS;
+}
+
+/* `efa-preflight webhook`: serve until SIGTERM/SIGINT. The same binary as
+ * the gate it injects: one option table, one log, one version, so the
+ * webhook of a release injects that release's gate. */
+static int webhook_command(const struct pf_config *cfg)
+{
+    char err[PF_ERRLEN] = "";
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    /* Blocked before the server's threads exist, so they inherit it and
+     * the signal is taken here alone. */
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    const char *own_ns = cfg->namespace_[0] ? cfg->namespace_ : getenv("POD_NAMESPACE");
+    struct pf_webhook_opts o = {
+        .bind_addr = cfg->webhook_addr,
+        .port = cfg->webhook_port,
+        .tls_cert = cfg->tls_cert_file,
+        .tls_key = cfg->tls_key_file,
+        .max_body = (size_t)cfg->webhook_max_body,
+        .threads = (unsigned)cfg->webhook_threads,
+        .own_namespace = own_ns ? own_ns : "",
+        .gate = {
+            .agent_image = cfg->agent_image,
+            .prefix = cfg->label_prefix,
+            .timeout_s = cfg->timeout_s,
+            .port = cfg->port,
+            .taint_on_failure = cfg->taint_on_failure,
+        },
+    };
+    struct pf_webhook *w;
+    pf_err rc = pf_webhook_start(&o, &w, err);
+    if (rc != PF_OK) {
+        say("%s", err);
+        return rc == PF_ERR_USAGE || rc == PF_ERR_CONFIG ? PF_EXIT_USAGE : PF_EXIT_INFRA;
+    }
+    /* The line tests and people wait for: the port is known from here. */
+    printf("efa-preflight webhook: serving https on port %d (namespace %s left alone)\n",
+           pf_webhook_port(w), o.own_namespace[0] ? o.own_namespace : "-");
+    fflush(stdout);
+    int sig = 0;
+    while (sigwait(&set, &sig) != 0)
+        ;
+    pf_info("webhook: %s: stopping", strsignal(sig));
+    pf_webhook_stop(w);
     return PF_EXIT_PASS;
 }
 
@@ -457,6 +510,11 @@ int main(int argc, char **argv)
         run_free(run);
         return rc == PF_OK ? PF_EXIT_PASS
                : rc == PF_ERR_USAGE ? PF_EXIT_USAGE : PF_EXIT_INFRA;
+    }
+    if (cmd == PF_CMD_WEBHOOK) {
+        code = webhook_command(&run->cfg);
+        run_free(run);
+        return code;
     }
     if (cmd == PF_CMD_VERSION) {
         printf("efa-preflight %s (report schema %s)\n", PF_VERSION,

@@ -26,7 +26,7 @@
 /* ---------------------------------------------------------------- config */
 
 enum pf_command { PF_CMD_NODE, PF_CMD_RUN, PF_CMD_LOCAL, PF_CMD_CATALOG,
-                  PF_CMD_VERSION, PF_CMD_HISTORY };
+                  PF_CMD_VERSION, PF_CMD_HISTORY, PF_CMD_WEBHOOK };
 
 struct pf_config {
     enum pf_command command;
@@ -118,6 +118,16 @@ struct pf_config {
                                          holding the marked nodes */
     int valid_hours;                  /* valid-until = validated-at + this */
     bool publish;                     /* write to the Node (k8s mode) */
+
+    /* webhook (agent/webhook/): the gate's timeout, port, label prefix and
+     * taint_on_failure are the options above, passed on to the gate */
+    char webhook_addr[PF_NAME_MAX];   /* "" = every address */
+    int webhook_port;                 /* HTTPS port, 0 = the kernel's choice */
+    char tls_cert_file[PF_PATH_MAX];  /* PEM; re-read when it changes */
+    char tls_key_file[PF_PATH_MAX];
+    char agent_image[PF_PATH_MAX];    /* the copy-in image */
+    uint64_t webhook_max_body;        /* larger reviews get 413 */
+    int webhook_threads;
 };
 
 /* --------------------------------------------------------------- catalog */

@@ -35,9 +35,10 @@ enum opt_type { OPT_STR, OPT_INT, OPT_DOUBLE, OPT_BOOL, OPT_SIZE, OPT_ENUM,
 #define C_CATALOG (1u << PF_CMD_CATALOG)
 #define C_VERSION (1u << PF_CMD_VERSION)
 #define C_HISTORY (1u << PF_CMD_HISTORY)
+#define C_WEBHOOK (1u << PF_CMD_WEBHOOK)
 #define C_CHECKS (C_NODE | C_RUN | C_LOCAL)
 #define C_COLL (C_RUN | C_LOCAL)
-#define C_ALL (C_CHECKS | C_CATALOG | C_VERSION | C_HISTORY)
+#define C_ALL (C_CHECKS | C_CATALOG | C_VERSION | C_HISTORY | C_WEBHOOK)
 
 struct opt_spec {
     const char *key;      /* YAML key; flag = key with '-', env = upper */
@@ -118,14 +119,15 @@ static const struct opt_spec options[] = {
       "static: this process's rank" },
     { "world_size", 0, OPT_INT, F(world_size), 0, INT_MAX, NULL, C_RUN,
       "number of ranks (0: from the bootstrap)" },
-    { "port", 0, OPT_INT, F(port), 0, 65535, NULL, C_COLL,
+    { "port", 0, OPT_INT, F(port), 0, 65535, NULL, C_COLL | C_WEBHOOK,
       "rendezvous TCP port on rank 0 (0 picks a free one, local's default; "
-      "daemonset: the coordinator listens on port + 1)" },
+      "daemonset: the coordinator listens on port + 1; webhook: the "
+      "injected gate's)" },
     { "bind_addr", 0, OPT_STR, F(bind_addr), 0, 0, NULL, C_COLL,
       "address to listen on and advertise (default: any / the pod IP)" },
-    { "timeout", 0, OPT_INT, F(timeout_s), 1, 86400, NULL, C_CHECKS,
+    { "timeout", 0, OPT_INT, F(timeout_s), 1, 86400, NULL, C_CHECKS | C_WEBHOOK,
       "seconds that bound the whole run, peers included (node: its checks; "
-      "then publishing has its grace)" },
+      "then publishing has its grace; webhook: the injected gate's)" },
     { "secret_file", 0, OPT_STR, F(secret_file), 0, 0, NULL, C_COLL,
       "shared secret: ranks sign their HELLO with HMAC-SHA256" },
     { "run_id", 0, OPT_STR, F(run_id), 0, 0, NULL, C_COLL,
@@ -185,7 +187,7 @@ static const struct opt_spec options[] = {
       "CA bundle for the API server (default: the service account's)" },
     { "pod_name", 0, OPT_STR, F(pod_name), 0, 0, NULL, C_RUN,
       "own pod (default: $POD_NAME)" },
-    { "namespace", 0, OPT_STR, F(namespace_), 0, 0, NULL, C_RUN,
+    { "namespace", 0, OPT_STR, F(namespace_), 0, 0, NULL, C_RUN | C_WEBHOOK,
       "own namespace (default: $POD_NAMESPACE)" },
     { "node_name", 0, OPT_STR, F(node_name), 0, 0, NULL, C_RUN,
       "own node (default: $NODE_NAME)" },
@@ -197,9 +199,9 @@ static const struct opt_spec options[] = {
       "k8s: gate a job (initcontainer) or validate pending nodes (daemonset)" },
     { "group_size", 0, OPT_INT, F(group_size), 1, INT_MAX, NULL, C_RUN,
       "daemonset: nodes validated together" },
-    { "label_prefix", 0, OPT_STR, F(label_prefix), 0, 0, NULL, C_RUN,
+    { "label_prefix", 0, OPT_STR, F(label_prefix), 0, 0, NULL, C_RUN | C_WEBHOOK,
       "prefix of the labels written on the Node" },
-    { "taint_on_failure", 0, OPT_BOOL, F(taint_on_failure), 0, 0, NULL, C_RUN,
+    { "taint_on_failure", 0, OPT_BOOL, F(taint_on_failure), 0, 0, NULL, C_RUN | C_WEBHOOK,
       "add efa-preflight.io/unhealthy:NoSchedule on failure (removed on pass)" },
     { "max_tainted", 0, OPT_STR, F(max_tainted), 0, 0, NULL, C_RUN,
       "at most this many nodes (N, or N% of the cluster) carry our taint or "
@@ -215,6 +217,22 @@ static const struct opt_spec options[] = {
       "valid-until = validated-at + this many hours" },
     { "publish", 0, OPT_BOOL, F(publish), 0, 0, NULL, C_RUN,
       "k8s: write labels, conditions, event and taint on the Node" },
+    /* webhook */
+    { "webhook_addr", 0, OPT_STR, F(webhook_addr), 0, 0, NULL, C_WEBHOOK,
+      "webhook: address to listen on (default: every address)" },
+    { "webhook_port", 0, OPT_INT, F(webhook_port), 0, 65535, NULL, C_WEBHOOK,
+      "webhook: HTTPS port (0: one the kernel picks, printed at start)" },
+    { "tls_cert_file", 0, OPT_STR, F(tls_cert_file), 0, 0, NULL, C_WEBHOOK,
+      "webhook: serving certificate chain, PEM (re-read when it changes)" },
+    { "tls_key_file", 0, OPT_STR, F(tls_key_file), 0, 0, NULL, C_WEBHOOK,
+      "webhook: its private key, PEM (re-read when it changes)" },
+    { "agent_image", 0, OPT_STR, F(agent_image), 0, 0, NULL, C_WEBHOOK,
+      "webhook: the image the injected copy-in initContainer takes the "
+      "binary from (/usr/local/bin/efa-preflight)" },
+    { "webhook_max_body", 0, OPT_SIZE, F(webhook_max_body), 4096, 64.0 * (1 << 20), NULL,
+      C_WEBHOOK, "webhook: largest AdmissionReview accepted (413 beyond)" },
+    { "webhook_threads", 0, OPT_INT, F(webhook_threads), 1, 256, NULL, C_WEBHOOK,
+      "webhook: server threads" },
 };
 
 #define NOPTS (sizeof(options) / sizeof(options[0]))
@@ -282,6 +300,9 @@ void pf_config_defaults(struct pf_config *cfg)
     snprintf(cfg->on_fail_action, sizeof(cfg->on_fail_action), "none");
     cfg->valid_hours = 24;
     cfg->publish = true;
+    cfg->webhook_port = 8443;
+    cfg->webhook_max_body = 512 * 1024;
+    cfg->webhook_threads = 2;
 }
 
 static const struct opt_spec *find_key(const char *key)
@@ -753,6 +774,15 @@ static pf_err validate(struct pf_config *cfg, char *err)
                        (unsigned long long)cfg->max_bytes);
     if (cfg->debug_slow_rank >= 0 && cfg->debug_slow_ms == 0)
         cfg->debug_slow_ms = 50;
+    /* The API server speaks to webhooks over HTTPS only. */
+    if (cfg->command == PF_CMD_WEBHOOK) {
+        if (!cfg->tls_cert_file[0] || !cfg->tls_key_file[0])
+            return pf_fail(err, PF_ERR_USAGE, "webhook: tls_cert_file and tls_key_file "
+                           "are required (the API server calls webhooks over HTTPS)");
+        if (!cfg->agent_image[0])
+            return pf_fail(err, PF_ERR_USAGE, "webhook: agent_image is required (the "
+                           "injected copy-in initContainer runs it)");
+    }
     return PF_OK;
 }
 
@@ -992,6 +1022,7 @@ const char *pf_command_name(enum pf_command cmd)
     case PF_CMD_CATALOG: return "catalog";
     case PF_CMD_VERSION: return "version";
     case PF_CMD_HISTORY: return "history";
+    case PF_CMD_WEBHOOK: return "webhook";
     }
     return "?";
 }
