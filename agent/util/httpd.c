@@ -77,8 +77,8 @@ static pf_err read_whole(const char *path, gnutls_datum_t *out, char *msg)
     out->data = NULL;
     out->size = 0;
     FILE *f = fopen(path, "rb");
-    if (!f)
-        return pf_fail(msg, PF_ERR_IO, "%s: %s", path, strerror(errno));
+    if (!f) /* a file the operator named: a configuration error */
+        return pf_fail(msg, PF_ERR_CONFIG, "%s: %s", path, strerror(errno));
     size_t cap = 4096, len = 0;
     unsigned char *buf = malloc(cap);
     for (;;) {
