@@ -4,6 +4,8 @@
 #  - agent/transport/ never sees the run or the collective's results;
 #  - the engines (collective/host/, collective/nccl/) get a pf_engine_args
 #    and never see the run either;
+#  - agent/webhook/ is a side door, not a stage: it sees neither the run
+#    nor any stage (it takes pf_webhook_opts from main) and only util/;
 #  - unit tests mirror the sources: tests/unit/<folder>/test_<source>[_<what>].c
 #    names a source agent/<folder>/<source>.c, and only tests live there
 #    (every fake is in tests/fakes/).
@@ -33,6 +35,21 @@ for f in agent/transport/*.[ch] agent/collective/host/*.[ch] agent/collective/nc
     fi
 done
 
+# 3b. The webhook reads a review and writes a patch: util/ is all it may use.
+[ -d agent/webhook ] || fail "agent/webhook/ is missing"
+for f in agent/webhook/*.[ch]; do
+    if grep -nE 'struct pf_run\b|struct pf_config\b|#include "(\.\./)?pf\.h"' "$f"; then
+        fail "$f reaches into the run or its config: it takes pf_webhook_opts"
+    fi
+    while read -r inc; do
+        case "$inc" in
+        ../util/*|[a-z_]*.h) [[ "$inc" == */* && "$inc" != ../util/* ]] &&
+                                 fail "$f includes \"$inc\"" ;;
+        *) fail "$f includes \"$inc\": the webhook may include only util/ and its own headers" ;;
+        esac
+    done < <(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$f")
+done
+
 # 4. Tests mirror sources.
 n=0
 while read -r t; do
@@ -54,4 +71,4 @@ others=$(find tests/unit -type f ! -name 'test_*.c')
 [ -z "$others" ] || fail "not a test, belongs in tests/fakes/: $others"
 
 [ $bad -eq 0 ] || exit 1
-echo "layout: util/ is a leaf, transport/ and the engines never see the run, $n unit test files mirror their sources"
+echo "layout: util/ is a leaf, transport/ and the engines never see the run, webhook/ uses util/ alone, $n unit test files mirror their sources"
