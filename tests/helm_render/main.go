@@ -3,7 +3,7 @@
 //	helm-render CHART [--name N] [--namespace NS] [-f VALUES]... [--set K=V]...
 //	            [--set-string K=V]... [--kube-version V] [--strict]
 //	            [--skip-schema-validation] [--notes | --print-values]
-//	            [--repo DIR [--version V]]
+//	            [--repo DIR [--version V]] [--lookup OBJECTS.yaml]
 //	helm-render package CHART_DIR -d DIR
 //
 // CHART is a chart directory, a packaged chart (.tgz, as `helm package`
@@ -65,12 +65,13 @@ type options struct {
 	repo, version                        string
 	files, sets, setStrings              []string
 	strict, notes, printValues, noSchema bool
+	lookup                               string
 }
 
 func usage(msg string) {
 	fmt.Fprintf(os.Stderr, "helm-render: %s\nusage: helm-render CHART [--name N] [--namespace NS] "+
 		"[-f VALUES]... [--set K=V]... [--set-string K=V]... [--kube-version V] [--strict] "+
-		"[--skip-schema-validation] [--notes | --print-values] [--repo DIR [--version V]]\n"+
+		"[--skip-schema-validation] [--notes | --print-values] [--repo DIR [--version V]] [--lookup OBJECTS]\n"+
 		"       helm-render package CHART_DIR -d DIR\n", msg)
 	os.Exit(2)
 }
@@ -111,6 +112,8 @@ func parseArgs(args []string) options {
 			o.repo = val()
 		case "--version":
 			o.version = val()
+		case "--lookup":
+			o.lookup = val()
 		default:
 			if strings.HasPrefix(a, "-") || o.chart != "" {
 				usage("unexpected argument " + a)
@@ -125,6 +128,25 @@ func parseArgs(args []string) options {
 }
 
 // ---------------------------------------------------------------- values
+
+// readObjects: every YAML document of file that is an object.
+func readObjects(file string) ([]map[string]interface{}, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	var out []map[string]interface{}
+	for _, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(data), -1) {
+		var m map[string]interface{}
+		if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
+			return nil, fmt.Errorf("%s: %v", file, err)
+		}
+		if m != nil {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
 
 func readYAMLMap(file string) (map[string]interface{}, error) {
 	data, err := os.ReadFile(file)
@@ -525,6 +547,24 @@ func render(o options) (string, error) {
 		t.Option("missingkey=zero")
 	}
 	funcs := funcMap()
+	// --lookup: the objects a cluster holds, as `helm upgrade` would find
+	// them (the same release rendered again); without it, none.
+	if o.lookup != "" {
+		objs, err := readObjects(o.lookup)
+		if err != nil {
+			return "", err
+		}
+		funcs["lookup"] = func(apiVersion, kind, ns, name string) (map[string]interface{}, error) {
+			for _, obj := range objs {
+				md, _ := obj["metadata"].(map[string]interface{})
+				if obj["apiVersion"] == apiVersion && obj["kind"] == kind && md != nil &&
+					md["name"] == name && (ns == "" || md["namespace"] == ns) {
+					return obj, nil
+				}
+			}
+			return map[string]interface{}{}, nil
+		}
+	}
 	// include and tpl execute templates of this set, as Helm's engine does.
 	funcs["include"] = func(name string, data interface{}) (string, error) {
 		var buf bytes.Buffer

@@ -504,6 +504,71 @@ expect_fail "schema on serviceAccount.create=false without a name" "serviceAccou
 echo "$render $chart --set image.repository=$repo --set priorityClassName=System_Critical" >"$tmp/cmd"
 expect_fail "schema on a bad priorityClassName" "- priorityClassName: Does not match pattern"
 
+# 12. The admission webhook (webhook.enabled, README "Zero-touch gating"):
+#     off by default; on, with the chart's own certificate or cert-manager's,
+#     every object valid, and tests/manifests/check_webhook.py's rules hold
+#     (failurePolicy Ignore, timeout <= 5, opt-in namespaces, the release
+#     namespace and opted-out pods left out, caBundle verifying the served
+#     certificate, 2 replicas + PDB + probes, RBAC for the job's own service
+#     accounts, the node policy naming them); the generated certificate is
+#     kept across an upgrade (lookup finds the Secret) and fresh otherwise;
+#     the checker and the schema reject broken inputs with the reason.
+grep -q 'MutatingWebhookConfiguration' "$tmp/default.yaml" && bad "webhook rendered although webhook.enabled is false" \
+    || pass "webhook off by default"
+wh=$m/fixtures/values-webhook.yaml
+r -f $wh >"$tmp/wh.yaml" && r -f $wh --set webhook.certManager.enabled=true >"$tmp/wh-cm.yaml" \
+    || bad "chart render (webhook)"
+python3 -c 'import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and not d["apiVersion"].startswith("cert-manager.io/")]
+yaml.safe_dump_all(docs, open(sys.argv[2], "w"))' "$tmp/wh-cm.yaml" "$tmp/wh-cm-core.yaml"
+if node $m/validate.mjs manifests "$tmp/wh.yaml" "$tmp/wh-cm-core.yaml" >"$tmp/out" 2>&1 \
+        && grep -q '^ok .*MutatingWebhookConfiguration/' "$tmp/out" \
+        && grep -q '^ok .*ValidatingAdmissionPolicy/' "$tmp/out"; then
+    pass "webhook render: Kubernetes schemas ($(tail -n 1 "$tmp/out"))"
+else bad "webhook render: Kubernetes schemas"; grep -v '^ok ' "$tmp/out" | sed 's/^/     /'; fi
+for f in wh wh-cm; do
+    flag=; [ $f = wh-cm ] && flag=--cert-manager
+    if python3 $m/check_webhook.py "$tmp/$f.yaml" $flag >"$tmp/out" 2>&1; then pass "$f: $(tail -n 1 "$tmp/out")"
+    else bad "$f: webhook checks"; sed 's/^/     /' "$tmp/out"; fi
+done
+r -f $wh --lookup "$tmp/wh.yaml" >"$tmp/wh-upgrade.yaml" && r -f $wh >"$tmp/wh-fresh.yaml" || bad "webhook re-render"
+if python3 - "$tmp/wh.yaml" "$tmp/wh-upgrade.yaml" "$tmp/wh-fresh.yaml" <<'EOF2'
+import sys, yaml
+def pair(f):
+    docs = [d for d in yaml.safe_load_all(open(f)) if d]
+    sec = [d for d in docs if d["kind"] == "Secret"][0]["data"]
+    mwc = [d for d in docs if d["kind"] == "MutatingWebhookConfiguration"][0]
+    return sec["tls.crt"], sec["tls.key"], mwc["webhooks"][0]["clientConfig"]["caBundle"]
+first, upgrade, fresh = (pair(f) for f in sys.argv[1:])
+sys.exit(0 if first == upgrade and first[0] != fresh[0] and first[2] != fresh[2] else 1)
+EOF2
+then pass "webhook certificate kept across an upgrade (lookup), new on a fresh install"
+else bad "webhook certificate not kept by lookup"; fi
+sed 's/failurePolicy: Ignore/failurePolicy: Fail/; s/timeoutSeconds: 5/timeoutSeconds: 10/; s/values: \[efa-preflight\]/values: [kube-system]/; s/replicas: 2/replicas: 1/' \
+    "$tmp/wh.yaml" >"$tmp/wh-bad.yaml"
+echo "python3 $m/check_webhook.py $tmp/wh-bad.yaml" >"$tmp/cmd"
+expect_fail "webhook checks on a broken render" \
+    "failurePolicy 'Fail', want Ignore" "timeoutSeconds 10, want 1..5" \
+    "namespaceSelector does not exclude the release namespace efa-preflight" \
+    "Deployment replicas 1, want >= 2"
+python3 - "$tmp/wh.yaml" "$tmp/wh-other-ca.yaml" <<'EOF2'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+sec = [d for d in docs if d["kind"] == "Secret"][0]
+for d in docs:
+    if d["kind"] == "MutatingWebhookConfiguration":
+        d["webhooks"][0]["clientConfig"]["caBundle"] = sec["data"]["tls.crt"]  # not its issuer
+yaml.safe_dump_all(docs, open(sys.argv[2], "w"))
+EOF2
+echo "python3 $m/check_webhook.py $tmp/wh-other-ca.yaml" >"$tmp/cmd"
+expect_fail "webhook checks on a caBundle that is not the certificate's issuer" "caBundle does not verify tls.crt"
+sed 's/sideEffects: None/sideEffect: None/' "$tmp/wh.yaml" >"$tmp/wh-typo.yaml"
+echo "node $m/validate.mjs manifests $tmp/wh-typo.yaml" >"$tmp/cmd"
+expect_fail "Kubernetes schemas on a mistyped MutatingWebhookConfiguration" "/webhooks/0/sideEffect: unknown field"
+echo "$render $chart --set image.repository=$repo --set webhook.timeoutSeconds=31 --set webhook.failurePolicy=Sometimes" >"$tmp/cmd"
+expect_fail "values schema on webhook values" "webhook.timeoutSeconds: Must be less than or equal to 30" \
+    "webhook.failurePolicy: webhook.failurePolicy must be one of the following"
+
 # 11. The packaged chart (make chart-package: helm package + repo index)
 #     installs: rendered from the .tgz and from the repository directory
 #     by name, it is the same as from the directory; a tampered archive

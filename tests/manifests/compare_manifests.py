@@ -160,6 +160,22 @@ def agent_options(root):
     return set(re.findall(r'^\s*\{\s*"([a-z_]+)",', table, re.M))
 
 
+def webhook_only_options(root):
+    """Options only `efa-preflight webhook` takes (flag set C_WEBHOOK alone):
+    the webhook Deployment's, never a validating agent's (agentOptions)."""
+    with open(os.path.join(root, "agent/config/config.c")) as f:
+        src = f.read()
+    table = src[src.index("options[] = {"):]
+    table = table[:table.index("\n};")]
+    only = set()
+    for entry in re.split(r'\n\s*\{\s*(?=")', table)[1:]:
+        key = entry[1:entry.index('"', 1)]
+        m = re.search(r'(?:NULL|"[^"]*"),\s*(C_[A-Z_]+(?:\s*\|\s*C_[A-Z_]+)*)\s*,', entry)
+        if m and m.group(1).strip() == "C_WEBHOOK":
+            only.add(key)
+    return only
+
+
 def agent_option_specs(root):
     """{key: (type, min, max, choices)} from config.c's option table."""
     with open(os.path.join(root, "agent/pf.h")) as f:
@@ -232,7 +248,8 @@ def check_values_schema(root, options):
             fail("%s: not a boolean" % where)
     set_by_chart = {e.lower() for e in re.findall(r"name: EFA_PREFLIGHT_(\w+)\s*$",
                                                    template, re.M)}
-    want = sorted(set(options) - {"config"} - set_by_chart - set(IDENTITY_OPTIONS))
+    want = sorted(set(options) - {"config"} - set_by_chart - set(IDENTITY_OPTIONS)
+                  - webhook_only_options(root))
     defn = schema.get("definitions", {}).get("agentOptions", {})
     have = defn.get("propertyNames", {}).get("enum")
     if have is None or sorted(have) != want:

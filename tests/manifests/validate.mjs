@@ -30,6 +30,7 @@ const GROUPS = {
   policy: "Policy",
   "scheduling.k8s.io": "Scheduling",
   "networking.k8s.io": "Networking",
+  "admissionregistration.k8s.io": "Admissionregistration",
 };
 
 async function modelValidator(schemaName) {
