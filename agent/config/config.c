@@ -188,7 +188,7 @@ static const struct opt_spec options[] = {
     { "pod_name", 0, OPT_STR, F(pod_name), 0, 0, NULL, C_RUN,
       "own pod (default: $POD_NAME)" },
     { "namespace", 0, OPT_STR, F(namespace_), 0, 0, NULL, C_RUN | C_WEBHOOK,
-      "own namespace (default: $POD_NAMESPACE)" },
+      "own namespace (default: $POD_NAMESPACE; webhook: its Pods are never gated)" },
     { "node_name", 0, OPT_STR, F(node_name), 0, 0, NULL, C_RUN,
       "own node (default: $NODE_NAME)" },
     { "pod_ip", 0, OPT_STR, F(pod_ip), 0, 0, NULL, C_RUN,
