@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 #
-# efa-preflight images. Two targets:
+# efa-preflight images. Three targets:
 #
 #   agent  the glibc-only binary alone (+ busybox and glibc), for the copy-in
 #          pattern: an initContainer copies /usr/local/bin/efa-preflight into
@@ -8,8 +8,13 @@
 #   full   the binary plus NCCL, aws-ofi-nccl and the EFA libfabric on a CUDA
 #          runtime base, for the pre-flight DaemonSet and the `full` pattern.
 #
-#   docker build --target agent -t REPO:0.1.0-agent .
-#   docker build --target full  -t REPO:0.1.0-full  .
+#   webhook  `efa-preflight webhook` (chart: webhook.enabled), the binary
+#          linked dynamically with its HTTP(S) server (libmicrohttpd over
+#          GnuTLS, which have no complete set of static archives).
+#
+#   docker build --target agent   -t REPO:0.1.0-agent   .
+#   docker build --target full    -t REPO:0.1.0-full    .
+#   docker build --target webhook -t REPO:0.1.0-webhook .
 #
 # glibc baseline: the binary is built on Debian 11 (glibc 2.31), so it runs
 # on any image with glibc >= 2.31 (Ubuntu 20.04+, Debian 11+, Amazon Linux
@@ -36,6 +41,9 @@ ARG AGENT_BASE_IMAGE=busybox:1.36.1-glibc
 # tests/manifests/check_dockerfile.py enforces the pairing.
 ARG CUDA_DEVEL_IMAGE=nvidia/cuda:12.8.1-devel-ubuntu22.04
 ARG CUDA_RUNTIME_IMAGE=nvidia/cuda:12.8.1-runtime-ubuntu22.04
+# The webhook's build and run base: Debian 12's libmicrohttpd 0.9.75, the
+# version its tests run against.
+ARG WEBHOOK_BASE_IMAGE=debian:bookworm-slim
 
 # Third-party sources of the agent binary: upstream | debian (see above).
 ARG DEPS_FROM=upstream
@@ -226,3 +234,35 @@ ENV LD_LIBRARY_PATH=/opt/aws-ofi-nccl/lib:/opt/amazon/efa/lib:/opt/amazon/openmp
 LABEL org.opencontainers.image.title="efa-preflight (full)" \
       org.opencontainers.image.description="efa-preflight with NCCL, aws-ofi-nccl and the EFA libfabric"
 CMD ["efa-preflight", "version"]
+
+########################################################################
+# webhook-build: the binary with the HTTP(S) server, against the base's own
+# libraries (the static build leaves the server out: PF_HTTPD=0).
+FROM ${WEBHOOK_BASE_IMAGE} AS webhook-build
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+        build-essential pkg-config libcurl4-openssl-dev libcjson-dev libyaml-dev \
+        libmicrohttpd-dev libgnutls28-dev libfabric-dev \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src/efa-preflight
+COPY Makefile ./
+COPY mk/ mk/
+COPY agent/ agent/
+RUN make -j"$(nproc)" \
+ && build/efa-preflight version \
+ && readelf -d build/efa-preflight | grep -q 'libmicrohttpd'
+
+########################################################################
+# webhook: what the chart's webhook Deployment runs (no shell needed, no
+# root: the chart runs it as 65532 on a read-only root filesystem).
+FROM ${WEBHOOK_BASE_IMAGE} AS webhook
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+        libcurl4 libcjson1 libyaml-0-2 libmicrohttpd12 \
+ && rm -rf /var/lib/apt/lists/*
+COPY --from=webhook-build /src/efa-preflight/build/efa-preflight /usr/local/bin/efa-preflight
+LABEL org.opencontainers.image.title="efa-preflight (webhook)" \
+      org.opencontainers.image.description="efa-preflight admission webhook: injects the gate into Pods that request EFA"
+USER 65532:65532
+ENTRYPOINT ["efa-preflight"]
+CMD ["webhook"]

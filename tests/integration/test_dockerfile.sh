@@ -17,7 +17,7 @@ pass() { echo "ok   $*"; }
 bad() { echo "FAIL $*"; failures=$((failures + 1)); }
 
 out=$(python3 $check . 2>&1)
-if [ $? -eq 0 ] && grep -q 'stages builder agent ofi-build full, 0 problems' <<<"$out"; then
+if [ $? -eq 0 ] && grep -q 'stages builder agent ofi-build full webhook-build webhook, 0 problems' <<<"$out"; then
     pass "Dockerfile: $out"
 else bad "Dockerfile check"; echo "$out" | sed 's/^/     /'; fi
 
@@ -88,6 +88,9 @@ expect "full image with NCCL 2.21 (cannot drive B200)" 's/^ARG NCCL_VERSION=.*/A
 expect "devel and runtime images on different CUDA" \
     's/^ARG CUDA_DEVEL_IMAGE=.*/ARG CUDA_DEVEL_IMAGE=nvidia\/cuda:12.9.1-devel-ubuntu22.04/' \
     "CUDA_DEVEL_IMAGE and CUDA_RUNTIME_IMAGE have different CUDA versions (12.9, 12.8)"
+expect "webhook image with the static binary (no HTTP server)" \
+    's|^COPY --from=webhook-build /src/efa-preflight/build/efa-preflight|COPY --from=builder /src/efa-preflight/build/static/efa-preflight|' \
+    "stage webhook does not put the webhook-build binary at /usr/local/bin/efa-preflight"
 expect "sources from Debian by default" 's/^ARG DEPS_FROM=upstream/ARG DEPS_FROM=debian/' \
     "ARG DEPS_FROM=debian: the default must stay upstream (the pinned, checksummed tarballs)"
 mkdir -p "$tmp/root"

@@ -5,7 +5,8 @@
 
 Parses the Dockerfile (line continuations, comments, ARG/FROM/COPY/ADD/RUN
 instructions) and checks:
-  - the targets `agent` and `full` exist;
+  - the targets `agent`, `full` and `webhook` exist (webhook: the dynamic
+    build from webhook-build, the one with the HTTP server);
   - every FROM names a base image through a global ARG with a default, or an
     earlier stage;
   - every COPY/ADD --from=X names an earlier stage;
@@ -240,7 +241,7 @@ def main():
                 problems.append("line %d: RUN uses /opt/amazon/ in stage %s before the EFA "
                                 "installer ran there" % (line, current))
             runs[current].append(rest)
-    for target in ("agent", "full"):
+    for target in ("agent", "full", "webhook"):
         if target not in stages:
             problems.append("no stage named %s (docker build --target %s)" % (target, target))
 
@@ -271,6 +272,15 @@ def main():
         if dest not in got:
             problems.append("stage %s does not put the agent at %s (copies to %s)"
                             % (target, dest, got))
+
+    # The webhook serves HTTPS: its binary is the dynamic build (the static
+    # one has no server).
+    got = [(fl.get("from"), a[-1]) for _, fl, a in copies.get("webhook", [])]
+    if ("webhook-build", "/usr/local/bin/efa-preflight") not in got:
+        problems.append("stage webhook does not put the webhook-build binary at "
+                        "/usr/local/bin/efa-preflight (copies %s)" % got)
+    if "webhook-build" in runs and not any(re.search(r"\bmake\b(?! static)", r) for r in runs["webhook-build"]):
+        problems.append("the webhook-build stage does not run `make` (the build with the HTTP server)")
 
     got = [a[-1] for _, fl, a in copies.get("full", []) if "libpf-mpi.so" in " ".join(a)]
     if "/usr/local/bin/libpf-mpi.so" not in got:
