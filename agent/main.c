@@ -143,6 +143,8 @@ static int webhook_command(const struct pf_config *cfg)
             .timeout_s = cfg->timeout_s,
             .port = cfg->port,
             .taint_on_failure = cfg->taint_on_failure,
+            .valid_hours = cfg->valid_hours,
+            .taint_budget = cfg->taint_budget,
         },
     };
     struct pf_webhook *w;

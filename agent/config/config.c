@@ -210,11 +210,12 @@ static const struct opt_spec options[] = {
       "none|hyperpod-reboot|hyperpod-replace", C_RUN,
       "on a node proven faulty, ask SageMaker HyperPod to reboot or replace "
       "it (node-health-status label), under max_tainted" },
-    { "taint_budget", 0, OPT_STR, F(taint_budget), 0, 0, NULL, C_RUN,
+    { "taint_budget", 0, OPT_STR, F(taint_budget), 0, 0, NULL, C_RUN | C_WEBHOOK,
       "namespace/name of the ConfigMap that holds the nodes carrying our "
-      "taint or recovery label: max_tainted is taken from it atomically" },
-    { "valid_hours", 0, OPT_INT, F(valid_hours), 1, 24 * 365, NULL, C_RUN,
-      "valid-until = validated-at + this many hours" },
+      "taint or recovery label: max_tainted is taken from it atomically "
+      "(webhook: the injected gate's)" },
+    { "valid_hours", 0, OPT_INT, F(valid_hours), 1, 24 * 365, NULL, C_RUN | C_WEBHOOK,
+      "valid-until = validated-at + this many hours (webhook: the injected gate's)" },
     { "publish", 0, OPT_BOOL, F(publish), 0, 0, NULL, C_RUN,
       "k8s: write labels, conditions, event and taint on the Node" },
     /* webhook */

@@ -187,6 +187,10 @@ static cJSON *gate_env(const cJSON *main_c, const struct pf_gate_opts *o)
     cJSON_AddItemToArray(env, env_value("EFA_PREFLIGHT_TAINT_ON_FAILURE",
                                         o->taint_on_failure ? "true" : "false"));
     cJSON_AddItemToArray(env, env_value("EFA_PREFLIGHT_LABEL_PREFIX", o->prefix));
+    snprintf(num, sizeof num, "%d", o->valid_hours);
+    cJSON_AddItemToArray(env, env_value("EFA_PREFLIGHT_VALID_HOURS", num));
+    if (o->taint_budget && o->taint_budget[0]) /* the release's, not the default name */
+        cJSON_AddItemToArray(env, env_value("EFA_PREFLIGHT_TAINT_BUDGET", o->taint_budget));
     cJSON_AddItemToArray(env, env_value("EFA_PREFLIGHT_REPORT", GATE_DIR "/report.json"));
     bool huge_page_set = false;
     const cJSON *e;

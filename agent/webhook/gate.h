@@ -25,6 +25,9 @@ struct pf_gate_opts {
     int timeout_s;             /* the gate's EFA_PREFLIGHT_TIMEOUT */
     int port;                  /* its EFA_PREFLIGHT_PORT */
     bool taint_on_failure;     /* its EFA_PREFLIGHT_TAINT_ON_FAILURE */
+    int valid_hours;           /* its EFA_PREFLIGHT_VALID_HOURS */
+    const char *taint_budget;  /* its EFA_PREFLIGHT_TAINT_BUDGET ("ns/name"; NULL or
+                                  "" = the agent's default) */
 };
 
 enum pf_gate_decision {

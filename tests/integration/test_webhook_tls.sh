@@ -33,7 +33,7 @@ cp "$t/a.crt" "$t/tls.crt"; cp "$t/a.key" "$t/tls.key"
 "$PF_BIN" webhook --webhook-addr 127.0.0.1 --webhook-port 0 \
     --tls-cert-file "$t/tls.crt" --tls-key-file "$t/tls.key" \
     --agent-image repo/efa-preflight:agent --namespace efa-preflight --timeout 600 \
-    --taint-on-failure >"$t/out" 2>"$t/err" &
+    --taint-on-failure --taint-budget ops/efa-budget --valid-hours 12 >"$t/out" 2>"$t/err" &
 pid=$!
 port=
 for _ in $(seq 200); do
@@ -104,6 +104,8 @@ assert env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
 assert env["POD_IP"]["valueFrom"]["fieldRef"]["fieldPath"] == "status.podIP"
 assert env["EFA_PREFLIGHT_TIMEOUT"]["value"] == "600"
 assert env["EFA_PREFLIGHT_TAINT_ON_FAILURE"]["value"] == "true"
+assert env["EFA_PREFLIGHT_TAINT_BUDGET"]["value"] == "ops/efa-budget"
+assert env["EFA_PREFLIGHT_VALID_HOURS"]["value"] == "12"
 assert env["NCCL_DEBUG"]["value"] == "INFO"
 mounts = {m["mountPath"]: m["name"] for m in gate["volumeMounts"]}
 assert mounts["/var/run/secrets/kubernetes.io/serviceaccount"] == "efa-preflight-token"

@@ -15,6 +15,8 @@ static const struct pf_gate_opts opts = {
     .timeout_s = 600,
     .port = 29600,
     .taint_on_failure = true,
+    .valid_hours = 12,
+    .taint_budget = "ops/budget",
 };
 
 static cJSON *parse(const char *s)
@@ -177,6 +179,8 @@ Test(gate, one_container_gets_copy_then_gate_with_its_image_and_devices)
     cr_assert_str_eq(str_at(env_named(g, "EFA_PREFLIGHT_MODE"), "value"), "initcontainer");
     cr_assert_str_eq(str_at(env_named(g, "EFA_PREFLIGHT_TIMEOUT"), "value"), "600");
     cr_assert_str_eq(str_at(env_named(g, "EFA_PREFLIGHT_TAINT_ON_FAILURE"), "value"), "true");
+    cr_assert_str_eq(str_at(env_named(g, "EFA_PREFLIGHT_VALID_HOURS"), "value"), "12");
+    cr_assert_str_eq(str_at(env_named(g, "EFA_PREFLIGHT_TAINT_BUDGET"), "value"), "ops/budget");
     cr_assert_str_eq(str_at(g, "securityContext.capabilities.add.0"), "IPC_LOCK");
     /* the token reaches the gate alone, at the kubelet's path */
     cr_assert_eq(count_named(at(g, "volumeMounts"), PF_GATE_TOKEN_VOLUME), 1);
