@@ -249,10 +249,19 @@ static cJSON *gate_container(const cJSON *main_c, const cJSON *efa_q, const cJSO
     cJSON_AddItemToArray(cmd, cJSON_CreateString("run"));
     cJSON_AddItemToObject(c, "env", gate_env(main_c, o));
     cJSON_AddItemToObject(c, "resources", gate_resources(efa_q, gpu_q));
-    cJSON *sc = cJSON_AddObjectToObject(c, "securityContext");
-    cJSON *caps = cJSON_AddObjectToObject(sc, "capabilities");
-    cJSON *add = cJSON_AddArrayToObject(caps, "add");
-    cJSON_AddItemToArray(add, cJSON_CreateString("IPC_LOCK")); /* EFA locks memory */
+    /* The job's own securityContext: the gate runs with the privileges the
+     * training will have (memlock, capabilities) and passes whatever Pod
+     * Security level the Pod already passes. Without one, IPC_LOCK: EFA
+     * registers (locks) memory. */
+    const cJSON *main_sc = get(main_c, "securityContext");
+    if (cJSON_IsObject(main_sc)) {
+        cJSON_AddItemToObject(c, "securityContext", cJSON_Duplicate(main_sc, true));
+    } else {
+        cJSON *sc = cJSON_AddObjectToObject(c, "securityContext");
+        cJSON *caps = cJSON_AddObjectToObject(sc, "capabilities");
+        cJSON *add = cJSON_AddArrayToObject(caps, "add");
+        cJSON_AddItemToArray(add, cJSON_CreateString("IPC_LOCK"));
+    }
     cJSON *mounts = cJSON_AddArrayToObject(c, "volumeMounts");
     cJSON_AddItemToArray(mounts, mount(PF_GATE_VOLUME, GATE_DIR, false));
     cJSON_AddItemToArray(mounts, mount(PF_GATE_TOKEN_VOLUME, TOKEN_DIR, true));
@@ -277,6 +286,18 @@ static cJSON *copy_container(const struct pf_gate_opts *o)
     cJSON_AddStringToObject(req, "memory", "16Mi");
     cJSON *lim = cJSON_AddObjectToObject(r, "limits");
     cJSON_AddStringToObject(lim, "memory", "64Mi");
+    /* A plain copy needs nothing: what the "restricted" Pod Security level
+     * asks for, so the copy never makes a Pod fail admission. */
+    cJSON *sc = cJSON_AddObjectToObject(c, "securityContext");
+    cJSON_AddBoolToObject(sc, "runAsNonRoot", true);
+    cJSON_AddNumberToObject(sc, "runAsUser", 65532);
+    cJSON_AddBoolToObject(sc, "allowPrivilegeEscalation", false);
+    cJSON_AddBoolToObject(sc, "readOnlyRootFilesystem", true);
+    cJSON *caps = cJSON_AddObjectToObject(sc, "capabilities");
+    cJSON *drop = cJSON_AddArrayToObject(caps, "drop");
+    cJSON_AddItemToArray(drop, cJSON_CreateString("ALL"));
+    cJSON *sp = cJSON_AddObjectToObject(sc, "seccompProfile");
+    cJSON_AddStringToObject(sp, "type", "RuntimeDefault");
     cJSON *mounts = cJSON_AddArrayToObject(c, "volumeMounts");
     cJSON_AddItemToArray(mounts, mount(PF_GATE_VOLUME, GATE_DIR, false));
     return c;

@@ -182,6 +182,12 @@ Test(gate, one_container_gets_copy_then_gate_with_its_image_and_devices)
     cr_assert_str_eq(str_at(env_named(g, "EFA_PREFLIGHT_VALID_HOURS"), "value"), "12");
     cr_assert_str_eq(str_at(env_named(g, "EFA_PREFLIGHT_TAINT_BUDGET"), "value"), "ops/budget");
     cr_assert_str_eq(str_at(g, "securityContext.capabilities.add.0"), "IPC_LOCK");
+    /* the copy passes the "restricted" Pod Security level on its own */
+    const cJSON *csc = at(cJSON_GetArrayItem(inits, 0), "securityContext");
+    cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(csc, "runAsNonRoot")));
+    cr_assert(cJSON_IsFalse(cJSON_GetObjectItem(csc, "allowPrivilegeEscalation")));
+    cr_assert_str_eq(str_at(csc, "capabilities.drop.0"), "ALL");
+    cr_assert_str_eq(str_at(csc, "seccompProfile.type"), "RuntimeDefault");
     /* the token reaches the gate alone, at the kubelet's path */
     cr_assert_eq(count_named(at(g, "volumeMounts"), PF_GATE_TOKEN_VOLUME), 1);
     cr_assert_null(at(pod, "spec.containers.0.volumeMounts"));
@@ -242,6 +248,7 @@ Test(gate, existing_init_containers_run_after_the_gate)
                       "\"containers\":[{\"name\":\"t\",\"image\":\"t:1\","
                       "\"env\":[{\"name\":\"NCCL_DEBUG\",\"value\":\"INFO\"},{\"name\":\"FI_EFA_USE_HUGE_PAGE\",\"value\":\"1\"},{\"name\":\"SECRET\",\"value\":\"x\"}],"
                       "\"volumeMounts\":[{\"name\":\"dshm\",\"mountPath\":\"/dev/shm\"}],"
+                      "\"securityContext\":{\"runAsUser\":1000,\"capabilities\":{\"add\":[\"IPC_LOCK\",\"SYS_RESOURCE\"]}},"
                       "\"resources\":{\"limits\":{\"vpc.amazonaws.com/efa\":\"2\"}}}]}}", PF_GATE_INJECT);
     const cJSON *inits = at(pod, "spec.initContainers");
     cr_assert_eq(cJSON_GetArraySize(inits), 3);
@@ -253,6 +260,9 @@ Test(gate, existing_init_containers_run_after_the_gate)
     cr_assert_str_eq(str_at(env_named(g, "NCCL_DEBUG"), "value"), "INFO");
     cr_assert_str_eq(str_at(env_named(g, "FI_EFA_USE_HUGE_PAGE"), "value"), "1");
     cr_assert_null(env_named(g, "SECRET"));
+    /* and its securityContext, as it is */
+    cr_assert_eq(at(g, "securityContext.runAsUser")->valueint, 1000);
+    cr_assert_str_eq(str_at(g, "securityContext.capabilities.add.1"), "SYS_RESOURCE");
     /* its /dev/shm is reused, no volume of ours for it */
     const cJSON *vols = at(pod, "spec.volumes");
     cr_assert_eq(cJSON_GetArraySize(vols), 4);
