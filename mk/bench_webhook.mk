@@ -1,0 +1,11 @@
+# Admission webhook: its benchmark.
+#   make bench-webhook   admission latency p50/p99 and RSS of `efa-preflight
+#                        webhook` at 50 concurrent reviews over HTTPS
+#                        (bench/webhook_latency; results in
+#                        bench/results/webhook.md)
+
+.PHONY: bench-webhook
+bench: bench-webhook
+
+bench-webhook: $(BIN)
+	PF_BIN=$(BIN) bench/webhook_latency
