@@ -36,7 +36,7 @@ PF_CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow \
              -Wvla -Wformat=2 -Wno-unknown-warning-option -Wno-format-truncation -MMD -MP -Iagent $(SANFLAGS)
 PF_CFLAGS += $(PF_HARDEN_CFLAGS) -fPIE
 PF_LDFLAGS = -pie $(PF_HARDEN_LDFLAGS)
-PF_LIBS := -lcurl -lcjson -lyaml -ldl -lpthread -lm
+PF_LIBS := -lcurl -lcrypto -lcjson -lyaml -ldl -lpthread -lm
 
 # agent/mpishim/ is built separately with mpicc (mk/mpi.mk), never linked in.
 AGENT_SRCS := $(filter-out agent/main.c agent/mpishim/%,$(wildcard agent/*.c agent/*/*.c agent/*/*/*.c))
