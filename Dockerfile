@@ -241,7 +241,7 @@ CMD ["efa-preflight", "version"]
 FROM ${WEBHOOK_BASE_IMAGE} AS webhook-build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        build-essential pkg-config libcurl4-openssl-dev libcjson-dev libyaml-dev \
+        build-essential pkg-config libcurl4-openssl-dev libssl-dev libcjson-dev libyaml-dev \
         libmicrohttpd-dev libgnutls28-dev libfabric-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src/efa-preflight
@@ -258,7 +258,7 @@ RUN make -j"$(nproc)" \
 FROM ${WEBHOOK_BASE_IMAGE} AS webhook
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        libcurl4 libcjson1 libyaml-0-2 libmicrohttpd12 \
+        libcurl4 libssl3 libcjson1 libyaml-0-2 libmicrohttpd12 \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=webhook-build /src/efa-preflight/build/efa-preflight /usr/local/bin/efa-preflight
 LABEL org.opencontainers.image.title="efa-preflight (webhook)" \
