@@ -105,11 +105,14 @@ static bool has_named(const cJSON *list, const char *name)
 
 /* A gate already there: ours by name, or one written by hand that runs the
  * agent (the README's patterns name theirs efa-preflight too, but a command
- * or image naming efa-preflight counts as well). */
-static bool gated_already(const cJSON *inits)
+ * naming efa-preflight counts as well). An app container that is the agent
+ * (the pre-flight DaemonSet's pods) counts too, and one holding a name we
+ * would add: container names are unique across both lists, so adding ours
+ * would make the Pod invalid. */
+static bool gated_already(const cJSON *list)
 {
     const cJSON *c;
-    cJSON_ArrayForEach(c, inits) {
+    cJSON_ArrayForEach(c, list) {
         const char *n = get_str(c, "name");
         if (n && (!strcmp(n, PF_GATE_CONTAINER) || !strcmp(n, PF_GATE_COPY_CONTAINER)))
             return true;
@@ -461,7 +464,7 @@ pf_err pf_gate_patch(const cJSON *pod, const struct pf_gate_opts *o,
         *decision = PF_GATE_OPTED_OUT;
         return PF_OK;
     }
-    if (gated_already(inits)) {
+    if (gated_already(inits) || gated_already(containers)) {
         *decision = PF_GATE_ALREADY;
         return PF_OK;
     }

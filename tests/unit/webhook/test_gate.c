@@ -287,6 +287,14 @@ Test(gate, a_gate_written_by_hand_is_left_alone)
     cJSON_Delete(gate("{\"spec\":{\"initContainers\":[{\"name\":\"efa-preflight\",\"image\":\"full:1\"}],"
                       "\"containers\":[{\"name\":\"t\",\"image\":\"t:1\",\"resources\":{\"limits\":"
                       "{\"vpc.amazonaws.com/efa\":\"2\"}}}]}}", PF_GATE_ALREADY));
+    /* a Pod that is the agent itself (the pre-flight DaemonSet's) */
+    cJSON_Delete(gate("{\"spec\":{\"containers\":[{\"name\":\"validate\",\"image\":\"full:1\","
+                      "\"command\":[\"efa-preflight\",\"run\"],\"resources\":{\"limits\":"
+                      "{\"vpc.amazonaws.com/efa\":\"32\"}}}]}}", PF_GATE_ALREADY));
+    /* an app container holding our name: adding ours would clash */
+    cJSON_Delete(gate("{\"spec\":{\"containers\":[{\"name\":\"efa-preflight-copy\",\"image\":\"t:1\","
+                      "\"resources\":{\"limits\":{\"vpc.amazonaws.com/efa\":\"2\"}}}]}}",
+                      PF_GATE_ALREADY));
     /* an argument naming the tool is not a gate */
     cJSON_Delete(gate("{\"spec\":{\"initContainers\":[{\"name\":\"x\",\"image\":\"t:1\","
                       "\"command\":[\"echo\",\"efa-preflight\"]}],"
