@@ -212,16 +212,28 @@ static cJSON *gate_env(const cJSON *main_c, const struct pf_gate_opts *o)
     return env;
 }
 
-static cJSON *gate_resources(const cJSON *efa_q, const cJSON *gpu_q)
+/* The tested container's resources whole (cpu, memory, hugepages: a
+ * ResourceQuota may require them of every container, and the Pod's
+ * effective request, the larger of any init container and the app
+ * containers' sum, does not grow), with its EFA and GPU counts in both
+ * limits and requests (extended resources must be in limits). */
+static cJSON *gate_resources(const cJSON *main_c, const cJSON *efa_q, const cJSON *gpu_q)
 {
-    cJSON *r = cJSON_CreateObject();
-    cJSON *lim = cJSON_AddObjectToObject(r, "limits");
-    cJSON *req = cJSON_AddObjectToObject(r, "requests");
-    cJSON_AddItemToObject(lim, PF_GATE_EFA_RESOURCE, cJSON_Duplicate(efa_q, false));
-    cJSON_AddItemToObject(req, PF_GATE_EFA_RESOURCE, cJSON_Duplicate(efa_q, false));
-    if (gpu_q) {
-        cJSON_AddItemToObject(lim, GPU_RESOURCE, cJSON_Duplicate(gpu_q, false));
-        cJSON_AddItemToObject(req, GPU_RESOURCE, cJSON_Duplicate(gpu_q, false));
+    const cJSON *given = get(main_c, "resources");
+    cJSON *r = cJSON_IsObject(given) ? cJSON_Duplicate(given, true) : cJSON_CreateObject();
+    const char *const sides[] = { "limits", "requests" };
+    for (int i = 0; i < 2; i++) {
+        cJSON *side = cJSON_GetObjectItemCaseSensitive(r, sides[i]);
+        if (!cJSON_IsObject(side)) {
+            cJSON_DeleteItemFromObjectCaseSensitive(r, sides[i]);
+            side = cJSON_AddObjectToObject(r, sides[i]);
+        }
+        cJSON_DeleteItemFromObjectCaseSensitive(side, PF_GATE_EFA_RESOURCE);
+        cJSON_AddItemToObject(side, PF_GATE_EFA_RESOURCE, cJSON_Duplicate(efa_q, false));
+        if (gpu_q) {
+            cJSON_DeleteItemFromObjectCaseSensitive(side, GPU_RESOURCE);
+            cJSON_AddItemToObject(side, GPU_RESOURCE, cJSON_Duplicate(gpu_q, false));
+        }
     }
     return r;
 }
@@ -251,7 +263,7 @@ static cJSON *gate_container(const cJSON *main_c, const cJSON *efa_q, const cJSO
     cJSON_AddItemToArray(cmd, cJSON_CreateString(GATE_DIR "/efa-preflight"));
     cJSON_AddItemToArray(cmd, cJSON_CreateString("run"));
     cJSON_AddItemToObject(c, "env", gate_env(main_c, o));
-    cJSON_AddItemToObject(c, "resources", gate_resources(efa_q, gpu_q));
+    cJSON_AddItemToObject(c, "resources", gate_resources(main_c, efa_q, gpu_q));
     /* The job's own securityContext: the gate runs with the privileges the
      * training will have (memlock, capabilities) and passes whatever Pod
      * Security level the Pod already passes. Without one, IPC_LOCK: EFA
@@ -287,7 +299,8 @@ static cJSON *copy_container(const struct pf_gate_opts *o)
     cJSON *req = cJSON_AddObjectToObject(r, "requests");
     cJSON_AddStringToObject(req, "cpu", "10m");
     cJSON_AddStringToObject(req, "memory", "16Mi");
-    cJSON *lim = cJSON_AddObjectToObject(r, "limits");
+    cJSON *lim = cJSON_AddObjectToObject(r, "limits"); /* quotas may ask for both */
+    cJSON_AddStringToObject(lim, "cpu", "100m");
     cJSON_AddStringToObject(lim, "memory", "64Mi");
     /* A plain copy needs nothing: what the "restricted" Pod Security level
      * asks for, so the copy never makes a Pod fail admission. */

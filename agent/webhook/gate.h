@@ -4,8 +4,8 @@
  * Two initContainers go first: a copy of the agent binary from its own small
  * image into an emptyDir, then the gate itself, run in the image of the
  * container that requests the most EFA devices (so the NCCL, aws-ofi-nccl and
- * libfabric under test are the job's), with that container's GPU and EFA
- * counts (an init container gets devices only if it asks), its NCCL_* / FI_*
+ * libfabric under test are the job's), with that container's resources,
+ * GPU and EFA counts included (an init container gets devices only if it asks), its NCCL_* / FI_*
  * environment, its /dev/shm mount, the downward-API identity the agent reads,
  * and the service account token projected into the gate alone. The job keeps
  * its own service account (IRSA / Pod Identity). */

@@ -211,12 +211,17 @@ Test(gate, of_n_containers_the_one_with_most_efa_is_tested)
                       "{\"name\":\"sidecar\",\"image\":\"log:1\"},"
                       "{\"name\":\"a\",\"image\":\"a:1\",\"resources\":{\"limits\":{\"vpc.amazonaws.com/efa\":\"4\"}}},"
                       "{\"name\":\"b\",\"image\":\"b:1\",\"imagePullPolicy\":\"Always\",\"resources\":{\"limits\":"
-                      "{\"vpc.amazonaws.com/efa\":\"16\",\"nvidia.com/gpu\":4}}},"
+                      "{\"vpc.amazonaws.com/efa\":\"16\",\"nvidia.com/gpu\":4,\"memory\":\"1000Gi\"},"
+                      "\"requests\":{\"cpu\":\"90\"}}},"
                       "{\"name\":\"c\",\"image\":\"c:1\",\"resources\":{\"limits\":{\"vpc.amazonaws.com/efa\":\"16\"}}}]}}",
                       PF_GATE_INJECT);
     const cJSON *g = at(pod, "spec.initContainers.1");
     cr_assert_str_eq(str_at(g, "image"), "b:1");
     cr_assert_str_eq(str_at(g, "imagePullPolicy"), "Always");
+    /* its whole resources, EFA and GPU in both limits and requests */
+    cr_assert_str_eq(cJSON_GetObjectItem(at(g, "resources.requests"), "cpu")->valuestring, "90");
+    cr_assert_str_eq(cJSON_GetObjectItem(at(g, "resources.limits"), "memory")->valuestring, "1000Gi");
+    cr_assert_eq(cJSON_GetObjectItem(at(g, "resources.requests"), "nvidia.com/gpu")->valueint, 4);
     const cJSON *gpu = cJSON_GetObjectItem(at(g, "resources.limits"), "nvidia.com/gpu");
     cr_assert(cJSON_IsNumber(gpu) && gpu->valueint == 4, "quantity copied as given");
     cr_assert_eq(cJSON_GetArraySize(at(pod, "spec.containers")), 4, "app containers untouched");
