@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../util/sizes.h"
+
 #define GATE_DIR "/efa-preflight"
 #define TOKEN_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 #define GPU_RESOURCE "nvidia.com/gpu"
@@ -471,7 +473,7 @@ pf_err pf_gate_patch(const cJSON *pod, const struct pf_gate_opts *o,
     if (!main_c)
         return PF_OK; /* PF_GATE_NO_EFA */
 
-    char key[256];
+    char key[PF_NAME_MAX + 16]; /* the prefix is at most a label prefix */
     snprintf(key, sizeof key, "%sinject", o->prefix);
     if (opted_out(pod, key)) {
         *decision = PF_GATE_OPTED_OUT;
@@ -524,14 +526,14 @@ pf_err pf_gate_patch(const cJSON *pod, const struct pf_gate_opts *o,
 
     /* A marker for people and for `kubectl get -o`; the gate's presence is
      * what makes a second pass a no-op. */
-    char mark[256];
+    char mark[PF_NAME_MAX + 16];
     snprintf(mark, sizeof mark, "%sgate", o->prefix);
     if (!cJSON_IsObject(annotations)) {
         cJSON *a = cJSON_CreateObject();
         cJSON_AddStringToObject(a, mark, "injected");
         op_add(p, "/metadata/annotations", a);
     } else if (!get(annotations, mark)) {
-        char tok[512], path[600];
+        char tok[2 * sizeof mark], path[2 * sizeof mark + 32]; /* each char escapes to 2 */
         pointer_token(mark, tok, sizeof tok);
         snprintf(path, sizeof path, "/metadata/annotations/%s", tok);
         op_add(p, path, cJSON_CreateString("injected"));
