@@ -53,7 +53,7 @@ struct pf_httpd {
     pthread_mutex_t mu;        /* guards everything below */
     struct pf_keypair *cur;
     struct pf_keypair *retired;
-    struct pf_file_id cert_id, key_id;
+    struct pf_file_id cert_id, key_id; /* of the last pair tried, loaded or not */
     int64_t next_check_ms;
     unsigned generation;
 };
@@ -233,15 +233,16 @@ static void maybe_reload_locked(struct pf_httpd *h)
     if (file_id(h->cert_path, &c) != 0 || file_id(h->key_path, &k) != 0)
         return; /* mid-swap: keep serving the old pair */
     if (file_id_eq(&c, &h->cert_id) && file_id_eq(&k, &h->key_id))
-        return;
+        return; /* nothing new since the last try: no re-read, no repeated warning */
+    h->cert_id = c;
+    h->key_id = k;
     char msg[PF_ERRLEN];
     struct pf_keypair *kp;
     if (keypair_load(h->cert_path, h->key_path, &kp, msg) != PF_OK) {
+        /* tried again when either file changes: the second may be on its way */
         pf_warn("https: keeping the current certificate: %s", msg);
-        return; /* retried at the next check: the second file may be on its way */
+        return;
     }
-    h->cert_id = c;
-    h->key_id = k;
     h->cur->retired_at = now;
     h->cur->next = h->retired;
     h->retired = h->cur;
