@@ -290,7 +290,17 @@ static void notify_conn(void *cls, struct MHD_Connection *c, void **socket_ctx,
 struct pf_req_state {
     char *buf;
     size_t len, cap;
+    size_t discarded;   /* bytes of an oversize body read and thrown away */
+    int too_big;        /* answer 413 once the body is in */
 };
+
+/* An oversize body is read and dropped up to this many bytes, then answered
+ * 413: a client still sending would otherwise see its connection reset
+ * instead of the status. Beyond it the connection is closed. */
+static size_t discard_limit(const struct pf_httpd *h)
+{
+    return h->o.max_body > SIZE_MAX / 8 ? SIZE_MAX : 8 * h->o.max_body;
+}
 
 static enum MHD_Result send_resp(struct MHD_Connection *c, int status,
                                  const char *ctype, char *body, size_t len)
@@ -327,26 +337,39 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
         /* Headers only: refuse an announced oversize body before reading it. */
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
                                                      MHD_HTTP_HEADER_CONTENT_LENGTH);
+        int too_big = 0;
         if (cl) {
             char *end;
             errno = 0;
             unsigned long long v = strtoull(cl, &end, 10);
-            if (errno || end == cl || v > h->o.max_body)
+            if (errno || end == cl || v > discard_limit(h))
                 return send_text(c, 413, "request body too large\n");
+            too_big = v > h->o.max_body;
         }
         st = calloc(1, sizeof *st);
         if (!st)
             return MHD_NO;
+        st->too_big = too_big;
         *con_cls = st;
         return MHD_YES;
     }
     if (*upload_len) {
-        if (*upload_len > h->o.max_body - st->len) {
-            /* A chunked body that grew past the bound: MHD cannot answer in
-             * the middle of a body, so the connection is dropped. */
-            pf_debug("http: %s %s: body past %zu bytes, connection closed", method,
-                     url, h->o.max_body);
-            return MHD_NO;
+        if (!st->too_big && *upload_len > h->o.max_body - st->len) {
+            st->too_big = 1; /* a chunked body grew past the bound */
+            free(st->buf);
+            st->buf = NULL;
+            st->discarded = st->len;
+            st->len = st->cap = 0;
+        }
+        if (st->too_big) {
+            st->discarded += *upload_len;
+            *upload_len = 0;
+            if (st->discarded > discard_limit(h)) {
+                pf_debug("http: %s %s: body past %zu bytes, connection closed", method,
+                         url, discard_limit(h));
+                return MHD_NO;
+            }
+            return MHD_YES;
         }
         if (st->len + *upload_len + 1 > st->cap) {
             size_t ncap = st->cap ? st->cap : 4096;
@@ -364,6 +387,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
         *upload_len = 0;
         return MHD_YES;
     }
+    if (st->too_big)
+        return send_text(c, 413, "request body too large\n");
     const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
                                                  MHD_HTTP_HEADER_CONTENT_TYPE);
     struct pf_http_req req = {

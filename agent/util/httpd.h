@@ -2,7 +2,9 @@
  * (HTTPS, AdmissionReview) and the monitor (/metrics, /healthz).
  *
  * The caller gives one handler; the server buffers the request body up to a
- * bound (413 beyond it, before reading it when Content-Length says so), calls
+ * bound (413 beyond it: a body up to 8 times the bound is read and dropped
+ * first, so the client sees the status; a larger one is refused unread, or
+ * its connection closed when it has no length), calls
  * the handler once per complete request, and sends what it returns. With TLS
  * the certificate and key are PEM files that are re-read when either changes
  * (cert-manager and kubelet secret mounts rotate them in place), checked at
