@@ -5,7 +5,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
@@ -21,26 +20,26 @@ bool pf_sha256(const void *data, size_t len, uint8_t out[PF_SHA256_LEN])
     return false;
 }
 
+/* EVP_DigestSign with an HMAC key: the one interface OpenSSL 1.1.1 (the
+ * Debian 11 image builder) and 3.x share without deprecation. */
 bool pf_hmac_sha256(const void *key, size_t keylen,
                     const struct pf_bytes *parts, size_t nparts,
                     uint8_t out[PF_SHA256_LEN])
 {
-    EVP_MAC *mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
-    EVP_MAC_CTX *ctx = mac ? EVP_MAC_CTX_new(mac) : NULL;
-    char digest[] = "SHA256";
-    OSSL_PARAM params[] = {
-        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
-        OSSL_PARAM_construct_end(),
-    };
-    size_t n = 0;
-    bool ok = ctx && EVP_MAC_init(ctx, key, keylen, params) == 1;
+    static const uint8_t no_key[1];
+    EVP_PKEY *pkey = EVP_PKEY_new_raw_private_key(EVP_PKEY_HMAC, NULL,
+                                                  keylen ? key : no_key,
+                                                  keylen);
+    EVP_MD_CTX *ctx = pkey ? EVP_MD_CTX_new() : NULL;
+    size_t n = PF_SHA256_LEN;
+    bool ok = ctx && EVP_DigestSignInit(ctx, NULL, EVP_sha256(), NULL,
+                                        pkey) == 1;
 
     for (size_t i = 0; ok && i < nparts; i++)
-        ok = EVP_MAC_update(ctx, parts[i].p, parts[i].len) == 1;
-    ok = ok && EVP_MAC_final(ctx, out, &n, PF_SHA256_LEN) == 1 &&
-         n == PF_SHA256_LEN;
-    EVP_MAC_CTX_free(ctx);
-    EVP_MAC_free(mac);
+        ok = EVP_DigestSignUpdate(ctx, parts[i].p, parts[i].len) == 1;
+    ok = ok && EVP_DigestSignFinal(ctx, out, &n) == 1 && n == PF_SHA256_LEN;
+    EVP_MD_CTX_free(ctx);
+    EVP_PKEY_free(pkey);
     if (!ok)
         memset(out, 0, PF_SHA256_LEN);
     return ok;
