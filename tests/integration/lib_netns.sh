@@ -4,9 +4,9 @@
 # pfb_wait R (sets PFB_RC, PFB_SECS and PFB_END). Everything is named pfb1-* and
 # lives in 10.254.1.0/24; the EXIT trap always removes it. Tests use ports
 # 30000-30999 only.
-PFB_PREFIX=pfb1-
+PFB_PREFIX=${PFB_PREFIX:-pfb1-}
 PFB_BRIDGE=${PFB_PREFIX}br
-PFB_NET=10.254.1
+PFB_NET=${PFB_NET:-10.254.1}
 PFB_TMP=$(mktemp -d)
 declare -a PFB_PID PFB_T0
 
