@@ -2,8 +2,9 @@
 # Source it, then: pfb_setup N; pfb_start R ARGS... (background agent in
 # rank R's namespace, log in $PFB_TMP/rR.log, report in $PFB_TMP/rR.json);
 # pfb_wait R (sets PFB_RC, PFB_SECS and PFB_END). Everything is named pfb1-* and
-# lives in 10.254.1.0/24; the EXIT trap always removes it. Tests use ports
-# 30000-30999 only.
+# lives in 10.254.1.0/24 (PFB_PREFIX and PFB_NET, such as pfb2- and
+# 10.254.2, move it aside for a second checkout's tests); the EXIT trap
+# always removes it. Tests use ports 30000-30999 only.
 PFB_PREFIX=${PFB_PREFIX:-pfb1-}
 PFB_BRIDGE=${PFB_PREFIX}br
 PFB_NET=${PFB_NET:-10.254.1}
