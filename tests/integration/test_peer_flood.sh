@@ -1,8 +1,10 @@
 #!/bin/bash
 # A connection flood on rank 0's rendezvous port only slows the join down:
-# it never fails the run. Once rank 0 listens, a stranger in a fourth
-# namespace opens ~1000 idle connections a second (never a byte sent) and
-# holds the newest 3000 of them until the run is over. When it has opened
+# it never fails the run. Once rank 0 listens, a stranger opens ~1000
+# idle connections a second (never a byte sent) and holds the newest 3000
+# of them until the run is over: from a fourth namespace in odd runs, from
+# rank 1's own namespace (its address, as a local attacker on its host) in
+# even ones. When it has opened
 # 600 (more than the slots and listen queue rank 0 had before the fix),
 # ranks 1 and 2 start; all 3 must pass (exit 0) within RUN_S seconds, in
 # every one of PF_FLOOD_RUNS runs (default 10), and rank 0 must say it
@@ -27,10 +29,10 @@ fail() {
 }
 pfb_setup 4 || fail "cannot build 4 namespaces"
 
-# flood PORT: ~1000 connections a second to rank 0 from namespace 3, each
-# held idle; the oldest let go beyond 3000 held. Its pid in $flooder.
+# flood PORT NS: ~1000 connections a second to rank 0 from namespace NS,
+# each held idle; the oldest let go beyond 3000 held. Its pid in $flooder.
 flood() {
-    ip netns exec "$(pfb_ns 3)" python3 - "$(pfb_addr 0)" "$1" >"$PFB_TMP/flood.log" 2>&1 <<'PY' &
+    ip netns exec "$(pfb_ns "$2")" python3 - "$(pfb_addr 0)" "$1" >"$PFB_TMP/flood.log" 2>&1 <<'PY' &
 import collections, resource, socket, sys, time
 host, port = sys.argv[1], int(sys.argv[2])
 soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -94,7 +96,8 @@ for ((run = 1; run <= runs; run++)); do
     rm -f "$PFB_TMP"/r[0-2].log "$PFB_TMP/flood.log"
     pfb_start 0 "${common[@]}" --rank 0 --log-level info
     listening "$port" || fail "run $run: rank 0 is not listening on $port"
-    flood "$port"
+    from=$((run % 2 ? 3 : 1))
+    flood "$port" $from
     # More than every slot the old rank 0 had (256) and its listen queue
     # (128) can hold: the members come into a saturated port.
     flooded 600 || { kill "$flooder" 2>/dev/null; fail "run $run: the flooder did not get going"; }
@@ -117,6 +120,6 @@ for ((run = 1; run <= runs; run++)); do
         fail "run $run: rank 0 did not say it dropped flood connections"
     pass=$((pass + 1))
     joined=$(grep -o 'rendezvous: 3 ranks joined in [0-9.]* s' "$PFB_TMP/r0.log" | grep -o '[0-9.]* s')
-    echo "ok   run $run: 3 ranks passed under the flood in ${secs}s (joined in $joined; $(tail -n 1 "$PFB_TMP/flood.log"))"
+    echo "ok   run $run: 3 ranks passed under the flood from $(pfb_addr $from) in ${secs}s (joined in $joined; $(tail -n 1 "$PFB_TMP/flood.log"))"
 done
 echo "PASS: $pass of $runs runs passed, each within ${RUN_S}s, under a flood of ~1000 idle connections a second"
