@@ -20,7 +20,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib_port.sh"
 pfb_need_root
 runs=${PF_FLOOD_RUNS:-10}
-RUN_S=5          # ~1 s on 2 busy cores, flooded or not; ~8-10 s before the fix
+RUN_S=7          # 0.5-1.4 s here, up to 4 s with 3 CPU hogs on 2 cores; 7.7-10.6 s before the fix
 fail() {
     echo "FAIL $*"
     for r in 0 1 2; do pfb_show $r; done
