@@ -48,6 +48,9 @@ FAULT_TESTS = [
     ("test_peer_strangers", "a stranger sending every kind of bad HELLO "
      "while 3 and 2 ranks join", "every HELLO refused, the run passes, "
      "refusals logged rate-limited"),
+    ("test_peer_flood", "~1000 idle connections a second on rank 0's "
+     "rendezvous port while 3 ranks join (10 runs)", "every run passes, "
+     "each within 7 s; rank 0 says it dropped the flood's connections"),
     ("test_k8s_stranger", "a stranger on the pod network claiming a rank, "
      "with and without the secret", "refused by the JobSet-derived key, "
      "then by the pod IP; both pods pass"),

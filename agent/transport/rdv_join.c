@@ -125,6 +125,16 @@ static pf_err read_table(struct rdv *r, const struct pf_rdv_cfg *cfg,
     return PF_OK;
 }
 
+/* Rank 0 dropped this connection to make room before it read the HELLO
+ * (strangers were holding its slots): dial again. */
+static pf_err busy(char *last, bool *retry)
+{
+    snprintf(last, PF_ERRLEN, "rank 0 made room for other connections "
+             "before reading this rank's HELLO (a flood of connections?)");
+    *retry = true;
+    return PF_ERR_LOST;
+}
+
 /* One HELLO exchange on a fresh connection. *retry asks for another dial
  * (rank 0 closed before its challenge: a previous run shutting down). */
 static pf_err hello_exchange(struct rdv *r, const struct pf_rdv_cfg *cfg,
@@ -154,6 +164,8 @@ static pf_err hello_exchange(struct rdv *r, const struct pf_rdv_cfg *cfg,
                          "(is something else listening there?)", root);
     if (rc != PF_OK)
         return join_fail(cfg->fault, PF_ERR_PROTOCOL, err, "%s: %s", root, msg);
+    if (m.type == PF_RDV_BUSY)
+        return busy(last, retry);
     rb = (struct pf_rbuf){ m.body, m.len, 0, false };
     if (m.type != PF_RDV_CHALLENGE || pf_get_u32(&rb) != PF_RDV_MAGIC)
         return join_fail(cfg->fault, PF_ERR_PROTOCOL, err, "%s does not speak "
@@ -201,6 +213,8 @@ static pf_err hello_exchange(struct rdv *r, const struct pf_rdv_cfg *cfg,
     switch (m.type) {
     case PF_RDV_WELCOME:
         return read_table(r, cfg, &m, h.nonce, root, err);
+    case PF_RDV_BUSY:
+        return busy(last, retry);
     case PF_RDV_REJECT:
         rdv_read_reason(&m, reason, msg);
         return join_fail(cfg->fault, PF_ERR_REJECTED, err, "%s", msg);

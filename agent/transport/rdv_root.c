@@ -3,9 +3,17 @@
  *
  * Driven by epoll, so an event costs the connection that has something to
  * say, never the whole group: thousands of ranks join in well under a
- * second. A connection that has not proven membership yet holds one of
- * MAX_PENDING slots and may send at most HELLO_LIMIT bytes; when the
- * slots are full, the oldest idle one makes room or the listener waits.
+ * second. A connection that has not proven membership yet holds a slot
+ * (PENDING_BASE plus one per rank) and may send at most HELLO_LIMIT bytes.
+ * The listener is drained as fast as connections come, whatever the slots
+ * hold: were it to wait, the kernel's listen queue would fill with a
+ * flood's connections and drop members' SYNs. Room is made instead:
+ * an address holding its share of the slots (SOURCE_BASE plus one per
+ * rank) replaces its own oldest connection, and when every slot is taken
+ * the oldest one goes. A connection about to go is read first, so a
+ * member whose HELLO has arrived joins; one still silent is told BUSY
+ * and dials again. A flood from one address thus never touches members
+ * from another, and one from everywhere only slows the join.
  * A connection that fails a check is answered with REJECT, closed and
  * counted (a warning at most every WARN_MS), and the rendezvous goes on:
  * nobody who has not proven membership can stop the run. */
@@ -28,9 +36,12 @@
 #include "../util/tcp.h"
 #include "rdv_impl.h"
 
-#define MAX_PENDING 256       /* connections yet to say HELLO... */
+#define PENDING_BASE 256      /* slots for connections yet to say HELLO,
+                                 beyond one per rank... */
 #define PENDING_MS 10000      /* ...which they must within this */
-#define EVICT_MS 1000         /* when full, one idle this long makes room */
+#define SOURCE_BASE 64        /* slots one address may hold, beyond one per
+                                 rank (ranks may share a host) */
+#define BACKLOG_MIN 1024      /* listen queue: bursts while rank 0 is busy */
 #define HELLO_LIMIT 4096      /* largest frame taken before the table */
 #define WARN_MS 1000          /* at most one refusal warning per second */
 #define SWEEP_MS 250          /* idle check */
@@ -39,8 +50,9 @@
 enum { TAG_LISTEN, TAG_PENDING, TAG_MEMBER };
 
 struct pending {
-    struct pf_conn c;
+    struct pf_conn c;                 /* fd -1: the slot is free */
     uint8_t nonce[PF_RDV_NONCE];
+    uint8_t src[16];                  /* source address, IPv4 as mapped */
     int64_t since;
     char addr[64];
 };
@@ -50,21 +62,23 @@ struct root {
     const struct pf_rdv_cfg *cfg;
     int lfd, ep;
     bool listening;                   /* listener in the epoll set */
-    struct pending *pend;             /* MAX_PENDING slots */
+    struct pending *pend;             /* nslots slots */
+    int nslots, share;                /* share: most slots one address holds */
     int *free_slots, nfree;
     bool *joined;
     int njoined;
     uint8_t (*nonces)[PF_RDV_NONCE];
     int64_t swept;
     int refused;                      /* HELLOs refused (strangers) */
+    int dropped;                      /* silent connections dropped for room */
     int quiet;                        /* refusals not logged since warned */
     int64_t warned;
     char last[PF_ERRLEN / 2];         /* the last refusal, for PeerTimeout */
 };
 
 /* A connection per member plus what the rest of the agent holds; the
- * slots for unproven connections use what is left (EMFILE pauses the
- * listener, see accept_some). */
+ * slots for unproven connections use what is left (on EMFILE the oldest
+ * of them makes room, see accept_some). */
 long rdv_root_fds(int world)
 {
     return (long)world + 64;
@@ -134,6 +148,24 @@ static void refuse(struct root *rt, int slot, bool counted, const char *why)
     release(rt, slot);
 }
 
+static void on_pending(struct root *rt, int slot);
+
+/* Make room by closing slot: read it first, so a HELLO that has arrived
+ * is answered (the member joins, a stranger is refused); a connection
+ * still silent is told BUSY, which sends a member back to dial again. */
+static void evict(struct root *rt, int slot, const char *why)
+{
+    struct pending *p = &rt->pend[slot];
+
+    on_pending(rt, slot);
+    if (p->c.fd < 0)
+        return;                       /* settled: the slot is free */
+    /* A fresh connection's buffer takes it at once: never wait here. */
+    (void)pf_wire_send(&p->c, PF_RDV_BUSY, NULL, 0, pf_now_ms(), NULL);
+    rt->dropped++;
+    refuse(rt, slot, false, why);
+}
+
 static pf_err listen_on(const char *bind_addr, int port, int backlog, int *out,
                         char *err)
 {
@@ -158,55 +190,98 @@ static pf_err listen_on(const char *bind_addr, int port, int backlog, int *out,
     return PF_OK;
 }
 
-/* A free slot, evicting the oldest connection that has been idle for
- * EVICT_MS; -1 when every slot is younger (the listener then waits). */
-static int take_slot(struct root *rt, int64_t now)
+/* An address as 16 bytes, IPv4 as ::ffff:a.b.c.d, so that both
+ * spellings of one source count as one. */
+static void src_key(const struct sockaddr_storage *ss, uint8_t out[16])
 {
-    int oldest = -1;
-
-    if (rt->nfree > 0)
-        return rt->free_slots[--rt->nfree];
-    for (int i = 0; i < MAX_PENDING; i++)
-        if (oldest < 0 || rt->pend[i].since < rt->pend[oldest].since)
-            oldest = i;
-    if (oldest < 0 || now - rt->pend[oldest].since < EVICT_MS)
-        return -1;
-    refuse(rt, oldest, false, "no HELLO within 1 s while every slot was "
-           "taken");
-    return rt->free_slots[--rt->nfree];
+    memset(out, 0, 16);
+    if (ss->ss_family == AF_INET) {
+        out[10] = out[11] = 0xff;
+        memcpy(out + 12, &((const struct sockaddr_in *)ss)->sin_addr, 4);
+    } else if (ss->ss_family == AF_INET6) {
+        memcpy(out, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
+    }
 }
 
+/* The oldest taken slot, of source src only when src is set; -1 if none.
+ * *count: how many slots that source holds. */
+static int oldest_of(const struct root *rt, const uint8_t *src, int *count)
+{
+    int oldest = -1, n = 0;
+
+    for (int i = 0; i < rt->nslots; i++) {
+        const struct pending *p = &rt->pend[i];
+        if (p->c.fd < 0 || (src && memcmp(p->src, src, sizeof(p->src))))
+            continue;
+        n++;
+        if (oldest < 0 || p->since < rt->pend[oldest].since)
+            oldest = i;
+    }
+    if (count)
+        *count = n;
+    return oldest;
+}
+
+/* A slot for a new connection from src. Room is always made, never
+ * waited for: an address holding its share replaces its own oldest
+ * connection, so it cannot crowd out another address; past that, when
+ * every slot is taken, the oldest connection goes. */
+static int take_slot(struct root *rt, const uint8_t src[16])
+{
+    int mine, own = oldest_of(rt, src, &mine);
+
+    if (mine >= rt->share)
+        evict(rt, own, "replaced by a newer connection from the same "
+              "address, which held its share of the slots without a HELLO");
+    else if (rt->nfree == 0)
+        evict(rt, oldest_of(rt, NULL, NULL), "every slot was taken by "
+              "connections yet to say HELLO; the oldest made room");
+    /* The eviction freed a slot, unless nothing was there to evict. */
+    return rt->nfree > 0 ? rt->free_slots[--rt->nfree] : -1;
+}
+
+/* Take what the listen queue holds (up to EVENTS at a time; the listener
+ * stays readable for the rest), so the kernel never drops a SYN. */
 static void accept_some(struct root *rt, int64_t now)
 {
     for (int n = 0; n < EVENTS; n++) {
         struct sockaddr_storage ss;
         socklen_t sl = sizeof(ss);
-        uint8_t body[8 + PF_RDV_NONCE];
+        uint8_t body[8 + PF_RDV_NONCE], src[16];
         struct pf_wbuf w = { body, 0, sizeof(body), false };
         struct pending *p;
-        int slot = take_slot(rt, now), fd;
+        int slot, fd = accept4(rt->lfd, (struct sockaddr *)&ss, &sl,
+                               SOCK_NONBLOCK | SOCK_CLOEXEC);
 
-        if (slot < 0) {
-            set_listening(rt, false);     /* the sweep turns it back on */
+        if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
+            int victim = oldest_of(rt, NULL, NULL);
+            if (victim >= 0) {
+                /* Out of descriptors: the oldest silent connection gives
+                 * its own up, and the queue keeps moving. */
+                evict(rt, victim, "rank 0 ran out of file descriptors; the "
+                      "oldest connection made room");
+                continue;
+            }
+            /* Members hold them all: pause rather than spin on a listener
+             * that stays readable (the sweep resumes it). */
+            if (now - rt->warned >= WARN_MS) {
+                pf_warn("rendezvous: cannot accept: %s", strerror(errno));
+                rt->warned = now;
+            }
+            set_listening(rt, false);
             return;
         }
-        fd = accept4(rt->lfd, (struct sockaddr *)&ss, &sl,
-                     SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) {
-            rt->free_slots[rt->nfree++] = slot;
-            if (errno == EMFILE || errno == ENFILE) {
-                /* Out of descriptors: pause rather than spin on a
-                 * listener that stays readable. */
-                if (now - rt->warned >= WARN_MS) {
-                    pf_warn("rendezvous: cannot accept: %s", strerror(errno));
-                    rt->warned = now;
-                }
-                set_listening(rt, false);
-            }
-            return;
+        if (fd < 0)
+            return;                   /* the queue is empty */
+        src_key(&ss, src);
+        slot = take_slot(rt, src);
+        if (slot < 0) {               /* no slots at all: cannot be */
+            close(fd);
+            continue;
         }
         p = &rt->pend[slot];
         pf_conn_init(&p->c, fd);
+        memcpy(p->src, src, sizeof(p->src));
         /* Nobody has proven membership yet: a HELLO is small, so a stranger
          * cannot make rank 0 buffer more than this per connection. */
         p->c.limit = HELLO_LIMIT;
@@ -323,27 +398,17 @@ static void on_pending(struct root *rt, int slot)
              rt->njoined, r->boot.world);
 }
 
-/* Idle connections go; a paused listener resumes once a slot is free or
- * can be made free. */
+/* Idle connections go; a listener paused for want of descriptors tries
+ * again. */
 static void sweep(struct root *rt, int64_t now)
 {
-    bool room = rt->nfree > 0;
-
     if (now - rt->swept < SWEEP_MS)
         return;
     rt->swept = now;
-    for (int i = 0; i < MAX_PENDING; i++) {
-        if (rt->pend[i].c.fd < 0)
-            continue;
-        if (now - rt->pend[i].since > PENDING_MS) {
+    for (int i = 0; i < rt->nslots; i++)
+        if (rt->pend[i].c.fd >= 0 && now - rt->pend[i].since > PENDING_MS)
             refuse(rt, i, false, "no HELLO within 10 s");
-            room = true;
-        } else if (now - rt->pend[i].since >= EVICT_MS) {
-            room = true;
-        }
-    }
-    if (room)
-        set_listening(rt, true);
+    set_listening(rt, true);
 }
 
 /* The table is signed per member: HMAC(secret, table || its nonce). The
@@ -410,13 +475,18 @@ static pf_err timed_out(struct root *rt, int64_t start, char *err)
 {
     struct rdv *r = rt->r;
     char missing[PF_ERRLEN / 2], why[PF_ERRLEN / 2] = "";
+    size_t n = 0;
 
     rdv_missing_list(r, rt->joined, missing, sizeof(missing));
     /* A member refused for a mismatch (secret, run id) never joins: say
-     * so, or the timeout would hide the cause. */
+     * so, or the timeout would hide the cause; so does a flood. */
     if (rt->refused)
-        snprintf(why, sizeof(why), "; %d HELLO%s rejected: the last %s",
-                 rt->refused, rt->refused == 1 ? "" : "s", rt->last);
+        n = (size_t)snprintf(why, sizeof(why), "; %d HELLO%s rejected: the "
+                             "last %s", rt->refused,
+                             rt->refused == 1 ? "" : "s", rt->last);
+    if (rt->dropped && n < sizeof(why))
+        snprintf(why + n, sizeof(why) - n, "; %d silent connection%s dropped "
+                 "to make room", rt->dropped, rt->dropped == 1 ? "" : "s");
     return rdv_broke(r, PF_ERR_TIMEOUT, -1, err, "%s never joined the "
                      "rendezvous on port %d within %.0f s (%d of %d ranks "
                      "joined%s)", missing, rt->cfg->root_port,
@@ -471,22 +541,27 @@ pf_err rdv_root_join(struct rdv *r, const struct pf_rdv_cfg *cfg, char *err)
     char msg[PF_ERRLEN];
     pf_err rc;
 
-    rt.pend = calloc(MAX_PENDING, sizeof(*rt.pend));
-    rt.free_slots = calloc(MAX_PENDING, sizeof(int));
+    /* Every member may be connecting at once, with strangers beside them;
+     * one address may hold every slot its ranks could need and a margin. */
+    rt.nslots = PENDING_BASE + world;
+    rt.share = SOURCE_BASE + world;
+    rt.pend = calloc((size_t)rt.nslots, sizeof(*rt.pend));
+    rt.free_slots = calloc((size_t)rt.nslots, sizeof(int));
     rt.joined = calloc((size_t)world, sizeof(bool));
     rt.nonces = calloc((size_t)world, PF_RDV_NONCE);
     if (!rt.pend || !rt.free_slots || !rt.joined || !rt.nonces) {
         rc = pf_fail(err, PF_ERR_NOMEM, "no memory for the rendezvous");
         goto out;
     }
-    for (int i = 0; i < MAX_PENDING; i++) {
+    for (int i = 0; i < rt.nslots; i++) {
         pf_conn_init(&rt.pend[i].c, -1);
-        rt.free_slots[rt.nfree++] = MAX_PENDING - 1 - i;
+        rt.free_slots[rt.nfree++] = rt.nslots - 1 - i;
     }
     rt.joined[0] = true;
     rc = listen_on(cfg->bind_addr, cfg->root_port,
-                   world < 128 ? 128 : world > 65535 ? 65535 : world, &rt.lfd,
-                   msg);
+                   world < BACKLOG_MIN ? BACKLOG_MIN
+                                       : world > 65535 ? 65535 : world,
+                   &rt.lfd, msg);
     if (rc == PF_ERR_USAGE) {
         /* The port is taken or the address is wrong: a deployment fix,
          * never a verdict on the fabric. */
@@ -531,13 +606,17 @@ pf_err rdv_root_join(struct rdv *r, const struct pf_rdv_cfg *cfg, char *err)
     if (rt.refused)
         pf_warn("rendezvous: %d HELLO%s refused in all, the last %s",
                 rt.refused, rt.refused == 1 ? "" : "s", rt.last);
+    if (rt.dropped)
+        pf_warn("rendezvous: %d silent connection%s dropped to make room "
+                "(a flood of connections on port %d?)", rt.dropped,
+                rt.dropped == 1 ? "" : "s", cfg->root_port);
 out:
     if (rt.ep >= 0)
         close(rt.ep);
     if (rt.lfd >= 0)
         close(rt.lfd);
     if (rt.pend)
-        for (int i = 0; i < MAX_PENDING; i++)
+        for (int i = 0; i < rt.nslots; i++)
             pf_conn_close(&rt.pend[i].c);
     free(rt.pend);
     free(rt.free_slots);

@@ -17,6 +17,9 @@
  * is answered with REJECT and its connection closed; the rendezvous goes
  * on, so a stranger can neither join nor stop the run (a member that
  * never gets in shows up as PeerTimeout, with the rejections counted).
+ * Rank 0 sends BUSY {} to a connection it drops to make room for another
+ * before that connection's HELLO was read (a flood of strangers holding
+ * its slots): a member dials again, so a stranger can only slow the join.
  * Rank 0 replies only when every rank has joined, so the WELCOME doubles as
  * the first barrier. Afterwards DATA frames carry allgather / bcast /
  * barrier through rank 0, ABORT spreads a failure to every rank and BYE
@@ -48,7 +51,7 @@
 #include "wire.h"
 
 #define PF_RDV_MAGIC 0x50465256u      /* "PFRV" */
-#define PF_RDV_VERSION 3           /* 2: PING/PONG, 3: BEAT */
+#define PF_RDV_VERSION 4           /* 2: PING/PONG, 3: BEAT, 4: BUSY */
 #define PF_RDV_NONCE 16
 #define PF_RDV_MAC 32
 #define PF_RDV_CENSUS_MS 1000     /* a live member answers a PING by then */
@@ -66,6 +69,7 @@ enum pf_rdv_type {
     PF_RDV_PING,
     PF_RDV_PONG,
     PF_RDV_BEAT,
+    PF_RDV_BUSY,
 };
 
 /* What a rank says about itself in HELLO (and reads back in the table). */

@@ -7,6 +7,7 @@
  * deadline (the stream ends), a failure carries a reason word the verdict knows,
  * and nothing leaks. The first input byte turns on a secret, so the
  * signed-table path is exercised too. */
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -22,6 +23,7 @@
 
 struct fake_root {
     int lfd;
+    int done;                         /* readable once the rank is finished */
     const uint8_t *data;
     size_t size;
 };
@@ -38,27 +40,42 @@ static void send_all(int fd, const void *p, size_t n)
     }
 }
 
-static void *play_root(void *arg)
+/* One connection: the CHALLENGE, then body (the input, or nothing), then
+ * the rank's bytes read until it closes, so its HELLO and BYE land
+ * somewhere. */
+static void serve(int fd, const uint8_t *body, size_t len)
 {
-    struct fake_root *f = arg;
     uint8_t ch[5 + 4 + 2 + PF_RDV_NONCE] = { 0, 0, 0, 23, PF_RDV_CHALLENGE,
                                              0x50, 0x46, 0x52, 0x56, 0,
                                              PF_RDV_VERSION };
     uint8_t sink[4096];
-    int fd = accept(f->lfd, NULL, NULL);
 
-    if (fd < 0)
-        return NULL;
     send_all(fd, ch, sizeof(ch));
-    send_all(fd, f->data, f->size);
+    send_all(fd, body, len);
     shutdown(fd, SHUT_WR);
-    /* Read until the rank closes, so its HELLO and BYE land somewhere. */
     for (int i = 0; i < 1000; i++) {
         struct pollfd p = { .fd = fd, .events = POLLIN };
         if (poll(&p, 1, 5000) <= 0 || recv(fd, sink, sizeof(sink), 0) <= 0)
             break;
     }
     close(fd);
+}
+
+static void *play_root(void *arg)
+{
+    struct fake_root *f = arg;
+    struct pollfd p[2] = { { f->lfd, POLLIN, 0 }, { f->done, POLLIN, 0 } };
+    int fd = accept(f->lfd, NULL, NULL);
+
+    if (fd < 0)
+        return NULL;
+    serve(fd, f->data, f->size);
+    /* A BUSY in the input sends the rank to dial again: that second
+     * connection gets a CHALLENGE and a close, so it ends at once. A rank
+     * that finished instead says so through done. */
+    if (poll(p, 2, 5000) > 0 && !p[1].revents &&
+        (fd = accept(f->lfd, NULL, NULL)) >= 0)
+        serve(fd, NULL, 0);
     return NULL;
 }
 
@@ -85,8 +102,9 @@ static bool known_reason(enum pf_reason r)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const uint8_t secret[] = "fuzz-secret";
-    static int lfd = -1, port;
+    static int lfd = -1, port, done[2] = { -1, -1 };
     struct fake_root f;
+    uint8_t drain[16];
     struct pf_rdv_cfg cfg;
     struct pf_rdv_facts table[2];
     struct pf_fault coll;
@@ -100,7 +118,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     if (lfd < 0)
         lfd = listener(&port);
-    f = (struct fake_root){ lfd, data + 1, size - 1 };
+    if (done[0] < 0 && pipe2(done, O_NONBLOCK | O_CLOEXEC))
+        __builtin_trap();
+    f = (struct fake_root){ lfd, done[0], data + 1, size - 1 };
     memset(&cfg, 0, sizeof(cfg));
     memset(&coll, 0, sizeof(coll));
     cfg.rank = 1;
@@ -134,7 +154,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             rc = pf_boot_poll(b, err);
         pf_boot_close(b);
     }
+    if (write(done[1], "", 1) != 1)
+        __builtin_trap();
     pthread_join(t, NULL);
+    while (read(done[0], drain, sizeof(drain)) > 0)
+        ;
     if (pf_now_ms() - start > 5000)
         __builtin_trap();             /* the stream ended: no waiting */
     /* err may be empty when rank 0's REJECT or ABORT carried no words;

@@ -2,11 +2,13 @@
 # Source it, then: pfb_setup N; pfb_start R ARGS... (background agent in
 # rank R's namespace, log in $PFB_TMP/rR.log, report in $PFB_TMP/rR.json);
 # pfb_wait R (sets PFB_RC, PFB_SECS and PFB_END). Everything is named pfb1-* and
-# lives in 10.254.1.0/24; the EXIT trap always removes it. Tests use ports
-# 30000-30999 only.
-PFB_PREFIX=pfb1-
+# lives in 10.254.1.0/24 (PFB_PREFIX and PFB_NET, such as pfb2- and
+# 10.254.2, move it aside); the EXIT trap always removes it. Tests of
+# several checkouts that share a prefix take turns (pfb_lock). Tests use
+# ports 30000-30999 only (each namespace has its own).
+PFB_PREFIX=${PFB_PREFIX:-pfb1-}
 PFB_BRIDGE=${PFB_PREFIX}br
-PFB_NET=10.254.1
+PFB_NET=${PFB_NET:-10.254.1}
 PFB_TMP=$(mktemp -d)
 declare -a PFB_PID PFB_T0
 
@@ -44,8 +46,22 @@ pfb_cleanup() {
     done
 }
 
+# pfb_lock: names are fixed per prefix, so one test at a time may use a
+# prefix on this machine, even when the test runs of several checkouts
+# overlap (pfb_cleanup would remove the other's namespaces and kill its
+# agents). pfb_setup takes it; it is held until the test exits.
+PFB_LOCKED=
+pfb_lock() {
+    local lock=/tmp/pf-netns-${PFB_PREFIX%-}.lock
+    [ -n "$PFB_LOCKED" ] && return 0
+    exec 8>"$lock"
+    flock -w 240 8 || { echo "skip: another test held $lock for 240 s"; exit 77; }
+    PFB_LOCKED=1
+}
+
 pfb_exit() {
-    pfb_cleanup
+    # Without the lock the namespaces there may be another test's.
+    [ -n "$PFB_LOCKED" ] && pfb_cleanup
     rm -rf "$PFB_TMP"
 }
 trap pfb_exit EXIT
@@ -53,6 +69,7 @@ trap 'exit 130' INT TERM
 
 pfb_setup() {
     local n=$1 i ns
+    pfb_lock
     pfb_cleanup
     ip link add "$PFB_BRIDGE" type bridge || return 1
     ip link set "$PFB_BRIDGE" up || return 1

@@ -2,7 +2,7 @@
 # --debug-corrupt-rank 1 spoils one element in 1024 of rank 1's input, so
 # every rank's result is wrong in the same places: DataCorruption, exit 1,
 # and #wrong = 3 ranks x 2 (out/in place) x (1+2+4+8+16) = 186 for
-# 4 KiB..64 KiB. Ports 31020-31029.
+# 4 KiB..64 KiB. Ports from the kernel (lib_port.sh).
 set -u
 root=${PF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 bin=${PF_BIN:-$root/${BUILD:-build}/efa-preflight}
@@ -10,9 +10,10 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL $*"; tail -n 20 "$tmp/err" 2>/dev/null; exit 1; }
 json() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
+. "$root/tests/integration/lib_port.sh"
 
 timeout -k 5 60 "$bin" local --ranks 3 --fabric-provider tcp --no-imds \
-    --port 31020 --timeout 45 -b 4K -e 64K -n 2 -w 1 --engine host \
+    --port "$(pf_free_port)" --timeout 45 -b 4K -e 64K -n 2 -w 1 --engine host \
     --debug-corrupt-rank 1 --report "$tmp/r.json" >"$tmp/out" 2>"$tmp/err"
 rc=$?
 [ $rc -eq 1 ] || fail "--debug-corrupt-rank 1 exited $rc, want 1"
@@ -24,7 +25,7 @@ echo "ok   corrupt rank 1 of 3: DataCorruption, 186 wrong, exit 1"
 
 # Without the flag the same run is clean.
 timeout -k 5 60 "$bin" local --ranks 3 --fabric-provider tcp --no-imds \
-    --port 31021 --timeout 45 -b 4K -e 64K -n 2 -w 1 --engine host \
+    --port "$(pf_free_port)" --timeout 45 -b 4K -e 64K -n 2 -w 1 --engine host \
     --report "$tmp/c.json" >"$tmp/out" 2>"$tmp/err"
 rc=$?
 [ $rc -eq 0 ] || fail "clean run exited $rc"

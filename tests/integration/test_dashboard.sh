@@ -6,7 +6,7 @@
 # variables not), and a dashboard naming a metric the agent does not write,
 # or a query selecting none, fails. The chart, rendered with the dashboard
 # on, carries the file unchanged in a ConfigMap, and docs/observability.md
-# lists every family. Port 37110.
+# lists every family. A port from the kernel (lib_port.sh).
 set -u
 root=${PF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 bin=${PF_BIN:-$root/${BUILD:-build}/efa-preflight}
@@ -16,10 +16,11 @@ check=tests/manifests/dashboard_metrics.py
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL $*"; exit 1; }
+. "$root/tests/integration/lib_port.sh"
 
 # 1. What the agent writes, from a real run.
 timeout -k 5 60 "$bin" local --ranks 2 --fabric-provider tcp --no-imds \
-    --port 37110 --timeout 30 -e 64K --metrics-textfile "$tmp/efa_preflight.prom" \
+    --port "$(pf_free_port)" --timeout 30 -e 64K --metrics-textfile "$tmp/efa_preflight.prom" \
     >/dev/null 2>"$tmp/err" || fail "the agent exited $?: $(cat "$tmp/err")"
 n=$(grep -c '^# TYPE efa_preflight_' "$tmp/efa_preflight.prom")
 [ "$n" -ge 15 ] || fail "the agent wrote $n families"

@@ -5,7 +5,8 @@
 # newest first (0.20, 0.15, 0.10), each with status, reason, busbw at the
 # floor's size and the floor, plus a trend line; --json gives the same
 # order; EFA_PREFLIGHT_HISTORY_DIR works as the flag does; the oldest
-# report is gone and nothing else was touched. Ports 37106-37109.
+# report is gone and nothing else was touched. Ports from the kernel
+# (lib_port.sh).
 set -u
 root=${PF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 bin=${PF_BIN:-$root/${BUILD:-build}/efa-preflight}
@@ -16,15 +17,15 @@ fail() { echo "FAIL $*"; cat "$tmp/out" 2>/dev/null | head -20; exit 1; }
 hist=$tmp/history
 mkdir -p "$hist"
 echo keep >"$hist/notes.txt"
-port=37106
+. "$root/tests/integration/lib_port.sh"
 for floor in 0.05 0.10 0.15 0.20; do
+    port=$(pf_free_port)
     timeout -k 5 60 "$bin" local --ranks 2 --fabric-provider tcp --no-imds \
         --timeout 30 -e 256K --port $port --min-busbw-gbps $floor \
         --history-dir "$hist" --history-keep 3 --report "$tmp/r-$floor.json" \
         >/dev/null 2>"$tmp/err"
     rc=$?
     [ $rc -le 1 ] || { cat "$tmp/err"; fail "run with floor $floor exited $rc"; }
-    port=$((port + 1))
 done
 n=$(ls "$hist" | grep -c '^[0-9]\{8\}T[0-9]\{6\}\.[0-9]\{6\}Z\.json$')
 [ "$n" -eq 3 ] || fail "$n reports in the history directory, want 3 (--history-keep 3)"

@@ -3,7 +3,7 @@
 # pass with every element exact over sizes that no rank count divides
 # (12 B x 3^k), the report names the engine and the fallback provider, and
 # --min-busbw-gbps above what loopback can do fails BandwidthBelowThreshold.
-# Ports 31000-31009.
+# Ports from the kernel (lib_port.sh).
 set -u
 root=${PF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 bin=${PF_BIN:-$root/${BUILD:-build}/efa-preflight}
@@ -11,10 +11,11 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL $*"; tail -n 20 "$tmp/err" 2>/dev/null; exit 1; }
 json() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
+. "$root/tests/integration/lib_port.sh"
 
 for n in 2 4; do
     timeout -k 5 60 "$bin" local --ranks "$n" --fabric-provider tcp --no-imds \
-        --port $((31000 + n)) --timeout 45 -b 12 -e 4M -f 3 -n 2 -w 1 \
+        --port "$(pf_free_port)" --timeout 45 -b 12 -e 4M -f 3 -n 2 -w 1 \
         --report "$tmp/r$n.json" >"$tmp/out" 2>"$tmp/err"
     rc=$?
     [ $rc -eq 0 ] || fail "local --ranks $n over tcp exited $rc"
@@ -32,7 +33,7 @@ done
 # A floor no loopback reaches: every rank is on this node, so it is this
 # node's: NodeBandwidthBelowThreshold, exit 1.
 timeout -k 5 60 "$bin" local --ranks 2 --fabric-provider tcp --no-imds \
-    --port 31009 --timeout 45 -b 64K -e 256K -n 2 -w 1 --min-busbw-gbps 10000 \
+    --port "$(pf_free_port)" --timeout 45 -b 64K -e 256K -n 2 -w 1 --min-busbw-gbps 10000 \
     --report "$tmp/floor.json" >"$tmp/out" 2>"$tmp/err"
 rc=$?
 [ $rc -eq 1 ] || fail "--min-busbw-gbps 10000 exited $rc, want 1"

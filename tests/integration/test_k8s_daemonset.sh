@@ -144,10 +144,19 @@ EOF2
 echo "p5 by spine {0,2} {1,3}; p4d one group of 3 (leftover joined); g5 alone: fabric=untested, EFAFabricReady Unknown/FabricUntested; 3 Leases, all released; Lease faults (2 x 409, a 500, a lost create reply) all fired"
 
 # The agents idle until their pods are removed; SIGTERM ends them promptly.
+# Each says so once its verdict is on the Node (within 15 s).
+for t in $(seq 1 150); do
+    n=0
+    for i in $(seq 0 $((N - 1))); do
+        grep -q "idling until the pod is removed" "$T/out/ds-$i.stderr" && n=$((n + 1))
+    done
+    [ "$n" -eq "$N" ] && break
+    sleep 0.1
+done
+[ "$n" -eq "$N" ] || { tail -n 5 "$T"/out/ds-*.stderr; pfk8s_die "$n of $N agents said they idle"; }
 for p in $pids; do
     kill -0 "$p" 2>/dev/null || pfk8s_die "an agent exited instead of idling"
 done
-sleep 1
 for p in $pids; do kill -TERM "$p"; done
 t0=$(date +%s.%N)
 for p in $pids; do

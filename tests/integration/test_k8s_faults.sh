@@ -64,7 +64,14 @@ done
 [ "$watching" -ge 3 ] || pfk8s_die "the agents never started watching pods"
 printf '%s' "$PFK8S_TOKEN2" > "$T/token.new" && mv "$T/token.new" "$T/token"
 pfk8s_admin POST /tokens "{\"$PFK8S_TOKEN2\":\"admin\",\"$PFK8S_TOKEN_RO\":\"read\",\"$PFK8S_TOKEN_NONE\":\"none\"}"
-sleep 1
+# The agents come back with the old token and are refused (within 10 s).
+for t in $(seq 1 50); do
+    pfk8s_state "$T/early.json"
+    python3 -c "
+import json, sys; r = json.load(open('$T/early.json'))['requests']
+sys.exit(0 if any(x['status'] == 401 and x['auth'] == 'unknown' for x in r) else 1)" && break
+    sleep 0.2
+done
 # Pod 1 gets its IP: the watch delivers it.
 pfk8s_admin POST /objects '{"kind":"Pod","apiVersion":"v1","metadata":{"name":"train-workers-1-0-p1","namespace":"ml","labels":{"jobset.sigs.k8s.io/jobset-name":"train","jobset.sigs.k8s.io/replicatedjob-name":"workers","jobset.sigs.k8s.io/replicatedjob-replicas":"2","jobset.sigs.k8s.io/job-index":"1","batch.kubernetes.io/job-completion-index":"0"},"ownerReferences":[{"kind":"Job","name":"train-workers-1"}]},"spec":{"nodeName":"node-1"},"status":{"phase":"Pending","podIP":"10.254.40.12"}}'
 for p in $p0 $p1; do

@@ -21,7 +21,6 @@ set -u
 . "$PF_ROOT/tests/fakes/apiserver/lib.sh"
 pfk8s_init
 T=$PFK8S_TMP
-API="https://127.0.0.1:$PFK8S_API_PORT"
 GRACE=8
 
 python3 - "$T/objects.json" "$T/node.json" <<'EOF'
@@ -54,6 +53,7 @@ json.dump([node, job, pod], open(sys.argv[1], "w"), indent=1)
 json.dump(node, open(sys.argv[2], "w"))
 EOF
 pfk8s_server 127.0.0.1 "$T/objects.json"
+API="https://127.0.0.1:$PFK8S_API_PORT"
 
 # agent TAG [extra args]: in the background, pid in $apid
 agent() {

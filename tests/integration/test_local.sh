@@ -4,19 +4,20 @@
 # rank 0 writes); 1 rank runs alone; a rank SIGKILLed mid-sweep makes the
 # launcher exit 3 and say which rank died and how, and the survivors report
 # PeerLost; --ranks beyond what the host holds is a usage error naming the
-# limit; two runs at once pick their own free ports and both pass. Ports
-# 30300-30309.
+# limit; two runs at once pick their own free ports and both pass. The
+# ports given with --port come from the kernel (lib_port.sh).
 set -u
 root=${PF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 bin=${PF_BIN:-$root/${BUILD:-build}/efa-preflight}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL $*"; tail -n 20 "$tmp/err" 2>/dev/null; exit 1; }
+. "$root/tests/integration/lib_port.sh"
 json() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
 
 # 1. Three ranks pass.
 timeout -k 5 60 "$bin" local --ranks 3 --fabric-provider tcp --no-imds \
-    --port 30301 --timeout 40 -e 1M --report "$tmp/r.json" --log-level info \
+    --port "$(pf_free_port)" --timeout 40 -e 1M --report "$tmp/r.json" --log-level info \
     >"$tmp/out" 2>"$tmp/err"
 rc=$?
 [ $rc -eq 0 ] || fail "local --ranks 3 exited $rc"
@@ -43,7 +44,7 @@ rc=$?
 echo "ok   local --ranks 1: pass with a world of one"
 
 # 3. A rank killed mid-sweep: the launcher reports it and exits 3.
-"$bin" local --ranks 3 --fabric-provider tcp --no-imds --port 30302 \
+"$bin" local --ranks 3 --fabric-provider tcp --no-imds --port "$(pf_free_port)" \
     --timeout 60 -b 64K -e 1M -n 20 -w 5 --debug-slow-rank 0 --debug-slow-ms 100 \
     --report "$tmp/r3.json" --log-level info >"$tmp/out" 2>"$tmp/err" &
 launcher=$!
@@ -75,14 +76,14 @@ echo "ok   killed rank: launcher exit 3 after ${secs} s, rank 0 reports PeerLost
 # 4. --ranks beyond what the host holds: a usage error naming the limit,
 #    before any rank starts.
 (ulimit -n 160; exec timeout -k 5 30 "$bin" local --ranks 40 --fabric-provider tcp \
-    --no-imds --port 30303 --timeout 20 -e 64K >"$tmp/out" 2>"$tmp/err")
+    --no-imds --port "$(pf_free_port)" --timeout 20 -e 64K >"$tmp/out" 2>"$tmp/err")
 rc=$?
 [ $rc -eq 2 ] || fail "local --ranks 40 under ulimit -n 160 exited $rc, want 2"
 grep -q "efa-preflight: --ranks asks for 40 local ranks: this host holds at most 32 (RLIMIT_NOFILE (ulimit -n) 160: rank 0 keeps a connection to every rank plus 128 spare descriptors)" "$tmp/err" ||
     fail "the error does not name RLIMIT_NOFILE: $(cat "$tmp/err")"
 ! grep -q "starting" "$tmp/err" || fail "ranks were started"
 timeout -k 5 30 "$bin" local --ranks 2147483647 --fabric-provider tcp --no-imds \
-    --port 30304 --timeout 20 >"$tmp/out" 2>"$tmp/err"
+    --port "$(pf_free_port)" --timeout 20 >"$tmp/out" 2>"$tmp/err"
 rc=$?
 [ $rc -eq 2 ] || fail "local --ranks 2147483647 exited $rc, want 2"
 grep -q "local ranks: this host holds at most [0-9]* (memory: [0-9]* MiB available, about 256 MiB per rank for messages up to 67108864 bytes" "$tmp/err" ||
@@ -114,7 +115,6 @@ for i in a b; do
     [ "$(json "$tmp/c$i.json" '(r["verdict"]["exit_code"], r["collective"]["nranks"])')" = "(0, 3)" ] ||
         fail "run $i: report is not a 3-rank pass"
 done
-. "$root/tests/integration/lib_port.sh"
 port=$(pf_free_port)
 timeout -k 5 60 "$bin" local --ranks 2 --fabric-provider tcp --no-imds --port "$port" \
     --timeout 30 -e 64K --log-level info >"$tmp/out" 2>"$tmp/err" || fail "local --port $port exited $?"

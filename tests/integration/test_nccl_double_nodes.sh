@@ -6,18 +6,20 @@
 # exit 0 with 0 wrong elements, see 320 ranks on 40 nodes and drive 8 of
 # them itself; the whole group finishes within 60 s (about 2 s here). A
 # group of 17 x 16 (272 ranks, the count that once failed with "272 global
-# ranks exceed 256") passes the same way. Port 30400.
+# ranks exceed 256") passes the same way. A port from the kernel per group
+# (lib_port.sh).
 set -u
 root=${PF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL $*"; tail -n 20 "$tmp"/nodes/e0 2>/dev/null; exit 1; }
+. "$root/tests/integration/lib_port.sh"
 flags=(--timeout 60 -b 8 -e 64K -f 32 -n 2 -w 1 --log-level info)
 export PF_DOUBLE_TRACE=$tmp/trace     # names each segment the double opens
 
 group() { # processes gpus
     local n=$1 g=$2 secs rc
-    secs=$("$root/tests/fakes/gpu/run_nodes.sh" "$n" "$g" 30400 "$tmp/nodes" "${flags[@]}")
+    secs=$("$root/tests/fakes/gpu/run_nodes.sh" "$n" "$g" "$(pf_free_port)" "$tmp/nodes" "${flags[@]}")
     rc=$?
     [ $rc -eq 77 ] && { echo "skip: $secs"; exit 77; }
     [ $rc -eq 0 ] || fail "run_nodes.sh exited $rc: $secs"

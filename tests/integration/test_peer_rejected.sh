@@ -63,8 +63,8 @@ expect_refused() {
         --fabric-provider tcp --no-imds --timeout 20 "${a1[@]}"
     check 1 3 PeerRejected 5 "$needle"
     # rank 0 gives up at its deadline (8 s less its margin), not before
-    check 0 3 PeerTimeout 10 "rank 1 (10.254.1.11) never joined the rendezvous" \
-        "1 HELLO rejected: the last from 10.254.1.11: " "$needle"
+    check 0 3 PeerTimeout 10 "rank 1 ($(pfb_addr 1)) never joined the rendezvous" \
+        "1 HELLO rejected: the last from $(pfb_addr 1): " "$needle"
 }
 
 expect_refused 30131 "rank 1 on .*: HELLO HMAC does not match" \

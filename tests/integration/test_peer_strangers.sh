@@ -42,9 +42,9 @@ common=(run --bootstrap static --peers "$peers" --run-id job-s --fabric-provider
 pfb_start 0 "${common[@]}" --rank 0 --log-level debug
 pfb_start 1 "${common[@]}" --rank 1
 wait_joined 1 || fail "rank 1 did not join"
-stranger 10.254.1.10 30151 3 job-s --kinds no-mac,wrong-mac,replayed,other-version,out-of-range,other-run,other-world,not-hello,garbage,cut,duplicate,valid ||
+stranger $(pfb_addr 0) 30151 3 job-s --kinds no-mac,wrong-mac,replayed,other-version,out-of-range,other-run,other-world,not-hello,garbage,cut,duplicate,valid ||
     fail "a stranger got in: $(grep ACCEPTED "$PFB_TMP/stranger.out")"
-stranger --secret-file "$PFB_TMP/secret" 10.254.1.10 30151 3 job-s \
+stranger --secret-file "$PFB_TMP/secret" $(pfb_addr 0) 30151 3 job-s \
     --kinds replayed,other-version,out-of-range,other-run,other-world,duplicate ||
     fail "a signed mistake got in: $(grep ACCEPTED "$PFB_TMP/stranger.out")"
 refused=$(grep -c refused "$PFB_TMP/stranger.out")
@@ -59,7 +59,7 @@ done
 warnings=$(grep -c "refused a connection from" "$PFB_TMP/r0.log")
 [ "$warnings" -ge 1 ] && [ "$warnings" -le 4 ] ||
     fail "rank 0 logged $warnings refusal warnings for 18 refusals (want 1..4: rate-limited)"
-grep -q "rendezvous: 1[0-9] HELLOs refused in all, the last from 10.254.1.13" "$PFB_TMP/r0.log" ||
+grep -q "rendezvous: 1[0-9] HELLOs refused in all, the last from $(pfb_addr 3)" "$PFB_TMP/r0.log" ||
     fail "rank 0 did not sum up the refusals: $(grep 'in all' "$PFB_TMP/r0.log")"
 if grep -qF "$(cat "$PFB_TMP/secret")" "$PFB_TMP"/r*.log "$PFB_TMP"/r*.json; then
     fail "the secret appears in the output"
@@ -72,7 +72,7 @@ peers=$(pfb_peers 2 30152)
 common=(run --bootstrap static --peers "$peers" --run-id job-n --fabric-provider tcp
         --no-imds --timeout 40 -e 64K)
 pfb_start 0 "${common[@]}" --rank 0
-stranger 10.254.1.10 30152 2 job-n \
+stranger $(pfb_addr 0) 30152 2 job-n \
     --kinds wrong-mac,replayed,other-version,out-of-range,other-run,other-world,not-hello,garbage,cut ||
     fail "a stranger got in: $(grep ACCEPTED "$PFB_TMP/stranger.out")"
 pfb_start 1 "${common[@]}" --rank 1

@@ -28,7 +28,7 @@ for r in 0 1; do
     [ "$(pfb_json $r 'r["verdict"]["exit_code"]')" = 3 ] ||
         fail "rank $r: verdict.exit_code is not 3"
     msg=$(pfb_json $r 'r["collective"]["error"]["message"]')
-    grep -q "rank 2 (10.254.1.12) never joined the rendezvous" <<<"$msg" ||
+    grep -q "rank 2 ($(pfb_addr 2)) never joined the rendezvous" <<<"$msg" ||
         fail "rank $r does not name the missing rank: $msg"
     echo "ok   rank $r: exit 3 PeerTimeout after $PFB_SECS s: $msg"
 done
@@ -42,7 +42,7 @@ pfb_wait 1
 python3 -c "import sys; sys.exit(0 if $PFB_SECS <= 3 + 2 else 1)" ||
     fail "rank 1 took $PFB_SECS s"
 msg=$(pfb_json 1 'r["collective"]["error"]["message"]')
-grep -q "rank 0 at 10.254.1.10:30112 never answered" <<<"$msg" ||
+grep -q "rank 0 at $(pfb_addr 0):30112 never answered" <<<"$msg" ||
     fail "rank 1 does not name rank 0's address: $msg"
 [ "$(pfb_json 1 'r["collective"]["error"]["reason"]')" = PeerTimeout ] ||
     fail "rank 1: reason is not PeerTimeout"

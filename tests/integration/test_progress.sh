@@ -6,14 +6,17 @@
 # each (stderr is a file: no '\r', no escape codes). On a terminal (script
 # gives it a pty) the same wait is one live line rewritten with '\r'.
 # The lone rank 1 names rank 0 it cannot reach; --log-level error and
-# --progress-interval 0 silence them. Ports 37101-37105, loopback only.
+# --progress-interval 0 silence them. Loopback only, on ports from the
+# kernel (lib_port.sh).
 set -u
 root=${PF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 bin=${PF_BIN:-$root/${BUILD:-build}/efa-preflight}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL $*"; tail -n 20 "$tmp/err" 2>/dev/null; exit 1; }
-peers=127.0.0.1:37101,127.0.0.1:37101
+. "$root/tests/integration/lib_port.sh"
+p1=$(pf_free_port)
+peers=127.0.0.1:$p1,127.0.0.1:$p1
 common=(run --bootstrap static --rank 0 --fabric-provider tcp --no-imds)
 
 # 1. Rank 0 waits 20 s for rank 1.
@@ -23,7 +26,7 @@ timeout -k 5 40 "$bin" "${common[@]}" --peers "$peers" --timeout 23 \
 rc=$?
 secs=$(( $(date +%s) - start ))
 [ $rc -eq 3 ] || fail "rank 0 alone exited $rc, want 3 (PeerTimeout)"
-grep -q 'rank 1 (127.0.0.1) never joined the rendezvous on port 37101 within 2[0-9] s' "$tmp/out" ||
+grep -q "rank 1 (127.0.0.1) never joined the rendezvous on port $p1 within 2[0-9] s" "$tmp/out" ||
     fail "rank 0 did not wait 20 s or more for rank 1"
 lines=$(grep -c 'progress: waiting for peers: 1 of 2 ranks joined, missing rank 1 (127.0.0.1' "$tmp/err")
 [ "$lines" -ge 3 ] || fail "$lines progress lines naming rank 1 in ${secs} s, want >= 3"
@@ -45,7 +48,8 @@ grep -m1 'progress:' "$tmp/err" | sed 's/^/     /'
 # 2. On a terminal: one live line, '\r' before each update, a newline when
 #    the wait ends.
 if command -v script >/dev/null; then
-    timeout -k 5 30 script -qec "$bin ${common[*]} --peers 127.0.0.1:37102,127.0.0.1:37102 \
+    p2=$(pf_free_port)
+    timeout -k 5 30 script -qec "$bin ${common[*]} --peers 127.0.0.1:$p2,127.0.0.1:$p2 \
         --timeout 4 --progress-interval 1 2>&1 >/dev/null" /dev/null >"$tmp/tty" 2>&1
     n=$(grep -o $'\rwaiting for peers: 1 of 2 ranks joined, missing rank 1' "$tmp/tty" | wc -l)
     [ "$n" -ge 2 ] || { cat -A "$tmp/tty" | head; fail "$n live updates on a terminal, want >= 2"; }
@@ -56,17 +60,20 @@ else
 fi
 
 # 3. Rank 1 without rank 0 names the address it cannot reach.
+p3=$(pf_free_port)
+p4=$(pf_free_port)
 timeout -k 5 30 "$bin" run --bootstrap static --rank 1 --fabric-provider tcp \
-    --no-imds --peers 127.0.0.1:37103,127.0.0.1:37104 --timeout 4 \
+    --no-imds --peers 127.0.0.1:$p3,127.0.0.1:$p4 --timeout 4 \
     --progress-interval 1 >"$tmp/out" 2>"$tmp/err"
-grep -q 'progress: waiting for peers: rank 0 at 127.0.0.1:37103 not reached yet' "$tmp/err" ||
+grep -q "progress: waiting for peers: rank 0 at 127.0.0.1:$p3 not reached yet" "$tmp/err" ||
     fail "rank 1 does not say which rank 0 it waits for"
-echo "ok   rank 1: names rank 0 at 127.0.0.1:37103"
+echo "ok   rank 1: names rank 0 at 127.0.0.1:$p3"
 
 # 4. Silenced by --log-level error and by --progress-interval 0.
 for opt in "--log-level error" "--progress-interval 0"; do
     # shellcheck disable=SC2086
-    timeout -k 5 30 "$bin" "${common[@]}" --peers 127.0.0.1:37105,127.0.0.1:37105 \
+    p5=$(pf_free_port)
+    timeout -k 5 30 "$bin" "${common[@]}" --peers 127.0.0.1:$p5,127.0.0.1:$p5 \
         --timeout 3 $opt >"$tmp/out" 2>"$tmp/err"
     grep -q 'progress:' "$tmp/err" && fail "progress lines with $opt"
 done

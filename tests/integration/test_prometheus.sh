@@ -8,7 +8,7 @@
 # `promtool check metrics` passes on the file; a second run replaces the
 # Pushgateway group rather than adding to it; a run on a fixture tree whose
 # NIC counters move carries the per-NIC deltas through both paths; every
-# dashboard query runs. Ports 39090, 39091, 39100.
+# dashboard query runs. Ports from the kernel (lib_port.sh).
 set -u
 root=${PF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 bin=${PF_BIN:-$root/${BUILD:-build}/efa-preflight}
@@ -30,7 +30,8 @@ fail() {
     for f in "$tmp"/*.log; do [ -f "$f" ] && { echo "--- $f"; tail -n 8 "$f"; }; done
     exit 1
 }
-PROM=127.0.0.1:39090 PGW=127.0.0.1:39091 NE=127.0.0.1:39100
+. "$root/tests/integration/lib_port.sh"
+PROM=127.0.0.1:$(pf_free_port) PGW=127.0.0.1:$(pf_free_port) NE=127.0.0.1:$(pf_free_port)
 
 # wait_http URL SECONDS: until it answers 200.
 wait_http() {

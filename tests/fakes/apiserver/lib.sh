@@ -6,12 +6,15 @@
 #   pfk8s_check STATE 'python statements using s (the state dict)'
 #   pfk8s_netns_up N      bridge pfk8s-br 10.254.40.1/24 + N "pod" namespaces
 #                         pfk8s-1..N at 10.254.40.(10+i)
-# Ports: API 33440, admin 33441, rendezvous 33500 (tests run one at a time).
+# Ports come from the kernel: the server binds port 0 and says which it got
+# (PFK8S_API_PORT, PFK8S_ADMIN_PORT, set by pfk8s_server), and the
+# rendezvous port is one it just handed out (PFK8S_RDV_PORT, lib_port.sh).
 
 PFK8S_LIB=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-PFK8S_API_PORT=33440
-PFK8S_ADMIN_PORT=33441
-PFK8S_RDV_PORT=33500
+. "$PFK8S_LIB/../../integration/lib_port.sh"
+PFK8S_API_PORT=
+PFK8S_ADMIN_PORT=
+PFK8S_RDV_PORT=$(pf_free_port)
 PFK8S_HOST_IP=10.254.40.1
 PFK8S_NS_MAX=0
 PFK8S_SERVER_PID=
@@ -56,21 +59,26 @@ pfk8s_init() {
     mkdir -p "$PFK8S_TMP/out"
 }
 
-# pfk8s_server BIND OBJECTS_JSON [extra args]
+# pfk8s_server BIND OBJECTS_JSON [extra args]: sets PFK8S_API_PORT and
+# PFK8S_ADMIN_PORT to the ports it listens on.
 pfk8s_server() {
-    local bind=$1 objects=$2 i
+    local bind=$1 objects=$2 i line
     shift 2
-    python3 "$PFK8S_LIB/server.py" --bind "$bind" --port "$PFK8S_API_PORT" \
-        --admin-port "$PFK8S_ADMIN_PORT" --cert "$PFK8S_TMP/certs/server.crt" \
+    : > "$PFK8S_TMP/out/server.log"   # a restarted server's old line must not count
+    python3 "$PFK8S_LIB/server.py" --bind "$bind" --port 0 \
+        --admin-port 0 --cert "$PFK8S_TMP/certs/server.crt" \
         --key "$PFK8S_TMP/certs/server.key" --tokens "$PFK8S_TMP/tokens.json" \
         --objects "$objects" --dump "$PFK8S_TMP/dump.json" "$@" \
         2> "$PFK8S_TMP/out/server.log" &
     PFK8S_SERVER_PID=$!
     for i in $(seq 1 50); do
         kill -0 "$PFK8S_SERVER_PID" 2>/dev/null || break
-        grep -q "^fake-apiserver: https://" "$PFK8S_TMP/out/server.log" &&
-            pfk8s_http GET /faults >/dev/null 2>&1 &&
-            return 0
+        line=$(grep -m1 "^fake-apiserver: https://" "$PFK8S_TMP/out/server.log")
+        if [ -n "$line" ]; then
+            PFK8S_API_PORT=$(sed -n 's|^fake-apiserver: https://.*:\([0-9]*\) (admin .*|\1|p' <<<"$line")
+            PFK8S_ADMIN_PORT=$(sed -n 's|.*(admin 127\.0\.0\.1:\([0-9]*\))$|\1|p' <<<"$line")
+            pfk8s_http GET /faults >/dev/null 2>&1 && return 0
+        fi
         sleep 0.1
     done
     cat "$PFK8S_TMP/out/server.log"

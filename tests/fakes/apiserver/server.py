@@ -1060,8 +1060,10 @@ def main():
     api.page_size = a.page_size
     admin = AdminServer(('127.0.0.1', a.admin_port), store)
     threading.Thread(target=admin.serve_forever, daemon=True).start()
+    # The ports bound, which the kernel chose when asked for 0.
     sys.stderr.write("fake-apiserver: https://%s:%d (admin 127.0.0.1:%d)\n"
-                     % (a.bind, a.port, a.admin_port))
+                     % (a.bind, api.server_address[1],
+                        admin.server_address[1]))
     sys.stderr.flush()
     try:
         api.serve_forever(poll_interval=0.2)
