@@ -26,7 +26,7 @@
 /* ---------------------------------------------------------------- config */
 
 enum pf_command { PF_CMD_NODE, PF_CMD_RUN, PF_CMD_LOCAL, PF_CMD_CATALOG,
-                  PF_CMD_VERSION, PF_CMD_HISTORY };
+                  PF_CMD_VERSION, PF_CMD_HISTORY, PF_CMD_MONITOR };
 
 struct pf_config {
     enum pf_command command;
@@ -118,6 +118,17 @@ struct pf_config {
                                          holding the marked nodes */
     int valid_hours;                  /* valid-until = validated-at + this */
     bool publish;                     /* write to the Node (k8s mode) */
+
+    /* monitor (agent/monitor/) */
+    double interval_s;                /* seconds between reads */
+    int monitor_intervals;            /* stop after this many, 0 = never */
+    int monitor_raise;                /* K: bad intervals in a row to raise */
+    int monitor_clear;                /* M: good intervals in a row to clear */
+    char *monitor_thresholds;         /* "counter=per_s,...": heap, NULL =
+                                         the defaults only */
+    char listen[PF_NAME_MAX];         /* host:port of /metrics, "" = off */
+    bool revalidate;                  /* mark idle expired nodes pending */
+    bool monitor_taint;               /* taint a NIC fault (budgeted) */
 };
 
 /* --------------------------------------------------------------- catalog */
