@@ -125,7 +125,7 @@ static void counters(struct pf_mon_buf *b, const char *node,
 
         if (lifespan) {
             snprintf(metric, sizeof(metric),
-                     "efa_preflight_nic_counters_lifespan_milliseconds");
+                     "efa_preflight_nic_counters_lifespan_seconds");
             family(b, metric, "gauge", "How long the EFA driver caches "
                    "its counters (the hw_counters file lifespan).");
         } else {
@@ -138,12 +138,20 @@ static void counters(struct pf_mon_buf *b, const char *node,
         for (int a = 0; a < s->n; a++) {
             const struct pf_mon_nic *nic = &s->nics[a];
             esc(nic->name, dev, sizeof(dev));
-            for (int c = 0; c < nic->n; c++)
-                if (!strcmp(nic->c[c].name, name))
+            for (int c = 0; c < nic->n; c++) {
+                if (strcmp(nic->c[c].name, name))
+                    continue;
+                if (lifespan)         /* milliseconds in the file */
+                    pf_mon_buf_printf(b, "%s{node=\"%s\",device=\"%s\","
+                                      "port=\"%d\"} %g\n", metric, node,
+                                      dev, nic->c[c].port,
+                                      (double)nic->c[c].v / 1000.0);
+                else
                     pf_mon_buf_printf(b, "%s{node=\"%s\",device=\"%s\","
                                       "port=\"%d\"} %llu\n", metric, node,
                                       dev, nic->c[c].port,
                                       (unsigned long long)nic->c[c].v);
+            }
         }
     }
     free(names);
