@@ -36,10 +36,16 @@ PF_CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow \
              -Wvla -Wformat=2 -Wno-unknown-warning-option -Wno-format-truncation -MMD -MP -Iagent $(SANFLAGS)
 PF_CFLAGS += $(PF_HARDEN_CFLAGS) -fPIE
 PF_LDFLAGS = -pie $(PF_HARDEN_LDFLAGS)
-PF_LIBS := -lcurl -lcjson -lyaml -ldl -lpthread -lm
+# The embedded HTTP(S) server (util/httpd.c: webhook, monitor endpoints)
+# needs libmicrohttpd and GnuTLS; PF_HTTPD=0 builds a stub instead (the
+# glibc-only static binary: GnuTLS has no complete set of static archives).
+PF_HTTPD ?= 1
+PF_HTTPD_LIBS := $(if $(filter 1,$(PF_HTTPD)),-lmicrohttpd -lgnutls)
+PF_LIBS := -lcurl -lcjson -lyaml $(PF_HTTPD_LIBS) -ldl -lpthread -lm
 
 # agent/mpishim/ is built separately with mpicc (mk/mpi.mk), never linked in.
-AGENT_SRCS := $(filter-out agent/main.c agent/mpishim/%,$(wildcard agent/*.c agent/*/*.c agent/*/*/*.c))
+PF_HTTPD_SKIP := $(if $(filter 1,$(PF_HTTPD)),agent/util/httpd_none.c,agent/util/httpd.c)
+AGENT_SRCS := $(filter-out agent/main.c agent/mpishim/% $(PF_HTTPD_SKIP),$(wildcard agent/*.c agent/*/*.c agent/*/*/*.c))
 AGENT_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(AGENT_SRCS)) $(BUILD)/agent/catalog_blob.o
 MAIN_OBJ   := $(BUILD)/agent/main.o
 # Unit tests mirror agent/ (tests/unit/<folder>/test_<source>.c); the fakes

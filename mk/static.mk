@@ -33,7 +33,7 @@ static:
 	@mkdir -p $(STATIC_DIR)
 	CC='$(CC)' CURL_PREFIX='$(CURL_PREFIX)' CJSON_SRC='$(CJSON_SRC)' \
 	    mk/static.sh archives $(STATIC_DIR)/archives.txt
-	$(MAKE) BUILD=$(STATIC_DIR) CURL_PREFIX='$(CURL_PREFIX)' CJSON_SRC='$(CJSON_SRC)' \
+	$(MAKE) BUILD=$(STATIC_DIR) PF_HTTPD=0 CURL_PREFIX='$(CURL_PREFIX)' CJSON_SRC='$(CJSON_SRC)' \
 	    SANFLAGS= CFLAGS='$(CFLAGS) $(STATIC_INC) $(STATIC_CFLAGS)' static-link
 	mk/static.sh check-needed $(STATIC_BIN)
 
