@@ -18,6 +18,7 @@
 #include "../probe/probe.h"
 #include "../util/clock.h"
 #include "../util/fsutil.h"
+#include "../util/httpd.h"
 #include "../util/log.h"
 
 /* The Node's gate labels are read, and re-validation decided, at most
@@ -135,6 +136,7 @@ int pf_monitor_run(struct pf_run *run, struct pf_mon_ctl *ctl)
     struct pf_mon_gate gate = { 0 };
     struct pf_mon_buf text = { 0 };
     struct pf_mon_k8s *k8s = NULL;
+    struct pf_httpd *httpd = NULL;
     struct pf_node *node;
     char err[PF_ERRLEN] = "", node_name[PF_NAME_MAX];
     char last_msg[PF_ERRLEN] = "";
@@ -150,8 +152,16 @@ int pf_monitor_run(struct pf_run *run, struct pf_mon_ctl *ctl)
         pf_error("%s", err);
         return PF_EXIT_USAGE;
     }
+    ctl->interval_s = cfg->interval_s;
+    if (cfg->listen[0] && pf_mon_serve(cfg->listen, ctl, &httpd, err) !=
+                              PF_OK) {
+        pf_error("%s", err);
+        pf_mon_rules_free(&rules);
+        return PF_EXIT_USAGE;
+    }
     node = calloc(1, sizeof(*node));
     if (!node) {
+        pf_httpd_stop(httpd);
         pf_mon_rules_free(&rules);
         pf_error("out of memory");
         return PF_EXIT_INFRA;
@@ -168,6 +178,7 @@ int pf_monitor_run(struct pf_run *run, struct pf_mon_ctl *ctl)
         if (pf_mon_k8s_open(cfg, &ctl->stop, &k8s, err) != PF_OK) {
             pf_error("monitor: %s", err);
             free(node);
+            pf_httpd_stop(httpd);
             pf_mon_rules_free(&rules);
             return PF_EXIT_USAGE;
         }
@@ -271,6 +282,8 @@ int pf_monitor_run(struct pf_run *run, struct pf_mon_ctl *ctl)
             start = pf_now_s() - (double)(i + 1) * cfg->interval_s;
     }
     pf_info("monitor: stopped after %d intervals", health.intervals);
+    if (httpd)
+        pf_httpd_stop(httpd);
     pf_mon_k8s_close(k8s);
     pf_mon_buf_free(&text);
     pf_mon_snap_free(&prev);

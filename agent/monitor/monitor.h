@@ -209,12 +209,23 @@ struct pf_mon_ctl {
     size_t text_len;
     bool healthy;                     /* no NIC fault proven */
     double last_read;                 /* monotonic s, 0 = none yet */
+    double interval_s;                /* for /healthz's liveness bound */
 };
 
 pf_err pf_mon_ctl_init(struct pf_mon_ctl *ctl, char *err);
 /* Ask the loop to end (a signal): safe from any thread. */
 void pf_mon_ctl_stop(struct pf_mon_ctl *ctl);
 void pf_mon_ctl_destroy(struct pf_mon_ctl *ctl);
+
+/* "host:port" ("[v6]:port", ":port" = every address) of --listen. */
+pf_err pf_mon_listen_parse(const char *spec, char *host, size_t len,
+                           int *port, char *err);
+/* Serve /metrics and /healthz from ctl (serve.c, util/httpd.h); the
+ * caller stops it with pf_httpd_stop. A usage error when the address
+ * cannot be bound. */
+struct pf_httpd;
+pf_err pf_mon_serve(const char *listen, struct pf_mon_ctl *ctl,
+                    struct pf_httpd **out, char *err);
 
 /* `efa-preflight monitor`: the loop until pf_mon_ctl_stop,
  * cfg.monitor_intervals, or a fatal error. Returns the exit code. */
