@@ -4,6 +4,8 @@
 #  - agent/transport/ never sees the run or the collective's results;
 #  - the engines (collective/host/, collective/nccl/) get a pf_engine_args
 #    and never see the run either;
+#  - agent/monitor/ runs no collective and finds no peers: it never includes
+#    collective/, discover/, transport/ or verdict/;
 #  - unit tests mirror the sources: tests/unit/<folder>/test_<source>[_<what>].c
 #    names a source agent/<folder>/<source>.c, and only tests live there
 #    (every fake is in tests/fakes/).
@@ -33,6 +35,14 @@ for f in agent/transport/*.[ch] agent/collective/host/*.[ch] agent/collective/nc
     fi
 done
 
+# 3b. The monitor reads, judges and writes; it never joins a collective.
+for f in agent/monitor/*.[ch]; do
+    [ -f "$f" ] || continue
+    if grep -nE '#include "(\.\./)+(collective|discover|transport|verdict)/' "$f"; then
+        fail "$f includes a stage the monitor must not use (it runs no collective)"
+    fi
+done
+
 # 4. Tests mirror sources.
 n=0
 while read -r t; do
@@ -54,4 +64,4 @@ others=$(find tests/unit -type f ! -name 'test_*.c')
 [ -z "$others" ] || fail "not a test, belongs in tests/fakes/: $others"
 
 [ $bad -eq 0 ] || exit 1
-echo "layout: util/ is a leaf, transport/ and the engines never see the run, $n unit test files mirror their sources"
+echo "layout: util/ is a leaf, transport/ and the engines never see the run, monitor/ runs no collective, $n unit test files mirror their sources"
