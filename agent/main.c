@@ -399,7 +399,9 @@ static int monitor_command(struct pf_run *run)
         say("%s", err);
         return PF_EXIT_INFRA;
     }
-    pf_kube_global_init();
+    /* libcurl's global state (and OpenSSL's, some 3 MiB of touched
+     * pages) only where the monitor writes to a Node: pf_monitor_run
+     * starts it before any thread of its own. */
     if (pf_sigwatch_start(&watch, on_monitor_signal, &ctl, err) != PF_OK)
         pf_warn("%s: SIGTERM ends the monitor without a word", err);
     code = pf_monitor_run(run, &ctl);

@@ -19,6 +19,7 @@
 #include "../util/clock.h"
 #include "../util/fsutil.h"
 #include "../util/httpd.h"
+#include "../util/kubeapi.h"
 #include "../util/log.h"
 
 /* The Node's gate labels are read, and re-validation decided, at most
@@ -153,6 +154,10 @@ int pf_monitor_run(struct pf_run *run, struct pf_mon_ctl *ctl)
         return PF_EXIT_USAGE;
     }
     ctl->interval_s = cfg->interval_s;
+    /* Before the server's threads (libcurl's global state, and OpenSSL's
+     * some 3 MiB of pages, only where a Node is written). */
+    if (use_k8s(cfg))
+        pf_kube_global_init();
     if (cfg->listen[0] && pf_mon_serve(cfg->listen, ctl, &httpd, err) !=
                               PF_OK) {
         pf_error("%s", err);
@@ -196,7 +201,7 @@ int pf_monitor_run(struct pf_run *run, struct pf_mon_ctl *ctl)
         enum pf_reason reason;
 
         memset(node, 0, sizeof(*node));
-        pf_probe_efa(cfg, node);
+        pf_probe_efa_quiet(cfg, node);
         if (pf_mon_read(cfg->sysfs_root, node, expected_efa(run), &cur,
                         err) != PF_OK ||
             pf_mon_judge(&health, &rules, have_prev ? &prev : NULL, &cur,
