@@ -198,13 +198,14 @@ static pf_err raise_fault(struct pf_mon_health *h,
     bool was = s->faulted;
 
     s->good = 0;
-    if (was && s->reason == reason && !strcmp(s->why, why))
+    /* The same fault with new numbers keeps the words it was raised with:
+     * the condition's message stays put (no write to the Node every
+     * interval) and the live rates are on /metrics. */
+    if (was && s->reason == reason)
         return PF_OK;
     s->faulted = true;
     s->reason = reason;
     snprintf(s->why, sizeof(s->why), "%s", why);
-    if (was && s->reason == reason)
-        return PF_OK;                 /* same fault, new numbers: no Event */
     snprintf(msg, sizeof(msg), "%s: %s", s->name, why);
     return add_change(h, s->name, true, reason, msg, err);
 }
