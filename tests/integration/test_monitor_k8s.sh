@@ -9,7 +9,11 @@
 #     counter and its rate; once they stop, EFANICRecovered clears it;
 #  3. SIGTERM ends the monitor with exit 0, promptly;
 #  4. the same expired node with a running pod that requests EFA devices:
-#     the monitor lists the node's pods and leaves the status label alone.
+#     the monitor lists the node's pods and leaves the status label alone;
+#  5. --monitor-taint: a NIC fault taints the node only under the
+#     cluster-wide budget (full while node-1 carries the mark: no taint,
+#     TaintCapReached), and the taint comes off with the recovery. Without
+#     the flag (1-4) no taint is ever written.
 set -u
 . "$PF_ROOT/tests/fakes/apiserver/lib.sh"
 pfk8s_init
@@ -30,10 +34,10 @@ trap stop_ours EXIT
 CTR="$FX/sys/class/infiniband/rdmap20s27/ports/1/hw_counters/retrans_timeout_events"
 
 # objects.json: EXPIRED_STATUS, and whether node-0 has a running EFA pod.
-objects() {   # objects FILE BUSY(0|1)
-    python3 - "$1" "$2" <<'EOF'
+objects() {   # objects FILE BUSY(0|1) [TAINT_NODE1(0|1)]
+    python3 - "$1" "$2" "${3:-0}" <<'EOF'
 import json, sys, time
-out, busy = sys.argv[1], sys.argv[2] == '1'
+out, busy, taint1 = sys.argv[1], sys.argv[2] == '1', sys.argv[3] == '1'
 past = int(time.time()) - 3600
 labels = {"kubernetes.io/hostname": "node-0",
           "node.kubernetes.io/instance-type": "p5.48xlarge",
@@ -57,6 +61,9 @@ objs += [pod("efa-preflight-monitor-abcde", "efa-preflight", "node-0", "", "Runn
          pod("train-on-1", "ml", "node-1", "32", "Running")]
 if busy:
     objs.append(pod("train-0", "ml", "node-0", "32", "Running"))
+if taint1:
+    objs[1]["spec"] = {"taints": [{"key": "efa-preflight.io/unhealthy",
+                                   "value": "EFANICErrorRate", "effect": "NoSchedule"}]}
 json.dump(objs, open(out, "w"))
 EOF
 }
@@ -70,6 +77,23 @@ monitor() {   # monitor TAG [args...]: in the background, pid in MON_PID
         --node-name node-0 --sysfs-root "$FX" --dev-root "$FX" --no-imds \
         --interval 0.2 -vv "$@" >"$T/out/$tag.stdout" 2>"$T/out/$tag.stderr" &
     MON_PID=$!
+}
+
+untainted='assert not any(t["key"] == "efa-preflight.io/unhealthy" for t in node("node-0").get("spec", {}).get("taints", [])), node("node-0").get("spec")'
+tainted='assert any(t["key"] == "efa-preflight.io/unhealthy" for t in node("node-0").get("spec", {}).get("taints", [])), node("node-0").get("spec")'
+bump_start() {
+    ( while :; do
+          v=$(cat "$CTR"); echo $((v + 3)) >"$CTR.tmp" && mv "$CTR.tmp" "$CTR"
+          sleep 0.1
+      done ) &
+    BUMP=$!
+}
+bump_stop() { kill "$BUMP"; wait "$BUMP" 2>/dev/null; BUMP=; }
+restart_server() {   # restart_server BUSY TAINT_NODE1
+    kill "$PFK8S_SERVER_PID"
+    wait "$PFK8S_SERVER_PID" 2>/dev/null
+    objects "$T/objects.json" "$1" "$2"
+    pfk8s_server 127.0.0.1 "$T/objects.json"
 }
 
 # wait_for SECONDS 'python check' WHAT: poll the server's state.
@@ -105,11 +129,7 @@ assert k and k["reason"] == "KubeletReady", "the kubelet condition was lost"' \
 echo "ok   idle node past valid-until: status=pending, EFANICHealthy True, Event RevalidationRequested"
 
 # 2. One NIC degrading, then recovering.
-( while :; do
-      v=$(cat "$CTR"); echo $((v + 3)) >"$CTR.tmp" && mv "$CTR.tmp" "$CTR"
-      sleep 0.1
-  done ) &
-BUMP=$!
+bump_start
 wait_for 15 '
 c = cond("node-0", "EFANICHealthy")
 assert c and c["status"] == "False" and c["reason"] == "EFANICErrorRate", c
@@ -119,9 +139,8 @@ assert len(ev) == 1 and ev[0]["type"] == "Warning", ev
 assert re.search(r"rdmap20s27: retrans_timeout_events rising at [0-9.]+/s for 3 intervals", ev[0]["message"]), ev' \
     "EFANICHealthy False naming rdmap20s27"
 echo "ok   rdmap20s27's retrans_timeout_events rising: EFANICHealthy False (EFANICErrorRate), one Warning Event naming it"
-kill "$BUMP"
-wait "$BUMP" 2>/dev/null
-BUMP=
+pfk8s_check "$T/state.json" "$untainted"
+bump_stop
 wait_for 15 '
 c = cond("node-0", "EFANICHealthy")
 assert c and c["status"] == "True", c
@@ -142,10 +161,7 @@ MON_PID=
 echo "ok   SIGTERM: exit 0 after $(pfk8s_elapsed "$t0") s"
 
 # 4. A job holds the devices: untouched.
-kill "$PFK8S_SERVER_PID"
-wait "$PFK8S_SERVER_PID" 2>/dev/null
-objects "$T/objects.json" 1
-pfk8s_server 127.0.0.1 "$T/objects.json"
+restart_server 1 0
 monitor busy --monitor-intervals 5
 wait "$MON_PID"
 rc=$?
@@ -160,3 +176,38 @@ assert not any(e["reason"] == "RevalidationRequested" for e in events("node-0"))
 grep -q "pod ml/train-0 holds EFA devices" "$T/out/busy.stderr" ||
     pfk8s_die "the log does not say which pod held the devices"
 echo "ok   the same node with a running EFA pod: pods listed, status label left as it was"
+
+# 5. --monitor-taint, under the budget.
+stop_monitor() {
+    kill -TERM "$MON_PID"
+    wait "$MON_PID"
+    local rc=$?
+    MON_PID=
+    [ $rc -eq 0 ] || pfk8s_die "SIGTERM: exit $rc"
+}
+restart_server 0 1
+monitor taintfull --monitor-taint --no-revalidate
+bump_start
+wait_for 15 'c = cond("node-0", "EFANICHealthy"); assert c and c["status"] == "False", c' \
+    "the fault with the budget full"
+bump_stop
+grep -q "not tainted (TaintCapReached)" "$T/out/taintfull.stderr" ||
+    pfk8s_die "the log does not say the budget was full: $(grep -i taint "$T/out/taintfull.stderr")"
+pfk8s_state "$T/state.json"
+pfk8s_check "$T/state.json" "$untainted"
+stop_monitor
+echo "ok   --monitor-taint with the budget full (node-1 marked, max 1 of 2): node-0 not tainted, TaintCapReached logged"
+
+restart_server 0 0
+monitor taint --monitor-taint --no-revalidate
+bump_start
+wait_for 15 "$tainted"'
+cm = [c for c in s["configmaps"] if c["metadata"]["name"] == "efa-preflight-taint-budget"]
+assert cm and "node-0" in cm[0].get("data", {}), cm' "node-0 tainted under the budget"
+bump_stop
+wait_for 15 "$untainted"'
+c = cond("node-0", "EFANICHealthy"); assert c["status"] == "True", c
+cm = [c for c in s["configmaps"] if c["metadata"]["name"] == "efa-preflight-taint-budget"]
+assert not cm or "node-0" not in cm[0].get("data", {}), cm' "the taint off after the recovery"
+stop_monitor
+echo "ok   --monitor-taint with room in the budget: tainted with its slot taken, untainted and released after the recovery"
