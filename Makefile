@@ -41,7 +41,7 @@ PF_LDFLAGS = -pie $(PF_HARDEN_LDFLAGS)
 # glibc-only static binary: GnuTLS has no complete set of static archives).
 PF_HTTPD ?= 1
 PF_HTTPD_LIBS := $(if $(filter 1,$(PF_HTTPD)),-lmicrohttpd -lgnutls)
-PF_LIBS := -lcurl -lcjson -lyaml $(PF_HTTPD_LIBS) -ldl -lpthread -lm
+PF_LIBS := -lcurl -lcrypto -lcjson -lyaml $(PF_HTTPD_LIBS) -ldl -lpthread -lm
 
 # agent/mpishim/ is built separately with mpicc (mk/mpi.mk), never linked in.
 PF_HTTPD_SKIP := $(if $(filter 1,$(PF_HTTPD)),agent/util/httpd_none.c,agent/util/httpd.c)

@@ -527,7 +527,7 @@ struct pf_run {
  * never changes the exit code (README, section Deadlines). */
 #define PF_PUSH_BUDGET_MS 5000
 
-/* Exit codes (DESIGN.md). */
+/* Exit codes (README, "Exit codes"). */
 enum { PF_EXIT_PASS = 0, PF_EXIT_FAIL = 1, PF_EXIT_USAGE = 2, PF_EXIT_INFRA = 3,
        PF_EXIT_PEER = 4 };
 /* The same, as --help prints them. */

@@ -147,7 +147,7 @@ enum pf_reason_class pf_reason_class_of(enum pf_reason r);
 enum pf_reason pf_reason_by_name(const char *name);
 
 const char *pf_class_name(enum pf_reason_class c);
-/* Exit code of a run whose deciding failure has this class (DESIGN.md):
+/* Exit code of a run whose deciding failure has this class (README, "Exit codes"):
  * 0 pass, 1 node/fabric failure or a group failure nobody was blamed for,
  * 2 usage, 3 infrastructure, 4 a peer failed and this node did not. */
 int pf_class_exit_code(enum pf_reason_class c);

@@ -27,6 +27,33 @@ bin="$cache/bin/kube-apiserver-$ver"
 
 say() { printf 'kube_real_build: %s\n' "$*" >&2; }
 
+# private_source PKG: apt-get source --download-only through a private
+# deb-src list made from the host's first Debian archive (bookworm), so a
+# host without deb-src lines builds too; the host's apt setup is untouched.
+private_source() {
+	local uri="" f apt_dir opts
+	for f in /etc/apt/sources.list.d/*.sources; do
+		[[ -f "$f" ]] || continue
+		uri=$(sed -n 's/^URIs:[[:space:]]*\([^[:space:]]*\).*/\1/p' "$f" | grep -v security | head -n 1)
+		[[ -n "$uri" ]] && break
+	done
+	if [[ -z "$uri" && -f /etc/apt/sources.list ]]; then
+		uri=$(awk '$1 == "deb" && $2 !~ /^\[/ && $2 !~ /security/ { print $2; exit }' /etc/apt/sources.list)
+	fi
+	[[ -n "$uri" ]] || return 1
+	apt_dir=$(mktemp -d)
+	mkdir -p "$apt_dir/lists/partial"
+	echo "deb-src $uri bookworm main" >"$apt_dir/sources.list"
+	opts=(-o "Dir::Etc::SourceList=$apt_dir/sources.list" -o Dir::Etc::SourceParts=/nonexistent
+	      -o "Dir::State::Lists=$apt_dir/lists" -o APT::Sandbox::User=root)
+	say "apt-get source $1 through a private deb-src line ($uri bookworm)"
+	apt-get "${opts[@]}" -qq update >&2 &&
+		apt-get "${opts[@]}" source --download-only "$1" >&2
+	local rc=$?
+	rm -rf "$apt_dir"
+	return $rc
+}
+
 install_out() {
 	mkdir -p "$(dirname "$out")"
 	# A hard link where the cache is on the same file system: one copy of
@@ -61,6 +88,7 @@ if [[ ! -f "$src/.pf-extracted" ]]; then
 		cd "$cache/src"
 		ls kubernetes_*really"$ver"*.orig.tar.gz >/dev/null 2>&1 ||
 			apt-get source --download-only kubernetes >&2 ||
+			private_source kubernetes ||
 			{ say "apt-get source kubernetes failed: a deb-src line for bookworm is needed"; exit 2; }
 		tar xzf kubernetes_*really"$ver"*.orig.tar.gz
 	)

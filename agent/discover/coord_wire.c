@@ -8,35 +8,25 @@
 #include <unistd.h>
 
 #include "../util/clock.h"
-#include "../util/sha256.h"
+#include "../util/crypto.h"
 
 /* Room for one table entry's fixed part (three u16 string lengths). */
 #define ENTRY_MIN 6
 
 void pf_co_nonce(uint8_t out[PF_CO_NONCE])
 {
-    if (getrandom(out, PF_CO_NONCE, GRND_NONBLOCK) == PF_CO_NONCE)
-        return;
-    /* Entropy pool not ready: time and pid still differ per connection,
-     * which is what freshness needs. */
-    struct { double t; pid_t pid; const void *p; } seed = {
-        pf_now_s(), getpid(), out
-    };
-    uint8_t d[PF_SHA256_LEN];
-    pf_sha256(&seed, sizeof(seed), d);
-    memcpy(out, d, PF_CO_NONCE);
+    pf_random_bytes(out, PF_CO_NONCE);
 }
 
 static void mac_of(const uint8_t *secret, size_t secret_len,
                    const uint8_t *body, size_t len,
                    const uint8_t nonce[PF_CO_NONCE], uint8_t out[PF_CO_MAC])
 {
-    struct pf_hmac h;
+    const struct pf_bytes parts[] = { { body, len }, { nonce, PF_CO_NONCE } };
+    uint8_t d[PF_SHA256_LEN];
 
-    pf_hmac_init(&h, secret, secret_len);
-    pf_hmac_update(&h, body, len);
-    pf_hmac_update(&h, nonce, PF_CO_NONCE);
-    pf_hmac_final(&h, out);
+    pf_hmac_sha256(secret, secret_len, parts, 2, d);
+    memcpy(out, d, PF_CO_MAC);
 }
 
 /* The trailer: u8 has_mac [mac]. Checks it against body[0..signed_len). */

@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* DESIGN.md's order: the most specific grouping label wins. */
+/* The README's order ("Peer discovery"): the most specific grouping
+ * label wins. */
 static const char *const group_labels[] = {
     PF_K8S_JOBSET_NAME,
     "batch.kubernetes.io/job-name",

@@ -16,7 +16,7 @@
 #include "../util/clock.h"
 #include "../util/log.h"
 #include "../util/mpilib.h"
-#include "../util/sha256.h"
+#include "../util/crypto.h"
 
 static int ms_left(int64_t deadline)
 {

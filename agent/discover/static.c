@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../util/sha256.h"
+#include "../util/crypto.h"
 
 #define ENTRY_MAX (PF_NAME_MAX + 16)
 

@@ -12,7 +12,7 @@
 #include "../util/fsutil.h"
 #include "../util/log.h"
 #include "../util/progress.h"
-#include "../util/sha256.h"
+#include "../util/crypto.h"
 #include "../util/sanitize.h"
 #include "rendezvous.h"
 
@@ -77,16 +77,20 @@ static pf_err read_secret(const char *path, char **out, size_t *len,
 static pf_err owner_key(const struct pf_peers *p, char **out, size_t *len,
                         char *err)
 {
-    struct pf_hmac hm;
+    const struct pf_bytes parts[] = { { p->owner, strlen(p->owner) },
+                                      { "\n", 1 },
+                                      { p->run_id, strlen(p->run_id) } };
 
     *out = malloc(PF_SHA256_LEN);
     if (!*out)
         return pf_fail(err, PF_ERR_NOMEM, "no memory for the rendezvous key");
-    pf_hmac_init(&hm, OWNER_KEY, strlen(OWNER_KEY));
-    pf_hmac_update(&hm, p->owner, strlen(p->owner));
-    pf_hmac_update(&hm, "\n", 1);
-    pf_hmac_update(&hm, p->run_id, strlen(p->run_id));
-    pf_hmac_final(&hm, (uint8_t *)*out);
+    if (!pf_hmac_sha256(OWNER_KEY, strlen(OWNER_KEY), parts, 3,
+                        (uint8_t *)*out)) {
+        free(*out);
+        *out = NULL;
+        return pf_fail(err, PF_ERR_NOMEM, "libcrypto could not derive the "
+                       "rendezvous key");
+    }
     *len = PF_SHA256_LEN;
     return PF_OK;
 }

@@ -21,7 +21,7 @@
 #include "../util/clock.h"
 #include "../util/log.h"
 #include "../util/progress.h"
-#include "../util/sha256.h"
+#include "../util/crypto.h"
 #include "../util/tcp.h"
 #include "rdv_impl.h"
 
@@ -30,16 +30,7 @@
 
 void rdv_fill_nonce(uint8_t out[PF_RDV_NONCE])
 {
-    if (getrandom(out, PF_RDV_NONCE, GRND_NONBLOCK) == PF_RDV_NONCE)
-        return;
-    /* Entropy pool not ready (early boot): time and pid still differ per
-     * connection, which is what freshness needs. */
-    struct { double t; pid_t pid; const void *p; } seed = {
-        pf_now_s(), getpid(), out
-    };
-    uint8_t d[PF_SHA256_LEN];
-    pf_sha256(&seed, sizeof(seed), d);
-    memcpy(out, d, PF_RDV_NONCE);
+    pf_random_bytes(out, PF_RDV_NONCE);
 }
 
 void rdv_addr_string(const void *sa, unsigned len, char *out, size_t cap)
@@ -116,11 +107,9 @@ static pf_err read_table(struct rdv *r, const struct pf_rdv_cfg *cfg,
                          "table from rank 0 at %s", root);
     }
     if (cfg->secret) {
-        struct pf_hmac hm;
-        pf_hmac_init(&hm, cfg->secret, cfg->secret_len);
-        pf_hmac_update(&hm, m->body, table_len);
-        pf_hmac_update(&hm, nonce, PF_RDV_NONCE);
-        pf_hmac_final(&hm, want);
+        const struct pf_bytes parts[] = { { m->body, table_len },
+                                          { nonce, PF_RDV_NONCE } };
+        pf_hmac_sha256(cfg->secret, cfg->secret_len, parts, 2, want);
         if (!has_mac || !pf_digest_equal(mac, want, PF_RDV_MAC)) {
             free(f);
             return join_fail(cfg->fault, PF_ERR_REJECTED, err, "the peer table "

@@ -24,7 +24,7 @@
 #include "../util/clock.h"
 #include "../util/log.h"
 #include "../util/progress.h"
-#include "../util/sha256.h"
+#include "../util/crypto.h"
 #include "../util/tcp.h"
 #include "rdv_impl.h"
 
@@ -357,7 +357,6 @@ static pf_err send_welcomes(struct root *rt, int64_t deadline, char *err)
     size_t cap = 16 + (size_t)world * (3 * PF_NAME_MAX + 16) + 1 + PF_RDV_MAC;
     uint8_t *body = malloc(cap);
     struct pf_wbuf w = { body, 0, cap, false };
-    struct pf_hmac table_mac;
     char name[WHO_LEN], msg[PF_ERRLEN];
     size_t table_len;
 
@@ -379,18 +378,18 @@ static pf_err send_welcomes(struct root *rt, int64_t deadline, char *err)
                        "not fit the rendezvous frame limit of %u bytes", world,
                        PF_WIRE_MAX_FRAME);
     }
-    if (cfg->secret) {
-        pf_hmac_init(&table_mac, cfg->secret, cfg->secret_len);
-        pf_hmac_update(&table_mac, body, table_len);
-    }
     for (int i = 1; i < world; i++) {
         pf_err rc;
         w.len = table_len;
         if (cfg->secret) {
-            struct pf_hmac hm = table_mac;
+            const struct pf_bytes parts[] = { { body, table_len },
+                                              { rt->nonces[i], PF_RDV_NONCE } };
             uint8_t mac[PF_RDV_MAC];
-            pf_hmac_update(&hm, rt->nonces[i], PF_RDV_NONCE);
-            pf_hmac_final(&hm, mac);
+            if (!pf_hmac_sha256(cfg->secret, cfg->secret_len, parts, 2, mac)) {
+                free(body);
+                return pf_fail(err, PF_ERR_NOMEM, "libcrypto could not sign "
+                               "the peer table");
+            }
             pf_put_bytes(&w, mac, sizeof(mac));
         }
         rc = pf_wire_send(&r->conns[i], PF_RDV_WELCOME, body, w.len, deadline,

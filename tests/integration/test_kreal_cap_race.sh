@@ -1,7 +1,8 @@
 #!/bin/bash
 # The blast-radius cap when nodes fail together, against a real
 # kube-apiserver (tests/kube_real): the chart's RBAC (the taint budget's
-# ConfigMap Role included), ten Nodes, eight one-pod jobs on node-0..7 whose
+# ConfigMap Role included), ten Nodes, eight unrelated one-pod Jobs (no
+# JobSet labels: each its own gang of one) on node-0..7 whose
 # agents all fail their node checks at the same instant (--expect-gpus 8 on
 # a host without GPUs) with --taint-on-failure --max-tainted 2. Each
 # agent has its own TokenRequest token bound to its pod. Three rounds: never
@@ -21,7 +22,7 @@ kr_rbac_from_chart --set mode=initcontainer --set 'jobNamespaces={ml}'
 for i in $(seq 0 9); do
     kr_node "node-$i" '{"kubernetes.io/hostname":"node-'$i'"}' '[{"key":"nvidia.com/gpu","value":"present","effect":"NoSchedule"}]'
 done
-kr_jobset_pods ml $N
+KR_PODS=jobs kr_jobset_pods ml $N
 for i in $(seq 0 $((N - 1))); do
     kr_pod_ip ml "train-workers-$i-0-p$i" 127.0.0.1
     kr_token ml efa-preflight-job "train-workers-$i-0-p$i" > "$T/token-$i"

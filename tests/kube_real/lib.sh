@@ -288,7 +288,8 @@ kr_pod_ip() {
 # kr_jobset_pods NS N: Job train-workers-i and its JobSet-labelled pod
 # train-workers-i-0-pi on node-i, for i < N (no podIP yet), running as the
 # chart's job account (a TokenRequest bound to the pod must name the pod's
-# own account).
+# own account). KR_PODS=jobs: N unrelated one-pod Jobs instead, each pod
+# labelled as its Job's only (no JobSet labels, so each is a gang of one).
 kr_jobset_pods() {
     python3 - "$1" "$2" "$KR_TMP/jobset.json" <<'EOF'
 import json, sys
@@ -314,7 +315,10 @@ for i in range(n):
          "/apis/batch/v1/namespaces/%s/jobs/train-workers-%d" % (ns, i)]))
     objs.append({"apiVersion": "v1", "kind": "Pod", "metadata": {
         "name": "train-workers-%d-0-p%d" % (i, i), "namespace": ns,
-        "labels": {"jobset.sigs.k8s.io/jobset-name": "train",
+        "labels": {"batch.kubernetes.io/job-completion-index": "0",
+                   "batch.kubernetes.io/job-name": "train-workers-%d" % i}
+        if os.environ.get("KR_PODS") == "jobs" else
+                  {"jobset.sigs.k8s.io/jobset-name": "train",
                    "jobset.sigs.k8s.io/jobset-uid": "7d2c0b1e-5a4f-4c3e-9b8a-1f2e3d4c5b6a",
                    "jobset.sigs.k8s.io/replicatedjob-name": "workers",
                    "jobset.sigs.k8s.io/replicatedjob-replicas": str(n),

@@ -29,7 +29,7 @@
 
 #include "../../transport/bootstrap.h"
 #include "../engine.h"
-#include "libfabric.h"
+#include "../../util/fabriclib.h"
 
 /* Tuned on loopback tcp (bench/results/host_allreduce.md): chunks large
  * enough that per-message costs vanish, enough in flight to keep both

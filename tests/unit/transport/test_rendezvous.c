@@ -15,7 +15,7 @@
 #include "transport/rendezvous.h"
 #include "transport/wire.h"
 #include "util/clock.h"
-#include "util/sha256.h"
+#include "util/crypto.h"
 
 /* ------------------------------------------------------------- framing */
 
@@ -375,11 +375,9 @@ Test(hello, the_mac_is_checked_before_the_version_and_every_claim)
     buf[5] = 9;
     {
         /* re-sign after the edit, as a real version-9 agent would */
-        struct pf_hmac hm;
-        pf_hmac_init(&hm, "right", 5);
-        pf_hmac_update(&hm, buf, n - PF_RDV_MAC);
-        pf_hmac_update(&hm, challenge, PF_RDV_NONCE);
-        pf_hmac_final(&hm, buf + n - PF_RDV_MAC);
+        const struct pf_bytes parts[] = { { buf, n - PF_RDV_MAC },
+                                          { challenge, PF_RDV_NONCE } };
+        cr_assert(pf_hmac_sha256("right", 5, parts, 2, buf + n - PF_RDV_MAC));
     }
     cr_assert_eq(check(buf, n, "right", joined, &h, err), PF_ERR_REJECTED);
     cr_assert(strstr(err, "protocol version 9"), "%s", err);

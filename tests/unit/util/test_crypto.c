@@ -1,8 +1,9 @@
-/* SHA-256 against FIPS 180-2 examples and HMAC-SHA256 against RFC 4231. */
+/* util/crypto: SHA-256 against FIPS 180-2 examples, HMAC-SHA256 against
+ * RFC 4231 (through libcrypto), signed pieces, random bytes. */
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "util/sha256.h"
+#include "util/crypto.h"
 
 static void hex_of(const uint8_t d[PF_SHA256_LEN], char out[65])
 {
@@ -32,21 +33,14 @@ Test(sha256, fips_examples)
         "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1");
 }
 
-Test(sha256, million_a_in_uneven_pieces)
+Test(sha256, million_a)
 {
-    struct pf_sha256 s;
+    static char buf[1000000];
     uint8_t d[PF_SHA256_LEN];
-    char buf[997], hex[65];
-    size_t left = 1000000;
+    char hex[65];
 
     memset(buf, 'a', sizeof(buf));
-    pf_sha256_init(&s);
-    while (left > 0) {
-        size_t n = left < sizeof(buf) ? left : sizeof(buf);
-        pf_sha256_update(&s, buf, n);
-        left -= n;
-    }
-    pf_sha256_final(&s, d);
+    cr_assert(pf_sha256(buf, sizeof(buf), d));
     hex_of(d, hex);
     cr_assert_str_eq(hex,
         "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
@@ -57,7 +51,8 @@ static void check_hmac(const uint8_t *key, size_t klen, const void *data,
 {
     uint8_t d[PF_SHA256_LEN];
     char hex[65];
-    pf_hmac_sha256(key, klen, data, dlen, d);
+    const struct pf_bytes one[] = { { data, dlen } };
+    cr_assert(pf_hmac_sha256(key, klen, one, 1, d));
     hex_of(d, hex);
     cr_assert_str_eq(hex, want);
 }
@@ -95,23 +90,38 @@ Test(hmac_sha256, rfc4231_truncated_case5)
     uint8_t k[20], d[PF_SHA256_LEN];
     char hex[65];
 
+    const struct pf_bytes one[] = { { "Test With Truncation", 20 } };
+
     memset(k, 0x0c, sizeof(k));
-    pf_hmac_sha256(k, sizeof(k), "Test With Truncation", 20, d);
+    cr_assert(pf_hmac_sha256(k, sizeof(k), one, 1, d));
     pf_hex(d, 16, hex);
     cr_assert_str_eq(hex, "a3b6167473100ee06e0c796c2955552b");
 }
 
-Test(hmac_sha256, streaming_equals_one_shot)
+Test(hmac_sha256, pieces_sign_their_concatenation)
 {
-    struct pf_hmac h;
-    uint8_t a[PF_SHA256_LEN], b[PF_SHA256_LEN];
+    const struct pf_bytes whole[] = { { "hello world", 11 } };
+    const struct pf_bytes pieces[] = { { "hello", 5 }, { "", 0 }, { " world", 6 } };
+    const struct pf_bytes other[] = { { "hello", 5 }, { " worle", 6 } };
+    uint8_t a[PF_SHA256_LEN], b[PF_SHA256_LEN], c[PF_SHA256_LEN];
 
-    pf_hmac_sha256("key", 3, "hello world", 11, a);
-    pf_hmac_init(&h, "key", 3);
-    pf_hmac_update(&h, "hello", 5);
-    pf_hmac_update(&h, " world", 6);
-    pf_hmac_final(&h, b);
+    cr_assert(pf_hmac_sha256("key", 3, whole, 1, a));
+    cr_assert(pf_hmac_sha256("key", 3, pieces, 3, b));
+    cr_assert(pf_hmac_sha256("key", 3, other, 2, c));
     cr_assert(pf_digest_equal(a, b, PF_SHA256_LEN));
+    cr_assert(!pf_digest_equal(a, c, PF_SHA256_LEN));
     b[31] ^= 1;
     cr_assert(!pf_digest_equal(a, b, PF_SHA256_LEN));
+}
+
+Test(random_bytes, fills_and_differs)
+{
+    uint8_t a[48], b[48], zero[48] = { 0 };
+
+    memset(a, 0, sizeof(a));
+    memset(b, 0, sizeof(b));
+    pf_random_bytes(a, sizeof(a));
+    pf_random_bytes(b, sizeof(b));
+    cr_assert(memcmp(a, zero, sizeof(a)) != 0);
+    cr_assert(memcmp(a, b, sizeof(a)) != 0);
 }

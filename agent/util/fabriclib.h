@@ -1,14 +1,15 @@
-/* libfabric, loaded at run time. The agent never links libfabric (a node
- * without it must still run `efa-preflight node`); only the six entry
- * points below are real symbols, every other fi_* call in <rdma/fabric.h>
+/* libfabric, loaded at run time, for the probe and the host engine alike.
+ * The agent never links libfabric (a node without it must still run
+ * `efa-preflight node`); only the six entry points below are real symbols, every other fi_* call in <rdma/fabric.h>
  * is an inline wrapper over the provider's function tables. Do not call
  * fi_allocinfo() (it calls fi_dupinfo directly): use fi->dupinfo(NULL). */
-#ifndef PF_FABRIC_H
-#define PF_FABRIC_H
+#ifndef PF_FABRICLIB_H
+#define PF_FABRICLIB_H
 
 #include <rdma/fabric.h>
 
-#include "../../pf.h"
+#include "err.h"
+#include "sizes.h"
 
 struct pf_fi {
     void *dl;
@@ -26,7 +27,8 @@ struct pf_fi {
 
 /* dlopen path (cfg.libfabric_path) when non-empty, else libfabric.so.1
  * from /opt/amazon/efa/lib64, /opt/amazon/efa/lib, then the default
- * search path. PF_ERR_UNSUPPORTED when none loads. */
+ * search path (the EFA installer's copy first, as aws-ofi-nccl does).
+ * PF_ERR_UNSUPPORTED when none loads, err naming what was tried. */
 pf_err pf_fi_load(struct pf_fi *fi, const char *path, char *err);
 void pf_fi_unload(struct pf_fi *fi);
 

@@ -1,4 +1,4 @@
-#include "libfabric.h"
+#include "fabriclib.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -40,10 +40,10 @@ pf_err pf_fi_load(struct pf_fi *fi, const char *path, char *err)
     }
     if (!fi->dl)
         return pf_fail(err, PF_ERR_UNSUPPORTED,
-                       "libfabric not loadable from %s (%s)",
+                       "libfabric not loadable (tried %s): %s",
                        npaths == 1 ? paths[0]
                                    : "/opt/amazon/efa/lib64, /opt/amazon/efa/"
-                                     "lib or the library path",
+                                     "lib, the library path",
                        last ? last : "");
 
     /* POSIX allows converting dlsym's void * to a function pointer. */
