@@ -128,7 +128,17 @@ assert k and k["reason"] == "KubeletReady", "the kubelet condition was lost"' \
     "EFANICHealthy True and a RevalidationRequested Event"
 echo "ok   idle node past valid-until: status=pending, EFANICHealthy True, Event RevalidationRequested"
 
-# 2. One NIC degrading, then recovering.
+# 2. One NIC degrading, then recovering. node-0 is first validated again
+#    (pass, valid for years), so the recovery itself is what sends it back
+#    to pending.
+python3 - "$T/objects.json" "$T/node0.json" <<'EOF2'
+import json, sys
+n = [o for o in json.load(open(sys.argv[1])) if o["kind"] == "Node" and o["metadata"]["name"] == "node-0"][0]
+n["metadata"]["labels"]["efa-preflight.io/valid-until-epoch"] = "4102444800"
+n["metadata"]["labels"]["efa-preflight.io/valid-until"] = "21000101T000000Z"
+json.dump(n, open(sys.argv[2], "w"))
+EOF2
+pfk8s_admin POST /objects "$(cat "$T/node0.json")"
 bump_start
 wait_for 15 '
 c = cond("node-0", "EFANICHealthy")
@@ -145,9 +155,12 @@ wait_for 15 '
 c = cond("node-0", "EFANICHealthy")
 assert c and c["status"] == "True", c
 ev = [e for e in events("node-0") if e["reason"] == "EFANICRecovered"]
-assert len(ev) == 1 and "rdmap20s27" in ev[0]["message"] and ev[0]["type"] == "Normal", ev' \
-    "the fault cleared"
-echo "ok   counters quiet again: EFANICRecovered after --monitor-clear intervals"
+assert len(ev) == 1 and "rdmap20s27" in ev[0]["message"] and ev[0]["type"] == "Normal", ev
+assert labels("node-0")["efa-preflight.io/status"] == "pending", labels("node-0")
+assert any(e["reason"] == "RevalidationRequested" and "a NIC fault cleared" in e["message"]
+           for e in events("node-0")), events("node-0")' \
+    "the fault cleared and node-0 pending again"
+echo "ok   counters quiet again: EFANICRecovered after --monitor-clear intervals, and the idle node marked pending to be proven again"
 
 # 3. SIGTERM: a clean, prompt exit.
 t0=$(date +%s.%N)
