@@ -80,7 +80,7 @@ static const struct opt_spec options[] = {
       "GPUs this node must have (-1: from the catalog)" },
     { "min_memlock_mib", 0, OPT_INT, F(min_memlock_mib), -1, 1 << 30, NULL, C_CHECKS,
       "locked-memory limit required, MiB (-1: unlimited)" },
-    { "efa_recount_ms", 0, OPT_INT, F(efa_recount_ms), 0, 600000, NULL, C_PROBE,
+    { "efa_recount_ms", 0, OPT_INT, F(efa_recount_ms), 0, 600000, NULL, C_CHECKS,
       "how long to re-count EFA devices on types that bring them up late" },
     { "libfabric_path", 0, OPT_STR, F(libfabric_path), 0, 0, NULL, C_CHECKS,
       "libfabric to dlopen (default: /opt/amazon/efa/lib{64,}, then the system's)" },

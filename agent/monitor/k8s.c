@@ -140,6 +140,8 @@ static void gate_from(const cJSON *node, const char *prefix,
                            : label_time(label(node, prefix, "valid-until"));
     if (g->valid_until < 0)
         g->valid_until = 0;
+    st = label(node, "", "node.kubernetes.io/instance-type");
+    snprintf(g->instance_type, sizeof(g->instance_type), "%s", st ? st : "");
 }
 
 pf_err pf_mon_k8s_read(struct pf_mon_k8s *k, struct pf_mon_gate *gate,

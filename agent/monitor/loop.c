@@ -171,14 +171,6 @@ int pf_monitor_run(struct pf_run *run, struct pf_mon_ctl *ctl)
         pf_error("out of memory");
         return PF_EXIT_INFRA;
     }
-    if (gethostname(run->node.hostname, sizeof(run->node.hostname) - 1) != 0)
-        run->node.hostname[0] = '\0';
-    pf_probe_instance(cfg, &run->node, NULL);
-    run->instance = pf_catalog_find(&run->catalog, run->node.instance_type);
-    snprintf(node_name, sizeof(node_name), "%s",
-             cfg->node_name[0] ? cfg->node_name
-             : getenv("NODE_NAME") && *getenv("NODE_NAME") ? getenv("NODE_NAME")
-                                                           : run->node.hostname);
     if (use_k8s(cfg)) {
         if (pf_mon_k8s_open(cfg, &ctl->stop, &k8s, err) != PF_OK) {
             pf_error("monitor: %s", err);
@@ -188,6 +180,18 @@ int pf_monitor_run(struct pf_run *run, struct pf_mon_ctl *ctl)
             return PF_EXIT_USAGE;
         }
     }
+    if (gethostname(run->node.hostname, sizeof(run->node.hostname) - 1) != 0)
+        run->node.hostname[0] = '\0';
+    if (k8s && pf_mon_k8s_read(k8s, &gate, err) != PF_OK)
+        pf_warn("monitor: %s", err);
+    /* The Node's instance-type label where DMI names none, as the gate. */
+    pf_probe_instance(cfg, &run->node,
+                      gate.instance_type[0] ? gate.instance_type : NULL);
+    run->instance = pf_catalog_find(&run->catalog, run->node.instance_type);
+    snprintf(node_name, sizeof(node_name), "%s",
+             cfg->node_name[0] ? cfg->node_name
+             : getenv("NODE_NAME") && *getenv("NODE_NAME") ? getenv("NODE_NAME")
+                                                           : run->node.hostname);
     pf_info("monitor: %s (%s, %d EFA devices expected), every %g s, raise "
             "after %d, clear after %d", node_name,
             run->node.instance_type[0] ? run->node.instance_type : "type unknown",

@@ -143,6 +143,7 @@ struct pf_mon_gate {
     char status[16];                  /* pass|warn|fail|error|pending|"" */
     int64_t validated_at;             /* epoch s, 0 unknown */
     int64_t valid_until;              /* epoch s, 0 unknown */
+    char instance_type[64];           /* node.kubernetes.io/instance-type */
 };
 
 /* A growing text buffer. */
