@@ -26,6 +26,9 @@
  * this often: one GET (and sometimes a pod list) per node per minute keeps
  * a thousand monitors light on the API server. */
 #define GATE_EVERY_S 60.0
+/* The condition is written again at least this often, so its
+ * lastHeartbeatTime tells a live monitor from one that stopped. */
+#define HEARTBEAT_S 300.0
 
 static pf_err check_dir(const char *root, const char *key, char *err)
 {
@@ -143,7 +146,7 @@ int pf_monitor_run(struct pf_run *run, struct pf_mon_ctl *ctl)
     char last_msg[PF_ERRLEN] = "";
     enum pf_reason last_reason = PF_R_None;
     bool have_prev = false, cleared_since = false, published = false;
-    double next_gate = 0, start;
+    double next_gate = 0, last_publish = 0, start;
     int code = PF_EXIT_PASS;
 
     if (check_dir(cfg->sysfs_root, "sysfs_root", err) != PF_OK ||
@@ -223,12 +226,14 @@ int pf_monitor_run(struct pf_run *run, struct pf_mon_ctl *ctl)
                 cleared_since = true;
         }
         if (k8s && (!published || reason != last_reason ||
-                    strcmp(msg, last_msg) || health.nchanges)) {
+                    strcmp(msg, last_msg) || health.nchanges ||
+                    t0 - last_publish >= HEARTBEAT_S)) {
             if (pf_mon_k8s_publish(k8s, reason, msg, health.changes,
                                    health.nchanges, err) != PF_OK) {
                 pf_warn("monitor: node %s: %s", node_name, err);
             } else {
                 published = true;
+                last_publish = t0;
                 last_reason = reason;
                 snprintf(last_msg, sizeof(last_msg), "%s", msg);
             }
