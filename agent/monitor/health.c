@@ -5,8 +5,8 @@
  *     (EFANICErrorRate; a single spike is a bad interval, not a fault),
  *   - a port is not ACTIVE (EFANICLinkDown), or
  *   - it was seen and is gone (EFANICDeviceGone);
- * the node is faulted when it has fewer EFA devices than its type
- * (EFANICDeviceGone, no NIC named). A fault clears after M good intervals
+ * the node is faulted when it has fewer EFA devices than its type for K
+ * intervals (EFANICDeviceGone, no NIC named). A fault clears after M good intervals
  * in a row. States (port, presence) are judged at once: a link that is
  * down is down; only rates need hysteresis, because counters move in
  * bursts.
@@ -329,8 +329,11 @@ pf_err pf_mon_judge(struct pf_mon_health *h, const struct pf_mon_rules *rules,
             return PF_ERR_SYS;
     }
 
-    /* Fewer devices than the type has. */
-    if (cur->expected > 0 && cur->efa_count < cur->expected) {
+    /* Fewer devices than the type has, for K intervals: some types (p5en)
+     * bring their EFA devices up late after boot. A device seen and then
+     * gone is named at once above. */
+    if (cur->expected > 0 && cur->efa_count < cur->expected &&
+        ++h->count_bad >= rules->raise_after) {
         char why[160];
         snprintf(why, sizeof(why), "%d EFA devices, the instance type has %d",
                  cur->efa_count, cur->expected);
@@ -343,7 +346,10 @@ pf_err pf_mon_judge(struct pf_mon_health *h, const struct pf_mon_rules *rules,
                                    err) != PF_OK)
                 return PF_ERR_SYS;
         }
-    } else if (h->count_fault && ++h->count_good >= rules->clear_after) {
+    } else if (cur->expected > 0 && cur->efa_count < cur->expected) {
+        h->count_good = 0;            /* short, not yet K in a row */
+    } else if (h->count_bad = 0, h->count_fault &&
+               ++h->count_good >= rules->clear_after) {
         char msg[320];
         snprintf(msg, sizeof(msg), "%d EFA devices again (was: %s)",
                  cur->efa_count, h->count_why);

@@ -117,6 +117,7 @@ struct pf_mon_health {
     int n;
     struct pf_mon_nic_state *nics;    /* every NIC ever seen, heap */
     bool count_fault;                 /* fewer devices than the type has */
+    int count_bad;                    /* short intervals in a row */
     int count_good;
     char count_why[160];
     bool counters_missing;            /* no device has counters (old driver) */
