@@ -7,6 +7,7 @@
  *   efa-preflight reasons   print the table of reasons [--json|--markdown]
  *   efa-preflight history   this node's past runs, newest first
  *   efa-preflight webhook   admission webhook that injects the gate
+ *   efa-preflight monitor   NIC counters and health between jobs (DaemonSet)
  *   efa-preflight version
  *
  * Exit codes: 0 pass, 1 validation failed, 2 usage/config error,
@@ -26,6 +27,7 @@
 #include "config/config.h"
 #include "discover/discover.h"
 #include "launch/launch.h"
+#include "monitor/monitor.h"
 #include "probe/probe.h"
 #include "publish/history.h"
 #include "publish/publish.h"
@@ -54,6 +56,8 @@ static const struct {
                                  "newest first, with a busbw trend [--json]" },
     { "webhook", PF_CMD_WEBHOOK, "mutating admission webhook: injects the gate into "
                                  "every Pod that requests EFA" },
+    { "monitor", PF_CMD_MONITOR, "export every EFA NIC's counters, judge their "
+                                 "health, re-validate idle nodes (until SIGTERM)" },
     /* Handled before the config stage: it reads no option but its format. */
     { "reasons", PF_CMD_VERSION, "print every reason, its class, exit code "
                                  "and remedy [--json|--markdown]" },
@@ -419,6 +423,48 @@ static int run_stages(struct pf_run *run, bool collective)
     return code;
 }
 
+/* The monitor's signal callback: end the loop (SIGTERM is how the
+ * DaemonSet's pod ends); a second signal ends the process at once. */
+static void on_monitor_signal(void *ctx, int sig)
+{
+    struct pf_mon_ctl *ctl = ctx;
+
+    if (atomic_load(&ctl->stop)) {
+        pf_error("second signal (%s): exiting now", strsignal(sig));
+        _exit(interrupted_exit_code());
+    }
+    pf_info("%s: the monitor stops", strsignal(sig));
+    pf_mon_ctl_stop(ctl);
+}
+
+/* `efa-preflight monitor`: a clean exit 0 on SIGTERM. */
+static int monitor_command(struct pf_run *run)
+{
+    struct pf_mon_ctl ctl;
+    struct pf_sigwatch watch;
+    char err[PF_ERRLEN] = "";
+    int code;
+
+    if (run->cfg.metrics_textfile[0] &&
+        pf_check_writable_path(run->cfg.metrics_textfile, err) != PF_OK) {
+        say("--metrics-textfile: %s", err);
+        return PF_EXIT_USAGE;
+    }
+    if (pf_mon_ctl_init(&ctl, err) != PF_OK) {
+        say("%s", err);
+        return PF_EXIT_INFRA;
+    }
+    /* libcurl's global state (and OpenSSL's, some 3 MiB of touched
+     * pages) only where the monitor writes to a Node: pf_monitor_run
+     * starts it before any thread of its own. */
+    if (pf_sigwatch_start(&watch, on_monitor_signal, &ctl, err) != PF_OK)
+        pf_warn("%s: SIGTERM ends the monitor without a word", err);
+    code = pf_monitor_run(run, &ctl);
+    pf_sigwatch_stop(&watch);
+    pf_mon_ctl_destroy(&ctl);
+    return code;
+}
+
 /* What would be found only after the whole run, or would make a healthy
  * node fail, is checked before anything runs or is written: the output
  * paths (a file that is regular or missing, a directory) and the values
@@ -557,6 +603,9 @@ int main(int argc, char **argv)
         break;
     case PF_CMD_RUN:
         code = run_stages(run, true);
+        break;
+    case PF_CMD_MONITOR:
+        code = monitor_command(run);
         break;
     case PF_CMD_LOCAL: {
         bool is_child = false;

@@ -26,7 +26,8 @@
 /* ---------------------------------------------------------------- config */
 
 enum pf_command { PF_CMD_NODE, PF_CMD_RUN, PF_CMD_LOCAL, PF_CMD_CATALOG,
-                  PF_CMD_VERSION, PF_CMD_HISTORY, PF_CMD_WEBHOOK };
+                  PF_CMD_VERSION, PF_CMD_HISTORY, PF_CMD_WEBHOOK,
+                  PF_CMD_MONITOR };
 
 struct pf_config {
     enum pf_command command;
@@ -128,6 +129,16 @@ struct pf_config {
     char agent_image[PF_PATH_MAX];    /* the copy-in image */
     uint64_t webhook_max_body;        /* larger reviews get 413 */
     int webhook_threads;
+    /* monitor (agent/monitor/) */
+    double interval_s;                /* seconds between reads */
+    int monitor_intervals;            /* stop after this many, 0 = never */
+    int monitor_raise;                /* K: bad intervals in a row to raise */
+    int monitor_clear;                /* M: good intervals in a row to clear */
+    char *monitor_thresholds;         /* "counter=per_s,...": heap, NULL =
+                                         the defaults only */
+    char listen[PF_NAME_MAX];         /* host:port of /metrics, "" = off */
+    bool revalidate;                  /* mark idle expired nodes pending */
+    bool monitor_taint;               /* taint a NIC fault (budgeted) */
 };
 
 /* --------------------------------------------------------------- catalog */

@@ -12,6 +12,7 @@
 
 #define DEV PF_COND_DEVICES
 #define FAB PF_COND_FABRIC
+#define NIC PF_COND_NICS
 
 static const struct pf_reason_info table[PF_R_COUNT] = {
     [PF_R_None] = { "", PF_CLASS_OK, "", "" },
@@ -37,6 +38,10 @@ static const struct pf_reason_info table[PF_R_COUNT] = {
     [PF_R_NotTested] = { "NotTested", PF_CLASS_OK, "", "" },
     [PF_R_FabricUntested] = { "FabricUntested", PF_CLASS_OK, FAB, "" },
     [PF_R_Validating] = { "Validating", PF_CLASS_OK, "", "" },
+    [PF_R_EFANICsHealthy] = { "EFANICsHealthy", PF_CLASS_OK, NIC, "" },
+    [PF_R_EFANICRecovered] = { "EFANICRecovered", PF_CLASS_OK, NIC, "" },
+    [PF_R_RevalidationRequested] = { "RevalidationRequested", PF_CLASS_OK,
+                                     "", "" },
 
     [PF_R_UnknownInstanceType] = {
         "UnknownInstanceType", PF_CLASS_WARN, DEV,
@@ -170,6 +175,23 @@ static const struct pf_reason_info table[PF_R_COUNT] = {
         "look at dmesg | grep efa and the NIC's counters (ports/1/"
         "hw_counters); re-run, and replace the node if they move again on "
         "the same NIC" },
+    [PF_R_EFANICCountersUnavailable] = {
+        "EFANICCountersUnavailable", PF_CLASS_WARN, NIC,
+        "the EFA driver exposes no hw_counters: update the EFA driver (EFA "
+        "installer) so the monitor can judge error rates" },
+    [PF_R_EFANICErrorRate] = {
+        "EFANICErrorRate", PF_CLASS_NODE, NIC,
+        "an error counter of one NIC rose for several intervals in a row "
+        "while its siblings stayed quiet: drain the node, look at dmesg | "
+        "grep efa, and replace it if the errors persist after a reboot" },
+    [PF_R_EFANICLinkDown] = {
+        "EFANICLinkDown", PF_CLASS_NODE, NIC,
+        "an EFA port left ACTIVE: drain the node; a reboot or a stop/start "
+        "of the instance usually brings the link back, else replace it" },
+    [PF_R_EFANICDeviceGone] = {
+        "EFANICDeviceGone", PF_CLASS_NODE, NIC,
+        "an EFA device disappeared (or fewer than the instance type has are "
+        "present): drain and reboot the node, replace it if it persists" },
     [PF_R_EFANICSlow] = {
         "EFANICSlow", PF_CLASS_FABRIC, FAB,
         "re-run to confirm, then replace the node: one NIC (or its link) "
@@ -231,6 +253,12 @@ static const struct pf_reason_info table[PF_R_COUNT] = {
         "before its verdict: re-run it (a DaemonSet node stays pending and "
         "is validated again)" },
 
+    [PF_R_EFAFabricErrorsRising] = {
+        "EFAFabricErrorsRising", PF_CLASS_GROUP, NIC,
+        "remote-side error counters (retransmit timeouts, unresponsive or "
+        "impaired remotes) rise on most NICs of this node at once: the "
+        "fabric or the peers, not this node; look at the job's other "
+        "nodes and the security group" },
     [PF_R_GroupNotFormed] = {
         "GroupNotFormed", PF_CLASS_INFRA, FAB,
         "other nodes of this pool are pending, but no group formed (Lease "

@@ -19,6 +19,8 @@
 /* The two Node conditions a reason feeds (and the report lists). */
 #define PF_COND_DEVICES "EFADevicesReady"
 #define PF_COND_FABRIC "EFAFabricReady"
+/* The monitor's condition (agent/monitor/): NIC health between jobs. */
+#define PF_COND_NICS "EFANICHealthy"
 
 enum pf_reason_class {
     PF_CLASS_OK,       /* a pass or a not-applicable: nothing to do */
@@ -54,6 +56,9 @@ enum pf_reason {
     PF_R_NotTested,
     PF_R_FabricUntested,
     PF_R_Validating,
+    PF_R_EFANICsHealthy,
+    PF_R_EFANICRecovered,
+    PF_R_RevalidationRequested,
     /* warnings */
     PF_R_UnknownInstanceType,
     PF_R_HugePagesUnavailable,
@@ -65,6 +70,7 @@ enum pf_reason {
     PF_R_EFANICErrorsSinceBoot,
     PF_R_TaintCapReached,
     PF_R_TaintBudgetUnavailable,
+    PF_R_EFANICCountersUnavailable,
     /* node failures */
     PF_R_NotAnEFAInstance,
     PF_R_EFAModuleNotLoaded,
@@ -75,6 +81,9 @@ enum pf_reason {
     PF_R_MemlockTooLow,
     PF_R_GPUCountMismatch,
     PF_R_FabricUnavailable,
+    PF_R_EFANICErrorRate,
+    PF_R_EFANICLinkDown,
+    PF_R_EFANICDeviceGone,
     /* fabric failures */
     PF_R_BandwidthBelowThreshold,
     PF_R_StragglerNode,
@@ -104,6 +113,7 @@ enum pf_reason {
     PF_R_ReportFailed,
     PF_R_Interrupted,
     PF_R_GroupNotFormed,
+    PF_R_EFAFabricErrorsRising,
     /* usage: the deployment is wrong */
     PF_R_RendezvousPortInUse,
     PF_R_PublishRefused,

@@ -9,7 +9,7 @@ import sys
 
 binary = sys.argv[1] if len(sys.argv) > 1 else "build/efa-preflight"
 rows = {}
-for cmd in ("node", "run", "local", "catalog", "history", "webhook"):
+for cmd in ("node", "run", "local", "catalog", "history", "webhook", "monitor"):
     out = subprocess.run([binary, cmd, "--help"], capture_output=True,
                          text=True, check=True).stdout.splitlines()
     for i, line in enumerate(out):

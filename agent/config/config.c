@@ -36,9 +36,12 @@ enum opt_type { OPT_STR, OPT_INT, OPT_DOUBLE, OPT_BOOL, OPT_SIZE, OPT_ENUM,
 #define C_VERSION (1u << PF_CMD_VERSION)
 #define C_HISTORY (1u << PF_CMD_HISTORY)
 #define C_WEBHOOK (1u << PF_CMD_WEBHOOK)
+#define C_MON (1u << PF_CMD_MONITOR)
 #define C_CHECKS (C_NODE | C_RUN | C_LOCAL)
 #define C_COLL (C_RUN | C_LOCAL)
-#define C_ALL (C_CHECKS | C_CATALOG | C_VERSION | C_HISTORY | C_WEBHOOK)
+/* What the monitor reads like `node` does (the probe, the catalog). */
+#define C_PROBE (C_CHECKS | C_MON)
+#define C_ALL (C_CHECKS | C_CATALOG | C_VERSION | C_HISTORY | C_WEBHOOK | C_MON)
 
 struct opt_spec {
     const char *key;      /* YAML key; flag = key with '-', env = upper */
@@ -57,22 +60,22 @@ static const struct opt_spec options[] = {
     /* files */
     { "config", 0, OPT_STR, F(config_file), 0, 0, NULL, C_ALL,
       "YAML file with any of these options (keys as in this list, '_' for '-')" },
-    { "catalog", 0, OPT_STR, F(catalog_file), 0, 0, NULL, C_CHECKS | C_CATALOG,
+    { "catalog", 0, OPT_STR, F(catalog_file), 0, 0, NULL, C_PROBE | C_CATALOG,
       "instance catalog YAML that overrides and extends the embedded one" },
     /* probe */
-    { "instance_type", 0, OPT_STR, F(instance_type), 0, 0, NULL, C_CHECKS,
+    { "instance_type", 0, OPT_STR, F(instance_type), 0, 0, NULL, C_PROBE,
       "instance type (default: DMI product_name, then the Node's "
       "node.kubernetes.io/instance-type label in k8s mode, then IMDSv2); "
       "'ml.' stripped" },
-    { "sysfs_root", 0, OPT_STR, F(sysfs_root), 0, 0, NULL, C_CHECKS,
+    { "sysfs_root", 0, OPT_STR, F(sysfs_root), 0, 0, NULL, C_PROBE,
       "read /sys and /proc under this root (tests, fixtures)" },
-    { "dev_root", 0, OPT_STR, F(dev_root), 0, 0, NULL, C_CHECKS,
+    { "dev_root", 0, OPT_STR, F(dev_root), 0, 0, NULL, C_PROBE,
       "read /dev under this root" },
-    { "no_imds", 0, OPT_BOOL, F(no_imds), 0, 0, NULL, C_CHECKS,
+    { "no_imds", 0, OPT_BOOL, F(no_imds), 0, 0, NULL, C_PROBE,
       "never ask the EC2 instance metadata service" },
-    { "imds_endpoint", 0, OPT_STR, F(imds_endpoint), 0, 0, NULL, C_CHECKS,
+    { "imds_endpoint", 0, OPT_STR, F(imds_endpoint), 0, 0, NULL, C_PROBE,
       "IMDSv2 base URL" },
-    { "expect_efa", 0, OPT_INT, F(expect_efa), -1, 256, NULL, C_CHECKS,
+    { "expect_efa", 0, OPT_INT, F(expect_efa), -1, 256, NULL, C_PROBE,
       "EFA devices this node must have (-1: from the catalog)" },
     { "expect_gpus", 0, OPT_INT, F(expect_gpus), -1, 64, NULL, C_CHECKS,
       "GPUs this node must have (-1: from the catalog)" },
@@ -92,7 +95,7 @@ static const struct opt_spec options[] = {
       "stderr log level (-v: info, -vv: debug)" },
     { "on_failure", 0, OPT_ENUM, F(on_failure), 0, 0, "fail|continue", C_CHECKS,
       "'continue' exits 0 when validation fails (observe-only)" },
-    { "metrics_textfile", 0, OPT_STR, F(metrics_textfile), 0, 0, NULL, C_CHECKS,
+    { "metrics_textfile", 0, OPT_STR, F(metrics_textfile), 0, 0, NULL, C_PROBE,
       "write efa_preflight_* metrics to this *.prom file, atomically, for "
       "node-exporter's textfile collector" },
     { "pushgateway", 0, OPT_STR, F(pushgateway), 0, 0, NULL, C_CHECKS,
@@ -179,17 +182,17 @@ static const struct opt_spec options[] = {
     { "debug_counters_after", 0, OPT_STR, F(debug_counters_after), 0, 0, NULL, C_COLL,
       "testing: read the NIC counters after each stage under this root (a fixture tree)" },
     /* kubernetes */
-    { "api_server", 0, OPT_STR, F(api_server), 0, 0, NULL, C_RUN,
+    { "api_server", 0, OPT_STR, F(api_server), 0, 0, NULL, C_RUN | C_MON,
       "API server URL (default: in-cluster)" },
-    { "token_file", 0, OPT_STR, F(token_file), 0, 0, NULL, C_RUN,
+    { "token_file", 0, OPT_STR, F(token_file), 0, 0, NULL, C_RUN | C_MON,
       "bearer token file (default: the service account's)" },
-    { "ca_file", 0, OPT_STR, F(ca_file), 0, 0, NULL, C_RUN,
+    { "ca_file", 0, OPT_STR, F(ca_file), 0, 0, NULL, C_RUN | C_MON,
       "CA bundle for the API server (default: the service account's)" },
-    { "pod_name", 0, OPT_STR, F(pod_name), 0, 0, NULL, C_RUN,
+    { "pod_name", 0, OPT_STR, F(pod_name), 0, 0, NULL, C_RUN | C_MON,
       "own pod (default: $POD_NAME)" },
-    { "namespace", 0, OPT_STR, F(namespace_), 0, 0, NULL, C_RUN | C_WEBHOOK,
+    { "namespace", 0, OPT_STR, F(namespace_), 0, 0, NULL, C_RUN | C_WEBHOOK | C_MON,
       "own namespace (default: $POD_NAMESPACE; webhook: its Pods are never gated)" },
-    { "node_name", 0, OPT_STR, F(node_name), 0, 0, NULL, C_RUN,
+    { "node_name", 0, OPT_STR, F(node_name), 0, 0, NULL, C_RUN | C_MON,
       "own node (default: $NODE_NAME)" },
     { "pod_ip", 0, OPT_STR, F(pod_ip), 0, 0, NULL, C_RUN,
       "own pod IP (default: $POD_IP)" },
@@ -199,24 +202,24 @@ static const struct opt_spec options[] = {
       "k8s: gate a job (initcontainer) or validate pending nodes (daemonset)" },
     { "group_size", 0, OPT_INT, F(group_size), 1, INT_MAX, NULL, C_RUN,
       "daemonset: nodes validated together" },
-    { "label_prefix", 0, OPT_STR, F(label_prefix), 0, 0, NULL, C_RUN | C_WEBHOOK,
+    { "label_prefix", 0, OPT_STR, F(label_prefix), 0, 0, NULL, C_RUN | C_WEBHOOK | C_MON,
       "prefix of the labels written on the Node" },
     { "taint_on_failure", 0, OPT_BOOL, F(taint_on_failure), 0, 0, NULL, C_RUN | C_WEBHOOK,
       "add efa-preflight.io/unhealthy:NoSchedule on failure (removed on pass)" },
-    { "max_tainted", 0, OPT_STR, F(max_tainted), 0, 0, NULL, C_RUN,
+    { "max_tainted", 0, OPT_STR, F(max_tainted), 0, 0, NULL, C_RUN | C_MON,
       "at most this many nodes (N, or N% of the cluster) carry our taint or "
       "recovery label at once; beyond it a failing node is labelled only" },
     { "on_fail_action", 0, OPT_ENUM, F(on_fail_action), 0, 0,
       "none|hyperpod-reboot|hyperpod-replace", C_RUN,
       "on a node proven faulty, ask SageMaker HyperPod to reboot or replace "
       "it (node-health-status label), under max_tainted" },
-    { "taint_budget", 0, OPT_STR, F(taint_budget), 0, 0, NULL, C_RUN | C_WEBHOOK,
+    { "taint_budget", 0, OPT_STR, F(taint_budget), 0, 0, NULL, C_RUN | C_WEBHOOK | C_MON,
       "namespace/name of the ConfigMap that holds the nodes carrying our "
       "taint or recovery label: max_tainted is taken from it atomically "
       "(webhook: the injected gate's)" },
     { "valid_hours", 0, OPT_INT, F(valid_hours), 1, 24 * 365, NULL, C_RUN | C_WEBHOOK,
       "valid-until = validated-at + this many hours (webhook: the injected gate's)" },
-    { "publish", 0, OPT_BOOL, F(publish), 0, 0, NULL, C_RUN,
+    { "publish", 0, OPT_BOOL, F(publish), 0, 0, NULL, C_RUN | C_MON,
       "k8s: write labels, conditions, event and taint on the Node" },
     /* webhook */
     { "webhook_addr", 0, OPT_STR, F(webhook_addr), 0, 0, NULL, C_WEBHOOK,
@@ -234,6 +237,24 @@ static const struct opt_spec options[] = {
       C_WEBHOOK, "webhook: largest AdmissionReview accepted (413 beyond)" },
     { "webhook_threads", 0, OPT_INT, F(webhook_threads), 1, 256, NULL, C_WEBHOOK,
       "webhook: server threads" },
+    /* monitor */
+    { "interval", 0, OPT_DOUBLE, F(interval_s), 0.05, 86400, NULL, C_MON,
+      "seconds between two reads of the NICs' counters" },
+    { "monitor_intervals", 0, OPT_INT, F(monitor_intervals), 0, INT_MAX, NULL, C_MON,
+      "stop after this many intervals (0: run until SIGTERM)" },
+    { "monitor_raise", 0, OPT_INT, F(monitor_raise), 1, 1000, NULL, C_MON,
+      "bad intervals in a row before a NIC's error rate sets EFANICHealthy False" },
+    { "monitor_clear", 0, OPT_INT, F(monitor_clear), 1, 1000, NULL, C_MON,
+      "good intervals in a row before a NIC fault clears" },
+    { "monitor_thresholds", 0, OPT_TEXT, F(monitor_thresholds), 0, 0, NULL, C_MON,
+      "counter=rate,... per second a judged counter may rise before an interval is bad "
+      "(adds to or overrides the defaults; a rate below 0 stops judging that counter)" },
+    { "listen", 0, OPT_STR, F(listen), 0, 0, NULL, C_MON,
+      "serve /metrics and /healthz on this host:port (\"\": no endpoint)" },
+    { "revalidate", 0, OPT_BOOL, F(revalidate), 0, 0, NULL, C_MON,
+      "k8s: mark an idle node pending when valid-until passed or a NIC fault cleared" },
+    { "monitor_taint", 0, OPT_BOOL, F(monitor_taint), 0, 0, NULL, C_MON,
+      "k8s: taint a node whose NIC fault is proven, under max_tainted (off: condition and Event only)" },
 };
 
 #define NOPTS (sizeof(options) / sizeof(options[0]))
@@ -304,6 +325,10 @@ void pf_config_defaults(struct pf_config *cfg)
     cfg->webhook_port = 8443;
     cfg->webhook_max_body = 512 * 1024;
     cfg->webhook_threads = 2;
+    cfg->interval_s = 30;
+    cfg->monitor_raise = 3;
+    cfg->monitor_clear = 5;
+    cfg->revalidate = true;
 }
 
 static const struct opt_spec *find_key(const char *key)
@@ -1024,6 +1049,7 @@ const char *pf_command_name(enum pf_command cmd)
     case PF_CMD_VERSION: return "version";
     case PF_CMD_HISTORY: return "history";
     case PF_CMD_WEBHOOK: return "webhook";
+    case PF_CMD_MONITOR: return "monitor";
     }
     return "?";
 }
@@ -1068,6 +1094,8 @@ void pf_config_free(struct pf_config *cfg)
     cfg->peers = NULL;
     free(cfg->fabric_addrs);
     cfg->fabric_addrs = NULL;
+    free(cfg->monitor_thresholds);
+    cfg->monitor_thresholds = NULL;
 }
 
 void pf_run_start_clock(struct pf_run *run)

@@ -98,7 +98,10 @@ static void fill_dev(const char *ibdev, const char *name, unsigned vendor,
     find_uverbs(ibdev, d->uverbs, sizeof(d->uverbs));
 }
 
-void pf_probe_efa_devices(const struct pf_config *cfg, struct pf_node *node)
+/* The device scan; counters read too unless !counters (the monitor reads
+ * every counter file itself). */
+static void scan_devices(const struct pf_config *cfg, struct pf_node *node,
+                         bool counters)
 {
     char cls[PF_PATH_MAX], ibdev[PF_PATH_MAX], path[PF_PATH_MAX];
     char err[PF_ERRLEN];
@@ -130,7 +133,8 @@ void pf_probe_efa_devices(const struct pf_config *cfg, struct pf_node *node)
             if (node->efa_count < PF_MAX_EFA) {
                 struct pf_efa_dev *d = &node->efa[node->efa_count];
                 fill_dev(ibdev, list[i]->d_name, vendor, device, d);
-                pf_hwc_read(cfg->sysfs_root, d->name, &d->hwc);
+                if (counters)
+                    pf_hwc_read(cfg->sysfs_root, d->name, &d->hwc);
                 if (d->port_active)
                     node->efa_ports_active++;
             }
@@ -144,7 +148,15 @@ void pf_probe_efa_devices(const struct pf_config *cfg, struct pf_node *node)
 /* Count and open the uverbs files of the EFA devices. When sysfs maps
  * every EFA device to its uverbsN, only those files are checked (p6-b200's
  * ibp* devices have their own); otherwise every uverbs* file counts. */
-static void probe_uverbs(const struct pf_config *cfg, struct pf_node *node)
+void pf_probe_efa_devices(const struct pf_config *cfg, struct pf_node *node)
+{
+    scan_devices(cfg, node, true);
+}
+
+/* open_them false: presence only (the monitor, which must not hold a
+ * job's device even for a moment). */
+static void probe_uverbs(const struct pf_config *cfg, struct pf_node *node,
+                         bool open_them)
 {
     char dir[PF_PATH_MAX], path[PF_PATH_MAX], err[PF_ERRLEN];
     char names[PF_MAX_EFA][16];
@@ -187,6 +199,8 @@ static void probe_uverbs(const struct pf_config *cfg, struct pf_node *node)
             continue;
         }
         node->uverbs_present++;
+        if (!open_them)
+            continue;
         /* Opening proves the container was given the device (cgroup
          * device rules); closing at once releases it. */
         fd = open(path, O_RDWR | O_CLOEXEC | O_NOCTTY);
@@ -266,8 +280,15 @@ static void probe_gdr(const struct pf_config *cfg, struct pf_node *node)
 void pf_probe_efa(const struct pf_config *cfg, struct pf_node *node)
 {
     pf_probe_efa_devices(cfg, node);
-    probe_uverbs(cfg, node);
+    probe_uverbs(cfg, node, true);
     probe_module(cfg, node);
     probe_pci(cfg, node);
     probe_gdr(cfg, node);
+}
+
+void pf_probe_efa_quiet(const struct pf_config *cfg, struct pf_node *node)
+{
+    scan_devices(cfg, node, false);
+    probe_uverbs(cfg, node, false);
+    probe_module(cfg, node);
 }

@@ -28,6 +28,11 @@ pf_err pf_imds_instance_type(const char *base_url, char *out, size_t len,
 
 /* efa.c: EFA devices by PCI id, ports, uverbs files, module, GDR. */
 void pf_probe_efa(const struct pf_config *cfg, struct pf_node *node);
+/* What the monitor reads every interval: the device scan (ports
+ * included), the uverbs files' presence (not opened: a job may hold
+ * them) and the module; no counters (it reads every counter file itself),
+ * no PCI or GDR facts. */
+void pf_probe_efa_quiet(const struct pf_config *cfg, struct pf_node *node);
 /* Only the device scan (used again by the p5en re-count). */
 void pf_probe_efa_devices(const struct pf_config *cfg, struct pf_node *node);
 /* PCI vendor/device pair is an EFA function. */

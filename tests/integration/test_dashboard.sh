@@ -33,11 +33,27 @@ missing=$(grep -o '^# TYPE efa_preflight_[a-z_]*' "$tmp/efa_preflight.prom" | cu
 [ -z "$missing" ] || fail "docs/observability.md does not list: $missing"
 echo "ok   the agent writes $n families, each listed in docs/observability.md"
 
+# 1b. What the monitor writes (its row of per-NIC rates), from a bounded
+#     run on the p5 fixture: its families join the gate's.
+tests/fakes/make_sysfs.sh "$tmp/fixtures" || fail "fixtures"
+timeout -k 5 30 "$bin" monitor --no-imds --sysfs-root "$tmp/fixtures/p5.48xlarge" \
+    --dev-root "$tmp/fixtures/p5.48xlarge" --interval 0.1 --monitor-intervals 2 \
+    --node-name "$(hostname)" --metrics-textfile "$tmp/monitor.prom" \
+    >/dev/null 2>"$tmp/err" || fail "the monitor exited $?: $(cat "$tmp/err")"
+m=$(grep -c '^# TYPE efa_preflight_' "$tmp/monitor.prom")
+missing=$(grep -o '^# TYPE efa_preflight_[a-z_]*' "$tmp/monitor.prom" | cut -d' ' -f3 |
+          grep -v '^efa_preflight_nic_.*_total$' |
+          while read -r f; do grep -q "\`$f\`" docs/counters.md || echo "$f"; done)
+[ -z "$missing" ] || fail "docs/counters.md does not list the monitor's: $missing"
+cat "$tmp/efa_preflight.prom" "$tmp/monitor.prom" >"$tmp/all.prom"
+echo "ok   the monitor writes $m families, each gauge listed in docs/counters.md"
+
 # 2. The dashboard against them.
-python3 "$check" "$dash" "$tmp/efa_preflight.prom" >"$tmp/out" || { cat "$tmp/out"; fail "dashboard"; }
+python3 "$check" "$dash" "$tmp/all.prom" >"$tmp/out" || { cat "$tmp/out"; fail "dashboard"; }
 tail -n 1 "$tmp/out"
 grep -q '"name": "node"' "$dash" || fail "the dashboard's node variable is not named node"
-for title in "busbw per node over time" "Nodes by status" "Top reasons" "Per-NIC"; do
+for title in "busbw per node over time" "Nodes by status" "Top reasons" "Per-NIC" \
+             "Per-NIC traffic (monitor)" "Per-NIC error rates (monitor)"; do
     grep -q "panel '$title" "$tmp/out" || fail "no panel '$title'"
 done
 echo "ok   the dashboard's panels: busbw per node, nodes by status, top reasons, per-NIC"

@@ -6,6 +6,8 @@
 #    and never see the run either;
 #  - agent/webhook/ is a side door, not a stage: it sees neither the run
 #    nor any stage (it takes pf_webhook_opts from main) and only util/;
+#  - agent/monitor/ runs no collective and finds no peers: it never includes
+#    collective/, discover/, transport/ or verdict/;
 #  - unit tests mirror the sources: tests/unit/<folder>/test_<source>[_<what>].c
 #    names a source agent/<folder>/<source>.c, and only tests live there
 #    (every fake is in tests/fakes/).
@@ -50,6 +52,14 @@ for f in agent/webhook/*.[ch]; do
     done < <(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$f")
 done
 
+# 3c. The monitor reads, judges and writes; it never joins a collective.
+for f in agent/monitor/*.[ch]; do
+    [ -f "$f" ] || continue
+    if grep -nE '#include "(\.\./)+(collective|discover|transport|verdict)/' "$f"; then
+        fail "$f includes a stage the monitor must not use (it runs no collective)"
+    fi
+done
+
 # 4. Tests mirror sources.
 n=0
 while read -r t; do
@@ -71,4 +81,4 @@ others=$(find tests/unit -type f ! -name 'test_*.c')
 [ -z "$others" ] || fail "not a test, belongs in tests/fakes/: $others"
 
 [ $bad -eq 0 ] || exit 1
-echo "layout: util/ is a leaf, transport/ and the engines never see the run, webhook/ uses util/ alone, $n unit test files mirror their sources"
+echo "layout: util/ is a leaf, transport/ and the engines never see the run, webhook/ uses util/ alone, monitor/ runs no collective, $n unit test files mirror their sources"

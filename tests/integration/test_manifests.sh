@@ -568,6 +568,86 @@ expect_fail "Kubernetes schemas on a mistyped MutatingWebhookConfiguration" "/we
 echo "$render $chart --set image.repository=$repo --set webhook.timeoutSeconds=31 --set webhook.failurePolicy=Sometimes" >"$tmp/cmd"
 expect_fail "values schema on webhook values" "webhook.timeoutSeconds: Must be less than or equal to 30" \
     "webhook.failurePolicy: webhook.failurePolicy must be one of the following"
+# 10b. The monitor (values-monitor.yaml): one DaemonSet on the chart's
+#      instance types that requests no GPU or EFA device, runs `monitor`
+#      with options the agent knows, serves its port, tolerates every
+#      taint, has a priority class; a headless Service and a ServiceMonitor
+#      scrape it; the ClusterRole may list pods; the PrometheusRule gains
+#      the NIC and valid-until alerts and passes `promtool check rules`.
+r -f $m/fixtures/values-monitor.yaml >"$tmp/monitor.yaml" && pass "chart renders with values-monitor.yaml" \
+    || bad "chart render (monitor)"
+if python3 - "$tmp/monitor.yaml" <<'EOF2'
+import sys, yaml
+sys.path.insert(0, "tests/manifests")
+from compare_manifests import agent_options
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+errs = []
+def want(what, got, exp):
+    if got != exp: errs.append("%s: %r, want %r" % (what, got, exp))
+mon = [d for d in docs if d["kind"] == "DaemonSet" and d["metadata"]["name"].endswith("-monitor")]
+want("monitor DaemonSets", len(mon), 1)
+if mon:
+    spec = mon[0]["spec"]["template"]["spec"]
+    c = spec["containers"][0]
+    want("command", c["command"], ["efa-preflight", "monitor"])
+    for kind in ("requests", "limits"):
+        res = c["resources"].get(kind, {})
+        for k in res:
+            if k in ("nvidia.com/gpu", "vpc.amazonaws.com/efa") or k.startswith("hugepages"):
+                errs.append("the monitor requests %s %s" % (kind, k))
+    want("priorityClassName", spec.get("priorityClassName"), "system-node-critical")
+    want("tolerations", spec.get("tolerations"), [{"operator": "Exists"}])
+    want("port", c["ports"], [{"name": "metrics", "containerPort": 9464, "protocol": "TCP"}])
+    env = {e["name"]: e.get("value") for e in c["env"]}
+    want("listen", env.get("EFA_PREFLIGHT_LISTEN"), ":9464")
+    want("interval", env.get("EFA_PREFLIGHT_INTERVAL"), "15")
+    want("thresholds", env.get("EFA_PREFLIGHT_MONITOR_THRESHOLDS"), "rx_drops=500,cmds_err=0")
+    opts = agent_options(".")
+    for k in env:
+        if k.startswith("EFA_PREFLIGHT_") and k[14:].lower() not in opts:
+            errs.append("%s is not an agent option" % k)
+    types = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"][0]["matchExpressions"][0]
+    want("instance types key", types["key"], "node.kubernetes.io/instance-type")
+    if "p5.48xlarge" not in types["values"]:
+        errs.append("the monitor does not run on p5.48xlarge: %s" % types["values"])
+    want("liveness", c["livenessProbe"]["httpGet"]["path"], "/healthz")
+    want("non-root", spec["securityContext"].get("runAsNonRoot"), True)
+svc = [d for d in docs if d["kind"] == "Service"]
+want("Services", [s["spec"]["ports"][0]["name"] for s in svc], ["metrics"])
+sms = [d for d in docs if d["kind"] == "ServiceMonitor"]
+want("ServiceMonitors", len(sms), 1)
+if sms and svc:
+    want("ServiceMonitor selects the Service", sms[0]["spec"]["selector"]["matchLabels"],
+         svc[0]["metadata"]["labels"])
+    want("ServiceMonitor port", sms[0]["spec"]["endpoints"][0]["port"], "metrics")
+cr = [d for d in docs if d["kind"] == "ClusterRole" and d["metadata"]["name"] == "efa-preflight"][0]
+if not any(r["resources"] == ["pods"] and r["verbs"] == ["list"] for r in cr["rules"]):
+    errs.append("the ClusterRole cannot list pods")
+pr = [d for d in docs if d["kind"] == "PrometheusRule"]
+want("PrometheusRules", len(pr), 1)
+if pr:
+    rules = [r["alert"] for g in pr[0]["spec"]["groups"] for r in g["rules"]]
+    want("alerts", rules, ["EFAPreflightFailed", "EFAPreflightStale", "EFANICUnhealthy",
+                           "EFAValidationExpired"])
+    yaml.safe_dump({"groups": pr[0]["spec"]["groups"]}, open(sys.argv[1] + ".rules.yaml", "w"))
+yaml.safe_dump_all([d for d in docs if d["apiVersion"] != "monitoring.coreos.com/v1"],
+                   open(sys.argv[1] + ".core.yaml", "w"))
+for e in errs: print("FAIL " + e)
+sys.exit(1 if errs else 0)
+EOF2
+then pass "monitor values: one DaemonSet without devices, its Service and ServiceMonitor, pods list, four alerts"
+else bad "monitor values render"; fi
+if node $m/validate.mjs manifests "$tmp/monitor.yaml.core.yaml" >"$tmp/out" 2>&1; then
+    pass "monitor render: Kubernetes schemas ($(tail -n 1 "$tmp/out"))"
+else bad "monitor render schemas"; grep -v '^ok ' "$tmp/out" | sed 's/^/     /'; fi
+if command -v promtool >/dev/null; then
+    if promtool check rules "$tmp/monitor.yaml.rules.yaml" >"$tmp/out" 2>&1; then
+        pass "promtool check rules accepts the monitor's alerts ($(grep -o 'SUCCESS: [0-9]* rules found' "$tmp/out"))"
+    else bad "promtool check rules (monitor)"; sed 's/^/     /' "$tmp/out"; fi
+fi
+echo "$render $chart --set image.repository=$repo --set monitor.enabled=true --set monitor.thresholds=rx-drops=1" >"$tmp/cmd"
+expect_fail "schema on a bad monitor.thresholds" "monitor.thresholds: Does not match pattern"
 
 # 11. The packaged chart (make chart-package: helm package + repo index)
 #     installs: rendered from the .tgz and from the repository directory

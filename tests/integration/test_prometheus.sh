@@ -252,7 +252,7 @@ must = {"Nodes by status", "Top reasons", "busbw per node over time", "Floor mar
         "Per-NIC share of the sweep's traffic"}
 bad = n = 0
 for p in d["panels"]:
-    for t in p["targets"]:
+    for t in p.get("targets", []):    # a row has none
         q = re.sub(r"\$\{?node\}?", ".*", t["expr"])
         url = "http://%s/api/v1/query?%s" % (prom, urllib.parse.urlencode({"query": q}))
         try:

@@ -4,7 +4,8 @@
 Serves HTTPS with a certificate the test generates, checks bearer tokens, and
 implements the handful of resources the agent uses with real semantics:
 
-  pods    GET one, list (labelSelector, limit/continue paging), watch stream
+  pods    GET one, list (labelSelector, limit/continue paging; every namespace
+          with fieldSelector spec.nodeName=), watch stream
           (resourceVersion, allowWatchBookmarks, timeoutSeconds)
   nodes   GET one / list (labelSelector, limit/continue paging); PATCH with merge-patch (RFC 7386) or
           strategic-merge-patch (conditions merged by type, taints replaced);
@@ -469,6 +470,9 @@ class Handler(BaseHTTPRequestHandler):
                 and len(parts) in (6, 7) and parts[5] == 'leases':
             return self.lease_api(method, parts[4],
                                   parts[6] if len(parts) == 7 else None, body)
+        # /api/v1/pods: every namespace, fieldSelector spec.nodeName=
+        if parts == ['api', 'v1', 'pods'] and method == 'GET':
+            return self.list_pods(None, q, fault)
         if parts[:3] == ['api', 'v1', 'nodes']:
             if len(parts) == 3 and method == 'GET':
                 return self.list_nodes(q, fault)
@@ -527,14 +531,27 @@ class Handler(BaseHTTPRequestHandler):
         return items, meta
 
     def list_pods(self, ns, q, fault=None):
+        """ns None lists every namespace. fieldSelector: only
+        spec.nodeName=NAME, which is what the monitor asks (400 otherwise,
+        as the real server does for fields pods do not index)."""
         st = self.server.store
         try:
             reqs = parse_selector(q.get('labelSelector', ''))
         except ValueError as e:
             return self.fail(400, 'BadRequest', str(e))
+        node = None
+        fsel = q.get('fieldSelector', '')
+        if fsel:
+            m = re.match(r'^spec\.nodeName=([^,=]*)$', fsel)
+            if not m:
+                return self.fail(400, 'BadRequest', 'field label not supported: %s'
+                                 % fsel)
+            node = m.group(1)
         with st.lock:
             items = sorted((copy.deepcopy(p) for (pns, _), p in st.pods.items()
-                            if pns == ns and selector_matches(reqs, p)),
+                            if (ns is None or pns == ns) and selector_matches(reqs, p)
+                            and (node is None or
+                                 p.get('spec', {}).get('nodeName') == node)),
                            key=lambda p: p['metadata']['name'])
             rv = str(st.rv)
         page = self.page(items, rv, q, fault)

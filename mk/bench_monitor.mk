@@ -1,0 +1,7 @@
+# What `efa-preflight monitor` costs a node (bench/monitor_cost; results in
+# bench/results/monitor.md): 10 minutes at a 1 s interval on the p5 fixture,
+# one NIC degrading then recovering. Not part of `make bench` (10 minutes).
+#   make bench-monitor
+.PHONY: bench-monitor
+bench-monitor: $(BIN)
+	BUILD=$(BUILD) bench/monitor_cost

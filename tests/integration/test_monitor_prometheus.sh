@@ -1,0 +1,126 @@
+#!/bin/bash
+# The monitor's scrape endpoint read by a real Prometheus (Debian's), on
+# loopback ports the kernel hands out: the p5 fixture's 32 NICs, one of
+# which has its retransmit timeouts rising. `promtool check metrics`
+# passes on /metrics and on the textfile written beside it; Prometheus
+# stores every NIC's counters, sees the rising one's rate and the NIC
+# judged unhealthy; /healthz answers 200, an unknown path 404.
+set -u
+root=${PF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+bin=${PF_BIN:-$root/${BUILD:-build}/efa-preflight}
+. "$root/tests/integration/lib_port.sh"
+for b in prometheus promtool curl; do
+    command -v $b >/dev/null || { echo "skip: $b is not installed"; exit 77; }
+done
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+    for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail() {
+    echo "FAIL $*"
+    for f in "$tmp"/*.log; do [ -f "$f" ] && { echo "--- $f"; tail -n 8 "$f"; }; done
+    exit 1
+}
+# wait_http URL SECONDS: until it answers 200.
+wait_http() {
+    local end=$(( $(date +%s) + $2 ))
+    while [ "$(date +%s)" -lt $end ]; do
+        curl -fsS -o /dev/null --max-time 2 "$1" 2>/dev/null && return 0
+        sleep 0.2
+    done
+    return 1
+}
+
+"$root/tests/fakes/make_sysfs.sh" "$tmp/fixtures" || fail "fixtures"
+cp -a "$tmp/fixtures/p5.48xlarge" "$tmp/fx"
+ctr="$tmp/fx/sys/class/infiniband/rdmap20s27/ports/1/hw_counters/retrans_timeout_events"
+
+# The monitor, on a port the kernel gave (retried if someone took it).
+for attempt in 1 2 3; do
+    MON=127.0.0.1:$(pf_free_port)
+    "$bin" monitor --sysfs-root "$tmp/fx" --dev-root "$tmp/fx" --no-imds \
+        --interval 0.5 --listen "$MON" --node-name node-0 \
+        --metrics-textfile "$tmp/monitor.prom" -v >"$tmp/monitor.log" 2>&1 &
+    mon=$!
+    wait_http "http://$MON/healthz" 10 && break
+    kill "$mon" 2>/dev/null; wait "$mon" 2>/dev/null
+    grep -q "in use" "$tmp/monitor.log" || fail "the monitor did not serve /healthz"
+done
+pids+=($mon)
+echo "ok   the monitor serves /healthz on $MON"
+( while :; do
+      v=$(cat "$ctr"); echo $((v + 2)) >"$ctr.tmp" && mv "$ctr.tmp" "$ctr"
+      sleep 0.25
+  done ) &
+pids+=($!)
+
+code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://$MON/nothing")
+[ "$code" = 404 ] || fail "GET /nothing answered $code, want 404"
+curl -fsS --max-time 2 "http://$MON/metrics" >"$tmp/scrape.txt" || fail "GET /metrics"
+promtool check metrics <"$tmp/scrape.txt" >"$tmp/promtool.log" 2>&1 ||
+    fail "promtool check metrics on /metrics: $(cat "$tmp/promtool.log")"
+promtool check metrics <"$tmp/monitor.prom" >"$tmp/promtool-file.log" 2>&1 ||
+    fail "promtool check metrics on the textfile: $(cat "$tmp/promtool-file.log")"
+echo "ok   promtool check metrics passes on /metrics ($(grep -c '^# TYPE' "$tmp/scrape.txt") families) and on the textfile"
+
+for attempt in 1 2 3; do
+    PROM=127.0.0.1:$(pf_free_port)
+    cat >"$tmp/prometheus.yml" <<EOF
+global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+scrape_configs:
+  - job_name: efa-preflight-monitor
+    static_configs: [{targets: ["$MON"]}]
+EOF
+    prometheus --config.file="$tmp/prometheus.yml" --storage.tsdb.path="$tmp/tsdb" \
+        --web.listen-address=$PROM >"$tmp/prometheus.log" 2>&1 &
+    prom=$!
+    wait_http "http://$PROM/-/ready" 30 && break
+    kill "$prom" 2>/dev/null; wait "$prom" 2>/dev/null
+    grep -q "address already in use" "$tmp/prometheus.log" || fail "prometheus did not come up"
+done
+pids+=($prom)
+echo "ok   prometheus up on $PROM"
+
+python3 - "$PROM" <<'PY' || fail "Prometheus' view of the monitor"
+import json, sys, time, urllib.parse, urllib.request
+prom = sys.argv[1]
+def query(q):
+    url = "http://%s/api/v1/query?%s" % (prom, urllib.parse.urlencode({"query": q}))
+    with urllib.request.urlopen(url, timeout=5) as f:
+        d = json.load(f)
+    assert d["status"] == "success", d
+    return d["data"]["result"]
+def until(what, q, ok, secs=40):
+    deadline = time.time() + secs
+    while True:
+        got = query(q)
+        if ok(got):
+            print("ok   " + what)
+            return got
+        if time.time() > deadline:
+            sys.exit("FAIL %s: %s gave %s" % (what, q, got))
+        time.sleep(0.5)
+until("32 NICs' tx_bytes stored, one series each, port 1",
+      'efa_preflight_nic_tx_bytes_total{job="efa-preflight-monitor",node="node-0"}',
+      lambda g: len(g) == 32 and {s["metric"]["port"] for s in g} == {"1"})
+until("the device-level no_completion_cmds of all 32 NICs (port 0)",
+      'efa_preflight_nic_no_completion_cmds_total{port="0"}', lambda g: len(g) == 32)
+until("rdmap20s27's retransmit timeouts rise, no other NIC's",
+      'rate(efa_preflight_nic_retrans_timeout_events_total[5s]) > 0',
+      lambda g: [s["metric"]["device"] for s in g] == ["rdmap20s27"])
+until("rdmap20s27 judged unhealthy, the 31 others healthy",
+      'efa_preflight_nic_healthy',
+      lambda g: len(g) == 32 and [s["metric"]["device"] for s in g if s["value"][1] == "0"] == ["rdmap20s27"])
+until("the EFANICHealthy condition False with EFANICErrorRate",
+      'efa_preflight_monitor_condition{status="False",reason="EFANICErrorRate"}',
+      lambda g: len(g) == 1)
+until("device count 32 against 32 expected",
+      'efa_preflight_monitor_efa_devices - efa_preflight_monitor_efa_devices_expected',
+      lambda g: len(g) == 1 and g[0]["value"][1] == "0")
+PY
