@@ -58,7 +58,12 @@ kr_init 2
 T=$KR_TMP
 t_all=$(date +%s.%N)
 WH_PID=
-cleanup_webhook() { [ -n "$WH_PID" ] && kill "$WH_PID" 2>/dev/null && wait "$WH_PID" 2>/dev/null; kr_cleanup; }
+ZZ_PID=
+cleanup_webhook() {
+    [ -n "$WH_PID" ] && kill "$WH_PID" 2>/dev/null && wait "$WH_PID" 2>/dev/null
+    [ -n "$ZZ_PID" ] && kill "$ZZ_PID" 2>/dev/null && wait "$ZZ_PID" 2>/dev/null
+    kr_cleanup
+}
 trap cleanup_webhook EXIT
 command -v curl >/dev/null || kr_skip "curl is not installed"
 kr_start
@@ -274,6 +279,117 @@ assert [t["key"] for t in p["spec"]["tolerations"]][0] == "vpc.amazonaws.com/efa
 print("stored: training/efa and training/efa-init gated (copy, gate[, fetch]; env, token in the gate "
       "alone, tolerations once each); other/efa, training/cpu, both opted-out and efa-preflight/efa not")
 EOF
+
+# ---- reinvocation: another webhook, called after ours --------------------
+# zz-adds-efa (a Python webhook, configurations run in name order) adds
+# vpc.amazonaws.com/efa to a Pod labelled zz=add-efa, or an annotation to
+# one labelled zz=touch. IfNeeded: ours is called again after it changed
+# the Pod, so the added EFA request is gated, and a Pod gated on the first
+# call is left as it is on the second.
+cat > "$T/zz.py" <<'EOF'
+import base64, json, ssl, sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+class H(BaseHTTPRequestHandler):
+    def log_message(self, *a):
+        pass
+    def do_POST(self):
+        rev = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        req = rev["request"]
+        pod = req["object"]
+        what = pod["metadata"].get("labels", {}).get("zz")
+        ops = []
+        if what == "add-efa":
+            ops.append({"op": "add", "path": "/spec/containers/0/resources/limits/vpc.amazonaws.com~1efa",
+                        "value": "32"})
+        elif what == "touch":
+            ops.append({"op": "add", "path": "/metadata/annotations/zz~1touched", "value": "yes"})
+        with open(sys.argv[2], "a") as f:
+            f.write("%s %s gated=%s\n" % (pod["metadata"].get("name"), what,
+                    "efa-preflight.io/gate" in pod["metadata"].get("annotations", {})))
+        resp = {"uid": req["uid"], "allowed": True}
+        if ops:
+            resp["patchType"] = "JSONPatch"
+            resp["patch"] = base64.b64encode(json.dumps(ops).encode()).decode()
+        body = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                           "response": resp}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+s = ThreadingHTTPServer(("127.0.0.1", 0), H)
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(sys.argv[1] + ".crt", sys.argv[1] + ".key")
+s.socket = ctx.wrap_socket(s.socket, server_side=True)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+EOF
+python3 "$T/zz.py" "$T/wh" "$T/out/zz.calls" > "$T/out/zz.port" 2> "$T/out/zz.stderr" &
+ZZ_PID=$!
+for t in $(seq 1 100); do
+    ZZ_PORT=$(cat "$T/out/zz.port")
+    [ -n "$ZZ_PORT" ] && break
+    kill -0 "$ZZ_PID" 2>/dev/null || break
+    sleep 0.05
+done
+[ -n "$ZZ_PORT" ] || { cat "$T/out/zz.stderr"; kr_die "zz-adds-efa never listened"; }
+python3 - "$T/wh.crt" "$ZZ_PORT" "$T/zz-mwc.json" "$T" <<'EOF' || kr_die "zz objects"
+import base64, copy, json, sys
+ca = base64.b64encode(open(sys.argv[1], "rb").read()).decode()
+json.dump({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+           "metadata": {"name": "zz-adds-efa"},
+           "webhooks": [{"name": "adds-efa.test.invalid", "admissionReviewVersions": ["v1"],
+                         "sideEffects": "None", "failurePolicy": "Fail", "timeoutSeconds": 5,
+                         "reinvocationPolicy": "Never",
+                         "clientConfig": {"url": "https://127.0.0.1:%s/" % sys.argv[2], "caBundle": ca},
+                         "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"],
+                                    "resources": ["pods"], "scope": "Namespaced"}],
+                         "objectSelector": {"matchExpressions": [{"key": "zz", "operator": "Exists"}]}}]},
+          open(sys.argv[3], "w"))
+base = {"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"namespace": "training", "annotations": {"team": "ml"}},
+        "spec": {"restartPolicy": "Never", "serviceAccountName": "trainer",
+                 "containers": [{"name": "train", "image": "my/train:2",
+                                 "env": [{"name": "NCCL_DEBUG", "value": "INFO"}],
+                                 "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}}
+a = copy.deepcopy(base)
+a["metadata"].update(name="efa-added", labels={"zz": "add-efa"})
+b = copy.deepcopy(base)
+b["metadata"].update(name="efa-touched", labels={"zz": "touch"})
+b["spec"]["containers"][0]["resources"]["limits"]["vpc.amazonaws.com/efa"] = "32"
+json.dump(a, open(sys.argv[4] + "/pod-efa-added.json", "w"))
+json.dump(b, open(sys.argv[4] + "/pod-efa-touched.json", "w"))
+EOF
+kr_apply "$T/zz-mwc.json" >/dev/null
+ok=
+for t in $(seq 1 100); do
+    kr_call POST "/api/v1/namespaces/training/pods?dryRun=All" --data "@$T/pod-efa-added.json" > "$T/dry.json" 2>/dev/null &&
+        grep -q '"efa-preflight.io/gate"' "$T/dry.json" && { ok=1; break; }
+    sleep 0.1
+done
+[ -n "$ok" ] || { cat "$T/dry.json"; kr_die "a Pod given EFA by zz-adds-efa was never gated (10 s)"; }
+for o in injected no_efa already_gated; do before[$o]=$(metric $o); done
+: > "$T/out/zz.calls"
+create efa-added
+create efa-touched
+for o in injected no_efa already_gated; do seen[$o]=$(( $(metric $o) - ${before[$o]} )); done
+[ "${seen[injected]}" = 2 ] && [ "${seen[no_efa]}" = 1 ] && [ "${seen[already_gated]}" = 1 ] ||
+    kr_die "reinvocation: injected=${seen[injected]} no_efa=${seen[no_efa]} already_gated=${seen[already_gated]} (want 2 1 1)"
+python3 - "$T" <<'EOF' || kr_die "reinvocation: stored pods"
+import json, sys
+d = sys.argv[1]
+exec(open(d + "/gatecheck.py").read())
+a = json.load(open(d + "/stored-efa-added.json"))
+b = json.load(open(d + "/stored-efa-touched.json"))
+gated(a)   # the EFA request zz added reached the gate's resources too
+gated(b)
+assert b["metadata"]["annotations"]["zz/touched"] == "yes", b["metadata"]["annotations"]
+calls = open(d + "/out/zz.calls").read().split("\n")
+assert calls[:2] == ["efa-added add-efa gated=False", "efa-touched touch gated=True"], calls
+EOF
+kill "$ZZ_PID"; wait "$ZZ_PID" 2>/dev/null; ZZ_PID=
+kr_ok DELETE /apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/zz-adds-efa
+echo "reinvocation (IfNeeded): EFA added by a later webhook is gated on our second call (no_efa, then injected); a Pod gated on the first call is left alone on the second (already_gated)"
 
 # ---- a JobSet of 2 pods, no efa-preflight YAML in it ---------------------
 python3 - "$T" <<'EOF' || kr_die "jobset objects"
