@@ -20,6 +20,10 @@
 #   - EFA Pod in the release's namespace, labelled opted-in: ungated
 #     (1.20 has no kubernetes.io/metadata.name label, so the selector sends
 #     it and the webhook's own-namespace rule keeps it; >= 1.21 never sends)
+#   - reinvocation (IfNeeded): a second webhook (Python, configuration
+#     zz-adds-efa, called after ours by name order) adds an EFA request to
+#     a Pod: ours answers no_efa, then on the reinvocation gates it; a Pod
+#     it touches after ours gated it gets already_gated on the second call
 #   - webhook stopped: an EFA Pod is still created at once (Ignore),
 #     ungated, and the API server logs "failing open gate.efa-preflight.io"
 #     (1.20 has no fail_open_count metric: it came in 1.24)
@@ -47,7 +51,7 @@
 #     EFA count is expected), and a small sweep (-b 64K -e 1M -n 3 -w 1) to
 #     keep the test short; --no-imds so nothing can go to 169.254.169.254
 #     (the Node label names the instance type before IMDS would be asked);
-#   - a `timeout 60` around each gate instead of the stored 600 s deadline.
+#   - a `timeout 60` around each gate (the stored 600 s stays in its env).
 # Both gates exit 0; the Nodes carry status=warn (the best a tcp run can
 # get: ProviderFallback is the only reason, EFA itself untested),
 # fabric=tested, busbw, EFAFabricReady True; every request the gates made
