@@ -42,6 +42,10 @@ KINDS = {
     "NetworkPolicy": ("/apis/networking.k8s.io/v1", "networkpolicies", True),
     "CustomResourceDefinition": ("/apis/apiextensions.k8s.io/v1",
                                  "customresourcedefinitions", False),
+    "MutatingWebhookConfiguration": ("/apis/admissionregistration.k8s.io/v1",
+                                     "mutatingwebhookconfigurations", False),
+    "ValidatingWebhookConfiguration": ("/apis/admissionregistration.k8s.io/v1",
+                                       "validatingwebhookconfigurations", False),
 }
 
 
