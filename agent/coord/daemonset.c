@@ -7,7 +7,7 @@
  * nobody joins; it waits for the next round. An agent that gets no group
  * within half its run (no partner came, coordinator unreachable) validates
  * alone: node checks plus a one-rank run, labelled fabric=untested. */
-#include "k8s.h"
+#include "daemonset.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "../config/config.h"
+#include "../discover/k8s.h"
 #include "../util/clock.h"
 #include "../util/fsutil.h"
 #include "../util/log.h"

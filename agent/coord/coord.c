@@ -18,10 +18,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "../discover/k8s.h"
 #include "../util/clock.h"
 #include "../util/log.h"
 #include "coord_net.h"
-#include "k8s.h"
+#include "daemonset.h"
 
 #define CHALLENGE_MS 3000     /* a connection must register within this */
 #define CTRL_MS 2000          /* one small frame's send */
