@@ -262,7 +262,7 @@ pf_err pf_discover_daemonset(struct pf_run *run, struct pf_kube *k,
     snprintf(lease.ns, sizeof(lease.ns), "%s", id->ns);
     pf_lease_name(owner_daemonset(own_pod), pool.type, pool.zone, lease.name,
                   sizeof(lease.name));
-    pf_co_nonce(rnd);
+    pf_seal_nonce(rnd);
     snprintf(lease.identity, sizeof(lease.identity),
              "%s_%02x%02x%02x%02x%02x%02x%02x%02x", id->pod, rnd[0], rnd[1],
              rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);

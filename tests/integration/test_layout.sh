@@ -4,6 +4,9 @@
 #  - agent/transport/ never sees the run or the collective's results;
 #  - the engines (collective/host/, collective/nccl/) get a pf_engine_args
 #    and never see the run either;
+#  - agent/net/ is the wire the rendezvous and the coordinator share
+#    (frames, body codec, the challenge seal): it uses util/ alone, and
+#    coord/ and discover/ reach it without transport/;
 #  - the DaemonSet coordinator lives in agent/coord/, not in discover/
 #    (discover/ says who the peers are; only k8s.c hands over to coord/);
 #  - agent/webhook/ is a side door, not a stage: it sees neither the run
@@ -36,6 +39,24 @@ for f in agent/transport/*.[ch] agent/collective/host/*.[ch] agent/collective/nc
         fail "$f includes a later or unrelated stage"
     fi
 done
+
+# 1b. net/ stands on util/ alone; the coordinator and discovery share the
+#     wire through it, never through transport/.
+[ -f agent/net/wire.c ] && [ -f agent/net/seal.c ] || fail "agent/net/ is missing"
+for f in agent/net/*.[ch]; do
+    while read -r inc; do
+        case "$inc" in
+        ../util/*|[a-z_]*.h) ;;
+        *) fail "$f includes \"$inc\": net/ may include only util/ and net/ headers" ;;
+        esac
+    done < <(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$f")
+done
+if grep -nE '#include "(\.\./)+transport/' agent/coord/*.[ch] agent/discover/*.[ch]; then
+    fail "coord/ or discover/ includes transport/: the shared wire is in net/"
+fi
+if grep -nE 'pf_hmac_sha256|pf_random_bytes' agent/transport/rdv_*.c agent/coord/*.c; then
+    fail "a frame signed or a nonce drawn beside net/seal.h: one scheme for both"
+fi
 
 # 2b. The coordinator has its own folder: discover/ defines none of it and
 #     reaches it through one door (k8s.c -> coord/daemonset.h).
@@ -86,4 +107,4 @@ others=$(find tests/unit -type f ! -name 'test_*.c')
 [ -z "$others" ] || fail "not a test, belongs in tests/fakes/: $others"
 
 [ $bad -eq 0 ] || exit 1
-echo "layout: util/ is a leaf, transport/ and the engines never see the run, the coordinator is in coord/, webhook/ uses util/ alone, $n unit test files mirror their sources"
+echo "layout: util/ is a leaf, net/ stands on util/ alone, transport/ and the engines never see the run, the coordinator is in coord/, webhook/ uses util/ alone, $n unit test files mirror their sources"
