@@ -41,9 +41,8 @@ pf_err pf_co_register_encode(const struct pf_co_register *r,
     pf_put_str(w, r->pod);
     pf_put_u32(w, r->wait_ms);
     pf_put_bytes(w, r->nonce, PF_CO_NONCE);
-    if (!pf_seal_put(w, secret, secret_len, challenge))
-        return pf_fail(err, PF_ERR_NOMEM, "libcrypto could not sign the "
-                       "registration");
+    if (pf_seal_put(w, secret, secret_len, challenge, "registration", err))
+        return PF_ERR_NOMEM;
     if (w->overflow)
         return pf_fail(err, PF_ERR_USAGE, "registration does not fit in "
                        "%zu bytes", w->cap);
@@ -104,10 +103,9 @@ pf_err pf_co_assign_encode(const struct pf_co_assign *a, const uint8_t *secret,
         pf_put_str(&w, a->e[i].pod);
         pf_put_str(&w, a->e[i].node);
     }
-    if (!pf_seal_put(&w, secret, secret_len, nonce)) {
+    if (pf_seal_put(&w, secret, secret_len, nonce, "group assignment", err)) {
         free(w.p);
-        return pf_fail(err, PF_ERR_NOMEM, "libcrypto could not sign the "
-                       "group assignment");
+        return PF_ERR_NOMEM;
     }
     if (w.overflow) {
         free(w.p);

@@ -29,16 +29,18 @@ bool pf_seal_ok(const uint8_t *secret, size_t secret_len, const void *body,
     return pf_digest_equal(mac, want, PF_SEAL_MAC);
 }
 
-bool pf_seal_put(struct pf_wbuf *w, const uint8_t *secret, size_t secret_len,
-                 const uint8_t nonce[PF_SEAL_NONCE])
+pf_err pf_seal_put(struct pf_wbuf *w, const uint8_t *secret,
+                   size_t secret_len, const uint8_t nonce[PF_SEAL_NONCE],
+                   const char *what, char *err)
 {
     uint8_t mac[PF_SEAL_MAC];
 
     pf_put_u8(w, secret ? 1 : 0);
     if (!secret || w->overflow)
-        return true;
+        return PF_OK;
     if (!pf_seal_mac(secret, secret_len, w->p, w->len, nonce, mac))
-        return false;
+        return pf_fail(err, PF_ERR_NOMEM, "libcrypto could not sign the %s",
+                       what);
     pf_put_bytes(w, mac, sizeof(mac));
-    return true;
+    return PF_OK;
 }

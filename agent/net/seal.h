@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../util/err.h"
 #include "wire.h"
 
 #define PF_SEAL_NONCE 16
@@ -31,8 +32,10 @@ bool pf_seal_ok(const uint8_t *secret, size_t secret_len, const void *body,
                 size_t len, const uint8_t nonce[PF_SEAL_NONCE],
                 const uint8_t mac[PF_SEAL_MAC]);
 /* Append the trailer: the flag, then (secret given) the MAC over all of
- * w before it. False only when libcrypto fails; overflow sticks in w. */
-bool pf_seal_put(struct pf_wbuf *w, const uint8_t *secret, size_t secret_len,
-                 const uint8_t nonce[PF_SEAL_NONCE]);
+ * w before it. PF_ERR_NOMEM only when libcrypto fails ("could not sign
+ * the <what>"); overflow sticks in w. */
+pf_err pf_seal_put(struct pf_wbuf *w, const uint8_t *secret,
+                   size_t secret_len, const uint8_t nonce[PF_SEAL_NONCE],
+                   const char *what, char *err);
 
 #endif

@@ -40,9 +40,8 @@ pf_err pf_rdv_hello_encode(const struct pf_hello *h, const uint8_t *secret,
     pf_put_u32(w, (uint32_t)h->facts.efa_count);
     pf_put_u32(w, (uint32_t)h->facts.gpu_count);
     pf_put_bytes(w, h->nonce, PF_RDV_NONCE);
-    if (!pf_seal_put(w, secret, secret_len, challenge))
-        return pf_fail(err, PF_ERR_NOMEM, "libcrypto could not sign the "
-                       "HELLO");
+    if (pf_seal_put(w, secret, secret_len, challenge, "HELLO", err))
+        return PF_ERR_NOMEM;
     if (w->overflow)
         return pf_fail(err, PF_ERR_USAGE, "HELLO does not fit in %zu bytes",
                        w->cap);

@@ -15,8 +15,10 @@ Test(seal, trailer_is_flag_then_mac_over_body_flag_and_nonce)
     struct pf_wbuf w = { buf, 0, sizeof(buf), false };
     const struct pf_bytes parts[] = { { "body\x01", 5 }, { nonce, PF_SEAL_NONCE } };
 
+    char err[PF_ERRLEN];
+
     pf_put_bytes(&w, "body", 4);
-    cr_assert(pf_seal_put(&w, key, 6, nonce));
+    cr_assert_eq(pf_seal_put(&w, key, 6, nonce, "body", err), PF_OK);
     cr_assert_eq(w.len, 5 + PF_SEAL_MAC);
     cr_assert_eq(buf[4], 1);
     cr_assert(pf_hmac_sha256(key, 6, parts, 2, want));
@@ -28,9 +30,10 @@ Test(seal, another_nonce_secret_or_body_does_not_verify)
 {
     uint8_t buf[64], other[PF_SEAL_NONCE];
     struct pf_wbuf w = { buf, 0, sizeof(buf), false };
+    char err[PF_ERRLEN];
 
     pf_put_bytes(&w, "body", 4);
-    cr_assert(pf_seal_put(&w, key, 6, nonce));
+    cr_assert_eq(pf_seal_put(&w, key, 6, nonce, "body", err), PF_OK);
     memcpy(other, nonce, sizeof(other));
     other[0] ^= 1;
     cr_assert_not(pf_seal_ok(key, 6, buf, 5, other, buf + 5));
@@ -45,7 +48,9 @@ Test(seal, without_a_secret_only_the_flag)
     uint8_t buf[8];
     struct pf_wbuf w = { buf, 0, sizeof(buf), false };
 
-    cr_assert(pf_seal_put(&w, NULL, 0, nonce));
+    char err[PF_ERRLEN];
+
+    cr_assert_eq(pf_seal_put(&w, NULL, 0, nonce, "body", err), PF_OK);
     cr_assert_eq(w.len, 1);
     cr_assert_eq(buf[0], 0);
 }
