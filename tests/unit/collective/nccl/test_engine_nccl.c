@@ -145,6 +145,20 @@ static pf_err open_engine(struct pf_engine *e, uint64_t max_count,
                                err);
 }
 
+/* Fill, one all_reduce, check: the wrong elements it counted. */
+static long wrong_after_one(struct pf_engine *e, uint64_t count, bool in_place,
+                            double *secs)
+{
+    char err[PF_ERRLEN] = "";
+    long wrong = -1;
+
+    cr_assert_eq(e->ops->fill(e, count, in_place, err), PF_OK, "%s", err);
+    cr_assert_eq(e->ops->run(e, count, in_place, 1, secs, pf_deadline_in(5000),
+                             err), PF_OK, "%s", err);
+    cr_assert_eq(e->ops->check(e, count, in_place, &wrong, err), PF_OK);
+    return wrong;
+}
+
 TestSuite(nccl_engine, .init = use_double, .timeout = 30);
 
 /* ---------------------------------------------------------------- tests */
@@ -306,11 +320,8 @@ Test(nccl_engine, sums_are_exact_across_chunks_in_and_out_of_place)
     setenv("PF_DOUBLE_GPUS", "3", 1);
     cr_assert_eq(open_engine(&e, count, 10000, err), PF_OK, "%s", err);
     for (int ip = 0; ip < 2; ip++) {
-        cr_assert_eq(e.ops->fill(&e, count, ip, err), PF_OK, "%s", err);
-        cr_assert_eq(e.ops->run(&e, count, ip, 1, &secs, pf_deadline_in(5000),
-                                err), PF_OK, "%s", err);
+        wrong = wrong_after_one(&e, count, ip, &secs);
         cr_assert_geq(secs, 0.0);
-        cr_assert_eq(e.ops->check(&e, count, ip, &wrong, err), PF_OK);
         cr_assert_eq(wrong, 0, "in_place=%d: %ld wrong", ip, wrong);
     }
     e.ops->close(&e);
@@ -321,15 +332,10 @@ Test(nccl_engine, wrong_elements_are_counted_exactly)
     struct pf_engine e;
     char err[PF_ERRLEN] = "";
     double secs;
-    long wrong = -1;
 
     setenv("PF_DOUBLE_CORRUPT", "1:5", 1);
     cr_assert_eq(open_engine(&e, 4096, 5000, err), PF_OK, "%s", err);
-    cr_assert_eq(e.ops->fill(&e, 4096, false, err), PF_OK);
-    cr_assert_eq(e.ops->run(&e, 4096, false, 1, &secs, pf_deadline_in(5000),
-                            err), PF_OK, "%s", err);
-    cr_assert_eq(e.ops->check(&e, 4096, false, &wrong, err), PF_OK);
-    cr_assert_eq(wrong, 5);
+    cr_assert_eq(wrong_after_one(&e, 4096, false, &secs), 5);
     e.ops->close(&e);
 }
 
@@ -338,18 +344,13 @@ Test(nccl_engine, debug_corrupt_rank_spoils_one_element_everywhere)
     struct pf_engine e;
     char err[PF_ERRLEN] = "";
     double secs;
-    long wrong = -1;
 
     setenv("PF_DOUBLE_GPUS", "3", 1);
     run.cfg.debug_corrupt_rank = 2;
     cr_assert_eq(open_engine(&e, 4096, 5000, err), PF_OK, "%s", err);
-    for (int ip = 0; ip < 2; ip++) {
-        cr_assert_eq(e.ops->fill(&e, 4096, ip, err), PF_OK);
-        cr_assert_eq(e.ops->run(&e, 4096, ip, 1, &secs, pf_deadline_in(5000),
-                                err), PF_OK, "%s", err);
-        cr_assert_eq(e.ops->check(&e, 4096, ip, &wrong, err), PF_OK);
-        cr_assert_eq(wrong, 3, "in_place=%d", ip);   /* one per rank */
-    }
+    for (int ip = 0; ip < 2; ip++)
+        cr_assert_eq(wrong_after_one(&e, 4096, ip, &secs), 3,   /* one per rank */
+                     "in_place=%d", ip);
     e.ops->close(&e);
 }
 
