@@ -1,6 +1,7 @@
 /* The k8s bootstrap's pieces: pod parsing, selector and world size, rank
- * assignment (k8s_pods.c), the list + watch wait (k8s.c) and the DaemonSet
- * pre-flight grouping (daemonset.c). Exposed for the unit tests. */
+ * assignment (k8s_pods.c) and the list + watch wait (k8s.c); the DaemonSet
+ * mode's coordinator (coord/) uses the pod and Node readers too. Exposed
+ * for the unit tests. */
 #ifndef PF_DISCOVER_K8S_H
 #define PF_DISCOVER_K8S_H
 
@@ -82,26 +83,9 @@ bool pf_k8s_assign_follower(const struct pf_k8s_podset *s, int world,
                             struct pf_peers *peers, char *missing,
                             size_t mlen, bool *fatal);
 
-/* The whole run's group in DaemonSet mode (daemonset.c). */
-pf_err pf_discover_daemonset(struct pf_run *run, struct pf_kube *k,
-                             const struct pf_kube_identity *id,
-                             const cJSON *own_pod, char *err);
-
 /* A Node's instance type and zone labels (GA, else beta), or NULL. */
 const char *pf_k8s_node_type(const cJSON *node);
 const char *pf_k8s_node_zone(const cJSON *node);
-
-/* One member for the DaemonSet grouping: node name and its network nodes
- * (layer 1..3 labels, "" when unlabelled). */
-struct pf_k8s_topo {
-    const char *node;
-    const char *layer[3];
-};
-/* Cut n members into groups of g, nodes under the same network nodes
- * first (groups.c says how). Writes each member's group and rank within
- * it; returns the number of groups, -1 when out of memory. */
-int pf_k8s_topo_groups(const struct pf_k8s_topo *m, int n, int g, int *gid,
-                       int *rank);
 
 /* FNV-1a, for run ids every member derives alike. */
 uint64_t pf_k8s_hash(const char *s, uint64_t h);

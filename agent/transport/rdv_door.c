@@ -22,6 +22,7 @@
 
 #include "../util/clock.h"
 #include "../util/log.h"
+#include "../util/tcp.h"
 #include "rdv_impl.h"
 
 #define DOOR_MS 2000          /* a late comer must say HELLO within this */
@@ -76,7 +77,7 @@ static void answer(struct rdv_door *d, int fd, const char *addr)
 
     pf_conn_init(&c, fd);
     c.limit = DOOR_HELLO_LIMIT;
-    rdv_fill_nonce(nonce);
+    pf_seal_nonce(nonce);
     pf_put_u32(&w, PF_RDV_MAGIC);
     pf_put_u16(&w, PF_RDV_VERSION);
     pf_put_bytes(&w, nonce, PF_RDV_NONCE);
@@ -124,7 +125,7 @@ static void *door_main(void *arg)
                 break;
             continue;
         }
-        rdv_addr_string(&ss, sl, addr, sizeof(addr));
+        pf_tcp_peer_addr(&ss, sl, addr, sizeof(addr));
         answer(d, fd, addr);
     }
     return NULL;

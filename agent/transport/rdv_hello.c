@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../util/crypto.h"
 #include "rdv_impl.h"
 
 #define HEAD 6                /* magic + version */
@@ -41,16 +40,8 @@ pf_err pf_rdv_hello_encode(const struct pf_hello *h, const uint8_t *secret,
     pf_put_u32(w, (uint32_t)h->facts.efa_count);
     pf_put_u32(w, (uint32_t)h->facts.gpu_count);
     pf_put_bytes(w, h->nonce, PF_RDV_NONCE);
-    pf_put_u8(w, secret ? 1 : 0);
-    if (secret && !w->overflow) {
-        const struct pf_bytes parts[] = { { w->p, w->len },
-                                          { challenge, PF_RDV_NONCE } };
-        uint8_t mac[PF_RDV_MAC];
-        if (!pf_hmac_sha256(secret, secret_len, parts, 2, mac))
-            return pf_fail(err, PF_ERR_NOMEM, "libcrypto could not sign the "
-                           "HELLO");
-        pf_put_bytes(w, mac, sizeof(mac));
-    }
+    if (pf_seal_put(w, secret, secret_len, challenge, "HELLO", err))
+        return PF_ERR_NOMEM;
     if (w->overflow)
         return pf_fail(err, PF_ERR_USAGE, "HELLO does not fit in %zu bytes",
                        w->cap);
@@ -125,16 +116,13 @@ pf_err pf_rdv_check_hello(const struct pf_rdv_view *v, const uint8_t *body,
     /* Authenticate before believing anything else, version included: the
      * MAC is the last PF_RDV_MAC bytes, over all before them. */
     if (v->secret) {
-        const struct pf_bytes parts[] = { { body, len - PF_RDV_MAC },
-                                          { v->challenge, PF_RDV_NONCE } };
-        uint8_t mac[PF_RDV_MAC];
         if ((whole && h->version == PF_RDV_VERSION && !h->has_mac) ||
             len < HEAD + PF_RDV_MAC)
             return pf_fail(err, PF_ERR_REJECTED, "%s sent no HMAC but rank 0 "
                            "has a secret (not a member, or --secret-file "
                            "missing on that rank)", claim);
-        pf_hmac_sha256(v->secret, v->secret_len, parts, 2, mac);
-        if (!pf_digest_equal(mac, body + len - PF_RDV_MAC, PF_RDV_MAC))
+        if (!pf_seal_ok(v->secret, v->secret_len, body, len - PF_RDV_MAC,
+                        v->challenge, body + len - PF_RDV_MAC))
             return pf_fail(err, PF_ERR_REJECTED, "%s: HELLO HMAC does not "
                            "match (its secret differs from rank 0's)", claim);
     }

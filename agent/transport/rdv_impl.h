@@ -76,9 +76,6 @@ void rdv_missing_list(const struct rdv *r, const bool *done, char *out,
 /* Peer-controlled text for a message: printable ASCII, cut to cap - 1
  * bytes (marked "..."), so a hostname cannot forge a log line. */
 void rdv_clean(const char *in, char *out, size_t cap);
-void rdv_fill_nonce(uint8_t out[PF_RDV_NONCE]);
-/* Numeric address of a peer (IPv4-mapped IPv6 shown as IPv4). */
-void rdv_addr_string(const void *sa, unsigned len, char *out, size_t cap);
 /* File descriptors rank 0 holds at most for a group of world ranks. */
 long rdv_root_fds(int world);
 

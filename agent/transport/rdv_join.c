@@ -6,7 +6,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -14,37 +13,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "../util/clock.h"
 #include "../util/log.h"
 #include "../util/progress.h"
-#include "../util/crypto.h"
 #include "../util/tcp.h"
 #include "rdv_impl.h"
 
 #define DIAL_MS 3000          /* one connect attempt */
 #define BACKOFF_MAX_MS 1000
-
-void rdv_fill_nonce(uint8_t out[PF_RDV_NONCE])
-{
-    pf_random_bytes(out, PF_RDV_NONCE);
-}
-
-void rdv_addr_string(const void *sa, unsigned len, char *out, size_t cap)
-{
-    char host[NI_MAXHOST];
-
-    if (getnameinfo(sa, (socklen_t)len, host, sizeof(host), NULL, 0,
-                    NI_NUMERICHOST)) {
-        snprintf(out, cap, "?");
-        return;
-    }
-    /* IPv4 peers of a dual-stack listener show up as ::ffff:a.b.c.d. */
-    snprintf(out, cap, "%s", strncmp(host, "::ffff:", 7) ? host : host + 7);
-}
 
 /* ------------------------------------------------------------- peers */
 
@@ -82,7 +61,7 @@ static pf_err read_table(struct rdv *r, const struct pf_rdv_cfg *cfg,
 {
     struct pf_rbuf rb = { m->body, m->len, 0, false };
     struct pf_rdv_facts *f = calloc((size_t)cfg->world, sizeof(*f));
-    uint8_t mac[PF_RDV_MAC], want[PF_RDV_MAC];
+    uint8_t mac[PF_RDV_MAC];
     size_t table_len;
     bool has_mac;
     int world;
@@ -107,10 +86,8 @@ static pf_err read_table(struct rdv *r, const struct pf_rdv_cfg *cfg,
                          "table from rank 0 at %s", root);
     }
     if (cfg->secret) {
-        const struct pf_bytes parts[] = { { m->body, table_len },
-                                          { nonce, PF_RDV_NONCE } };
-        pf_hmac_sha256(cfg->secret, cfg->secret_len, parts, 2, want);
-        if (!has_mac || !pf_digest_equal(mac, want, PF_RDV_MAC)) {
+        if (!has_mac || !pf_seal_ok(cfg->secret, cfg->secret_len, m->body,
+                                    table_len, nonce, mac)) {
             free(f);
             return join_fail(cfg->fault, PF_ERR_REJECTED, err, "the peer table "
                              "from rank 0 at %s is not signed with this "
@@ -187,7 +164,7 @@ static pf_err hello_exchange(struct rdv *r, const struct pf_rdv_cfg *cfg,
     h.world = cfg->world;
     snprintf(h.run_id, sizeof(h.run_id), "%s", cfg->run_id);
     h.facts = cfg->self;
-    rdv_fill_nonce(h.nonce);
+    pf_seal_nonce(h.nonce);
     rc = pf_rdv_hello_encode(&h, cfg->secret, cfg->secret_len, challenge, &w,
                              err);
     if (rc != PF_OK)

@@ -32,7 +32,6 @@
 #include "../util/clock.h"
 #include "../util/log.h"
 #include "../util/progress.h"
-#include "../util/crypto.h"
 #include "../util/tcp.h"
 #include "rdv_impl.h"
 
@@ -286,9 +285,9 @@ static void accept_some(struct root *rt, int64_t now)
          * cannot make rank 0 buffer more than this per connection. */
         p->c.limit = HELLO_LIMIT;
         p->since = now;
-        rdv_addr_string(&ss, sl, p->addr, sizeof(p->addr));
+        pf_tcp_peer_addr(&ss, sl, p->addr, sizeof(p->addr));
         pf_tcp_keepalive(fd);
-        rdv_fill_nonce(p->nonce);
+        pf_seal_nonce(p->nonce);
         pf_put_u32(&w, PF_RDV_MAGIC);
         pf_put_u16(&w, PF_RDV_VERSION);
         pf_put_bytes(&w, p->nonce, PF_RDV_NONCE);
@@ -411,9 +410,8 @@ static void sweep(struct root *rt, int64_t now)
     set_listening(rt, true);
 }
 
-/* The table is signed per member: HMAC(secret, table || its nonce). The
- * HMAC state after the table is computed once and copied per member, so
- * signing costs O(table + world), not O(table x world). */
+/* The table is sealed per member (net/seal.h): the flag once, then the
+ * MAC over the table and flag with that member's nonce. */
 static pf_err send_welcomes(struct root *rt, int64_t deadline, char *err)
 {
     struct rdv *r = rt->r;
@@ -447,10 +445,9 @@ static pf_err send_welcomes(struct root *rt, int64_t deadline, char *err)
         pf_err rc;
         w.len = table_len;
         if (cfg->secret) {
-            const struct pf_bytes parts[] = { { body, table_len },
-                                              { rt->nonces[i], PF_RDV_NONCE } };
             uint8_t mac[PF_RDV_MAC];
-            if (!pf_hmac_sha256(cfg->secret, cfg->secret_len, parts, 2, mac)) {
+            if (!pf_seal_mac(cfg->secret, cfg->secret_len, body, table_len,
+                             rt->nonces[i], mac)) {
                 free(body);
                 return pf_fail(err, PF_ERR_NOMEM, "libcrypto could not sign "
                                "the peer table");

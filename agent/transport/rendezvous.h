@@ -48,12 +48,13 @@
 
 #include "../pf.h"
 #include "bootstrap.h"
-#include "wire.h"
+#include "../net/seal.h"
+#include "../net/wire.h"
 
 #define PF_RDV_MAGIC 0x50465256u      /* "PFRV" */
 #define PF_RDV_VERSION 4           /* 2: PING/PONG, 3: BEAT, 4: BUSY */
-#define PF_RDV_NONCE 16
-#define PF_RDV_MAC 32
+#define PF_RDV_NONCE PF_SEAL_NONCE
+#define PF_RDV_MAC PF_SEAL_MAC
 #define PF_RDV_CENSUS_MS 1000     /* a live member answers a PING by then */
 #define PF_RDV_BEAT_MS 1000       /* heartbeat period */
 #define PF_RDV_SILENT_MS 10000    /* silent (or stalled) this long: hung */

@@ -143,3 +143,16 @@ void pf_tcp_keepalive(int fd)
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
 }
+
+void pf_tcp_peer_addr(const void *sa, unsigned len, char *out, size_t cap)
+{
+    char host[NI_MAXHOST];
+
+    if (getnameinfo(sa, (socklen_t)len, host, sizeof(host), NULL, 0,
+                    NI_NUMERICHOST)) {
+        snprintf(out, cap, "?");
+        return;
+    }
+    /* IPv4 peers of a dual-stack listener show up as ::ffff:a.b.c.d. */
+    snprintf(out, cap, "%s", strncmp(host, "::ffff:", 7) ? host : host + 7);
+}

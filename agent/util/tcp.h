@@ -22,6 +22,10 @@ int pf_listen_tcp(const char *bind_addr, int port, int backlog,
 int pf_dial_tcp(const char *host, int port, const char *src,
                 int64_t deadline, int attempt_ms, char *why, size_t len);
 
+/* The numeric address of an accepted peer (sa, len from accept), an
+ * IPv4 peer of a dual-stack listener shown as IPv4; "?" if unreadable. */
+void pf_tcp_peer_addr(const void *sa, unsigned len, char *out, size_t cap);
+
 /* No Nagle, and keepalive probes that find a peer whose host vanished
  * (no FIN) in about 11 s. */
 void pf_tcp_keepalive(int fd);

@@ -4,6 +4,11 @@
 #  - agent/transport/ never sees the run or the collective's results;
 #  - the engines (collective/host/, collective/nccl/) get a pf_engine_args
 #    and never see the run either;
+#  - agent/net/ is the wire the rendezvous and the coordinator share
+#    (frames, body codec, the challenge seal): it uses util/ alone, and
+#    coord/ and discover/ reach it without transport/;
+#  - the DaemonSet coordinator lives in agent/coord/, not in discover/
+#    (discover/ says who the peers are; only k8s.c hands over to coord/);
 #  - agent/webhook/ is a side door, not a stage: it sees neither the run
 #    nor any stage (it takes pf_webhook_opts from main) and only util/;
 #  - agent/monitor/ runs no collective and finds no peers: it never includes
@@ -32,9 +37,40 @@ for f in agent/transport/*.[ch] agent/collective/host/*.[ch] agent/collective/nc
     if grep -nE 'struct pf_run\b|struct pf_coll\b|\brun->' "$f"; then
         fail "$f reaches into the run: it takes its arguments (pf_boot_args / pf_engine_args)"
     fi
-    if grep -nE '#include "(\.\./)+(config|discover|verdict|publish|launch)/' "$f"; then
+    if grep -nE '#include "(\.\./)+(config|discover|coord|verdict|publish|launch)/' "$f"; then
         fail "$f includes a later or unrelated stage"
     fi
+done
+
+# 1b. net/ stands on util/ alone; the coordinator and discovery share the
+#     wire through it, never through transport/.
+[ -f agent/net/wire.c ] && [ -f agent/net/seal.c ] || fail "agent/net/ is missing"
+for f in agent/net/*.[ch]; do
+    while read -r inc; do
+        case "$inc" in
+        ../util/*|[a-z_]*.h) ;;
+        *) fail "$f includes \"$inc\": net/ may include only util/ and net/ headers" ;;
+        esac
+    done < <(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$f")
+done
+if grep -nE '#include "(\.\./)+transport/' agent/coord/*.[ch] agent/discover/*.[ch]; then
+    fail "coord/ or discover/ includes transport/: the shared wire is in net/"
+fi
+if grep -nE 'pf_hmac_sha256|pf_random_bytes' agent/transport/rdv_*.c agent/coord/*.c; then
+    fail "a frame signed or a nonce drawn beside net/seal.h: one scheme for both"
+fi
+
+# 2b. The coordinator has its own folder: discover/ defines none of it and
+#     reaches it through one door (k8s.c -> coord/daemonset.h).
+[ -f agent/coord/coord.c ] && [ -f agent/coord/lease.c ] || fail "agent/coord/ is missing"
+if grep -lE '^[a-z].*\bpf_(co|lease)_[a-z_]+\(' agent/discover/*.c; then
+    fail "the coordinator or its Lease is defined in discover/: it belongs in agent/coord/"
+fi
+for f in agent/discover/*.[ch]; do
+    while read -r inc; do
+        [ "$f:$inc" = agent/discover/k8s.c:../coord/daemonset.h ] ||
+            fail "$f includes \"$inc\": discover/ enters coord/ only from k8s.c through coord/daemonset.h"
+    done < <(sed -n 's/^#include "\(\.\.\/coord\/[^"]*\)".*/\1/p' "$f")
 done
 
 # 3b. The webhook reads a review and writes a patch: util/ is all it may use.
@@ -81,4 +117,4 @@ others=$(find tests/unit -type f ! -name 'test_*.c')
 [ -z "$others" ] || fail "not a test, belongs in tests/fakes/: $others"
 
 [ $bad -eq 0 ] || exit 1
-echo "layout: util/ is a leaf, transport/ and the engines never see the run, webhook/ uses util/ alone, monitor/ runs no collective, $n unit test files mirror their sources"
+echo "layout: util/ is a leaf, net/ stands on util/ alone, transport/ and the engines never see the run, the coordinator is in coord/, webhook/ uses util/ alone, monitor/ runs no collective, $n unit test files mirror their sources"

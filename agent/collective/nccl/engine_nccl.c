@@ -134,6 +134,75 @@ static void abort_comms(struct nccl_engine *g, const char *why)
     g->aborted = true;
 }
 
+/* One member's call inside a group; *who is the rank it ran for (named
+ * when the call fails). */
+typedef pf_nccl_result_t (*group_call)(struct nccl_engine *g, int k,
+                                       const void *arg,
+                                       struct nccl_rank **who);
+
+/* A group of one call per member, and what names its failures. */
+struct group {
+    int n;                            /* members 0..n-1 */
+    group_call call;
+    const void *arg;
+    const char *call_name;            /* names a failed call */
+    const char *end_name;             /* names a failed ncclGroupEnd */
+    int end_rank;                     /* the local rank that end names */
+};
+
+/* A group as NCCL wants it: ncclGroupStart, the members' calls,
+ * ncclGroupEnd. A call that fails ends the group and aborts every
+ * communicator (a group half issued cannot be finished); so does a failed
+ * end. *end is ncclGroupEnd's result once it ran, -1 before: PF_OK leaves
+ * SUCCESS or IN_PROGRESS there, and the caller waits. */
+static pf_err run_group(struct nccl_engine *g, const struct group *grp,
+                        pf_nccl_result_t *end, char *err)
+{
+    pf_nccl_result_t res = g->nccl.ncclGroupStart();
+
+    *end = -1;
+    if (res != PF_NCCL_SUCCESS)
+        return nccl_fail(g, err, "ncclGroupStart", NULL, res);
+    for (int k = 0; k < grp->n; k++) {
+        struct nccl_rank *r = NULL;
+        res = grp->call(g, k, grp->arg, &r);
+        if (res != PF_NCCL_SUCCESS && res != PF_NCCL_IN_PROGRESS) {
+            g->nccl.ncclGroupEnd();
+            nccl_fail(g, err, grp->call_name, r, res);
+            abort_comms(g, err);
+            return PF_ERR_ENGINE;
+        }
+    }
+    *end = g->nccl.ncclGroupEnd();
+    if (*end != PF_NCCL_SUCCESS && *end != PF_NCCL_IN_PROGRESS) {
+        nccl_fail(g, err, grp->end_name, &g->r[grp->end_rank], *end);
+        abort_comms(g, err);
+        return PF_ERR_ENGINE;
+    }
+    return PF_OK;
+}
+
+/* An all_reduce of count floats on each member: member k is local rank
+ * idx[k] (k itself without idx), on its pair communicator or its main one. */
+struct launch {
+    uint64_t count;
+    bool in_place, pair;
+    const int *idx;
+};
+
+static pf_nccl_result_t allreduce_member(struct nccl_engine *g, int k,
+                                         const void *arg,
+                                         struct nccl_rank **who)
+{
+    const struct launch *l = arg;
+    struct nccl_rank *r = &g->r[l->idx ? l->idx[k] : k];
+
+    *who = r;
+    return g->nccl.ncclAllReduce(l->in_place ? r->recv : r->send, r->recv,
+                                 l->count, PF_NCCL_FLOAT32, PF_NCCL_SUM,
+                                 l->pair ? r->pair : r->comm, r->stream);
+}
+
 static void nap_us(long us)
 {
     struct timespec ts = { 0, us * 1000L };
@@ -594,11 +663,37 @@ static pf_err split_blocking(struct nccl_engine *g, int64_t deadline,
     return rc;
 }
 
+/* What the members' communicator inits share: the config and the unique
+ * ids (the run's one, or one per pair), and for the pairs inside this
+ * process each local rank's partner (-1: none). */
+struct comm_init {
+    pf_nccl_config_t *cfg;
+    const pf_nccl_unique_id *ids;
+    const int *partner;
+};
+
+/* Member k's part of the run's communicator. */
+static pf_nccl_result_t run_comm_member(struct nccl_engine *g, int k,
+                                        const void *arg,
+                                        struct nccl_rank **who)
+{
+    const struct comm_init *a = arg;
+    struct nccl_rank *r = *who = &g->r[k];
+
+    /* From the first init on there are communicators to abort. */
+    g->comms_live = true;
+    g->cuda.cudaSetDevice(r->dev);
+    return g->nccl.ncclCommInitRankConfig(&r->comm, g->nranks, a->ids[0],
+                                          r->rank, a->cfg);
+}
+
 static pf_err init_comms(struct nccl_engine *g, int64_t deadline, char *err)
 {
     pf_nccl_unique_id id;
     pf_nccl_config_t cfg;
     pf_nccl_result_t res;
+    struct comm_init a;
+    struct group grp;
     pf_err rc;
 
     memset(&id, 0, sizeof(id));
@@ -616,29 +711,13 @@ static pf_err init_comms(struct nccl_engine *g, int64_t deadline, char *err)
     pf_nccl_config_init(&cfg);
     cfg.blocking = 0;
     cfg.splitShare = 1;
-    res = g->nccl.ncclGroupStart();
-    if (res != PF_NCCL_SUCCESS)
-        return nccl_fail(g, err, "ncclGroupStart", NULL, res);
-    for (int i = 0; i < g->nlocal; i++) {
-        struct nccl_rank *r = &g->r[i];
-        g->cuda.cudaSetDevice(r->dev);
-        res = g->nccl.ncclCommInitRankConfig(&r->comm, g->nranks, id, r->rank,
-                                             &cfg);
-        if (res != PF_NCCL_SUCCESS && res != PF_NCCL_IN_PROGRESS) {
-            g->nccl.ncclGroupEnd();
-            g->comms_live = true;
-            nccl_fail(g, err, "ncclCommInitRankConfig", r, res);
-            abort_comms(g, err);
-            return PF_ERR_ENGINE;
-        }
-    }
-    res = g->nccl.ncclGroupEnd();
-    g->comms_live = true;
-    if (res != PF_NCCL_SUCCESS && res != PF_NCCL_IN_PROGRESS) {
-        nccl_fail(g, err, "ncclGroupEnd (communicator init)", &g->r[0], res);
-        abort_comms(g, err);
-        return PF_ERR_ENGINE;
-    }
+    a = (struct comm_init){ &cfg, &id, NULL };
+    grp = (struct group){ g->nlocal, run_comm_member, &a,
+                          "ncclCommInitRankConfig",
+                          "ncclGroupEnd (communicator init)", 0 };
+    rc = run_group(g, &grp, &res, err);
+    if (rc != PF_OK)
+        return rc;
     g->connecting = true;
     pf_progress_begin(g->args.progress, "NCCL init", pf_now_ms());
     rc = wait_comms_ready(g, "NCCL communicator init", deadline, err);
@@ -951,36 +1030,34 @@ static void pair_release(struct nccl_engine *g)
     }
 }
 
+/* Member k's end of the pair with the partner process: rank 0 of the
+ * pair in the process that drew the ids. */
+static pf_nccl_result_t pair_member(struct nccl_engine *g, int k,
+                                    const void *arg, struct nccl_rank **who)
+{
+    const struct comm_init *a = arg;
+    struct nccl_rank *r = *who = &g->r[k];
+
+    g->cuda.cudaSetDevice(r->dev);
+    return g->nccl.ncclCommInitRankConfig(&r->pair, 2, a->ids[k],
+                                          g->pair->low ? 0 : 1, a->cfg);
+}
+
 static pf_err pair_init(struct nccl_engine *g, int64_t deadline, char *err)
 {
-    const struct pair_setup *p = g->pair;
     pf_nccl_config_t cfg;
     pf_nccl_result_t res;
+    struct comm_init a = { &cfg, g->pair->ids, NULL };
+    const struct group grp = { g->pair->n, pair_member, &a,
+                               "ncclCommInitRankConfig (pairwise test)",
+                               "ncclGroupEnd (pairwise test init)", 0 };
     pf_err rc;
 
     pf_nccl_config_init(&cfg);
     cfg.blocking = 0;
-    res = g->nccl.ncclGroupStart();
-    if (res != PF_NCCL_SUCCESS)
-        return nccl_fail(g, err, "ncclGroupStart", NULL, res);
-    for (int i = 0; i < p->n; i++) {
-        struct nccl_rank *r = &g->r[i];
-        g->cuda.cudaSetDevice(r->dev);
-        res = g->nccl.ncclCommInitRankConfig(&r->pair, 2, p->ids[i],
-                                             p->low ? 0 : 1, &cfg);
-        if (res != PF_NCCL_SUCCESS && res != PF_NCCL_IN_PROGRESS) {
-            g->nccl.ncclGroupEnd();
-            nccl_fail(g, err, "ncclCommInitRankConfig (pairwise test)", r, res);
-            abort_comms(g, err);
-            return PF_ERR_ENGINE;
-        }
-    }
-    res = g->nccl.ncclGroupEnd();
-    if (res != PF_NCCL_SUCCESS && res != PF_NCCL_IN_PROGRESS) {
-        nccl_fail(g, err, "ncclGroupEnd (pairwise test init)", &g->r[0], res);
-        abort_comms(g, err);
-        return PF_ERR_ENGINE;
-    }
+    rc = run_group(g, &grp, &res, err);
+    if (rc != PF_OK)
+        return rc;
     g->connecting = true;
     rc = wait_comms_ready(g, "NCCL pair communicator init", deadline, err);
     g->connecting = false;
@@ -1001,30 +1078,16 @@ static void maybe_slow(const struct nccl_engine *g)
 static pf_err pair_launch(struct nccl_engine *g, uint64_t count,
                           int64_t deadline, char *err)
 {
-    pf_nccl_result_t res = g->nccl.ncclGroupStart();
+    const struct launch l = { count, false, true, NULL };
+    const struct group grp = { g->pair->n, allreduce_member, &l,
+                               "ncclAllReduce (pairwise test)",
+                               "ncclGroupEnd (pairwise test)", 0 };
+    pf_nccl_result_t res;
+    pf_err rc = run_group(g, &grp, &res, err);
 
-    if (res != PF_NCCL_SUCCESS)
-        return nccl_fail(g, err, "ncclGroupStart", NULL, res);
-    for (int i = 0; i < g->pair->n; i++) {
-        struct nccl_rank *r = &g->r[i];
-        res = g->nccl.ncclAllReduce(r->send, r->recv, count, PF_NCCL_FLOAT32,
-                                    PF_NCCL_SUM, r->pair, r->stream);
-        if (res != PF_NCCL_SUCCESS && res != PF_NCCL_IN_PROGRESS) {
-            g->nccl.ncclGroupEnd();
-            nccl_fail(g, err, "ncclAllReduce (pairwise test)", r, res);
-            abort_comms(g, err);
-            return PF_ERR_ENGINE;
-        }
-    }
-    res = g->nccl.ncclGroupEnd();
-    if (res == PF_NCCL_IN_PROGRESS)
+    if (rc == PF_OK && res == PF_NCCL_IN_PROGRESS)
         return wait_comms_ready(g, "pairwise test launch", deadline, err);
-    if (res != PF_NCCL_SUCCESS) {
-        nccl_fail(g, err, "ncclGroupEnd (pairwise test)", &g->r[0], res);
-        abort_comms(g, err);
-        return PF_ERR_ENGINE;
-    }
-    return PF_OK;
+    return rc;
 }
 
 /* Expected pair sums for local GPU i: its own pattern plus the partner's
@@ -1104,30 +1167,35 @@ static pf_err nccl_pair(struct pf_engine *e, int peer, int round,
 static pf_err local_launch(struct nccl_engine *g, int a, int b,
                            uint64_t count, int64_t deadline, char *err)
 {
-    pf_nccl_result_t res = g->nccl.ncclGroupStart();
+    const int ends[2] = { a, b };
+    const struct launch l = { count, false, true, ends };
+    const struct group grp = { 2, allreduce_member, &l,
+                               "ncclAllReduce (GPU pairs)",
+                               "ncclGroupEnd (GPU pairs)", a };
+    pf_nccl_result_t res;
+    pf_err rc = run_group(g, &grp, &res, err);
 
-    if (res != PF_NCCL_SUCCESS)
-        return nccl_fail(g, err, "ncclGroupStart", NULL, res);
-    for (int k = 0; k < 2; k++) {
-        struct nccl_rank *r = &g->r[k ? b : a];
-        res = g->nccl.ncclAllReduce(r->send, r->recv, count, PF_NCCL_FLOAT32,
-                                    PF_NCCL_SUM, r->pair, r->stream);
-        if (res != PF_NCCL_SUCCESS && res != PF_NCCL_IN_PROGRESS) {
-            g->nccl.ncclGroupEnd();
-            nccl_fail(g, err, "ncclAllReduce (GPU pairs)", r, res);
-            abort_comms(g, err);
-            return PF_ERR_ENGINE;
-        }
-    }
-    res = g->nccl.ncclGroupEnd();
-    if (res == PF_NCCL_IN_PROGRESS)
+    if (rc == PF_OK && res == PF_NCCL_IN_PROGRESS)
         return wait_comms_ready(g, "GPU pair launch", deadline, err);
-    if (res != PF_NCCL_SUCCESS) {
-        nccl_fail(g, err, "ncclGroupEnd (GPU pairs)", &g->r[a], res);
-        abort_comms(g, err);
-        return PF_ERR_ENGINE;
-    }
-    return PF_OK;
+    return rc;
+}
+
+/* Member k's end of its pair inside this process: rank 0 of the pair
+ * is its lower local rank, whose id the pair uses. */
+static pf_nccl_result_t local_pair_member(struct nccl_engine *g, int k,
+                                          const void *arg,
+                                          struct nccl_rank **who)
+{
+    const struct comm_init *a = arg;
+    struct nccl_rank *r = *who = &g->r[k];
+    int lo;
+
+    if (a->partner[k] < 0)
+        return PF_NCCL_SUCCESS;
+    lo = k < a->partner[k] ? k : a->partner[k];
+    g->cuda.cudaSetDevice(r->dev);
+    return g->nccl.ncclCommInitRankConfig(&r->pair, 2, a->ids[lo],
+                                          k == lo ? 0 : 1, a->cfg);
 }
 
 static pf_err local_pair_init(struct nccl_engine *g, const int *partner,
@@ -1136,6 +1204,10 @@ static pf_err local_pair_init(struct nccl_engine *g, const int *partner,
     pf_nccl_unique_id ids[PF_MAX_GPUS];
     pf_nccl_config_t cfg;
     pf_nccl_result_t res;
+    struct comm_init a = { &cfg, ids, partner };
+    const struct group grp = { g->nlocal, local_pair_member, &a,
+                               "ncclCommInitRankConfig (GPU pairs)",
+                               "ncclGroupEnd (GPU pair init)", 0 };
     pf_err rc;
 
     for (int i = 0; i < g->nlocal; i++) {
@@ -1147,30 +1219,9 @@ static pf_err local_pair_init(struct nccl_engine *g, const int *partner,
     }
     pf_nccl_config_init(&cfg);
     cfg.blocking = 0;
-    res = g->nccl.ncclGroupStart();
-    if (res != PF_NCCL_SUCCESS)
-        return nccl_fail(g, err, "ncclGroupStart", NULL, res);
-    for (int i = 0; i < g->nlocal; i++) {
-        if (partner[i] < 0)
-            continue;
-        int lo = i < partner[i] ? i : partner[i];
-        struct nccl_rank *r = &g->r[i];
-        g->cuda.cudaSetDevice(r->dev);
-        res = g->nccl.ncclCommInitRankConfig(&r->pair, 2, ids[lo],
-                                             i == lo ? 0 : 1, &cfg);
-        if (res != PF_NCCL_SUCCESS && res != PF_NCCL_IN_PROGRESS) {
-            g->nccl.ncclGroupEnd();
-            nccl_fail(g, err, "ncclCommInitRankConfig (GPU pairs)", r, res);
-            abort_comms(g, err);
-            return PF_ERR_ENGINE;
-        }
-    }
-    res = g->nccl.ncclGroupEnd();
-    if (res != PF_NCCL_SUCCESS && res != PF_NCCL_IN_PROGRESS) {
-        nccl_fail(g, err, "ncclGroupEnd (GPU pair init)", &g->r[0], res);
-        abort_comms(g, err);
-        return PF_ERR_ENGINE;
-    }
+    rc = run_group(g, &grp, &res, err);
+    if (rc != PF_OK)
+        return rc;
     rc = wait_comms_ready(g, "NCCL GPU pair communicator init", deadline, err);
     return rc;
 }
@@ -1277,34 +1328,20 @@ static int nccl_describe(struct pf_engine *e, struct pf_rank_id *out,
 static pf_err launch_one(struct nccl_engine *g, uint64_t count, bool in_place,
                          int64_t deadline, char *err)
 {
-    pf_nccl_result_t res = g->nccl.ncclGroupStart();
+    const struct launch l = { count, in_place, false, NULL };
+    const struct group grp = { g->nlocal, allreduce_member, &l,
+                               "ncclAllReduce", "ncclGroupEnd (all_reduce)",
+                               0 };
+    pf_nccl_result_t res;
+    pf_err rc = run_group(g, &grp, &res, err);
 
-    if (res != PF_NCCL_SUCCESS)
-        return nccl_fail(g, err, "ncclGroupStart", NULL, res);
-    for (int i = 0; i < g->nlocal; i++) {
-        struct nccl_rank *r = &g->r[i];
-        res = g->nccl.ncclAllReduce(in_place ? r->recv : r->send, r->recv,
-                                    count, PF_NCCL_FLOAT32, PF_NCCL_SUM,
-                                    r->comm, r->stream);
-        if (res != PF_NCCL_SUCCESS && res != PF_NCCL_IN_PROGRESS) {
-            g->nccl.ncclGroupEnd();
-            nccl_fail(g, err, "ncclAllReduce", r, res);
-            abort_comms(g, err);
-            return PF_ERR_ENGINE;
-        }
-    }
-    res = g->nccl.ncclGroupEnd();
-    g->launches++;
-    if (res == PF_NCCL_IN_PROGRESS) {
+    if (res != -1)                    /* the group reached its end */
+        g->launches++;
+    if (rc == PF_OK && res == PF_NCCL_IN_PROGRESS) {
         g->launches_async++;
         return wait_comms_ready(g, "all_reduce launch", deadline, err);
     }
-    if (res != PF_NCCL_SUCCESS) {
-        nccl_fail(g, err, "ncclGroupEnd (all_reduce)", &g->r[0], res);
-        abort_comms(g, err);
-        return PF_ERR_ENGINE;
-    }
-    return PF_OK;
+    return rc;
 }
 
 static pf_err nccl_run(struct pf_engine *e, uint64_t count, bool in_place,

@@ -60,6 +60,16 @@ static void cfg_for(struct pf_config *cfg, const char *fx)
     }
 }
 
+/* pf_probe_efa on a fixture's tree. */
+static void efa_of(const char *fx, struct pf_node *node)
+{
+    struct pf_config cfg;
+
+    cfg_for(&cfg, fx);
+    memset(node, 0, sizeof(*node));
+    pf_probe_efa(&cfg, node);
+}
+
 Test(probe, instance_type_flag_strips_ml_prefix)
 {
     struct pf_config cfg;
@@ -146,12 +156,9 @@ Test(probe, unreadable_dmi_asks_imds_and_records_failure)
 
 Test(probe, p5_has_32_efa_devices_with_pci_port_and_uverbs)
 {
-    struct pf_config cfg;
     struct pf_node node;
 
-    cfg_for(&cfg, "p5.48xlarge");
-    memset(&node, 0, sizeof(node));
-    pf_probe_efa(&cfg, &node);
+    efa_of("p5.48xlarge", &node);
     cr_assert_eq(node.efa_count, 32);
     cr_assert_eq(node.non_efa_ib_count, 0);
     cr_assert_eq(node.efa_ports_active, 32);
@@ -171,12 +178,9 @@ Test(probe, p5_has_32_efa_devices_with_pci_port_and_uverbs)
 
 Test(probe, p6_b200_counts_8_efa_and_ignores_2_ibp)
 {
-    struct pf_config cfg;
     struct pf_node node;
 
-    cfg_for(&cfg, "p6-b200.48xlarge");
-    memset(&node, 0, sizeof(node));
-    pf_probe_efa(&cfg, &node);
+    efa_of("p6-b200.48xlarge", &node);
     cr_assert_eq(node.efa_count, 8);
     cr_assert_eq(node.non_efa_ib_count, 2);
     /* only the EFA devices' own uverbs files are checked */
@@ -193,12 +197,9 @@ Test(probe, counts_by_fixture)
         { "g5.48xlarge", 1, false },   { "p5-31", 31, true },
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        struct pf_config cfg;
         struct pf_node node;
 
-        cfg_for(&cfg, cases[i].fx);
-        memset(&node, 0, sizeof(node));
-        pf_probe_efa(&cfg, &node);
+        efa_of(cases[i].fx, &node);
         cr_assert_eq(node.efa_count, cases[i].efa, "%s", cases[i].fx);
         cr_assert_eq(node.uverbs_openable, cases[i].efa, "%s", cases[i].fx);
         cr_assert_eq(node.gdr_supported, cases[i].gdr, "%s", cases[i].fx);
@@ -207,12 +208,9 @@ Test(probe, counts_by_fixture)
 
 Test(probe, module_not_loaded_leaves_pci_functions_without_devices)
 {
-    struct pf_config cfg;
     struct pf_node node;
 
-    cfg_for(&cfg, "p5-nomodule");
-    memset(&node, 0, sizeof(node));
-    pf_probe_efa(&cfg, &node);
+    efa_of("p5-nomodule", &node);
     cr_assert_not(node.efa_module_loaded);
     cr_assert_eq(node.efa_count, 0);
     cr_assert_eq(node.efa_pci_count, 32);
@@ -220,12 +218,9 @@ Test(probe, module_not_loaded_leaves_pci_functions_without_devices)
 
 Test(probe, missing_uverbs_files_are_counted_and_named)
 {
-    struct pf_config cfg;
     struct pf_node node;
 
-    cfg_for(&cfg, "p5-nouverbs");
-    memset(&node, 0, sizeof(node));
-    pf_probe_efa(&cfg, &node);
+    efa_of("p5-nouverbs", &node);
     cr_assert_eq(node.efa_count, 32);
     cr_assert_eq(node.uverbs_present, 0);
     cr_assert_eq(node.uverbs_openable, 0);
@@ -263,18 +258,27 @@ Test(probe, libfabric_missing_is_a_fact)
               "%s", node.libfabric_error);
 }
 
-Test(probe, fake_libfabric_domains_and_version)
+/* pf_probe_fabric against the fake libfabric answering `domains` EFA
+ * domains, after a device scan that found efa_count devices. */
+static void fake_fabric_of(const char *domains, int efa_count,
+                           struct pf_node *node)
 {
     struct pf_config cfg;
-    struct pf_node node;
 
     cfg_for(&cfg, NULL);
     snprintf(cfg.libfabric_path, sizeof(cfg.libfabric_path), "%s", fake_fabric());
-    setenv("PF_FAKE_FI_EFA_DOMAINS", "16", 1);
+    setenv("PF_FAKE_FI_EFA_DOMAINS", domains, 1);
+    memset(node, 0, sizeof(*node));
+    node->efa_count = efa_count;
+    pf_probe_fabric(&cfg, node);
+}
+
+Test(probe, fake_libfabric_domains_and_version)
+{
+    struct pf_node node;
+
     setenv("PF_FAKE_FI_VERSION", "1.22", 1);
-    memset(&node, 0, sizeof(node));
-    node.efa_count = 16;       /* as the device scan would have found */
-    pf_probe_fabric(&cfg, &node);
+    fake_fabric_of("16", 16, &node);
     cr_assert(node.libfabric_loaded);
     cr_assert_str_eq(node.libfabric_version, "1.22");
     cr_assert_eq(node.fi_efa_domains, 16);
@@ -283,15 +287,9 @@ Test(probe, fake_libfabric_domains_and_version)
 
 Test(probe, fake_libfabric_without_efa_reports_enodata)
 {
-    struct pf_config cfg;
     struct pf_node node;
 
-    cfg_for(&cfg, NULL);
-    snprintf(cfg.libfabric_path, sizeof(cfg.libfabric_path), "%s", fake_fabric());
-    setenv("PF_FAKE_FI_EFA_DOMAINS", "0", 1);
-    memset(&node, 0, sizeof(node));
-    node.efa_count = 4;
-    pf_probe_fabric(&cfg, &node);
+    fake_fabric_of("0", 4, &node);
     cr_assert(node.libfabric_loaded);
     cr_assert_eq(node.fi_efa_domains, 0);
     cr_assert(strstr(node.libfabric_error, "-FI_ENODATA"), "%s",
@@ -302,14 +300,9 @@ Test(probe, fake_libfabric_without_efa_reports_enodata)
  * answered 8), the version still is. */
 Test(probe, no_efa_device_skips_fi_getinfo)
 {
-    struct pf_config cfg;
     struct pf_node node;
 
-    cfg_for(&cfg, NULL);
-    snprintf(cfg.libfabric_path, sizeof(cfg.libfabric_path), "%s", fake_fabric());
-    setenv("PF_FAKE_FI_EFA_DOMAINS", "8", 1);
-    memset(&node, 0, sizeof(node));
-    pf_probe_fabric(&cfg, &node);
+    fake_fabric_of("8", 0, &node);
     cr_assert(node.libfabric_loaded);
     cr_assert_str_eq(node.libfabric_version, "1.22");
     cr_assert_eq(node.fi_efa_domains, 0);

@@ -4,6 +4,7 @@
  * data checks. Each Criterion test runs in its own process, so setenv is
  * local to the test. */
 #include <criterion/criterion.h>
+#include <criterion/parameterized.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,52 +145,80 @@ static pf_err open_engine(struct pf_engine *e, uint64_t max_count,
                                err);
 }
 
+/* Fill, one all_reduce, check: the wrong elements it counted. */
+static long wrong_after_one(struct pf_engine *e, uint64_t count, bool in_place,
+                            double *secs)
+{
+    char err[PF_ERRLEN] = "";
+    long wrong = -1;
+
+    cr_assert_eq(e->ops->fill(e, count, in_place, err), PF_OK, "%s", err);
+    cr_assert_eq(e->ops->run(e, count, in_place, 1, secs, pf_deadline_in(5000),
+                             err), PF_OK, "%s", err);
+    cr_assert_eq(e->ops->check(e, count, in_place, &wrong, err), PF_OK);
+    return wrong;
+}
+
 TestSuite(nccl_engine, .init = use_double, .timeout = 30);
 
 /* ---------------------------------------------------------------- tests */
 
-Test(nccl_engine, missing_library_is_a_clear_error)
-{
-    struct pf_engine e;
-    char err[PF_ERRLEN] = "";
+/* open() refusing to start: the setting or fault that makes it refuse,
+ * what it returns, what its message says and what the double saw. */
+struct refusal {
+    /* Arrays, not pointers: Criterion copies a row into a test process
+     * that may have its strings at other addresses. "" = none. */
+    char what[64];                    /* the behaviour, named on failure */
+    char env[32], value[32];
+    int64_t ms;                       /* open's deadline */
+    pf_err rc;
+    char says[2][32];                 /* in the message */
+    char never[32];                   /* never in the message */
+    char trace[16];                   /* a line of the double's trace ... */
+    int trace_n;                      /* ... seen this often */
+};
 
-    setenv("EFA_PREFLIGHT_NCCL", "/nonexistent/libnccl.so.2", 1);
-    cr_assert_eq(open_engine(&e, 1024, 5000, err), PF_ERR_UNSUPPORTED);
-    cr_assert(strstr(err, "NCCL not found"), "%s", err);
-    cr_assert(strstr(err, "/nonexistent/libnccl.so.2"), "%s", err);
-    cr_assert_null(e.impl);
+static struct refusal refusals[] = {
+    { "missing library is a clear error", "EFA_PREFLIGHT_NCCL",
+      "/nonexistent/libnccl.so.2", 5000, PF_ERR_UNSUPPORTED,
+      { "NCCL not found", "/nonexistent/libnccl.so.2" }, "", "", 0 },
+    { "missing CUDA runtime is a clear error", "EFA_PREFLIGHT_CUDART",
+      "/nonexistent/libcudart.so", 5000, PF_ERR_UNSUPPORTED,
+      { "CUDA runtime not found", "" }, "", "", 0 },
+    { "version older than 2.18 is refused", "PF_DOUBLE_NCCL_VERSION", "21705",
+      5000, PF_ERR_UNSUPPORTED, { "NCCL 2.17.5", ">= 2.18.0" }, "",
+      "init rank", 0 },
+    { "no visible device is an error", "CUDA_VISIBLE_DEVICES", "", 5000,
+      PF_ERR_NOTFOUND, { "no CUDA device visible", "" }, "", "", 0 },
+    { "init hang in one process gives no security group hint",
+      "PF_DOUBLE_FAULT", "init_hang", 300, PF_ERR_TIMEOUT, { "", "" },
+      "security group", "", 0 },
+    { "init error is reported and aborted", "PF_DOUBLE_FAULT", "init_error",
+      5000, PF_ERR_ENGINE, { "unhandled system error", "" }, "",
+      "abort rank", 2 },
+};
+
+ParameterizedTestParameters(nccl_engine, open_refuses)
+{
+    return cr_make_param_array(struct refusal, refusals,
+                               sizeof(refusals) / sizeof(refusals[0]));
 }
 
-Test(nccl_engine, missing_cuda_runtime_is_a_clear_error)
+ParameterizedTest(struct refusal *r, nccl_engine, open_refuses)
 {
     struct pf_engine e;
     char err[PF_ERRLEN] = "";
 
-    setenv("EFA_PREFLIGHT_CUDART", "/nonexistent/libcudart.so", 1);
-    cr_assert_eq(open_engine(&e, 1024, 5000, err), PF_ERR_UNSUPPORTED);
-    cr_assert(strstr(err, "CUDA runtime not found"), "%s", err);
-}
-
-Test(nccl_engine, version_older_than_2_18_is_refused)
-{
-    struct pf_engine e;
-    char err[PF_ERRLEN] = "";
-
-    setenv("PF_DOUBLE_NCCL_VERSION", "21705", 1);
-    cr_assert_eq(open_engine(&e, 1024, 5000, err), PF_ERR_UNSUPPORTED);
-    cr_assert(strstr(err, "NCCL 2.17.5"), "%s", err);
-    cr_assert(strstr(err, ">= 2.18.0"), "%s", err);
-    cr_assert_eq(trace_count("init rank"), 0);
-}
-
-Test(nccl_engine, no_visible_device_is_an_error)
-{
-    struct pf_engine e;
-    char err[PF_ERRLEN] = "";
-
-    setenv("CUDA_VISIBLE_DEVICES", "", 1);
-    cr_assert_eq(open_engine(&e, 1024, 5000, err), PF_ERR_NOTFOUND);
-    cr_assert(strstr(err, "no CUDA device visible"), "%s", err);
+    setenv(r->env, r->value, 1);
+    cr_assert_eq(open_engine(&e, 1024, r->ms, err), r->rc, "%s: %s", r->what,
+                 err);
+    for (int i = 0; i < 2 && r->says[i][0]; i++)
+        cr_assert(strstr(err, r->says[i]), "%s: %s", r->what, err);
+    if (r->never[0])
+        cr_assert_null(strstr(err, r->never), "%s: %s", r->what, err);
+    if (r->trace[0])
+        cr_assert_eq(trace_count(r->trace), r->trace_n, "%s", r->what);
+    cr_assert_null(e.impl, "%s", r->what);
 }
 
 Test(nccl_engine, one_process_drives_every_visible_gpu)
@@ -221,37 +250,48 @@ Test(nccl_engine, cuda_visible_devices_is_respected)
     e.ops->close(&e);
 }
 
-Test(nccl_engine, global_ranks_follow_the_process_order)
-{
-    struct pf_engine e;
-    char err[PF_ERRLEN] = "";
+/* Which GPUs and global ranks this process gets, from the other
+ * processes' GPU counts and hosts: the ranks it inits are in the trace. */
+struct layout {
+    char what[64];                    /* the behaviour, named on failure */
+    int world, rank;                  /* this process in the boot */
+    int count0;                       /* process 0's GPUs (0: as ours) */
+    bool same_host;
+    int nranks, local_ranks;
+    char trace[2][24];                /* each seen once in the trace */
+};
 
+static struct layout layouts[] = {
     /* this process is rank 1 of 2; rank 0 drives 3 GPUs */
-    boot.world = 2;
-    boot.rank = 1;
-    fk.counts[0] = 3;
-    cr_assert_eq(open_engine(&e, 1024, 5000, err), PF_OK, "%s", err);
-    cr_assert_eq(e.nranks, 5);
-    cr_assert_eq(e.local_ranks, 2);
-    cr_assert_eq(trace_count("init rank 3 nranks 5"), 1);
-    cr_assert_eq(trace_count("init rank 4 nranks 5"), 1);
-    e.ops->close(&e);
+    { "global ranks follow the process order", 2, 1, 3, false, 5, 2,
+      { "init rank 3 nranks 5", "init rank 4 nranks 5" } },
+    /* `local` with 2 ranks: both processes see both GPUs */
+    { "processes sharing a host share out its GPUs", 2, 1, 0, true, 2, 1,
+      { "init rank 1 nranks 2", "init rank" } },
+};
+
+ParameterizedTestParameters(nccl_engine, ranks_by_layout)
+{
+    return cr_make_param_array(struct layout, layouts,
+                               sizeof(layouts) / sizeof(layouts[0]));
 }
 
-Test(nccl_engine, processes_sharing_a_host_share_out_its_gpus)
+ParameterizedTest(struct layout *l, nccl_engine, ranks_by_layout)
 {
     struct pf_engine e;
     char err[PF_ERRLEN] = "";
 
-    /* `local` with 2 ranks: both processes see both GPUs */
-    boot.world = 2;
-    boot.rank = 1;
-    fk.same_host = true;
-    cr_assert_eq(open_engine(&e, 1024, 5000, err), PF_OK, "%s", err);
-    cr_assert_eq(e.nranks, 2);
-    cr_assert_eq(e.local_ranks, 1);
-    cr_assert_eq(trace_count("init rank 1 nranks 2"), 1);
-    cr_assert_eq(trace_count("init rank"), 1);
+    boot.world = l->world;
+    boot.rank = l->rank;
+    fk.counts[0] = l->count0;
+    fk.same_host = l->same_host;
+    cr_assert_eq(open_engine(&e, 1024, 5000, err), PF_OK, "%s: %s", l->what,
+                 err);
+    cr_assert_eq(e.nranks, l->nranks, "%s", l->what);
+    cr_assert_eq(e.local_ranks, l->local_ranks, "%s", l->what);
+    for (int i = 0; i < 2; i++)
+        cr_assert_eq(trace_count(l->trace[i]), 1, "%s: %s", l->what,
+                     l->trace[i]);
     e.ops->close(&e);
 }
 
@@ -280,11 +320,8 @@ Test(nccl_engine, sums_are_exact_across_chunks_in_and_out_of_place)
     setenv("PF_DOUBLE_GPUS", "3", 1);
     cr_assert_eq(open_engine(&e, count, 10000, err), PF_OK, "%s", err);
     for (int ip = 0; ip < 2; ip++) {
-        cr_assert_eq(e.ops->fill(&e, count, ip, err), PF_OK, "%s", err);
-        cr_assert_eq(e.ops->run(&e, count, ip, 1, &secs, pf_deadline_in(5000),
-                                err), PF_OK, "%s", err);
+        wrong = wrong_after_one(&e, count, ip, &secs);
         cr_assert_geq(secs, 0.0);
-        cr_assert_eq(e.ops->check(&e, count, ip, &wrong, err), PF_OK);
         cr_assert_eq(wrong, 0, "in_place=%d: %ld wrong", ip, wrong);
     }
     e.ops->close(&e);
@@ -295,15 +332,10 @@ Test(nccl_engine, wrong_elements_are_counted_exactly)
     struct pf_engine e;
     char err[PF_ERRLEN] = "";
     double secs;
-    long wrong = -1;
 
     setenv("PF_DOUBLE_CORRUPT", "1:5", 1);
     cr_assert_eq(open_engine(&e, 4096, 5000, err), PF_OK, "%s", err);
-    cr_assert_eq(e.ops->fill(&e, 4096, false, err), PF_OK);
-    cr_assert_eq(e.ops->run(&e, 4096, false, 1, &secs, pf_deadline_in(5000),
-                            err), PF_OK, "%s", err);
-    cr_assert_eq(e.ops->check(&e, 4096, false, &wrong, err), PF_OK);
-    cr_assert_eq(wrong, 5);
+    cr_assert_eq(wrong_after_one(&e, 4096, false, &secs), 5);
     e.ops->close(&e);
 }
 
@@ -312,18 +344,13 @@ Test(nccl_engine, debug_corrupt_rank_spoils_one_element_everywhere)
     struct pf_engine e;
     char err[PF_ERRLEN] = "";
     double secs;
-    long wrong = -1;
 
     setenv("PF_DOUBLE_GPUS", "3", 1);
     run.cfg.debug_corrupt_rank = 2;
     cr_assert_eq(open_engine(&e, 4096, 5000, err), PF_OK, "%s", err);
-    for (int ip = 0; ip < 2; ip++) {
-        cr_assert_eq(e.ops->fill(&e, 4096, ip, err), PF_OK);
-        cr_assert_eq(e.ops->run(&e, 4096, ip, 1, &secs, pf_deadline_in(5000),
-                                err), PF_OK, "%s", err);
-        cr_assert_eq(e.ops->check(&e, 4096, ip, &wrong, err), PF_OK);
-        cr_assert_eq(wrong, 3, "in_place=%d", ip);   /* one per rank */
-    }
+    for (int ip = 0; ip < 2; ip++)
+        cr_assert_eq(wrong_after_one(&e, 4096, ip, &secs), 3,   /* one per rank */
+                     "in_place=%d", ip);
     e.ops->close(&e);
 }
 
@@ -372,27 +399,6 @@ Test(nccl_engine, init_hang_across_processes_names_the_security_group)
     cr_assert(strstr(err, "NCCL communicator init: deadline passed"), "%s", err);
     cr_assert(strstr(err, "security group without a rule allowing all traffic"),
               "%s", err);
-}
-
-Test(nccl_engine, init_hang_in_one_process_gives_no_security_group_hint)
-{
-    struct pf_engine e;
-    char err[PF_ERRLEN] = "";
-
-    setenv("PF_DOUBLE_FAULT", "init_hang", 1);
-    cr_assert_eq(open_engine(&e, 1024, 300, err), PF_ERR_TIMEOUT);
-    cr_assert_null(strstr(err, "security group"), "%s", err);
-}
-
-Test(nccl_engine, init_error_is_reported_and_aborted)
-{
-    struct pf_engine e;
-    char err[PF_ERRLEN] = "";
-
-    setenv("PF_DOUBLE_FAULT", "init_error", 1);
-    cr_assert_eq(open_engine(&e, 1024, 5000, err), PF_ERR_ENGINE);
-    cr_assert(strstr(err, "unhandled system error"), "%s", err);
-    cr_assert_eq(trace_count("abort rank"), 2);
 }
 
 Test(nccl_engine, async_error_mid_sweep_aborts_and_stays_failed)

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "discover/coord.h"
-#include "discover/lease.h"
+#include "coord/coord.h"
+#include "coord/lease.h"
 
 static const uint8_t secret[] = "s3cret";
 static const uint8_t other[] = "other";

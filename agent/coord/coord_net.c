@@ -16,19 +16,6 @@
 #include "../util/log.h"
 #include "../util/tcp.h"
 
-static void addr_string(const struct sockaddr *sa, socklen_t len, char *out,
-                        size_t cap)
-{
-    char host[NI_MAXHOST];
-
-    if (getnameinfo(sa, len, host, sizeof(host), NULL, 0, NI_NUMERICHOST)) {
-        snprintf(out, cap, "?");
-        return;
-    }
-    /* IPv4 peers of a dual-stack listener show up as ::ffff:a.b.c.d. */
-    snprintf(out, cap, "%s", strncmp(host, "::ffff:", 7) ? host : host + 7);
-}
-
 pf_err pf_co_listen(const char *bind_addr, int port, int *out, char *err)
 {
     int saved, gai, fd = pf_listen_tcp(bind_addr, port, 512, &saved, &gai);
@@ -54,7 +41,7 @@ int pf_co_accept(int lfd, char *addr, size_t cap)
     if (fd < 0)
         return -1;
     pf_tcp_keepalive(fd);
-    addr_string((struct sockaddr *)&ss, sl, addr, cap);
+    pf_tcp_peer_addr(&ss, sl, addr, cap);
     return fd;
 }
 

@@ -18,10 +18,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "../discover/k8s.h"
 #include "../util/clock.h"
 #include "../util/log.h"
 #include "coord_net.h"
-#include "k8s.h"
+#include "daemonset.h"
 
 #define CHALLENGE_MS 3000     /* a connection must register within this */
 #define CTRL_MS 2000          /* one small frame's send */
@@ -305,7 +306,7 @@ static void accept_new(struct co *c)
         g->c.limit = REGISTER_LIMIT;
         g->since = pf_now_ms();
         snprintf(g->addr, sizeof(g->addr), "%s", addr);
-        pf_co_nonce(g->challenge);
+        pf_seal_nonce(g->challenge);
         pf_put_u32(&w, PF_CO_MAGIC);
         pf_put_u16(&w, PF_CO_VERSION);
         pf_put_bytes(&w, g->challenge, PF_CO_NONCE);
@@ -745,7 +746,7 @@ pf_err pf_co_join(struct pf_co_pool *p, const char *host, int64_t wait_until,
     snprintf(reg.pod, sizeof(reg.pod), "%s", p->pod);
     now = pf_now_ms();
     reg.wait_ms = wait_until > now ? (uint32_t)(wait_until - now) : 0;
-    pf_co_nonce(reg.nonce);
+    pf_seal_nonce(reg.nonce);
     rc = pf_co_register_encode(&reg, p->secret, p->secret_len, challenge, &w,
                                err);
     if (rc == PF_OK)

@@ -4,39 +4,19 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <unistd.h>
-
-#include "../util/clock.h"
-#include "../util/crypto.h"
 
 /* Room for one table entry's fixed part (three u16 string lengths). */
 #define ENTRY_MIN 6
 
-void pf_co_nonce(uint8_t out[PF_CO_NONCE])
+/* The seal that ends the body (net/seal.h): the flag, then the MAC over
+ * every byte before it. */
+static pf_err check_seal(struct pf_rbuf *rb, const uint8_t *secret,
+                         size_t secret_len, const uint8_t nonce[PF_CO_NONCE],
+                         const char *what, char *err)
 {
-    pf_random_bytes(out, PF_CO_NONCE);
-}
-
-static void mac_of(const uint8_t *secret, size_t secret_len,
-                   const uint8_t *body, size_t len,
-                   const uint8_t nonce[PF_CO_NONCE], uint8_t out[PF_CO_MAC])
-{
-    const struct pf_bytes parts[] = { { body, len }, { nonce, PF_CO_NONCE } };
-    uint8_t d[PF_SHA256_LEN];
-
-    pf_hmac_sha256(secret, secret_len, parts, 2, d);
-    memcpy(out, d, PF_CO_MAC);
-}
-
-/* The trailer: u8 has_mac [mac]. Checks it against body[0..signed_len). */
-static pf_err check_mac(struct pf_rbuf *rb, size_t signed_len,
-                        const uint8_t *secret, size_t secret_len,
-                        const uint8_t nonce[PF_CO_NONCE], const char *what,
-                        char *err)
-{
-    uint8_t mac[PF_CO_MAC], want[PF_CO_MAC];
+    uint8_t mac[PF_CO_MAC];
     bool has = pf_get_u8(rb) != 0;
+    size_t signed_len = rb->off;
 
     if (has)
         pf_get_bytes(rb, mac, sizeof(mac));
@@ -44,24 +24,10 @@ static pf_err check_mac(struct pf_rbuf *rb, size_t signed_len,
         return pf_fail(err, PF_ERR_PROTOCOL, "malformed %s", what);
     if (!secret)
         return PF_OK;
-    mac_of(secret, secret_len, rb->p, signed_len, nonce, want);
-    if (!has || !pf_digest_equal(mac, want, PF_CO_MAC))
+    if (!has || !pf_seal_ok(secret, secret_len, rb->p, signed_len, nonce, mac))
         return pf_fail(err, PF_ERR_REJECTED, "%s is not signed with this "
                        "agent's secret", what);
     return PF_OK;
-}
-
-static void put_mac(struct pf_wbuf *w, const uint8_t *secret,
-                    size_t secret_len, const uint8_t nonce[PF_CO_NONCE])
-{
-    uint8_t mac[PF_CO_MAC];
-    size_t signed_len = w->len;
-
-    pf_put_u8(w, secret ? 1 : 0);
-    if (secret && !w->overflow) {
-        mac_of(secret, secret_len, w->p, signed_len, nonce, mac);
-        pf_put_bytes(w, mac, sizeof(mac));
-    }
 }
 
 pf_err pf_co_register_encode(const struct pf_co_register *r,
@@ -75,7 +41,8 @@ pf_err pf_co_register_encode(const struct pf_co_register *r,
     pf_put_str(w, r->pod);
     pf_put_u32(w, r->wait_ms);
     pf_put_bytes(w, r->nonce, PF_CO_NONCE);
-    put_mac(w, secret, secret_len, challenge);
+    if (pf_seal_put(w, secret, secret_len, challenge, "registration", err))
+        return PF_ERR_NOMEM;
     if (w->overflow)
         return pf_fail(err, PF_ERR_USAGE, "registration does not fit in "
                        "%zu bytes", w->cap);
@@ -105,8 +72,8 @@ pf_err pf_co_register_decode(const uint8_t *body, size_t len,
     pf_get_bytes(&rb, r->nonce, PF_CO_NONCE);
     if (rb.bad || !r->node[0] || !r->pod[0])
         return pf_fail(err, PF_ERR_PROTOCOL, "malformed registration");
-    return check_mac(&rb, rb.off, secret, secret_len, challenge,
-                     "registration", err);
+    return check_seal(&rb, secret, secret_len, challenge, "registration",
+                      err);
 }
 
 void pf_co_assign_free(struct pf_co_assign *a)
@@ -136,7 +103,10 @@ pf_err pf_co_assign_encode(const struct pf_co_assign *a, const uint8_t *secret,
         pf_put_str(&w, a->e[i].pod);
         pf_put_str(&w, a->e[i].node);
     }
-    put_mac(&w, secret, secret_len, nonce);
+    if (pf_seal_put(&w, secret, secret_len, nonce, "group assignment", err)) {
+        free(w.p);
+        return PF_ERR_NOMEM;
+    }
     if (w.overflow) {
         free(w.p);
         return pf_fail(err, PF_ERR_USAGE, "group table overflow");
@@ -176,8 +146,8 @@ pf_err pf_co_assign_decode(const uint8_t *body, size_t len,
     a->world = (int)world;
     a->rank = (int)rank;
     rc = rb.bad ? pf_fail(err, PF_ERR_PROTOCOL, "malformed group assignment")
-                : check_mac(&rb, rb.off, secret, secret_len, nonce,
-                            "group assignment", err);
+                : check_seal(&rb, secret, secret_len, nonce,
+                             "group assignment", err);
     if (rc == PF_OK && !a->run_id[0])
         rc = pf_fail(err, PF_ERR_PROTOCOL, "group assignment without a run "
                      "id");

@@ -1,15 +1,15 @@
 /* The DaemonSet coordinator: one agent per (instance type, zone), the one
  * holding that pool's Lease (lease.h), forms the validation groups; every
  * other pending node's agent registers with it over TCP and waits for its
- * group. Frames are the rendezvous' (transport/wire.h) with their own
+ * group. Frames are the rendezvous' (net/wire.h) with their own
  * magic, on port --port + 1:
  *
  *   coordinator -> agent   CHALLENGE {magic, version, nonce0}
  *   agent -> coordinator   REGISTER {magic, version, node, pod, wait ms,
- *                          nonce1, [HMAC-SHA256(secret, fields || nonce0)]}
+ *                          nonce1, seal with nonce0 (net/seal.h)}
  *   coordinator -> agent   WAIT {agents waiting} every second (liveness)
  *                          ASSIGN {run id, world, rank, world x {address,
- *                          pod, node}, [HMAC(secret, fields || nonce1)]}
+ *                          pod, node}, seal with nonce1}
  *                          or REJECT {reason, message}
  *
  * The coordinator admits a REGISTER only from the address of the agent pod
@@ -24,15 +24,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../transport/wire.h"
+#include "../net/seal.h"
+#include "../net/wire.h"
 #include "../pf.h"
 #include "../util/kubeapi.h"
 #include "lease.h"
 
 #define PF_CO_MAGIC 0x5046434fu       /* "PFCO" */
-#define PF_CO_VERSION 1
-#define PF_CO_NONCE 16
-#define PF_CO_MAC 32
+#define PF_CO_VERSION 2           /* 2: the seal signs its flag (net/seal.h) */
+#define PF_CO_NONCE PF_SEAL_NONCE
+#define PF_CO_MAC PF_SEAL_MAC
 
 enum pf_co_type {
     PF_CO_CHALLENGE = 1,
@@ -81,7 +82,6 @@ pf_err pf_co_assign_decode(const uint8_t *body, size_t len,
                            const uint8_t *secret, size_t secret_len,
                            const uint8_t nonce[PF_CO_NONCE],
                            struct pf_co_assign *a, char *err);
-void pf_co_nonce(uint8_t out[PF_CO_NONCE]);
 
 /* What the agent knows of itself and its pool (daemonset.c fills it). */
 struct pf_co_pool {

@@ -1,5 +1,5 @@
 /* Sockets for the DaemonSet coordinator (coord.c). Every fd is
- * non-blocking, as transport/wire.h expects. */
+ * non-blocking, as net/wire.h expects. */
 #ifndef PF_COORD_NET_H
 #define PF_COORD_NET_H
 

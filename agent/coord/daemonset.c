@@ -7,7 +7,7 @@
  * nobody joins; it waits for the next round. An agent that gets no group
  * within half its run (no partner came, coordinator unreachable) validates
  * alone: node checks plus a one-rank run, labelled fabric=untested. */
-#include "k8s.h"
+#include "daemonset.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "../config/config.h"
+#include "../discover/k8s.h"
 #include "../util/clock.h"
 #include "../util/fsutil.h"
 #include "../util/log.h"
@@ -261,7 +262,7 @@ pf_err pf_discover_daemonset(struct pf_run *run, struct pf_kube *k,
     snprintf(lease.ns, sizeof(lease.ns), "%s", id->ns);
     pf_lease_name(owner_daemonset(own_pod), pool.type, pool.zone, lease.name,
                   sizeof(lease.name));
-    pf_co_nonce(rnd);
+    pf_seal_nonce(rnd);
     snprintf(lease.identity, sizeof(lease.identity),
              "%s_%02x%02x%02x%02x%02x%02x%02x%02x", id->pod, rnd[0], rnd[1],
              rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);

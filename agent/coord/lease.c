@@ -7,9 +7,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "../discover/k8s.h"
 #include "../util/clock.h"
 #include "../util/log.h"
-#include "k8s.h"
 
 #define API "/apis/coordination.k8s.io/v1/namespaces"
 
