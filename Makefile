@@ -51,7 +51,8 @@ MAIN_OBJ   := $(BUILD)/agent/main.o
 # Unit tests mirror agent/ (tests/unit/<folder>/test_<source>.c); the fakes
 # they share live in tests/fakes/.
 UNIT_SRCS  := $(wildcard tests/unit/*.c tests/unit/*/*.c tests/unit/*/*/*.c) \
-              tests/fakes/fork_boot.c tests/fakes/nic_fixture.c
+              tests/fakes/fork_boot.c tests/fakes/free_port.c \
+              tests/fakes/nic_fixture.c
 UNIT_OBJS  := $(patsubst %.c,$(BUILD)/%.o,$(UNIT_SRCS))
 BIN        := $(BUILD)/efa-preflight
 

@@ -1,6 +1,8 @@
 /* The rendezvous: HELLO membership checks, and
  * whole groups of forked ranks on loopback (join, collectives, PeerTimeout,
- * PeerRejected, PeerLost, the heartbeat). Ports 30700-30799. */
+ * PeerRejected, PeerLost, the heartbeat). Each test rendezvous on a port
+ * the kernel gives it (pf_test_free_port), so two checkouts may run the
+ * tests at once. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <signal.h>
@@ -17,6 +19,7 @@
 #include "net/wire.h"
 #include "util/clock.h"
 #include "util/crypto.h"
+#include "free_port.h"
 
 /* ------------------------------------------------------------- HELLO */
 
@@ -386,21 +389,23 @@ static int exit_of(pid_t pid)
 
 Test(rendezvous, four_ranks_join_and_run_collectives)
 {
+    int port = pf_test_free_port();
     pid_t kids[3];
     for (int i = 1; i < 4; i++)
-        kids[i - 1] = spawn(full_rank, (struct rank_spec){ i, 4, 30701, NULL,
+        kids[i - 1] = spawn(full_rank, (struct rank_spec){ i, 4, port, NULL,
                                                            NULL, 5000 }, 0);
-    cr_assert_eq(full_rank(&(struct rank_spec){ 0, 4, 30701, NULL, NULL, 5000 }), 0);
+    cr_assert_eq(full_rank(&(struct rank_spec){ 0, 4, port, NULL, NULL, 5000 }), 0);
     for (int i = 0; i < 3; i++)
         cr_assert_eq(exit_of(kids[i]), 0, "rank %d", i + 1);
 }
 
 Test(rendezvous, peers_wait_for_a_late_rank_0_and_secrets_that_match)
 {
-    pid_t kid = spawn(full_rank, (struct rank_spec){ 1, 2, 30702, "shared",
+    int port = pf_test_free_port();
+    pid_t kid = spawn(full_rank, (struct rank_spec){ 1, 2, port, "shared",
                                                      NULL, 5000 }, 0);
     pf_sleep_ms(700);                 /* rank 1 retries meanwhile */
-    cr_assert_eq(full_rank(&(struct rank_spec){ 0, 2, 30702, "shared", NULL,
+    cr_assert_eq(full_rank(&(struct rank_spec){ 0, 2, port, "shared", NULL,
                                                 5000 }), 0);
     cr_assert_eq(exit_of(kid), 0);
 }
@@ -439,27 +444,31 @@ static int join_expect(const struct rank_spec *s)
 
 Test(rendezvous, missing_rank_is_peer_timeout_on_every_rank_naming_it)
 {
+    int port = pf_test_free_port();
     int64_t t0 = pf_now_ms();
     pid_t kid;
 
     want_code = PF_ERR_TIMEOUT;
     want_reason = "PeerTimeout";
     want_needle = "rank 2";
-    kid = spawn(join_expect, (struct rank_spec){ 1, 3, 30703, NULL, NULL, 1800 }, 0);
+    kid = spawn(join_expect, (struct rank_spec){ 1, 3, port, NULL, NULL, 1800 }, 0);
     /* Rank 0 gives up first and tells rank 1 who never came. */
-    cr_assert_eq(join_expect(&(struct rank_spec){ 0, 3, 30703, NULL, NULL, 1500 }), 0);
+    cr_assert_eq(join_expect(&(struct rank_spec){ 0, 3, port, NULL, NULL, 1500 }), 0);
     cr_assert_eq(exit_of(kid), 0);
     cr_assert_lt(pf_now_ms() - t0, 1800 + 1000);
 }
 
 Test(rendezvous, missing_rank_0_is_peer_timeout_naming_its_address)
 {
+    int port = pf_test_free_port();
     int64_t t0 = pf_now_ms();
+    char needle[64];
 
     want_code = PF_ERR_TIMEOUT;
     want_reason = "PeerTimeout";
-    want_needle = "rank 0 at 127.0.0.1:30704 never answered";
-    cr_assert_eq(join_expect(&(struct rank_spec){ 1, 2, 30704, NULL, NULL, 800 }), 0);
+    snprintf(needle, sizeof(needle), "rank 0 at 127.0.0.1:%d never answered", port);
+    want_needle = needle;
+    cr_assert_eq(join_expect(&(struct rank_spec){ 1, 2, port, NULL, NULL, 800 }), 0);
     cr_assert_lt(pf_now_ms() - t0, 800 + 500);
 }
 
@@ -468,19 +477,20 @@ Test(rendezvous, missing_rank_0_is_peer_timeout_naming_its_address)
  * reports PeerTimeout naming it and why its HELLO was refused. */
 Test(rendezvous, wrong_secret_is_told_at_once_and_rank_0_times_out_saying_why)
 {
+    int port = pf_test_free_port();
     int64_t t0 = pf_now_ms();
     pid_t kid;
 
     want_code = PF_ERR_REJECTED;
     want_reason = "PeerRejected";
     want_needle = "a peer claiming rank 1 on host-1: HELLO HMAC does not match";
-    kid = spawn(join_expect, (struct rank_spec){ 1, 2, 30705, "wrong", NULL, 3000 }, 0);
+    kid = spawn(join_expect, (struct rank_spec){ 1, 2, port, "wrong", NULL, 3000 }, 0);
     want_code = PF_ERR_TIMEOUT;
     want_reason = "PeerTimeout";
     want_needle = "s (1 of 2 ranks joined; 1 HELLO rejected: the last from "
                   "127.0.0.1: a peer claiming rank 1 on host-1: HELLO HMAC does "
                   "not match";
-    cr_assert_eq(join_expect(&(struct rank_spec){ 0, 2, 30705, "right", NULL, 1500 }), 0);
+    cr_assert_eq(join_expect(&(struct rank_spec){ 0, 2, port, "right", NULL, 1500 }), 0);
     cr_assert_eq(exit_of(kid), 0);
     cr_assert_lt(pf_now_ms() - t0, 1500 + 1000);
 }
@@ -489,19 +499,20 @@ Test(rendezvous, wrong_secret_is_told_at_once_and_rank_0_times_out_saying_why)
  * time out waiting for the real rank 2 and all of them learn why. */
 Test(rendezvous, wrong_run_id_is_refused_and_the_others_learn_why)
 {
+    int port = pf_test_free_port();
     pid_t k1, k2;
 
     want_code = PF_ERR_REJECTED;
     want_reason = "PeerRejected";
     want_needle = "belongs to run 'other-run'";
-    k2 = spawn(join_expect, (struct rank_spec){ 2, 3, 30706, NULL, "other-run",
+    k2 = spawn(join_expect, (struct rank_spec){ 2, 3, port, NULL, "other-run",
                                                 3000 }, 200);
     want_code = PF_ERR_TIMEOUT;
     want_reason = "PeerTimeout";
     want_needle = "1 HELLO rejected: the last from 127.0.0.1: rank 2 on host-2 "
                   "belongs to run 'other-run', rank 0 to run 'test-run'";
-    k1 = spawn(join_expect, (struct rank_spec){ 1, 3, 30706, NULL, NULL, 1800 }, 0);
-    cr_assert_eq(join_expect(&(struct rank_spec){ 0, 3, 30706, NULL, NULL, 1500 }), 0);
+    k1 = spawn(join_expect, (struct rank_spec){ 1, 3, port, NULL, NULL, 1800 }, 0);
+    cr_assert_eq(join_expect(&(struct rank_spec){ 0, 3, port, NULL, NULL, 1500 }), 0);
     cr_assert_eq(exit_of(k1), 0);
     cr_assert_eq(exit_of(k2), 0);
 }
@@ -631,19 +642,19 @@ static void strangers_during_a_run(int world, int port, const char *secret)
 
 Test(rendezvous, strangers_of_every_kind_cannot_stop_a_2_rank_run)
 {
-    strangers_during_a_run(2, 30713, "shared-secret-0123456789");
+    strangers_during_a_run(2, pf_test_free_port(), "shared-secret-0123456789");
 }
 
 Test(rendezvous, strangers_of_every_kind_cannot_stop_a_3_rank_run)
 {
-    strangers_during_a_run(3, 30714, "shared-secret-0123456789");
+    strangers_during_a_run(3, pf_test_free_port(), "shared-secret-0123456789");
 }
 
 /* Without a secret a well-formed HELLO for a free rank is a member (only
  * k8s source binding tells it apart); every other kind is still refused. */
 Test(rendezvous, strangers_cannot_stop_a_3_rank_run_without_a_secret)
 {
-    strangers_during_a_run(3, 30715, NULL);
+    strangers_during_a_run(3, pf_test_free_port(), NULL);
 }
 
 /* k8s: rank 0 binds each rank to the address discovery saw for it. A
@@ -683,10 +694,11 @@ static int impostor(const struct rank_spec *s)
 
 Test(rendezvous, a_rank_claimed_from_another_address_is_refused)
 {
-    pid_t k1 = spawn(bound_rank, (struct rank_spec){ 1, 2, 30716, NULL, NULL, 4000 }, 800);
-    pid_t bad = spawn(impostor, (struct rank_spec){ 0, 2, 30716, NULL, NULL, 0 }, 200);
+    int port = pf_test_free_port();
+    pid_t k1 = spawn(bound_rank, (struct rank_spec){ 1, 2, port, NULL, NULL, 4000 }, 800);
+    pid_t bad = spawn(impostor, (struct rank_spec){ 0, 2, port, NULL, NULL, 0 }, 200);
 
-    cr_assert_eq(bound_rank(&(struct rank_spec){ 0, 2, 30716, NULL, NULL, 4000 }), 0);
+    cr_assert_eq(bound_rank(&(struct rank_spec){ 0, 2, port, NULL, NULL, 4000 }), 0);
     cr_assert_eq(exit_of(k1), 0);
     cr_assert_eq(exit_of(bad), 0, "the impostor got in");
 }
@@ -762,12 +774,12 @@ static void stop_one(int victim, int port)
 
 Test(rendezvous, a_stopped_rank_is_named_by_every_survivor)
 {
-    stop_one(2, 30717);
+    stop_one(2, pf_test_free_port());
 }
 
 Test(rendezvous, a_stopped_rank_0_is_named_by_every_survivor)
 {
-    stop_one(0, 30718);
+    stop_one(0, pf_test_free_port());
 }
 
 /* Join, then rank `victim` dies without a goodbye; the others must see
@@ -816,11 +828,12 @@ static int lost_rank(const struct rank_spec *s)
 
 Test(rendezvous, killed_rank_is_peer_lost_for_every_other_rank)
 {
+    int port = pf_test_free_port();
     int64_t t0 = pf_now_ms();
-    pid_t k1 = spawn(lost_rank, (struct rank_spec){ 1, 3, 30707, NULL, NULL, 3000 }, 0);
-    pid_t k2 = spawn(lost_rank, (struct rank_spec){ 2, 3, 30707, NULL, NULL, 3000 }, 0);
+    pid_t k1 = spawn(lost_rank, (struct rank_spec){ 1, 3, port, NULL, NULL, 3000 }, 0);
+    pid_t k2 = spawn(lost_rank, (struct rank_spec){ 2, 3, port, NULL, NULL, 3000 }, 0);
 
-    cr_assert_eq(lost_rank(&(struct rank_spec){ 0, 3, 30707, NULL, NULL, 3000 }), 0);
+    cr_assert_eq(lost_rank(&(struct rank_spec){ 0, 3, port, NULL, NULL, 3000 }), 0);
     cr_assert_eq(exit_of(k1), 0);
     cr_assert_eq(exit_of(k2), 128 + SIGKILL);
     cr_assert_lt(pf_now_ms() - t0, 3000);
@@ -855,8 +868,9 @@ static int close_early(const struct rank_spec *s)
 
 Test(rendezvous, orderly_close_is_not_peer_lost)
 {
-    pid_t kid = spawn(close_early, (struct rank_spec){ 1, 2, 30708, NULL, NULL, 3000 }, 0);
-    cr_assert_eq(close_early(&(struct rank_spec){ 0, 2, 30708, NULL, NULL, 3000 }), 0);
+    int port = pf_test_free_port();
+    pid_t kid = spawn(close_early, (struct rank_spec){ 1, 2, port, NULL, NULL, 3000 }, 0);
+    cr_assert_eq(close_early(&(struct rank_spec){ 0, 2, port, NULL, NULL, 3000 }), 0);
     cr_assert_eq(exit_of(kid), 0);
 }
 
@@ -894,9 +908,10 @@ static int abort_rank(const struct rank_spec *s)
 
 Test(rendezvous, abort_reaches_every_rank_with_its_reason)
 {
-    pid_t k1 = spawn(abort_rank, (struct rank_spec){ 1, 3, 30709, NULL, NULL, 3000 }, 0);
-    pid_t k2 = spawn(abort_rank, (struct rank_spec){ 2, 3, 30709, NULL, NULL, 3000 }, 0);
-    cr_assert_eq(abort_rank(&(struct rank_spec){ 0, 3, 30709, NULL, NULL, 3000 }), 0);
+    int port = pf_test_free_port();
+    pid_t k1 = spawn(abort_rank, (struct rank_spec){ 1, 3, port, NULL, NULL, 3000 }, 0);
+    pid_t k2 = spawn(abort_rank, (struct rank_spec){ 2, 3, port, NULL, NULL, 3000 }, 0);
+    cr_assert_eq(abort_rank(&(struct rank_spec){ 0, 3, port, NULL, NULL, 3000 }), 0);
     cr_assert_eq(exit_of(k1), 0);
     cr_assert_eq(exit_of(k2), 0);
 }
@@ -905,10 +920,11 @@ Test(rendezvous, abort_reaches_every_rank_with_its_reason)
  * must not break the rendezvous. */
 Test(rendezvous, stray_connections_are_ignored)
 {
-    pid_t kid = spawn(full_rank, (struct rank_spec){ 1, 2, 30710, NULL, NULL, 5000 }, 300);
+    int port = pf_test_free_port();
+    pid_t kid = spawn(full_rank, (struct rank_spec){ 1, 2, port, NULL, NULL, 5000 }, 300);
     pid_t stray = fork();
     if (stray == 0) {
-        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(30710) };
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
         sa.sin_addr.s_addr = htonl(0x7f000001);
         pf_sleep_ms(100);
         int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -917,7 +933,7 @@ Test(rendezvous, stray_connections_are_ignored)
         pf_sleep_ms(200);
         _exit(0);
     }
-    cr_assert_eq(full_rank(&(struct rank_spec){ 0, 2, 30710, NULL, NULL, 5000 }), 0);
+    cr_assert_eq(full_rank(&(struct rank_spec){ 0, 2, port, NULL, NULL, 5000 }), 0);
     cr_assert_eq(exit_of(kid), 0);
     exit_of(stray);
 }
@@ -963,9 +979,10 @@ static int own_abort_rank(const struct rank_spec *s)
 
 Test(rendezvous, a_rank_failing_on_its_own_keeps_its_own_reason)
 {
-    pid_t k1 = spawn(own_abort_rank, (struct rank_spec){ 1, 3, 30711, NULL, NULL, 3000 }, 0);
-    pid_t k2 = spawn(own_abort_rank, (struct rank_spec){ 2, 3, 30711, NULL, NULL, 3000 }, 0);
-    cr_assert_eq(own_abort_rank(&(struct rank_spec){ 0, 3, 30711, NULL, NULL, 3000 }), 0);
+    int port = pf_test_free_port();
+    pid_t k1 = spawn(own_abort_rank, (struct rank_spec){ 1, 3, port, NULL, NULL, 3000 }, 0);
+    pid_t k2 = spawn(own_abort_rank, (struct rank_spec){ 2, 3, port, NULL, NULL, 3000 }, 0);
+    cr_assert_eq(own_abort_rank(&(struct rank_spec){ 0, 3, port, NULL, NULL, 3000 }), 0);
     cr_assert_eq(exit_of(k1), 0);
     cr_assert_eq(exit_of(k2), 0);
 }
@@ -1006,9 +1023,10 @@ static int blamed_rank(const struct rank_spec *s)
 
 Test(rendezvous, an_abort_caused_by_a_dead_peer_blames_that_peer)
 {
-    pid_t k1 = spawn(blamed_rank, (struct rank_spec){ 1, 3, 30712, NULL, NULL, 3000 }, 0);
-    pid_t k2 = spawn(blamed_rank, (struct rank_spec){ 2, 3, 30712, NULL, NULL, 3000 }, 0);
-    cr_assert_eq(blamed_rank(&(struct rank_spec){ 0, 3, 30712, NULL, NULL, 3000 }), 0);
+    int port = pf_test_free_port();
+    pid_t k1 = spawn(blamed_rank, (struct rank_spec){ 1, 3, port, NULL, NULL, 3000 }, 0);
+    pid_t k2 = spawn(blamed_rank, (struct rank_spec){ 2, 3, port, NULL, NULL, 3000 }, 0);
+    cr_assert_eq(blamed_rank(&(struct rank_spec){ 0, 3, port, NULL, NULL, 3000 }), 0);
     cr_assert_eq(exit_of(k1), 0);
     cr_assert_eq(exit_of(k2), 128 + SIGKILL);
 }
@@ -1074,13 +1092,14 @@ static int root_of_300(const struct rank_spec *s)
  * every member gets a peer table of 300 entries. */
 Test(rendezvous, a_group_of_300_ranks_joins)
 {
+    int port = pf_test_free_port();
     enum { WORLD = 300 };
-    pid_t root = spawn(root_of_300, (struct rank_spec){ 0, WORLD, 30719, NULL,
+    pid_t root = spawn(root_of_300, (struct rank_spec){ 0, WORLD, port, NULL,
                                                         NULL, 8000 }, 0);
     int fds[WORLD];
 
     for (int r = 1; r < WORLD; r++) {
-        fds[r] = member_dial(30719, r, WORLD);
+        fds[r] = member_dial(port, r, WORLD);
         cr_assert_geq(fds[r], 0, "rank %d could not join", r);
     }
     for (int r = 1; r < WORLD; r++) {
@@ -1215,16 +1234,17 @@ static int root_under_flood(const struct rank_spec *s)
  * the member's SYNs were dropped: it joined after 2-3 s; now in ~1 ms.) */
 Test(rendezvous, a_flood_from_one_address_does_not_delay_a_member_from_another)
 {
+    int port = pf_test_free_port();
     pid_t root, flood;
 
     if (!fd_room(FLOOD))
         cr_skip_test("RLIMIT_NOFILE is below %d", FLOOD + 64);
-    root = spawn(root_under_flood, (struct rank_spec){ 0, 2, 30721, NULL, NULL,
+    root = spawn(root_under_flood, (struct rank_spec){ 0, 2, port, NULL, NULL,
                                                        5000 }, 0);
-    flood = spawn(flood_body, (struct rank_spec){ 0, 2, 30721, NULL, NULL,
+    flood = spawn(flood_body, (struct rank_spec){ 0, 2, port, NULL, NULL,
                                                   3000 }, 200);
     pf_sleep_ms(600);                 /* the flood is in */
-    cr_assert_eq(member_after_flood(&(struct rank_spec){ 1, 2, 30721, NULL,
+    cr_assert_eq(member_after_flood(&(struct rank_spec){ 1, 2, port, NULL,
                                                          NULL, 4000 }), 0);
     cr_assert_eq(exit_of(root), 0);
     cr_assert_eq(exit_of(flood), 0);
@@ -1251,8 +1271,9 @@ static int root_dropping(const struct rank_spec *s)
  * told BUSY before the close, which sends a member back to dial. */
 Test(rendezvous, a_silent_connection_replaced_by_its_own_address_is_told_busy)
 {
+    int port = pf_test_free_port();
     static int fds[200];
-    pid_t root = spawn(root_dropping, (struct rank_spec){ 0, 2, 30722, NULL,
+    pid_t root = spawn(root_dropping, (struct rank_spec){ 0, 2, port, NULL,
                                                           NULL, 1500 }, 0);
     struct pf_conn c;
     struct pf_msg m;
@@ -1262,7 +1283,7 @@ Test(rendezvous, a_silent_connection_replaced_by_its_own_address_is_told_busy)
     cr_assert(fd_room(200));
     for (int tries = 0; tries < 50 && first < 0; tries++) {
         pf_sleep_ms(20);
-        if (open_silent(30722, "127.0.0.3", &first, 1) != 1)
+        if (open_silent(port, "127.0.0.3", &first, 1) != 1)
             first = -1;
     }
     cr_assert_geq(first, 0);
@@ -1270,7 +1291,7 @@ Test(rendezvous, a_silent_connection_replaced_by_its_own_address_is_told_busy)
     cr_assert_eq(pf_wire_recv(&c, &m, pf_deadline_in(1000), err), PF_OK, "%s",
                  err);
     cr_assert_eq(m.type, PF_RDV_CHALLENGE);
-    cr_assert_gt(open_silent(30722, "127.0.0.3", fds, 200), 100);
+    cr_assert_gt(open_silent(port, "127.0.0.3", fds, 200), 100);
     cr_assert_eq(pf_wire_recv(&c, &m, pf_deadline_in(1000), err), PF_OK, "%s",
                  err);
     cr_assert_eq(m.type, PF_RDV_BUSY, "got type %u", m.type);
@@ -1314,7 +1335,8 @@ static int fd_limits(const struct rank_spec *s)
 
 Test(rendezvous, rank_0_raises_its_open_file_limit_or_names_it)
 {
-    pid_t kid = spawn(fd_limits, (struct rank_spec){ 0, 2, 30720, NULL, NULL,
+    int port = pf_test_free_port();
+    pid_t kid = spawn(fd_limits, (struct rank_spec){ 0, 2, port, NULL, NULL,
                                                      1000 }, 0);
     cr_assert_eq(exit_of(kid), 0);
 }
@@ -1420,20 +1442,20 @@ static void hb_run(enum hb_mode mode, int victim, int port)
 
 Test(heartbeat, a_stopped_rank_is_named_within_the_window)
 {
-    hb_run(HB_STOP, 2, 30721);
+    hb_run(HB_STOP, 2, pf_test_free_port());
 }
 
 Test(heartbeat, a_stopped_rank_0_is_named_within_the_window)
 {
-    hb_run(HB_STOP, 0, 30722);
+    hb_run(HB_STOP, 0, pf_test_free_port());
 }
 
 Test(heartbeat, a_rank_stuck_in_an_engine_call_is_named)
 {
-    hb_run(HB_STALL, 1, 30723);
+    hb_run(HB_STALL, 1, pf_test_free_port());
 }
 
 Test(heartbeat, a_rank_busy_between_collectives_is_not_named)
 {
-    hb_run(HB_BUSY, 2, 30724);
+    hb_run(HB_BUSY, 2, pf_test_free_port());
 }
