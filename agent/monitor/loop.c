@@ -30,21 +30,6 @@
  * lastHeartbeatTime tells a live monitor from one that stopped. */
 #define HEARTBEAT_S 300.0
 
-static pf_err check_dir(const char *root, const char *key, char *err)
-{
-    struct stat st;
-
-    if (!root[0])
-        return PF_OK;
-    if (stat(root, &st) != 0)
-        return pf_fail(err, PF_ERR_USAGE, "%s '%s': %s", key, root,
-                       strerror(errno));
-    if (!S_ISDIR(st.st_mode))
-        return pf_fail(err, PF_ERR_USAGE, "%s '%s': not a directory", key,
-                       root);
-    return PF_OK;
-}
-
 /* Whether the monitor writes to a Node: asked to publish, and an API
  * server to write to (flag or in-cluster). */
 static bool use_k8s(const struct pf_config *cfg)
@@ -149,8 +134,8 @@ int pf_monitor_run(struct pf_run *run, struct pf_mon_ctl *ctl)
     double next_gate = 0, last_publish = 0, start;
     int code = PF_EXIT_PASS;
 
-    if (check_dir(cfg->sysfs_root, "sysfs_root", err) != PF_OK ||
-        check_dir(cfg->dev_root, "dev_root", err) != PF_OK ||
+    if (pf_check_root_dir(cfg->sysfs_root, "sysfs_root", err) != PF_OK ||
+        pf_check_root_dir(cfg->dev_root, "dev_root", err) != PF_OK ||
         pf_mon_rules_parse(cfg->monitor_thresholds, cfg->monitor_raise,
                            cfg->monitor_clear, &rules, err) != PF_OK) {
         pf_error("%s", err);

@@ -19,21 +19,6 @@
 /* Re-count tries spread over cfg.efa_recount_ms. */
 #define RECOUNT_TRIES 6
 
-static pf_err check_root(const char *root, const char *key, char *err)
-{
-    struct stat st;
-
-    if (!root[0])
-        return PF_OK;
-    if (stat(root, &st) != 0)
-        return pf_fail(err, PF_ERR_USAGE, "%s '%s': %s", key, root,
-                       strerror(errno));
-    if (!S_ISDIR(st.st_mode))
-        return pf_fail(err, PF_ERR_USAGE, "%s '%s': not a directory", key,
-                       root);
-    return PF_OK;
-}
-
 /* p5en and friends (catalog quirk recount_efa) may bring EFA devices up
  * after boot: when fewer are seen than expected, look again a few times
  * within cfg.efa_recount_ms before the verdict calls it a mismatch. */
@@ -84,9 +69,9 @@ pf_err pf_probe(struct pf_run *run, char *err)
     struct pf_node *node = &run->node;
     pf_err rc;
 
-    rc = check_root(cfg->sysfs_root, "sysfs_root", err);
+    rc = pf_check_root_dir(cfg->sysfs_root, "sysfs_root", err);
     if (rc == PF_OK)
-        rc = check_root(cfg->dev_root, "dev_root", err);
+        rc = pf_check_root_dir(cfg->dev_root, "dev_root", err);
     if (rc != PF_OK)
         return rc;
 

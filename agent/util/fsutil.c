@@ -268,6 +268,21 @@ pf_err pf_check_writable_path(const char *path, char *err)
     return entry_replaceable(path, err) == PF_OK ? PF_OK : PF_ERR_USAGE;
 }
 
+pf_err pf_check_root_dir(const char *root, const char *key, char *err)
+{
+    struct stat st;
+
+    if (!root[0])
+        return PF_OK;
+    if (stat(root, &st) != 0)
+        return pf_fail(err, PF_ERR_USAGE, "%s '%s': %s", key, root,
+                       strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return pf_fail(err, PF_ERR_USAGE, "%s '%s': not a directory", key,
+                       root);
+    return PF_OK;
+}
+
 pf_err pf_check_dir_path(const char *path, char *err)
 {
     struct stat st;

@@ -28,6 +28,9 @@ pf_err pf_check_writable_path(const char *path, char *err);
  * writable directory (or a link to one), or it is missing and could be
  * created (pf_check_writable_path on it). PF_ERR_USAGE with the reason. */
 pf_err pf_check_dir_path(const char *path, char *err);
+/* A tree read in place of / (sysfs_root, dev_root): "" (the real root) or
+ * an existing directory; PF_ERR_USAGE naming key and path otherwise. */
+pf_err pf_check_root_dir(const char *root, const char *key, char *err);
 /* snprintf into buf; returns PF_ERR_USAGE if it did not fit. */
 pf_err pf_path_join(char *buf, size_t len, const char *root, const char *path,
                     char *err);
