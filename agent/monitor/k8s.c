@@ -198,7 +198,7 @@ static void current_condition(const cJSON *node, const char **status,
 static pf_err post_event(struct pf_mon_k8s *k, const struct pf_mon_change *c,
                          const char *now, char *err)
 {
-    cJSON *ev = cJSON_CreateObject(), *md, *io, *src;
+    cJSON *ev;
     char name[PF_K8S_NAME_MAX + 1];
     enum pf_reason_class cls = pf_reason_class_of(c->reason);
     long status = 0;
@@ -207,30 +207,9 @@ static pf_err post_event(struct pf_mon_k8s *k, const struct pf_mon_change *c,
     pf_node_event_name(name, sizeof(name), k->node,
                        (unsigned long long)time(NULL) * 1000000000ull +
                            ++k->events);
-    cJSON_AddStringToObject(ev, "apiVersion", "v1");
-    cJSON_AddStringToObject(ev, "kind", "Event");
-    md = cJSON_AddObjectToObject(ev, "metadata");
-    cJSON_AddStringToObject(md, "name", name);
-    cJSON_AddStringToObject(md, "namespace", "default");
-    io = cJSON_AddObjectToObject(ev, "involvedObject");
-    cJSON_AddStringToObject(io, "apiVersion", "v1");
-    cJSON_AddStringToObject(io, "kind", "Node");
-    cJSON_AddStringToObject(io, "name", k->node);
-    if (k->uid[0])
-        cJSON_AddStringToObject(io, "uid", k->uid);
-    cJSON_AddStringToObject(ev, "reason", pf_reason_name(c->reason));
-    cJSON_AddStringToObject(ev, "message", c->msg);
-    cJSON_AddStringToObject(ev, "type", cls == PF_CLASS_OK ? "Normal"
-                                                           : "Warning");
-    src = cJSON_AddObjectToObject(ev, "source");
-    cJSON_AddStringToObject(src, "component", "efa-preflight");
-    cJSON_AddStringToObject(src, "host", k->node);
-    cJSON_AddStringToObject(ev, "firstTimestamp", now);
-    cJSON_AddStringToObject(ev, "lastTimestamp", now);
-    cJSON_AddNumberToObject(ev, "count", 1);
-    cJSON_AddStringToObject(ev, "reportingComponent", "efa-preflight");
-    cJSON_AddStringToObject(ev, "reportingInstance",
-                            k->pod[0] ? k->pod : "efa-preflight-monitor");
+    ev = pf_node_event_object(name, k->node, k->uid, pf_reason_name(c->reason),
+                              c->msg, cls != PF_CLASS_OK, now,
+                              k->pod[0] ? k->pod : "efa-preflight-monitor");
     rc = send(k, "POST", "/api/v1/namespaces/default/events",
               "application/json", ev, &status, err);
     cJSON_Delete(ev);

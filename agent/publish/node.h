@@ -91,7 +91,14 @@ cJSON *pf_node_taints_patch(const cJSON *node, const char *prefix, bool add,
  * server allows. */
 void pf_node_event_name(char *out, size_t len, const char *node,
                         unsigned long long ns);
-/* A core/v1 Event on the Node: Normal on pass, Warning otherwise. */
+/* A core/v1 Event on Node node (uid may be NULL or ""), in namespace
+ * default, from component efa-preflight: the one shape the gate's and the
+ * monitor's Events share. */
+cJSON *pf_node_event_object(const char *name, const char *node,
+                            const char *uid, const char *reason,
+                            const char *message, bool warning,
+                            const char *now, const char *reporter);
+/* The gate's Event on the Node: Normal on pass, Warning otherwise. */
 cJSON *pf_node_event(const struct pf_run *run, const char *node,
                      const char *uid, const char *reporter, const char *now,
                      const char *name, const char *note);

@@ -415,14 +415,45 @@ void pf_node_event_name(char *out, size_t len, const char *node,
     snprintf(out, len, "%.*s%s", keep, node, suffix);
 }
 
+cJSON *pf_node_event_object(const char *name, const char *node,
+                            const char *uid, const char *reason,
+                            const char *message, bool warning,
+                            const char *now, const char *reporter)
+{
+    cJSON *ev = cJSON_CreateObject();
+    cJSON *md, *io, *src;
+
+    cJSON_AddStringToObject(ev, "apiVersion", "v1");
+    cJSON_AddStringToObject(ev, "kind", "Event");
+    md = cJSON_AddObjectToObject(ev, "metadata");
+    cJSON_AddStringToObject(md, "name", name);
+    cJSON_AddStringToObject(md, "namespace", "default");
+    io = cJSON_AddObjectToObject(ev, "involvedObject");
+    cJSON_AddStringToObject(io, "apiVersion", "v1");
+    cJSON_AddStringToObject(io, "kind", "Node");
+    cJSON_AddStringToObject(io, "name", node);
+    if (uid && uid[0])
+        cJSON_AddStringToObject(io, "uid", uid);
+    cJSON_AddStringToObject(ev, "reason", reason);
+    cJSON_AddStringToObject(ev, "message", message);
+    cJSON_AddStringToObject(ev, "type", warning ? "Warning" : "Normal");
+    src = cJSON_AddObjectToObject(ev, "source");
+    cJSON_AddStringToObject(src, "component", "efa-preflight");
+    cJSON_AddStringToObject(src, "host", node);
+    cJSON_AddStringToObject(ev, "firstTimestamp", now);
+    cJSON_AddStringToObject(ev, "lastTimestamp", now);
+    cJSON_AddNumberToObject(ev, "count", 1);
+    cJSON_AddStringToObject(ev, "reportingComponent", "efa-preflight");
+    cJSON_AddStringToObject(ev, "reportingInstance", reporter);
+    return ev;
+}
+
 cJSON *pf_node_event(const struct pf_run *run, const char *node,
                      const char *uid, const char *reporter, const char *now,
                      const char *name, const char *note)
 {
     const struct pf_verdict *v = &run->verdict;
     const struct pf_check *c = first_check(v, NULL, PF_FAIL);
-    cJSON *ev = cJSON_CreateObject();
-    cJSON *md, *io, *src;
     char msg[1024], nums[256];
     int expect = run->instance ? run->instance->efa_count : -1;
     struct pf_floor_rule rule;
@@ -458,30 +489,8 @@ cJSON *pf_node_event(const struct pf_run *run, const char *node,
         snprintf(msg, sizeof(msg), "%s: %s%s%s", pf_class_status_word(v->cls),
                  nums, note && *note ? "; " : "", note ? note : "");
 
-    cJSON_AddStringToObject(ev, "apiVersion", "v1");
-    cJSON_AddStringToObject(ev, "kind", "Event");
-    md = cJSON_AddObjectToObject(ev, "metadata");
-    cJSON_AddStringToObject(md, "name", name);
-    cJSON_AddStringToObject(md, "namespace", "default");
-    io = cJSON_AddObjectToObject(ev, "involvedObject");
-    cJSON_AddStringToObject(io, "apiVersion", "v1");
-    cJSON_AddStringToObject(io, "kind", "Node");
-    cJSON_AddStringToObject(io, "name", node);
-    if (uid)
-        cJSON_AddStringToObject(io, "uid", uid);
-    cJSON_AddStringToObject(ev, "reason", pf_node_reason(run));
-    cJSON_AddStringToObject(ev, "message", msg);
-    cJSON_AddStringToObject(ev, "type",
-                            v->overall == PF_PASS ? "Normal" : "Warning");
-    src = cJSON_AddObjectToObject(ev, "source");
-    cJSON_AddStringToObject(src, "component", "efa-preflight");
-    cJSON_AddStringToObject(src, "host", node);
-    cJSON_AddStringToObject(ev, "firstTimestamp", now);
-    cJSON_AddStringToObject(ev, "lastTimestamp", now);
-    cJSON_AddNumberToObject(ev, "count", 1);
-    cJSON_AddStringToObject(ev, "reportingComponent", "efa-preflight");
-    cJSON_AddStringToObject(ev, "reportingInstance", reporter);
-    return ev;
+    return pf_node_event_object(name, node, uid, pf_node_reason(run), msg,
+                                v->overall != PF_PASS, now, reporter);
 }
 
 bool pf_node_marked(const cJSON *node, const char *prefix)
