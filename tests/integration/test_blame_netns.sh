@@ -51,8 +51,10 @@ check() {   # check RANK NAME FIELD
 }
 
 # 1. six ranks, rank 3 slow
-run_ring 36201 6 --engine host --timeout 60 -b 1M -e 4M -n 2 -w 1 --min-busbw-gbps 0.05 \
-    --debug-slow-rank 3 --debug-slow-ms 100
+# Rank 3 sleeps 400 ms before each exchange of 8 MiB, so its links stay
+# under 0.021 GB/s; healthy links measure 0.06 GB/s and more, under ASan too.
+run_ring 36201 6 --engine host --timeout 80 -b 4M -e 4M -n 2 -w 1 --min-busbw-gbps 0.03 \
+    --debug-slow-rank 3 --debug-slow-ms 400
 [ "$RC_3" -eq 1 ] || fail "slow: rank 3 exited $RC_3, want 1"
 [ "$(check 3 busbw reason)" = StragglerNode ] || fail "slow: rank 3 reason $(check 3 busbw reason)"
 grep -q "^this node (rank 3, [^)]*10.254.62.13) is the straggler" <<<"$(check 3 busbw message)" ||

@@ -1,11 +1,13 @@
 #!/bin/bash
 # Straggler localisation, 4 ranks in 4 network namespaces (10.254.60.0/24,
 # pfsg-*, ports 36000-36099), static bootstrap, host engine over tcp, floor
-# --min-busbw-gbps 0.05 (healthy ~0.2 GB/s here, slowed ~0.01):
+# --min-busbw-gbps 0.03. Healthy links measure 0.06-0.5 GB/s (0.06 under ASan
+# on a busy CI machine); the slowed rank sleeps 400 ms before each exchange
+# of 8 MiB, so its links cannot exceed 0.021 GB/s whatever the machine:
 #   1. no slow rank: busbw far above the floor, every rank exits 0 with the
 #      busbw check passing; the pairwise test (every run of 3+ nodes) finds
 #      every link good and names nobody;
-#   2. --debug-slow-rank 2 --debug-slow-ms 100: the ring misses the floor,
+#   2. --debug-slow-rank 2 --debug-slow-ms 400: the ring misses the floor,
 #      the pairwise re-test blames rank 2; rank 2 alone fails (exit 1,
 #      StragglerNode, its links named), ranks 0, 1, 3 warn SlowPeer naming
 #      rank 2 and its address and exit 4 (a peer failed, not this node);
@@ -21,7 +23,7 @@ PFB_NET=10.254.60
 pfb_need_root
 fail() { echo "FAIL $*"; for r in 0 1 2 3; do pfb_show $r; done; exit 1; }
 
-FLOOR=0.05
+FLOOR=0.03
 common=(--fabric-provider tcp --no-imds --log-level info --min-busbw-gbps $FLOOR)
 
 # No log or report of an earlier case may be read as this one's.
@@ -55,7 +57,7 @@ for r in 0 1 2 3; do
     [ "$(busbw_check $r status)" = pass ] || fail "healthy: rank $r busbw not pass"
     [ "$(pfb_json $r 'r["collective"]["straggler"]["method"]')" = pairwise ] ||
         fail "healthy: rank $r had no pairwise test"
-    grep -q "^pairwise: every link good (4 links at or above 0.050 GB/s" \
+    grep -q "^pairwise: every link good (4 links at or above 0.030 GB/s" \
         <<<"$(pfb_json $r 'r["collective"]["straggler"]["note"]')" ||
         fail "healthy: rank $r note: $(pfb_json $r 'r["collective"]["straggler"]["note"]')"
     [ "$(pfb_json $r 'r["collective"]["slow_rank"]')" = None ] ||
@@ -65,14 +67,14 @@ echo "ok   healthy 4 ranks: busbw $(pfb_json 0 'round(r["collective"]["peak_busb
     "above the floor $FLOOR, every rank exit 0, every link good in the pairwise test"
 
 # 2. rank 2 slowed
-run_ring 36002 4 --timeout 50 -b 1M -e 4M -n 2 -w 1 \
-    --debug-slow-rank 2 --debug-slow-ms 100
+run_ring 36002 4 --timeout 60 -b 4M -e 4M -n 2 -w 1 \
+    --debug-slow-rank 2 --debug-slow-ms 400
 [ "$RC_2" -eq 1 ] || fail "slowed: rank 2 exited $RC_2, want 1"
 [ "$(pfb_json 2 'r["verdict"]["reason"]')" = StragglerNode ] ||
     fail "slowed: rank 2 verdict.reason is $(pfb_json 2 'r["verdict"]["reason"]')"
 [ "$(busbw_check 2 status)" = fail ] || fail "slowed: rank 2 busbw check not fail"
 msg=$(busbw_check 2 message)
-grep -q "^this node (rank 2, [^,]*, 10.254.60.12) is the straggler: busbw .* below the floor 0.05 GB/s" <<<"$msg" ||
+grep -q "^this node (rank 2, [^,]*, 10.254.60.12) is the straggler: busbw .* below the floor $FLOOR GB/s" <<<"$msg" ||
     fail "slowed: rank 2 message: $msg"
 grep -q "pairwise: rank 2's links are both slow (1-2 .* GB/s, 2-3 .* GB/s)" <<<"$msg" ||
     fail "slowed: rank 2 message lacks the links: $msg"
@@ -90,14 +92,15 @@ done
 echo "ok   ranks 0, 1, 3: exit 4, SlowPeer naming rank 2 (10.254.60.12)"
 for r in 0 1 2 3; do
     got=$(pfb_json $r '(r["collective"]["slow_rank"], r["collective"]["straggler"]["method"], len([l for l in r["collective"]["straggler"]["links"] if not l["confirm"]]), len(r["collective"]["straggler"]["rank_seconds"]), r["collective"]["straggler"]["floor_gbps"])')
-    [ "$got" = "(2, 'pairwise', 4, 4, 0.05)" ] || fail "slowed: rank $r report straggler = $got"
+    [ "$got" = "(2, 'pairwise', 4, 4, $FLOOR)" ] || fail "slowed: rank $r report straggler = $got"
 done
 links=$(pfb_json 0 '" ".join("%d-%d:%.3f" % (l["a"], l["b"], l["gbps"]) for l in r["collective"]["straggler"]["links"] if not l["confirm"])')
 python3 - "$PFB_TMP/r0.json" <<'EOF' || fail "slowed: link bandwidths do not single out rank 2: $links"
 import json, sys
 l = {(x["a"], x["b"]): x["gbps"] for x in json.load(open(sys.argv[1]))["collective"]["straggler"]["links"]}
-slow = max(l[(1, 2)], l[(2, 3)])
-sys.exit(0 if slow < 0.5 * min(l[(0, 1)], l[(3, 0)]) else 1)
+# Both of rank 2's links below both of the others (the verdict's floor
+# lies between them; the ratio depends on the machine's speed).
+sys.exit(0 if max(l[(1, 2)], l[(2, 3)]) < min(l[(0, 1)], l[(3, 0)]) else 1)
 EOF
 echo "ok   every report: slow_rank 2, 4 links ($links GB/s)"
 
