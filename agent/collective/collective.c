@@ -19,6 +19,7 @@
 
 #include "../config/config.h"
 #include "../discover/discover.h"
+#include "../transport/bootstrap.h"
 #include "../util/clock.h"
 #include "../util/log.h"
 

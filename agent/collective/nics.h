@@ -8,7 +8,7 @@
 #ifndef PF_NICS_H
 #define PF_NICS_H
 
-#include "../pf.h"
+#include "../types/run.h"
 #include "engine.h"
 
 struct pf_nic_watch {
