@@ -107,9 +107,9 @@ struct pf_engine {
     int nranks;                       /* global ranks in the all_reduce */
     int local_ranks;                  /* ranks this process drives */
     void *impl;
-    /* What the engine found out (types/engine.h), kept here so it survives close:
-     * the provider once open returns, failed or not; NCCL's transports
-     * once close returns (they come from NCCL's log). */
+    /* What the engine found out (types/engine.h), kept here so it
+     * survives close: the provider once open returns, failed or not;
+     * NCCL's transports once close returns (they come from NCCL's log). */
     struct pf_fabric_facts facts;
 };
 
