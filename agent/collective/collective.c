@@ -19,6 +19,7 @@
 
 #include "../config/config.h"
 #include "../discover/discover.h"
+#include "../transport/bootstrap.h"
 #include "../util/clock.h"
 #include "../util/log.h"
 
@@ -194,7 +195,8 @@ pf_err pf_collective(struct pf_run *run, char *err)
             rc = pf_sweep(run, &engine, boot, deadline, msg);
             pf_nics_end(run, &watch, "sweep", -1);
             if (nrails > 0 && pf_rails_read(&engine, rails1) == nrails)
-                pf_rails_sweep(run, rails0, rails1, nrails);
+                pf_rails_sweep(&c->nics, run->cfg.nic_slow_ratio, rails0,
+                               rails1, nrails);
             if (rc == PF_OK)
                 rc = pf_straggler_retest(run, &engine, boot, deadline, msg);
             if (rc == PF_OK)

@@ -5,7 +5,7 @@
 #ifndef PF_COLLECTIVE_H
 #define PF_COLLECTIVE_H
 
-#include "../pf.h"
+#include "../types/run.h"
 #include "engine.h"
 
 pf_err pf_collective(struct pf_run *run, char *err);

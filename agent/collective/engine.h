@@ -8,8 +8,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../pf.h"
-#include "../transport/bootstrap.h"
+#include "../types/boot.h"
+#include "../types/engine.h"
+#include "../types/peers.h"
+#include "../util/err.h"
 
 struct pf_engine;
 struct pf_progress;
@@ -105,9 +107,9 @@ struct pf_engine {
     int nranks;                       /* global ranks in the all_reduce */
     int local_ranks;                  /* ranks this process drives */
     void *impl;
-    /* What the engine found out (pf.h), kept here so it survives close:
-     * the provider once open returns, failed or not; NCCL's transports
-     * once close returns (they come from NCCL's log). */
+    /* What the engine found out (types/engine.h), kept here so it
+     * survives close: the provider once open returns, failed or not;
+     * NCCL's transports once close returns (they come from NCCL's log). */
     struct pf_fabric_facts facts;
 };
 

@@ -10,7 +10,7 @@
 #ifndef PF_INSIDE_H
 #define PF_INSIDE_H
 
-#include "../pf.h"
+#include "../types/run.h"
 #include "engine.h"
 
 /* Bytes each way per GPU pair and timed iterations, as the re-test's. */

@@ -84,10 +84,10 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-void pf_rails_sweep(struct pf_run *run, const struct pf_rail_use *before,
+void pf_rails_sweep(struct pf_nics *s, double slow_ratio,
+                    const struct pf_rail_use *before,
                     const struct pf_rail_use *after, int n)
 {
-    struct pf_nics *s = &run->coll.nics;
     double rate[PF_MAX_EFA], median;
 
     s->nrails = n;
@@ -108,17 +108,15 @@ void pf_rails_sweep(struct pf_run *run, const struct pf_rail_use *before,
     median = n % 2 ? rate[n / 2] : (rate[n / 2 - 1] + rate[n / 2]) / 2;
     for (int r = 0; r < n; r++) {
         struct pf_rail *rl = &s->rails[r];
-        rl->slow = rl->gbps < run->cfg.nic_slow_ratio * median;
+        rl->slow = rl->gbps < slow_ratio * median;
         pf_info("rail %d (%s): %llu bytes in %.3f s, %.3f GB/s%s", r, rl->nic,
                 (unsigned long long)rl->bytes, rl->seconds, rl->gbps,
                 rl->slow ? ": slow" : "");
     }
 }
 
-bool pf_rails_any_slow(const struct pf_run *run)
+bool pf_rails_any_slow(const struct pf_nics *s)
 {
-    const struct pf_nics *s = &run->coll.nics;
-
     for (int r = 0; r < s->nrails; r++)
         if (s->rails[r].slow)
             return true;

@@ -8,7 +8,7 @@
 #ifndef PF_NICS_H
 #define PF_NICS_H
 
-#include "../pf.h"
+#include "../types/run.h"
 #include "engine.h"
 
 struct pf_nic_watch {
@@ -28,12 +28,13 @@ void pf_nics_end(struct pf_run *run, struct pf_nic_watch *w,
 /* The engine's rails (its own per-NIC accounting, engine op `rails`) at
  * this moment; returns how many, 0 when it keeps none. */
 int pf_rails_read(struct pf_engine *e, struct pf_rail_use *out);
-/* Rails over the sweep into run->coll.nics.rails: bytes, seconds, GB/s,
- * and `slow` below cfg.nic_slow_ratio x the median rail's rate. */
-void pf_rails_sweep(struct pf_run *run, const struct pf_rail_use *before,
+/* Rails over the sweep into s->rails: bytes, seconds, GB/s, and `slow`
+ * below slow_ratio (cfg.nic_slow_ratio) x the median rail's rate. */
+void pf_rails_sweep(struct pf_nics *s, double slow_ratio,
+                    const struct pf_rail_use *before,
                     const struct pf_rail_use *after, int n);
 /* Whether any rail of this rank came out slow. */
-bool pf_rails_any_slow(const struct pf_run *run);
+bool pf_rails_any_slow(const struct pf_nics *s);
 
 /* After the engine closed: does it drive every NIC, so that a NIC with
  * far less traffic than its siblings means something (nics.spread and

@@ -991,7 +991,7 @@ pf_err pf_straggler_retest(struct pf_run *run, struct pf_engine *e,
     struct pf_floor_rule rule;
     char times[320];
     int n = b->world;
-    int32_t slow = pf_rails_any_slow(run), *slows;
+    int32_t slow = pf_rails_any_slow(&run->coll.nics), *slows;
     bool any_slow = false;
     pf_err rc;
 

@@ -19,7 +19,7 @@
 
 #include <stddef.h>
 
-#include "../pf.h"
+#include "../types/run.h"
 #include "../config/catalog.h"
 #include "engine.h"
 

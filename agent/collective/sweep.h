@@ -5,7 +5,8 @@
 
 #include <stdint.h>
 
-#include "../pf.h"
+#include "../types/coll.h"
+#include "../util/err.h"
 
 /* Sizes min, min*factor, ... up to max (bytes, rounded down to whole
  * float32 elements). PF_ERR_USAGE for min < 4, min > max, factor < 2 with

@@ -13,6 +13,7 @@
 #include <yaml.h>
 
 #include "config.h"
+#include "../types/node.h"
 #include "../util/fsutil.h"
 #include "../util/yamldoc.h"
 

@@ -7,7 +7,9 @@
 
 #include <cjson/cJSON.h>
 
-#include "../pf.h"
+#include "../types/catalog.h"
+#include "../types/config.h"
+#include "../util/err.h"
 
 /* The embedded catalog.yaml text (NUL-terminated), from catalog_blob.S. */
 extern const char pf_catalog_yaml[];

@@ -3,6 +3,7 @@
  * One table lists every option once; the flag, env and YAML names are
  * derived from its key, so the three can never drift apart. */
 #include "config.h"
+#include "../types/run.h"
 
 #include "../util/clock.h"
 #include "../util/kubeapi.h"

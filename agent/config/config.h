@@ -9,7 +9,10 @@
 
 #include <stdio.h>
 
-#include "../pf.h"
+#include "../types/config.h"
+#include "../util/err.h"
+
+struct pf_run;
 
 void pf_config_defaults(struct pf_config *cfg);
 /* Release what the options hold on the heap (--peers); cfg stays usable

@@ -26,7 +26,7 @@
 
 #include "../net/seal.h"
 #include "../net/wire.h"
-#include "../pf.h"
+#include "../types/config.h"
 #include "../util/kubeapi.h"
 #include "lease.h"
 

@@ -6,7 +6,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "../pf.h"
+#include "../types/run.h"
 #include "../util/kubeapi.h"
 
 /* The whole run's group in DaemonSet mode. */

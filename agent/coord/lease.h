@@ -22,7 +22,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../pf.h"
+#include "../util/sizes.h"
 #include "../util/kubeapi.h"
 
 struct pf_lease {

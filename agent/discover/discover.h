@@ -4,7 +4,7 @@
 #ifndef PF_DISCOVER_H
 #define PF_DISCOVER_H
 
-#include "../pf.h"
+#include "../types/run.h"
 
 pf_err pf_discover(struct pf_run *run, char *err);
 /* The k8s bootstrap (k8s.c): own pod, selector, world size, list+watch. */

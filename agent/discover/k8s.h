@@ -9,7 +9,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "../pf.h"
+#include "../types/peers.h"
 #include "../util/kubeapi.h"
 
 #define PF_K8S_COMPLETION_INDEX "batch.kubernetes.io/job-completion-index"

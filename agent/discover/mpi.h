@@ -4,7 +4,7 @@
 #ifndef PF_DISCOVER_MPI_H
 #define PF_DISCOVER_MPI_H
 
-#include "../pf.h"
+#include "../types/run.h"
 
 /* Fill run->peers from MPI: rank, size, every rank's host (allgather) and
  * a run id from rank 0 (bcast) unless cfg.run_id is set. */

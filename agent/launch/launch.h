@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../pf.h"
+#include "../types/run.h"
 
 /* `local`: fork cfg.ranks rank processes. Returns in each child with
  * *is_child = true and cfg.rank / bootstrap set for it; in the parent

@@ -24,7 +24,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "../pf.h"
+#include "../types/run.h"
 
 /* ------------------------------------------------------------ counters */
 

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../types/coll.h"
 #include "../util/fsutil.h"
 
 #define SETTLE_MAX_MS 1000

@@ -14,7 +14,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "../pf.h"
+#include "../types/node.h"
+
+struct pf_nic_delta;
 
 /* File name of counter c ("retrans_timeout_events"). */
 const char *pf_hwc_name(enum pf_hwc c);

@@ -5,7 +5,7 @@
 #ifndef PF_PROBE_H
 #define PF_PROBE_H
 
-#include "../pf.h"
+#include "../types/run.h"
 
 pf_err pf_probe(struct pf_run *run, char *err);
 

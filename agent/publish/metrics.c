@@ -12,6 +12,7 @@
 #include "../probe/hw_counters.h"
 #include "../util/clock.h"
 #include "../util/fsutil.h"
+#include "../util/version.h"
 
 /* ------------------------------------------------------------- families */
 

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../pf.h"
+#include "../types/run.h"
 
 /* The text exposition format (0.0.4) of a finished run, at now_s (Unix
  * time). Every family's HELP and TYPE lines are written even when it has

@@ -13,7 +13,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "../pf.h"
+#include "../types/run.h"
 
 /* The status label the operator (or the node group) sets to ask the
  * DaemonSet for a validation; the agent never overwrites it before a

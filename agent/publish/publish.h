@@ -6,7 +6,7 @@
 
 #include <stdio.h>
 
-#include "../pf.h"
+#include "../types/run.h"
 #include "../util/kubeapi.h"
 
 /* Whether this run writes its verdict on a Node (k8s, --publish). */

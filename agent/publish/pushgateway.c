@@ -4,10 +4,12 @@
 #include "pushgateway.h"
 
 #include <curl/curl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "../util/clock.h"
+#include "../util/sizes.h"
 
 #define JOB "efa_preflight"
 #define PUSH_CONNECT_MS 10000

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../pf.h"
+#include "../util/err.h"
 
 /* <base>/metrics/job/efa_preflight/instance/<instance>; the instance in
  * Pushgateway's base64url form when it is not a plain name. */

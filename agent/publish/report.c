@@ -12,6 +12,7 @@
 #include "../config/config.h"
 #include "../probe/hw_counters.h"
 #include "../util/sanitize.h"
+#include "../util/version.h"
 #include "../verdict/verdict.h"
 
 /* "" becomes null so consumers test one thing. */

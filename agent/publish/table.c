@@ -13,6 +13,7 @@
 #include "../config/config.h"
 #include "../probe/hw_counters.h"
 #include "../util/sanitize.h"
+#include "../util/version.h"
 
 static const char *status_tag(enum pf_status s)
 {

@@ -46,7 +46,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../pf.h"
+#include "../reasons.h"
+#include "../types/boot.h"
+#include "../types/peers.h"
+#include "../util/sizes.h"
 #include "bootstrap.h"
 #include "../net/seal.h"
 #include "../net/wire.h"

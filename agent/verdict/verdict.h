@@ -4,7 +4,7 @@
 #ifndef PF_VERDICT_H
 #define PF_VERDICT_H
 
-#include "../pf.h"
+#include "../types/run.h"
 
 /* Node checks (EFADevicesReady): node_checks.c */
 void pf_verdict_node(struct pf_run *run);

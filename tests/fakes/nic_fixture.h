@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pf.h"
+#include "types/config.h"
 
 /* Copy fixture `name` into a fresh temporary folder; its root in out. */
 void pf_test_fixture_copy(const char *name, char *out, size_t len);

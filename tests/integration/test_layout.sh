@@ -13,6 +13,11 @@
 #    nor any stage (it takes pf_webhook_opts from main) and only util/;
 #  - agent/monitor/ runs no collective and finds no peers: it never includes
 #    collective/, discover/, transport/ or verdict/;
+#  - util/, net/, webhook/, transport/, the collective harness and each
+#    engine compile with only the headers they may use (pf.h, the
+#    aggregate of agent/types/, is for main.c; types/run.h for the
+#    harness, never for transport/ or the engines, which include neither
+#    each other nor the transport);
 #  - unit tests mirror the sources: tests/unit/<folder>/test_<source>[_<what>].c
 #    names a source agent/<folder>/<source>.c, and only tests live there
 #    (every fake is in tests/fakes/).
@@ -96,6 +101,66 @@ for f in agent/monitor/*.[ch]; do
     fi
 done
 
+# 3d. Each of these folders compiles with only the headers it may use: its
+#     .c and .h files are copied into an empty tree beside just those
+#     headers, and every one is compiled there (-fsyntax-only, as the
+#     Makefile would: -Iagent, no CUDA, the NCCL engine declares what it
+#     dlopens). A forbidden include is a missing file, whatever its path.
+#     pf.h (every stage at once) is in no tree, types/run.h (the run) only
+#     in the harness's, and the harness has the engine interface but
+#     neither engine's own headers.
+cc=${CC:-cc}
+ctmp=$(mktemp -d)
+trap 'rm -rf "$ctmp"' EXIT
+leaf="util/*.h mpishim/pf_mpi_shim.h"
+engine_may="$leaf reasons.h collective/engine.h types/boot.h types/engine.h types/peers.h types/node.h"
+strict() {  # strict TREE FOLDER "ALLOWED": FOLDER's files (not its subfolders)
+    local t=$ctmp/$1 own=$2 allowed=$3
+    mkdir -p "$t/agent"
+    # shellcheck disable=SC2086 # the patterns expand under agent/
+    (cd agent && cp --parents $own/*.[ch] $allowed "$t/agent/") ||
+        fail "copying $own for the include check"
+    for f in "$t/agent/$own"/*.[ch]; do printf '%s %s\n' "$t" "$f"; done >>"$ctmp/jobs"
+}
+syntax() {  # syntax TREE FILE: compile FILE in TREE; messages on stdout
+    "$cc" -std=c11 -D_GNU_SOURCE -Werror=implicit-function-declaration -fsyntax-only \
+        -I"$1/agent" -x c "$2" 2>&1
+}
+strict util util "mpishim/pf_mpi_shim.h"
+strict net net "$leaf"
+strict webhook webhook "$leaf"
+strict transport transport "$leaf reasons.h net/*.h types/boot.h types/peers.h"
+strict host collective/host "$engine_may"
+strict nccl collective/nccl "$engine_may"
+strict collective collective "$leaf reasons.h types/*.h transport/bootstrap.h
+    config/config.h config/catalog.h discover/discover.h probe/hw_counters.h"
+export -f syntax; export cc
+xargs -P "${PF_LAYOUT_JOBS:-2}" -L 1 bash -c 'out=$(syntax "$0" "$1") || {
+        printf "%s\n" "${1#"$0"/}: compiled with only the headers it may include:" "$out" | head -n 8; }' \
+    <"$ctmp/jobs" >"$ctmp/errors"
+nfiles=$(wc -l <"$ctmp/jobs")
+if [ -s "$ctmp/errors" ]; then
+    cat "$ctmp/errors"; fail "a file includes a header its folder may not use (see above)"
+fi
+# The check can fail: a forbidden include in each kind of tree is caught,
+# and an allowed one is not.
+probe() {  # probe TREE FOLDER INCLUDE pass|fail
+    local f=$ctmp/$1/agent/$2/zz_layout_probe.c r
+    printf '#include "%s"\nint pf_layout_probe;\n' "$3" >"$f"
+    if syntax "$ctmp/$1" "$f" >/dev/null; then r=pass; else r=fail; fi
+    rm -f "$f"
+    [ "$r" = "$4" ] || fail "include check: $2/ including \"$3\" should $4, it did not"
+}
+probe transport transport ../types/peers.h pass
+probe transport transport ../pf.h fail
+probe transport transport ../types/run.h fail
+probe transport transport ../collective/engine.h fail
+probe host collective/host ../../transport/bootstrap.h fail
+probe host collective/host ../../types/coll.h fail
+probe nccl collective/nccl ../host/host.h fail
+probe collective collective ../verdict/verdict.h fail
+probe collective collective host/host.h fail
+
 # 4. Tests mirror sources.
 n=0
 while read -r t; do
@@ -117,4 +182,4 @@ others=$(find tests/unit -type f ! -name 'test_*.c')
 [ -z "$others" ] || fail "not a test, belongs in tests/fakes/: $others"
 
 [ $bad -eq 0 ] || exit 1
-echo "layout: util/ is a leaf, net/ stands on util/ alone, transport/ and the engines never see the run, the coordinator is in coord/, webhook/ uses util/ alone, monitor/ runs no collective, $n unit test files mirror their sources"
+echo "layout: util/ is a leaf, net/ stands on util/ alone, transport/ and the engines never see the run, $nfiles files of util/ net/ webhook/ transport/ collective/ compile with only the headers they may use, the coordinator is in coord/, webhook/ uses util/ alone, monitor/ runs no collective, $n unit test files mirror their sources"

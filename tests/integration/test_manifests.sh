@@ -171,7 +171,7 @@ expect_fail "comparison on drifted copies of k8s/" \
 # the agent does not know (env it never reads).
 mkdir -p "$tmp/root2/agent/config"
 cp -r k8s charts "$tmp/root2/"
-cp agent/pf.h "$tmp/root2/agent/"
+cp -r agent/pf.h agent/types "$tmp/root2/agent/"
 cp agent/config/config.c "$tmp/root2/agent/config/"
 python3 - "$tmp/root2/$chart/values.schema.json" <<'EOF2'
 import json, sys
@@ -328,7 +328,7 @@ expect_fail "NetworkPolicy check on an egress policy without the peers" \
 #     everywhere, is caught.
 rm -rf "$tmp/root3"; mkdir -p "$tmp/root3/agent/config"
 cp -r k8s charts "$tmp/root3/"
-cp agent/pf.h "$tmp/root3/agent/"
+cp -r agent/pf.h agent/types "$tmp/root3/agent/"
 cp agent/config/config.c "$tmp/root3/agent/config/"
 sed -i '/automountServiceAccountToken: false/d' "$tmp/root3/k8s/examples/indexed-job-full.yaml" \
     "$tmp/root3/k8s/30-job-rbac.yaml"

@@ -178,8 +178,12 @@ def webhook_only_options(root):
 
 def agent_option_specs(root):
     """{key: (type, min, max, choices)} from config.c's option table."""
-    with open(os.path.join(root, "agent/pf.h")) as f:
-        macros = dict(re.findall(r"^#define (PF_\w+) (\d+)\s*$", f.read(), re.M))
+    macros = {}
+    # The data model: pf.h and the stage headers it gathers (agent/types/).
+    for h in [os.path.join(root, "agent/pf.h")] + \
+            sorted(glob.glob(os.path.join(root, "agent/types/*.h"))):
+        with open(h) as f:
+            macros.update(re.findall(r"^#define (PF_\w+) (\d+)\s*$", f.read(), re.M))
     with open(os.path.join(root, "agent/config/config.c")) as f:
         src = f.read()
     table = src[src.index("options[] = {"):]

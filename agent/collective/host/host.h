@@ -27,8 +27,8 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_eq.h>
 
-#include "../../transport/bootstrap.h"
 #include "../engine.h"
+#include "../../types/node.h"
 #include "../../util/fabriclib.h"
 
 /* Tuned on loopback tcp (bench/results/host_allreduce.md): chunks large

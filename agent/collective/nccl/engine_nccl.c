@@ -34,9 +34,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../types/node.h"
 #include "../../util/clock.h"
 #include "../../util/gpulib.h"
 #include "../../util/log.h"
+#include "../../util/progress.h"
+#include "../../util/sizes.h"
 #include "nccl_log.h"
 
 #define CHUNK_ELEMS (31u * 16384u)    /* 1.94 MiB of float32 */

@@ -1,6 +1,7 @@
 /* The DaemonSet coordinator's pieces: REGISTER / ASSIGN frames (MACs,
  * bounds), the Lease take-over rule and Lease names. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

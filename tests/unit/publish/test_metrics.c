@@ -12,6 +12,7 @@
 #include "publish/metrics.h"
 #include "publish/pushgateway.h"
 #include "util/clock.h"
+#include "util/version.h"
 #include "verdict/verdict.h"
 
 static struct pf_run *node_run(void)

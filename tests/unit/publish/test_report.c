@@ -16,6 +16,7 @@
 #include "publish/publish.h"
 #include "util/fsutil.h"
 #include "util/sanitize.h"
+#include "util/version.h"
 #include "verdict/verdict.h"
 
 /* A p5 node with one missing device, judged. */

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pf.h"
+#include "util/sizes.h"
 #include "util/gpulib.h"
 
 static char lib[PF_PATH_MAX + 32];

@@ -1,0 +1,51 @@
+/* The instance-type catalog the config stage loads (config/catalog.h):
+ * expected devices and the bandwidth floors per type. Released by
+ * pf_catalog_free. */
+#ifndef PF_TYPES_CATALOG_H
+#define PF_TYPES_CATALOG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Points of a floor curve (and host floors): a handful are given; room
+ * for a user's finer curve. */
+#define PF_MAX_FLOORS 16
+
+struct pf_floor {
+    int nodes;                        /* the node count of this point (host
+                                         floors: the NIC count) */
+    double busbw_gbps;                /* all_reduce busbw floor, GB/s */
+    uint64_t from_bytes;              /* judged at message sizes >= this;
+                                         0 = at the largest size swept */
+    bool verified;                    /* false where estimated */
+    char source[200];                 /* the public figure it rests on */
+};
+
+struct pf_instance {
+    char name[64];                    /* "p5.48xlarge" or "hpc7a.*" */
+    int efa_count;
+    int accel_count;
+    char accel_model[32];
+    char accel_kind[16];              /* gpu|trainium|none */
+    int network_gbps;                 /* 0 = unknown */
+    bool verified;                    /* false where FACTS.md says unverified */
+    bool gdr_required;
+    bool recount_efa;                 /* p5en: EFA may come up late */
+    bool ignore_non_efa;              /* p6-b200: extra ibp* devices */
+    bool no_nccl;                     /* trn: host engine only */
+    int nfloors;                      /* points by node count, ascending */
+    struct pf_floor floors[PF_MAX_FLOORS];
+    /* host engine floors by the NICs its ring striped over (2+ nodes,
+     * efa): `nodes` holds that NIC count here */
+    int nhost_floors;
+    struct pf_floor host_floors[PF_MAX_FLOORS];
+    char notes[256];
+};
+
+struct pf_catalog {
+    int n;
+    struct pf_instance *items;
+    int cap;                          /* items allocated (n <= cap) */
+};
+
+#endif

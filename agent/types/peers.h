@@ -1,0 +1,36 @@
+/* What the discover stage produces (discover/discover.h): the peer table,
+ * every rank and where the rendezvous reaches it. The transport reads it
+ * and fills in names a rank did not know. Released by pf_peers_free. */
+#ifndef PF_TYPES_PEERS_H
+#define PF_TYPES_PEERS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../reasons.h"
+#include "../util/sizes.h"
+
+struct pf_peer {
+    int rank;
+    char host[PF_NAME_MAX];           /* address the rendezvous reaches */
+    int port;
+    char pod[PF_NAME_MAX];            /* k8s only */
+    char node[PF_NAME_MAX];           /* k8s / hello facts */
+};
+
+struct pf_peers {
+    char bootstrap[16];
+    char run_id[PF_NAME_MAX];
+    int world;                        /* number of ranks (processes) */
+    int rank;                         /* own rank */
+    struct pf_peer *list;             /* world entries, rank order */
+    char owner[PF_NAME_MAX];          /* k8s: "Kind/uid" every member shares
+                                         (keys the rendezvous HMAC), or "" */
+    int64_t deadline_ms;              /* the run deadline (util/clock.h) */
+    struct pf_fault fault;            /* why the peers could not be found */
+    /* DaemonSet: no group though the pool has partners; the node keeps
+     * status=pending and the agent exits to be started again. */
+    bool stay_pending;
+};
+
+#endif

@@ -1,0 +1,38 @@
+/* What the publish stage keeps of the Node it writes (publish/publish.h),
+ * the report's schema and the time publishing may take past the deadline. */
+#ifndef PF_TYPES_PUBLISH_H
+#define PF_TYPES_PUBLISH_H
+
+#include <stdbool.h>
+
+#include "../util/sizes.h"
+
+#define PF_REPORT_SCHEMA "efa-preflight.io/report/v1"
+
+/* The Node a k8s run writes, and how it was before the run marked it as
+ * being validated (publish/node.c): a run that ends in a usage error puts
+ * it back; the verdict keeps a condition's lastTransitionTime from it. */
+struct pf_node_mark {
+    char node[PF_NAME_MAX];           /* "" = not resolved yet */
+    bool marked;                      /* status=validating was written */
+    char *undo_labels;                /* merge patch: our labels as found */
+    char *undo_conditions;            /* strategic merge patch: our
+                                         conditions as found */
+    char instance_type_label[64];     /* its node.kubernetes.io/instance-type,
+                                         for the probe when DMI is absent */
+};
+
+/* After the run deadline, publishing the verdict may take this much longer
+ * (README, section Deadlines); then the agent exits whatever the API does. */
+#define PF_PUBLISH_GRACE_MS 20000
+/* After SIGTERM/SIGINT, the verdict being written may finish, or the Node
+ * is rolled forward to status=error, within this much (README, section
+ * Deadlines); it fits a terminationGracePeriodSeconds of 10. */
+#define PF_SIGNAL_GRACE_MS 8000
+/* Metrics go to a Pushgateway last, once the verdict is on the Node and in
+ * the report, within this much (and within the publishing grace): a
+ * Pushgateway that never answers holds the exit this long at most and
+ * never changes the exit code (README, section Deadlines). */
+#define PF_PUSH_BUDGET_MS 5000
+
+#endif
