@@ -18,8 +18,7 @@ pf_err pf_sweep_sizes(uint64_t min_bytes, uint64_t max_bytes, int factor,
 /* The sweep's sizes, decided once (collective.c, before any peer is
  * waited for): from cfg->min_bytes by cfg->step_factor up to
  * pf_sweep_max_bytes (config/catalog.h) under rule (NULL: no floor known).
- * plan->max_bytes is resolved even when the sizes are refused (as
- * pf_sweep_sizes; plan->nsizes is 0 then). */
+ * Sizes pf_sweep_sizes refuses leave plan->nsizes 0. */
 pf_err pf_sweep_plan(const struct pf_config *cfg,
                      const struct pf_floor_rule *rule,
                      struct pf_sweep_plan *plan, char *err);
