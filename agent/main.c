@@ -342,6 +342,10 @@ static int pipeline(struct pf_run *run, bool collective, struct interrupt *it,
         discovered = rc == PF_OK;
         if (discovered)
             rc = pf_collective(run, err);
+        else
+            /* No collective: the floor that would have applied, for the
+             * report and the metrics. */
+            pf_coll_judge(run);
         /* Bad input stops here; a deployment error the collective named
          * (RendezvousPortInUse) goes on to the verdict, whose usage class
          * writes nothing to the cluster but still reports. */

@@ -136,10 +136,8 @@ pf_err pf_collective(struct pf_run *run, char *err)
     struct pf_boot *boot = NULL;
     char msg[PF_ERRLEN] = "";
     double t0 = pf_now_s();
-    uint64_t sizes[PF_MAX_ROWS];
     struct pf_floor_rule rule;
     int64_t deadline, timeout_ms;
-    int nsizes;
     pf_err rc;
 
     c->slow_rank = -1;
@@ -158,12 +156,8 @@ pf_err pf_collective(struct pf_run *run, char *err)
     pf_floor_for(&run->cfg, run->instance, c->engine,
                  requested_fallback(&run->cfg), c->nnodes,
                  run->node.efa_count, &rule);
-    c->min_bytes = run->cfg.min_bytes;
-    c->max_bytes = pf_sweep_max_bytes(&run->cfg, &rule);
     /* Bad sizes are the user's to fix before any peer is waited for. */
-    if ((rc = pf_sweep_sizes(c->min_bytes, c->max_bytes,
-                             run->cfg.step_factor, sizes, PF_MAX_ROWS,
-                             &nsizes, err)) != PF_OK)
+    if ((rc = pf_sweep_plan(&run->cfg, &rule, &c->sweep, err)) != PF_OK)
         return rc;
     /* cfg.timeout_s bounds the whole run and the clock started before
      * probe and discovery: keep a margin so a stuck fabric is reported as
@@ -181,7 +175,8 @@ pf_err pf_collective(struct pf_run *run, char *err)
         engine.ops = ops;
         pf_info("collective: %s engine, %d ranks on %d node(s)", ops->name,
                 boot->world, c->nnodes);
-        pf_engine_args_for(run, boot, c->max_bytes / sizeof(float), &args);
+        pf_engine_args_for(run, boot, c->sweep.max_bytes / sizeof(float),
+                           &args);
         rc = ops->open(&engine, &args, deadline, msg);
         c->fabric = engine.facts;
         if (rc == PF_OK) {
@@ -197,6 +192,9 @@ pf_err pf_collective(struct pf_run *run, char *err)
             if (nrails > 0 && pf_rails_read(&engine, rails1) == nrails)
                 pf_rails_sweep(&c->nics, run->cfg.nic_slow_ratio, rails0,
                                rails1, nrails);
+            /* The rows, the NICs striped over and the provider are known:
+             * the re-tests below judge by this. */
+            pf_coll_judge(run);
             if (rc == PF_OK)
                 rc = pf_straggler_retest(run, &engine, boot, deadline, msg);
             if (rc == PF_OK)
@@ -209,6 +207,9 @@ pf_err pf_collective(struct pf_run *run, char *err)
     }
     c->wall_s = pf_now_s() - t0;
     pf_nics_spread(run);
+    /* Again with the engine's facts as it closed (or as far as a failure
+     * got): what the verdict and publishing read. */
+    pf_coll_judge(run);
     if (is_usage(rc)) {
         pf_boot_close(boot);
         return pf_fail(err, rc, "%s", msg);
@@ -219,6 +220,17 @@ pf_err pf_collective(struct pf_run *run, char *err)
         c->ran = true;
     pf_boot_close(boot);
     return PF_OK;
+}
+
+void pf_coll_judge(struct pf_run *run)
+{
+    struct pf_judgement *j = &run->coll.judgement;
+
+    memset(j, 0, sizeof(*j));
+    pf_coll_floor(run, &j->floor);
+    j->busbw_gbps = pf_coll_judged_busbw(&run->coll, &j->floor,
+                                         &j->busbw_bytes);
+    j->judged = j->floor.gbps > 0 && j->busbw_gbps >= 0;
 }
 
 void pf_coll_free(struct pf_coll *c)

@@ -191,9 +191,7 @@ pf_err pf_inside(struct pf_run *run, struct pf_engine *e, struct pf_boot *b,
 {
     struct pf_coll *c = &run->coll;
     struct ids_block *mine;
-    struct pf_floor_rule rule;
-    uint64_t at_bytes;
-    double floor, judged;
+    double floor = c->judgement.floor.gbps, judged = c->judgement.busbw_gbps;
     bool data, below;
     pf_err rc;
 
@@ -208,8 +206,6 @@ pf_err pf_inside(struct pf_run *run, struct pf_engine *e, struct pf_boot *b,
     if (rc != PF_OK || b->world != 1 || e->local_ranks < 3 ||
         mine->n != e->local_ranks || !e->ops->local_pairs)
         goto out;
-    floor = pf_coll_floor(run, &rule);
-    judged = pf_coll_judged_busbw(c, &rule, &at_bytes);
     data = c->wrong_total > 0;
     below = floor > 0 && c->nrows > 0 && judged >= 0 && judged < floor;
     if (data || below)

@@ -574,11 +574,11 @@ static void decide(const struct pf_run *run, const struct pf_engine *e,
                    struct plan *p)
 {
     const struct pf_coll *c = &run->coll;
-    struct pf_floor_rule rule, rule2;
-    double floor = pf_coll_floor(run, &rule);
+    struct pf_floor_rule rule2;
+    double floor = c->judgement.floor.gbps;
     uint64_t largest = c->nrows > 0 ? c->rows[c->nrows - 1].bytes : 0;
-    uint64_t at_bytes, judged_bytes = 0;
-    double judged = pf_coll_judged_busbw(c, &rule, &at_bytes);
+    uint64_t judged_bytes = 0;
+    double judged = c->judgement.busbw_gbps;
     double per_op, need_s, left_s;
     int rounds;
 
@@ -988,7 +988,6 @@ pf_err pf_straggler_retest(struct pf_run *run, struct pf_engine *e,
 {
     struct pf_straggler *s = &run->coll.strag;
     struct plan p;
-    struct pf_floor_rule rule;
     char times[320];
     int n = b->world;
     int32_t slow = pf_rails_any_slow(&run->coll.nics), *slows;
@@ -1028,7 +1027,7 @@ pf_err pf_straggler_retest(struct pf_run *run, struct pf_engine *e,
                      p.why);
         return PF_OK;
     }
-    s->floor_gbps = pf_coll_floor(run, &rule);
+    s->floor_gbps = run->coll.judgement.floor.gbps;
     snprintf(s->kind, sizeof(s->kind), "%s", p.data ? "data" : "slow");
     if (p.mode == PLAN_TIMINGS) {
         int suspect = pf_straggler_from_times(
@@ -1060,11 +1059,9 @@ pf_err pf_straggler_retest(struct pf_run *run, struct pf_engine *e,
                 "links with the data checked", run->coll.wrong_total,
                 b->world);
     } else if (p.below) {
-        uint64_t at_bytes;
-        double judged = pf_coll_judged_busbw(&run->coll, &rule, &at_bytes);
         pf_info("straggler: busbw %.3f GB/s below the floor %.3f GB/s: "
-                "pairwise re-test of %d ring links", judged, s->floor_gbps,
-                b->world);
+                "pairwise re-test of %d ring links",
+                run->coll.judgement.busbw_gbps, s->floor_gbps, b->world);
     } else {
         pf_info("pairwise: each of %d nodes judged by its own links: %d ring "
                 "links tested against %s", run->coll.nnodes, b->world,

@@ -31,7 +31,8 @@
 
 /* The busbw floor this run's ring must reach: pf_floor_for (the one rule,
  * config/catalog.h) applied to the collective's engine, provider and node
- * count. */
+ * count. pf_coll_judge (collective.h) applies it and the one below once,
+ * into run->coll.judgement, which everyone else reads. */
 double pf_coll_floor(const struct pf_run *run, struct pf_floor_rule *rule);
 /* The same rule at another node count: pair links are judged against the
  * floor at 2 nodes, whatever the run's size. */

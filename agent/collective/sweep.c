@@ -50,6 +50,22 @@ pf_err pf_sweep_sizes(uint64_t min_bytes, uint64_t max_bytes, int factor,
     return PF_OK;
 }
 
+pf_err pf_sweep_plan(const struct pf_config *cfg,
+                     const struct pf_floor_rule *rule,
+                     struct pf_sweep_plan *plan, char *err)
+{
+    pf_err rc;
+
+    memset(plan, 0, sizeof(*plan));
+    plan->min_bytes = cfg->min_bytes;
+    plan->max_bytes = pf_sweep_max_bytes(cfg, rule);
+    rc = pf_sweep_sizes(plan->min_bytes, plan->max_bytes, cfg->step_factor,
+                        plan->sizes, PF_MAX_ROWS, &plan->nsizes, err);
+    if (rc != PF_OK)
+        plan->nsizes = 0;
+    return rc;
+}
+
 void pf_sweep_fill_row(struct pf_row *row, uint64_t bytes, int nranks,
                        double oop_s, double ip_s, long oop_wrong,
                        long ip_wrong)
@@ -150,20 +166,14 @@ pf_err pf_sweep(struct pf_run *run, struct pf_engine *e, struct pf_boot *b,
 {
     struct pf_coll *c = &run->coll;
     const struct pf_config *cfg = &run->cfg;
-    uint64_t sizes[PF_MAX_ROWS];
+    const uint64_t *sizes = c->sweep.sizes;
     struct rank_result *all;
-    int nsizes, iters = cfg->iters > 0 ? cfg->iters : 1;
+    int nsizes = c->sweep.nsizes, iters = cfg->iters > 0 ? cfg->iters : 1;
     pf_err rc;
 
-    if (!c->max_bytes) {              /* driven without pf_collective */
-        struct pf_floor_rule none = { 0 };
-        c->min_bytes = cfg->min_bytes;
-        c->max_bytes = pf_sweep_max_bytes(cfg, &none);
-    }
-    rc = pf_sweep_sizes(c->min_bytes, c->max_bytes, cfg->step_factor,
-                        sizes, PF_MAX_ROWS, &nsizes, err);
-    if (rc != PF_OK)
-        return rc;
+    if (nsizes < 1 || nsizes > PF_MAX_ROWS)
+        return pf_fail(err, PF_ERR_USAGE, "sweep: no sizes planned "
+                       "(pf_sweep_plan)");
     all = calloc((size_t)b->world, sizeof(*all));
     if (!all)
         return pf_fail(err, PF_ERR_NOMEM, "sweep: out of memory");

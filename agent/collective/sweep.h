@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "../types/coll.h"
+#include "../types/config.h"
 #include "../util/err.h"
 
 /* Sizes min, min*factor, ... up to max (bytes, rounded down to whole
@@ -13,6 +14,14 @@
  * min < max, or more than max_n sizes. */
 pf_err pf_sweep_sizes(uint64_t min_bytes, uint64_t max_bytes, int factor,
                       uint64_t *out, int max_n, int *n, char *err);
+
+/* The sweep's sizes, decided once (collective.c, before any peer is
+ * waited for): from cfg->min_bytes by cfg->step_factor up to
+ * pf_sweep_max_bytes (config/catalog.h) under rule (NULL: no floor known).
+ * Sizes pf_sweep_sizes refuses leave plan->nsizes 0. */
+pf_err pf_sweep_plan(const struct pf_config *cfg,
+                     const struct pf_floor_rule *rule,
+                     struct pf_sweep_plan *plan, char *err);
 
 /* A row from per-operation seconds (already averaged over ranks):
  * algbw = bytes / s / 1e9, busbw = algbw x 2(n-1)/n, time in us. */

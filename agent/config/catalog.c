@@ -941,7 +941,7 @@ uint64_t pf_sweep_max_bytes(const struct pf_config *cfg,
 
     if (cfg->max_bytes)
         return cfg->max_bytes;
-    if (rule->gbps > 0 && rule->from_bytes > max)
+    if (rule && rule->gbps > 0 && rule->from_bytes > max)
         max = rule->from_bytes;
     return max > cfg->min_bytes ? max : cfg->min_bytes;
 }

@@ -48,15 +48,6 @@ extern const int pf_floor_show_count;
 const struct pf_floor *pf_instance_host_floor(const struct pf_instance *it,
                                               int nics);
 
-/* A floor as it applies to one run. */
-struct pf_floor_rule {
-    double gbps;                      /* 0 = no floor */
-    uint64_t from_bytes;              /* judged at sizes >= this; 0 = at the
-                                         largest size swept */
-    bool verified;                    /* false: an estimate */
-    char src[192];                    /* where it comes from, or why none */
-};
-
 /* The one busbw floor rule, used by the sweep's sizing, the verdict, the
  * straggler re-test and publishing alike: cfg.min_busbw_gbps (from
  * cfg.min_busbw_from_bytes) when set, else the catalog's floor for the
@@ -71,7 +62,8 @@ void pf_floor_for(const struct pf_config *cfg, const struct pf_instance *it,
 
 /* The largest size to sweep: -e when given, else 64 MiB or the floor's
  * size when that is larger (so a catalogued type is judged by default),
- * and never below -b. */
+ * and never below -b. rule NULL: no floor known (the local launcher, before
+ * any rank has probed its instance type). */
 uint64_t pf_sweep_max_bytes(const struct pf_config *cfg,
                             const struct pf_floor_rule *rule);
 

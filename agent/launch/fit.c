@@ -176,12 +176,10 @@ static int gpus_for_ranks(const struct pf_config *cfg, int64_t deadline)
 pf_err pf_local_ranks(struct pf_run *run, int *n, char *err)
 {
     struct pf_host_room room;
-    struct pf_floor_rule no_floor;
     char why[256];
     int gpus = 0, room_n;
     bool picked = run->cfg.ranks <= 0;
 
-    memset(&no_floor, 0, sizeof(no_floor));
     if (picked) {
         gpus = gpus_for_ranks(&run->cfg, pf_run_deadline(run));
         *n = gpus > 0 ? gpus : 2;
@@ -192,9 +190,10 @@ pf_err pf_local_ranks(struct pf_run *run, int *n, char *err)
         *n = run->cfg.ranks;
     }
     pf_host_room_read(&room);
-    /* The instance, and so its floor's size, is known only in the ranks:
-     * size by -e or the default sweep. */
-    room_n = pf_local_room(&room, pf_sweep_max_bytes(&run->cfg, &no_floor),
+    /* The instance, and so its floor's size, is known only in the ranks
+     * (each plans its sweep in the collective): size by -e or the default
+     * sweep. */
+    room_n = pf_local_room(&room, pf_sweep_max_bytes(&run->cfg, NULL),
                            why, sizeof(why));
     if (*n > room_n)
         return pf_fail(err, PF_ERR_USAGE, "%s %d local ranks: this host holds "

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../collective/straggler.h"
 #include "../probe/hw_counters.h"
 #include "../util/clock.h"
 #include "../util/fsutil.h"
@@ -273,11 +272,11 @@ static void collective_metrics(struct mbuf *b, const struct pf_run *run)
     bool rows = c->nrows > 0;
     /* As the report: a collective that ran or failed has numbers. */
     bool tried = c->ran || f->err != PF_OK;
-    struct pf_floor_rule rule;
     char bytes[32];
-    uint64_t at = 0;
-    double floor = pf_coll_floor(run, &rule);
-    double judged = pf_coll_judged_busbw(c, &rule, &at);
+    /* The floor and the busbw judged, as the collective left them. */
+    uint64_t at = c->judgement.busbw_bytes;
+    double floor = c->judgement.floor.gbps;
+    double judged = c->judgement.busbw_gbps;
 
     head(b, F_BUSBW);
     for (int i = 0; i < c->nrows && i < PF_MAX_ROWS; i++) {

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../collective/straggler.h"
 #include "../config/catalog.h"
 #include "../config/config.h"
 #include "../util/clock.h"
@@ -456,9 +455,9 @@ cJSON *pf_node_event(const struct pf_run *run, const char *node,
     const struct pf_check *c = first_check(v, NULL, PF_FAIL);
     char msg[1024], nums[256];
     int expect = run->instance ? run->instance->efa_count : -1;
-    struct pf_floor_rule rule;
-    /* The floor the verdict applied, from the same rule. */
-    double floor = pf_coll_floor(run, &rule);
+    /* The floor the verdict applied: the collective's judgement. */
+    const struct pf_judgement *j = &run->coll.judgement;
+    double floor = j->floor.gbps;
     size_t n;
 
     if (!c)
@@ -467,14 +466,12 @@ cJSON *pf_node_event(const struct pf_run *run, const char *node,
     if (expect >= 0 && n < sizeof(nums))
         n += (size_t)snprintf(nums + n, sizeof(nums) - n, "/%d", expect);
     if (run->coll.ran && n < sizeof(nums)) {
-        uint64_t at = 0;
-        double judged = pf_coll_judged_busbw(&run->coll, &rule, &at);
-        if (floor > 0 && judged >= 0)
+        if (j->judged)
             n += (size_t)snprintf(nums + n, sizeof(nums) - n,
                                   ", busbw %.2f GB/s at %llu bytes over %d "
-                                  "nodes, floor %.1f", judged,
-                                  (unsigned long long)at, run->coll.nnodes,
-                                  floor);
+                                  "nodes, floor %.1f", j->busbw_gbps,
+                                  (unsigned long long)j->busbw_bytes,
+                                  run->coll.nnodes, floor);
         else
             n += (size_t)snprintf(nums + n, sizeof(nums) - n,
                                   ", busbw %.2f GB/s over %d nodes, %s",

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../collective/straggler.h"
 #include "../config/catalog.h"
 #include "../config/config.h"
 #include "../probe/hw_counters.h"
@@ -366,22 +365,22 @@ static cJSON *nics_json(const struct pf_run *run)
     return o;
 }
 
-/* The floor the verdict applied (one rule: pf_coll_floor), the busbw it
- * judged against it and the message size that busbw was measured at. */
+/* The floor the verdict applied, the busbw it judged against it and the
+ * message size that busbw was measured at: the collective's judgement. */
 static cJSON *floor_json(const struct pf_run *run)
 {
-    const struct pf_coll *c = &run->coll;
+    const struct pf_judgement *j = &run->coll.judgement;
+    const struct pf_floor_rule *rule = &j->floor;
     cJSON *o = cJSON_CreateObject();
-    struct pf_floor_rule rule;
-    uint64_t at = 0;
-    double floor = pf_coll_floor(run, &rule);
-    double judged = pf_coll_judged_busbw(c, &rule, &at);
+    uint64_t at = j->busbw_bytes;
+    double floor = rule->gbps;
+    double judged = j->busbw_gbps;
 
     if (floor > 0)
         cJSON_AddNumberToObject(o, "busbw_gbps", floor);
     else
         cJSON_AddNullToObject(o, "busbw_gbps");
-    cJSON_AddNumberToObject(o, "from_bytes", (double)rule.from_bytes);
+    cJSON_AddNumberToObject(o, "from_bytes", (double)rule->from_bytes);
     if (judged >= 0 && at > 0) {
         cJSON_AddNumberToObject(o, "judged_busbw_gbps", judged);
         cJSON_AddNumberToObject(o, "bytes", (double)at);
@@ -389,7 +388,7 @@ static cJSON *floor_json(const struct pf_run *run)
         cJSON_AddNullToObject(o, "judged_busbw_gbps");
         cJSON_AddNullToObject(o, "bytes");
     }
-    add_str(o, "source", rule.src);
+    add_str(o, "source", rule->src);
     return o;
 }
 

@@ -42,6 +42,15 @@ struct pf_instance {
     char notes[256];
 };
 
+/* A floor as it applies to one run (config/catalog.h pf_floor_for). */
+struct pf_floor_rule {
+    double gbps;                      /* 0 = no floor */
+    uint64_t from_bytes;              /* judged at sizes >= this; 0 = at the
+                                         largest size swept */
+    bool verified;                    /* false: an estimate */
+    char src[192];                    /* where it comes from, or why none */
+};
+
 struct pf_catalog {
     int n;
     struct pf_instance *items;

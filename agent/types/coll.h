@@ -1,6 +1,7 @@
 /* What the collective stage produces (collective/collective.h): the sweep's
- * rows, the straggler and in-node localisation, per-NIC accounting and the
- * first failure. Released by pf_coll_free. */
+ * sizes and rows, what they are judged by, the straggler and in-node
+ * localisation, per-NIC accounting and the first failure. Released by
+ * pf_coll_free. */
 #ifndef PF_TYPES_COLL_H
 #define PF_TYPES_COLL_H
 
@@ -8,6 +9,7 @@
 #include <stdint.h>
 
 #include "../reasons.h"
+#include "catalog.h"
 #include "engine.h"
 #include "node.h"
 
@@ -20,6 +22,33 @@ struct pf_row {
     long oop_wrong;
     double ip_us, ip_algbw, ip_busbw;
     long ip_wrong;
+};
+
+/* The sizes the sweep runs, planned once before any peer is waited for
+ * (collective/sweep.h pf_sweep_plan) and read by the sweep and the engine's
+ * buffers: from -b, times -f, up to -e, or without -e up to 64 MiB or the
+ * floor's size where that is larger. */
+struct pf_sweep_plan {
+    uint64_t min_bytes, max_bytes;    /* max resolved */
+    int nsizes;                       /* 0 = not planned */
+    uint64_t sizes[PF_MAX_ROWS];
+};
+
+/* What the ring is judged by, decided once by the collective
+ * (collective/collective.h pf_coll_judge) from its rows, engine, provider,
+ * node count and NICs: the floor (the one rule, config/catalog.h
+ * pf_floor_for) and the busbw held against it. The re-tests, the verdict
+ * and publishing read it; none applies the rule again. */
+struct pf_judgement {
+    struct pf_floor_rule floor;       /* floor.gbps 0 = no floor */
+    double busbw_gbps;                /* the best busbw, in or out of place,
+                                         of the rows at or above
+                                         floor.from_bytes (the largest
+                                         size's best when it names none);
+                                         -1 = no row reaches it */
+    uint64_t busbw_bytes;             /* the size of that row; 0 = none */
+    bool judged;                      /* a floor applies and a row reaches
+                                         its size: busbw_gbps vs floor.gbps */
 };
 
 /* Straggler localisation (collective/straggler.h): on every run of 3 or
@@ -134,11 +163,12 @@ struct pf_coll {
     struct pf_fabric_facts fabric;    /* from the engine */
     int nranks;                       /* global ranks (processes x GPUs) */
     int nnodes;
-    uint64_t min_bytes, max_bytes;    /* the sizes swept (max resolved) */
+    struct pf_sweep_plan sweep;       /* the sizes swept */
     int nrows;
     struct pf_row rows[PF_MAX_ROWS];
     double avg_busbw;                 /* mean over rows, nccl-tests footer */
     double peak_busbw;                /* best busbw of the largest size */
+    struct pf_judgement judgement;    /* the floor and the busbw judged */
     long wrong_total;
     double *rank_seconds;             /* per bootstrap rank, time of the
                                          largest size; heap, NULL = no sweep

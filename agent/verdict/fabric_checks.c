@@ -21,7 +21,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../collective/straggler.h"
 #include "../discover/discover.h"
 
 #define COND PF_COND_FABRIC
@@ -224,11 +223,13 @@ static void bandwidth_check(struct pf_run *run)
     const struct pf_straggler *s = &c->strag;
     const struct pf_row *last =
         &c->rows[(c->nrows < PF_MAX_ROWS ? c->nrows : PF_MAX_ROWS) - 1];
-    struct pf_floor_rule rule;
+    /* The floor and the busbw held against it, as the collective left
+     * them (run->coll.judgement). */
+    const struct pf_floor_rule *rule = &c->judgement.floor;
     char size[32], from[32], floor_txt[240], ring[288], all[1024];
-    double floor = pf_coll_floor(run, &rule);
-    uint64_t at_bytes;
-    double judged = pf_coll_judged_busbw(c, &rule, &at_bytes);
+    double floor = rule->gbps;
+    uint64_t at_bytes = c->judgement.busbw_bytes;
+    double judged = c->judgement.busbw_gbps;
     bool pairwise = !strcmp(s->method, "pairwise");
 
     if (c->nranks < 2) {
@@ -240,16 +241,16 @@ static void bandwidth_check(struct pf_run *run)
                        c->engine);
         return;
     }
-    human_bytes(from, sizeof(from), rule.from_bytes);
+    human_bytes(from, sizeof(from), rule->from_bytes);
     human_bytes(size, sizeof(size), floor > 0 && judged >= 0 ? at_bytes
                                                              : last->bytes);
     if (floor > 0 && judged >= 0 && judged < floor)
         snprintf(ring, sizeof(ring), "busbw %.2f GB/s at %s is below the "
                  "floor %.2f GB/s from %s (%s)", judged, size, floor,
-                 rule.from_bytes ? from : "the largest size", rule.src);
+                 rule->from_bytes ? from : "the largest size", rule->src);
     else if (floor > 0 && judged >= 0)
         snprintf(ring, sizeof(ring), "the ring's busbw %.2f GB/s at %s meets "
-                 "its floor %.2f GB/s (%s)", judged, size, floor, rule.src);
+                 "its floor %.2f GB/s (%s)", judged, size, floor, rule->src);
     else
         snprintf(ring, sizeof(ring), "the ring's busbw %.2f GB/s at %s",
                  c->peak_busbw, size);
@@ -266,7 +267,7 @@ static void bandwidth_check(struct pf_run *run)
                        PF_R_BandwidthNotJudged, "",
                        "bandwidth not judged: largest size %s below the "
                        "floor's size %s (floor %.2f GB/s, %s); peak busbw "
-                       "%.2f GB/s at %s", size, from, floor, rule.src,
+                       "%.2f GB/s at %s", size, from, floor, rule->src,
                        c->peak_busbw, size);
         return;
     }
@@ -305,9 +306,10 @@ static void bandwidth_check(struct pf_run *run)
     }
     if (floor > 0)
         snprintf(floor_txt, sizeof(floor_txt), "floor %.2f GB/s from %s (%s)",
-                 floor, rule.from_bytes ? from : "the largest size", rule.src);
+                 floor, rule->from_bytes ? from : "the largest size",
+                 rule->src);
     else
-        snprintf(floor_txt, sizeof(floor_txt), "%s", rule.src);
+        snprintf(floor_txt, sizeof(floor_txt), "%s", rule->src);
     pf_verdict_add(&run->verdict, "busbw", COND, PF_PASS, PF_R_None, "",
                    "busbw %.2f GB/s at %s, avg %.2f GB/s over %d sizes, "
                    "%ld wrong: %d ranks on %d node(s), %s engine over %s; %s",

@@ -13,6 +13,9 @@
 #    nor any stage (it takes pf_webhook_opts from main) and only util/;
 #  - agent/monitor/ runs no collective and finds no peers: it never includes
 #    collective/, discover/, transport/ or verdict/;
+#  - the floor rule is applied by the collective alone: verdict/ and
+#    publish/ read run->coll.judgement and never call pf_floor_for,
+#    pf_coll_floor or pf_coll_judged_busbw;
 #  - util/, net/, webhook/, transport/, the collective harness and each
 #    engine compile with only the headers they may use (pf.h, the
 #    aggregate of agent/types/, is for main.c; types/run.h for the
@@ -161,6 +164,18 @@ probe nccl collective/nccl ../host/host.h fail
 probe collective collective ../verdict/verdict.h fail
 probe collective collective host/host.h fail
 
+# 3e. The floor and the busbw judged against it are decided once, by the
+#     collective (pf_coll_judge): the verdict and the publishers read
+#     run->coll.judgement, so a report, a label and a metric cannot
+#     disagree with the verdict about either.
+judge_re='\bpf_(floor_for|coll_floor(_at)?|coll_judged_busbw)[[:space:]]*\('
+if grep -nE "$judge_re" agent/verdict/*.[ch] agent/publish/*.[ch]; then
+    fail "verdict/ or publish/ applies the floor rule itself: read run->coll.judgement (collective/collective.h pf_coll_judge)"
+fi
+for call in 'pf_floor_for(cfg' 'pf_coll_floor (run' 'pf_coll_floor_at(run' 'pf_coll_judged_busbw(c'; do
+    grep -qE "$judge_re" <<<"x = $call, &rule);" || fail "the floor-rule check misses \"$call\""
+done
+
 # 4. Tests mirror sources.
 n=0
 while read -r t; do
@@ -182,4 +197,4 @@ others=$(find tests/unit -type f ! -name 'test_*.c')
 [ -z "$others" ] || fail "not a test, belongs in tests/fakes/: $others"
 
 [ $bad -eq 0 ] || exit 1
-echo "layout: util/ is a leaf, net/ stands on util/ alone, transport/ and the engines never see the run, $nfiles files of util/ net/ webhook/ transport/ collective/ compile with only the headers they may use, the coordinator is in coord/, webhook/ uses util/ alone, monitor/ runs no collective, $n unit test files mirror their sources"
+echo "layout: util/ is a leaf, net/ stands on util/ alone, transport/ and the engines never see the run, $nfiles files of util/ net/ webhook/ transport/ collective/ compile with only the headers they may use, the coordinator is in coord/, webhook/ uses util/ alone, monitor/ runs no collective, verdict/ and publish/ read the collective's judgement, $n unit test files mirror their sources"

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "coll_fixture.h"
 #include "collective/collective.h"
 #include "collective/straggler.h"
 #include "fork_boot.h"
@@ -237,6 +238,7 @@ static int retest_rank(struct pf_boot *b, void *arg)
     fake_sweep(run, b->world, t->ring);
     if (t->nnodes)
         run->coll.nnodes = t->nnodes;
+    pf_test_judged(run);
     if (r == t->die_rank)
         alarm(1);                     /* dies mid-exchange (slowed) */
     t0 = pf_now_ms();
@@ -430,6 +432,7 @@ static struct pf_run *judged_on(int self, int slow, struct pf_peer *peers,
     snprintf(c->strag.note, sizeof(c->strag.note), "%s",
              slow >= 0 ? "pairwise: rank 2's links are both slow"
                        : "pairwise: every link alike");
+    pf_test_judged(run);
     pf_verdict_fabric(run);
     pf_verdict_finish(run);
     return run;

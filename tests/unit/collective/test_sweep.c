@@ -241,8 +241,10 @@ static int sweep_rank(struct pf_boot *b, void *arg)
     run->cfg.iters = 3;
     run->cfg.warmup = 1;
     run->cfg.check = true;
-    out->rc = pf_test_engine_open(&e, run, b, run->cfg.max_bytes / 4,
-                                  deadline, err);
+    out->rc = pf_sweep_plan(&run->cfg, NULL, &run->coll.sweep, err);
+    if (out->rc == PF_OK)
+        out->rc = pf_test_engine_open(&e, run, b, run->cfg.max_bytes / 4,
+                                      deadline, err);
     if (out->rc == PF_OK) {
         out->rc = pf_sweep(run, &e, b, deadline, err);
         e.ops->close(&e);

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "coll_fixture.h"
 #include "collective/collective.h"
 #include "collective/sweep.h"
 #include "config/catalog.h"
@@ -552,6 +553,7 @@ static const struct pf_check *busbw_check(int nnodes, double busbw)
                       pf_busbw_factor(c->nranks) * (double)(1ull << 30) / 1e9 / busbw,
                       0, 0);
     pf_sweep_summarize(c);
+    pf_test_judged(&run);
     pf_verdict_fabric(&run);
     for (int i = 0; i < run.verdict.n; i++)
         if (!strcmp(run.verdict.checks[i].name, "busbw"))

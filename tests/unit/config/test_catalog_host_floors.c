@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll_fixture.h"
 #include "collective/collective.h"
 #include "collective/straggler.h"
 #include "collective/sweep.h"
@@ -158,6 +159,7 @@ Test(host_floors, a_trn1_host_ring_below_its_8_nic_floor_fails)
     pf_sweep_fill_row(&c->rows[0], 1000000000ull, 2, 1.0 / 5, 1.0 / 5, 0, 0);
     pf_sweep_summarize(c);
     cr_assert_float_eq(pf_coll_floor(run, &rule), 6, 1e-9);
+    pf_test_judged(run);
     pf_verdict_fabric(run);
     for (int i = 0; i < run->verdict.n; i++)
         if (!strcmp(run->verdict.checks[i].name, "busbw"))
@@ -169,6 +171,7 @@ Test(host_floors, a_trn1_host_ring_below_its_8_nic_floor_fails)
                      "estimated)"), "%s", b->message);
     c->nics.nrails = 1;
     run->verdict.n = 0;
+    pf_test_judged(run);
     pf_verdict_fabric(run);
     cr_assert_eq(run->verdict.checks[run->verdict.n - 1].status, PF_PASS);
     free(run);

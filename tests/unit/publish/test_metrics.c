@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll_fixture.h"
 #include "config/catalog.h"
 #include "config/config.h"
 #include "publish/metrics.h"
@@ -58,6 +59,7 @@ static void add_collective(struct pf_run *run)
     c->avg_busbw = 61.25;
     c->peak_busbw = 121.75;
     c->wall_s = 3.5;
+    pf_test_judged(run);
 }
 
 static const char *line_of(const char *text, const char *start)
@@ -160,6 +162,7 @@ Test(metrics, busbw_in_bytes_per_second_per_size_with_the_floor)
     /* A floor from 1 KiB on: the best row at or above it is judged. */
     run->cfg.min_busbw_from_bytes = 1024;
     run->coll.rows[1].oop_busbw = run->coll.rows[1].ip_busbw = 0.5;
+    pf_test_judged(run);
     text = pf_metrics_text(run, 1);
     cr_assert_eq(value_of(text, "efa_preflight_busbw_judged_bytes_per_second"),
                  1.5e9, "%s", text);

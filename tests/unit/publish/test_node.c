@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll_fixture.h"
 #include "publish/node.h"
 #include "util/kubeapi.h"
 #include "verdict/verdict.h"
@@ -30,6 +31,7 @@ static struct pf_run *make_run_with(enum pf_status fabric, enum pf_reason reason
     run->coll.peak_busbw = 335.24;
     run->coll.avg_busbw = 120.5;
     snprintf(run->coll.engine, sizeof(run->coll.engine), "host");
+    pf_test_judged(run);
     pf_verdict_add(&run->verdict, "efa_devices", PF_COND_DEVICES, PF_PASS,
                    PF_R_EFADeviceCountMatches, "", "32 of 32");
     pf_verdict_add(&run->verdict, "busbw", PF_COND_FABRIC, fabric, reason,

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "coll_fixture.h"
 #include "config/catalog.h"
 #include "config/config.h"
 #include "publish/history.h"
@@ -37,6 +38,7 @@ static struct pf_run *run_of(enum pf_status st, enum pf_reason reason)
     run->peers.world = 2;
     run->coll.slow_rank = -1;
     run->coll.nnodes = 2;
+    pf_test_judged(run);
     pf_verdict_add(&run->verdict, "efa_devices", PF_COND_DEVICES, PF_PASS,
                    PF_R_EFADeviceCountMatches, "", "32 of 32");
     pf_verdict_add(&run->verdict, "busbw", PF_COND_FABRIC, st, reason, "",

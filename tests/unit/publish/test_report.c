@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "coll_fixture.h"
 #include "config/catalog.h"
 #include "config/config.h"
 #include "publish/publish.h"
@@ -88,6 +89,7 @@ static void add_rows(struct pf_run *run)
                                   .ip_algbw = 1.06, .ip_busbw = 1.5 };
     c->avg_busbw = 0.765;
     c->slow_rank = -1;
+    pf_test_judged(run);
 }
 
 static void free_run(struct pf_run *run)
@@ -455,6 +457,7 @@ Test(report, forged_hostname_and_messages_stay_valid_json)
     pf_fault_set(&run->coll.fault, PF_ERR_REJECTED, PF_R_PeerRejected,
                  "peer says \x1b]0;owned\x07 \xe2\x80\xae reversed");
     run->coll.ran = true;
+    pf_test_judged(run);
     text = pf_report_json(run);
     cr_assert_not_null(text);
     cr_assert(clean_text(text), "report holds raw control or "

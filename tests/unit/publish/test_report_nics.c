@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll_fixture.h"
 #include "collective/nics.h"
 #include "collective/sweep.h"
 #include "nic_fixture.h"
@@ -41,6 +42,7 @@ static struct pf_run *run_on(const char *fx, char *root, size_t len,
     pf_sweep_fill_row(&run->coll.rows[0], 1 << 20, 2, 1e-3, 1e-3, 0, 0);
     pf_sweep_summarize(&run->coll);
     pf_nics_spread(run);
+    pf_test_judged(run);
     pf_verdict_node(run);
     pf_verdict_fabric(run);
     pf_verdict_finish(run);

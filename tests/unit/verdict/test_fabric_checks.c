@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll_fixture.h"
 #include "collective/collective.h"
 #include "config/catalog.h"
 #include "collective/sweep.h"
@@ -56,6 +57,7 @@ Test(fabric_checks, peer_timeout_is_infrastructure_exit_3)
     run->coll.fault.err = PF_ERR_TIMEOUT;
     run->coll.fault.reason = PF_R_PeerTimeout;
     snprintf(run->coll.fault.msg, sizeof(run->coll.fault.msg), "rank 3 never came");
+    pf_test_judged(run);
     pf_verdict_fabric(run);
     pf_verdict_finish(run);
     const struct pf_check *c = find(run, "collective");
@@ -76,6 +78,7 @@ Test(fabric_checks, peer_lost_is_infrastructure_exit_3)
     struct pf_run *run = calloc(1, sizeof(*run));
     run->coll.fault.err = PF_ERR_LOST;
     run->coll.fault.reason = PF_R_PeerLost;
+    pf_test_judged(run);
     pf_verdict_fabric(run);
     pf_verdict_finish(run);
     cr_assert_eq(find(run, "collective")->reason, PF_R_PeerLost);
@@ -93,6 +96,7 @@ Test(fabric_checks, wrong_elements_not_localised_blame_nobody)
     struct pf_run *run = ran("host", "efa", 50, 2);
     run->coll.rows[0].ip_wrong = 7;
     pf_sweep_summarize(&run->coll);
+    pf_test_judged(run);
     pf_verdict_fabric(run);
     pf_verdict_finish(run);
     const struct pf_check *c = find(run, "data");
@@ -132,6 +136,7 @@ Test(fabric_checks, localised_corruption_names_rank_pod_and_node)
         run->coll.strag.self = self;
         run->coll.strag.culprits = &culprit;
         run->coll.strag.nculprits = 1;
+        pf_test_judged(run);
         pf_verdict_fabric(run);
         pf_verdict_finish(run);
         const struct pf_check *c = find(run, "data");
@@ -156,6 +161,7 @@ Test(fabric_checks, fallback_provider_warns_and_has_no_catalog_floor)
 {
     struct pf_run *run = ran("host", "tcp;ofi_rxm", 0.5, 2);
     run->instance = &cpu_type;                    /* floor 5 GB/s at 2 */
+    pf_test_judged(run);
     pf_verdict_fabric(run);
     pf_verdict_finish(run);
     cr_assert_eq(find(run, "fabric_provider")->reason, PF_R_ProviderFallback);
@@ -173,6 +179,7 @@ Test(fabric_checks, catalog_floor_by_node_count)
 {
     struct pf_run *run = ran("nccl", "efa", 250, 2);
     run->instance = &gpu_type;                    /* 300 at 2 nodes */
+    pf_test_judged(run);
     pf_verdict_fabric(run);
     pf_verdict_finish(run);
     const struct pf_check *c = find(run, "busbw");
@@ -191,6 +198,7 @@ Test(fabric_checks, catalog_floor_by_node_count)
 
     run = ran("nccl", "efa", 350, 2);
     run->instance = &gpu_type;
+    pf_test_judged(run);
     pf_verdict_fabric(run);
     pf_verdict_finish(run);
     cr_assert_eq(find(run, "busbw")->status, PF_PASS);
@@ -203,6 +211,7 @@ Test(fabric_checks, gpu_floor_does_not_judge_the_host_engine)
 {
     struct pf_run *run = ran("host", "efa", 10, 2);
     run->instance = &gpu_type;
+    pf_test_judged(run);
     pf_verdict_fabric(run);
     pf_verdict_finish(run);
     cr_assert_eq(find(run, "busbw")->status, PF_PASS);
@@ -215,6 +224,7 @@ Test(fabric_checks, min_busbw_overrides_everything)
 {
     struct pf_run *run = ran("host", "tcp;ofi_rxm", 0.5, 1);
     run->cfg.min_busbw_gbps = 2;
+    pf_test_judged(run);
     pf_verdict_fabric(run);
     pf_verdict_finish(run);
     const struct pf_check *c = find(run, "busbw");
@@ -228,6 +238,7 @@ Test(fabric_checks, min_busbw_overrides_everything)
 
     run = ran("host", "tcp;ofi_rxm", 0.5, 2);     /* two nodes: nobody */
     run->cfg.min_busbw_gbps = 2;
+    pf_test_judged(run);
     pf_verdict_fabric(run);
     pf_verdict_finish(run);
     cr_assert_eq(find(run, "busbw")->reason, PF_R_BandwidthBelowThreshold,
@@ -253,6 +264,7 @@ Test(fabric_checks, one_rank_has_no_bus_to_judge)
     cr_assert_float_eq(c->rows[0].oop_algbw, 1000.0, 1e-9);
     cr_assert_float_eq(c->peak_busbw, 0.0, 1e-12);
     run->cfg.min_busbw_gbps = 2;
+    pf_test_judged(run);
     pf_verdict_fabric(run);
     pf_verdict_finish(run);
     const struct pf_check *b = find(run, "busbw");
@@ -289,6 +301,7 @@ static struct pf_run *swept(double busbw_at_64m, double busbw_at_1g, int rows)
 Test(fabric_checks, floor_is_judged_only_from_its_message_size)
 {
     struct pf_run *run = swept(271, 335, 3);
+    pf_test_judged(run);
     pf_verdict_fabric(run);
     pf_verdict_finish(run);
     const struct pf_check *c = find(run, "busbw");
@@ -299,6 +312,7 @@ Test(fabric_checks, floor_is_judged_only_from_its_message_size)
     free(run);
 
     run = swept(271, 280, 3);                 /* really slow at 1 GiB */
+    pf_test_judged(run);
     pf_verdict_fabric(run);
     pf_verdict_finish(run);
     cr_assert_eq(find(run, "busbw")->reason, PF_R_BandwidthBelowThreshold,
@@ -313,6 +327,7 @@ Test(fabric_checks, floor_is_judged_only_from_its_message_size)
 Test(fabric_checks, sweep_below_the_floor_size_is_not_judged)
 {
     struct pf_run *run = swept(100, 100, 1);  /* 64 MiB only, far below */
+    pf_test_judged(run);
     pf_verdict_fabric(run);
     pf_verdict_finish(run);
     const struct pf_check *c = find(run, "busbw");
@@ -378,6 +393,7 @@ static struct pf_run *mixed(int self, double ring_busbw)
     run->coll.strag.culprits = culprits;
     run->coll.strag.culprit_bad = kinds;
     run->coll.strag.nculprits = 2;
+    pf_test_judged(run);
     pf_verdict_fabric(run);
     pf_verdict_finish(run);
     return run;
@@ -425,6 +441,7 @@ Test(fabric_checks, ring_miss_with_a_culprit_is_not_a_group_failure)
     struct pf_run *run = mixed(0, 5);
     run->coll.strag.culprit_bad[0] = 0;   /* rank 2 not slow after all */
     run->verdict.n = 0;
+    pf_test_judged(run);
     pf_verdict_fabric(run);
     pf_verdict_finish(run);
     cr_assert_eq(find(run, "busbw")->reason, PF_R_SlowPeer, "%s",
@@ -453,6 +470,7 @@ Test(fabric_checks, ring_judged_at_its_node_count)
              "pairwise");
     snprintf(run->coll.strag.note, sizeof(run->coll.strag.note),
              "pairwise: every link good");
+    pf_test_judged(run);
     pf_verdict_fabric(run);
     pf_verdict_finish(run);
     cr_assert_eq(find(run, "busbw")->status, PF_PASS, "%s",
@@ -464,6 +482,7 @@ Test(fabric_checks, ring_judged_at_its_node_count)
     /* at 2 nodes the same ring misses: nobody singled out, group */
     run = ran("nccl", "efa", 250, 2);
     run->instance = &curve;
+    pf_test_judged(run);
     pf_verdict_fabric(run);
     pf_verdict_finish(run);
     cr_assert_eq(find(run, "busbw")->reason, PF_R_BandwidthBelowThreshold,

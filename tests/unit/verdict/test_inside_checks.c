@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll_fixture.h"
 #include "collective/collective.h"
 #include "collective/sweep.h"
 #include "verdict/verdict.h"
@@ -68,6 +69,7 @@ Test(inside_checks, a_corrupting_gpu_among_8_is_named_by_index_and_bus_id)
     in->nculprits = 1;
     in->culprits = calloc(1, sizeof(int));
     in->culprits[0] = 5;
+    pf_test_judged(run);
     pf_verdict_fabric(run);
     pf_verdict_finish(run);
     k = find(run, "data");
@@ -91,6 +93,7 @@ Test(inside_checks, a_corrupting_process_is_named_with_its_nic)
     s->nculprits = 1;
     s->culprits = calloc(1, sizeof(int));
     s->culprits[0] = 2;
+    pf_test_judged(run);
     pf_verdict_fabric(run);
     k = find(run, "data");
     cr_assert(k);
@@ -111,6 +114,7 @@ Test(inside_checks, a_slow_gpu_below_the_floor_is_named)
     in->nculprits = 1;
     in->culprits = calloc(1, sizeof(int));
     in->culprits[0] = 6;
+    pf_test_judged(run);
     pf_verdict_fabric(run);
     k = find(run, "busbw");
     cr_assert(k);
@@ -126,6 +130,7 @@ Test(inside_checks, nobody_singled_out_keeps_the_node_wide_words)
     const struct pf_check *k;
 
     snprintf(run->coll.inside.kind, sizeof(run->coll.inside.kind), "data");
+    pf_test_judged(run);
     pf_verdict_fabric(run);
     k = find(run, "data");
     cr_assert(k);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll_fixture.h"
 #include "collective/collective.h"
 #include "collective/nics.h"
 #include "collective/sweep.h"
@@ -63,6 +64,7 @@ static void judge(struct nic_case *k, const char *engine)
     pf_sweep_fill_row(&c->rows[0], 1 << 20, c->nranks, 1e-3, 1e-3, 0, 0);
     pf_sweep_summarize(c);
     pf_nics_spread(k->run);
+    pf_test_judged(k->run);
     pf_verdict_fabric(k->run);
     pf_verdict_finish(k->run);
 }
@@ -154,6 +156,7 @@ Test(nic_checks, idleness_is_not_judged_where_nothing_spreads)
     k.run->coll.nrows = 1;
     snprintf(k.run->coll.engine, sizeof(k.run->coll.engine), "nccl");
     pf_nics_spread(k.run);
+    pf_test_judged(k.run);
     pf_verdict_fabric(k.run);
     t = find(k.run, "nic_traffic");
     cr_assert_eq(t->status, PF_SKIP, "%s", t->message);
@@ -273,6 +276,7 @@ Test(nic_checks, a_failed_collective_judges_no_nic)
     k.run->verdict.n = 0;
     k.run->coll.fault.err = PF_ERR_LOST;
     k.run->coll.fault.reason = PF_R_PeerLost;
+    pf_test_judged(k.run);
     pf_verdict_fabric(k.run);
     pf_verdict_finish(k.run);
     cr_assert_eq(k.run->verdict.headline, PF_R_PeerLost);
@@ -347,6 +351,7 @@ static struct pf_run *rails_run(int self, const double *gbps, int n)
 
 static void judge_rails(struct pf_run *run)
 {
+    pf_test_judged(run);
     pf_verdict_fabric(run);
     pf_verdict_finish(run);
 }
