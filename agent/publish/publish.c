@@ -85,8 +85,8 @@ bool pf_publish_to_node(const struct pf_run *run)
     /* bootstrap "auto" resolves to k8s in a pod: config or discover
      * records it. */
     return cfg->publish && cfg->command != PF_CMD_LOCAL &&
-           (!strcmp(cfg->bootstrap, "k8s") ||
-            !strcmp(run->peers.bootstrap, "k8s"));
+           (cfg->bootstrap == PF_BOOT_K8S ||
+            run->peers.bootstrap == PF_BOOT_K8S);
 }
 
 pf_err pf_publish_begin(struct pf_run *run, char *err)
