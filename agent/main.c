@@ -88,14 +88,6 @@ static void usage(FILE *out)
                  PF_EXIT_CODES_HELP);
 }
 
-static enum pf_log_level log_level_from(const char *s)
-{
-    if (!strcmp(s, "error")) return PF_LOG_ERROR;
-    if (!strcmp(s, "info")) return PF_LOG_INFO;
-    if (!strcmp(s, "debug")) return PF_LOG_DEBUG;
-    return PF_LOG_WARN;
-}
-
 /* `efa-preflight reasons [--json|--markdown]` */
 static int reasons_command(int argc, char **argv)
 {
@@ -417,7 +409,7 @@ static int run_stages(struct pf_run *run, bool collective)
     /* DaemonSet: the status label un-selects the node; wait to be removed
      * rather than exit and be restarted into a second validation. A
      * signal taken while publishing already asked for the end. */
-    if (node_written && !it.sig && !strcmp(run->cfg.mode, "daemonset") &&
+    if (node_written && !it.sig && run->cfg.mode == PF_MODE_DAEMONSET &&
         run->cfg.command == PF_CMD_RUN && !run->peers.stay_pending)
         pf_idle_wait(PF_IDLE_MAX_MS);
     /* Still pending (no group though partners were there): exit, and the
@@ -546,7 +538,7 @@ int main(int argc, char **argv)
         run_free(run);
         return PF_EXIT_PASS;
     }
-    pf_log_set_level(log_level_from(run->cfg.log_level));
+    pf_log_set_level(run->cfg.log_level);
     /* Progress lines show at the default level, not when asked for errors
      * only; a terminal gets one live line. */
     pf_progress_init(&run->progress,
@@ -630,8 +622,7 @@ int main(int argc, char **argv)
         break;
     }
 
-    if (run->cfg.on_failure[0] && !strcmp(run->cfg.on_failure, "continue") &&
-        code == PF_EXIT_FAIL)
+    if (run->cfg.on_failure == PF_ON_FAILURE_CONTINUE && code == PF_EXIT_FAIL)
         code = PF_EXIT_PASS;
     run_free(run);
     return code;

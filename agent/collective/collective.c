@@ -35,21 +35,22 @@ static bool is_usage(pf_err rc)
 static pf_err choose_engine(const struct pf_run *run,
                             const struct pf_engine_ops **ops, char *err)
 {
-    const char *want = run->cfg.engine;
-
-    if (!strcmp(want, "nccl")) {
+    switch (run->cfg.engine) {
+    case PF_ENGINE_NCCL:
         *ops = &pf_engine_nccl;
-    } else if (!strcmp(want, "host")) {
+        return PF_OK;
+    case PF_ENGINE_HOST:
         *ops = &pf_engine_host;
-    } else if (!want[0] || !strcmp(want, "auto")) {
+        return PF_OK;
+    case PF_ENGINE_AUTO: {
         bool gpus = run->node.gpu_count > 0 && run->node.nccl_loaded;
         bool allowed = !(run->instance && run->instance->no_nccl);
         *ops = gpus && allowed ? &pf_engine_nccl : &pf_engine_host;
-    } else {
-        return pf_fail(err, PF_ERR_USAGE,
-                       "engine '%s': expected auto, nccl or host", want);
+        return PF_OK;
     }
-    return PF_OK;
+    }
+    return pf_fail(err, PF_ERR_USAGE, "engine '%s': expected auto, nccl or "
+                   "host", pf_engine_name(run->cfg.engine));
 }
 
 static enum pf_reason reason_for(pf_err rc)

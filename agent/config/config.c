@@ -50,7 +50,8 @@ struct opt_spec {
     enum opt_type type;
     size_t off, size;
     double min, max;      /* INT, DOUBLE, SIZE */
-    const char *choices;  /* ENUM: "a|b|c" */
+    const char *choices;  /* ENUM: "a|b|c"; the field, an enum, holds the
+                             word's place (0 for a) */
     unsigned cmds;
     const char *help;
 };
@@ -260,6 +261,15 @@ static const struct opt_spec options[] = {
 
 #define NOPTS (sizeof(options) / sizeof(options[0]))
 
+/* set_option and print_default reach an enum option's field as an int. */
+_Static_assert(sizeof(enum pf_engine_kind) == sizeof(int) &&
+               sizeof(enum pf_bootstrap) == sizeof(int) &&
+               sizeof(enum pf_mode) == sizeof(int) &&
+               sizeof(enum pf_on_failure) == sizeof(int) &&
+               sizeof(enum pf_fail_action) == sizeof(int) &&
+               sizeof(enum pf_log_level) == sizeof(int),
+               "an enum option's field is not int-sized");
+
 pf_err pf_parse_cap(const char *s, int *count, double *pct)
 {
     char *end;
@@ -290,16 +300,16 @@ void pf_config_defaults(struct pf_config *cfg)
     cfg->expect_gpus = -1;
     cfg->min_memlock_mib = -1;
     cfg->efa_recount_ms = 3000;
-    snprintf(cfg->log_level, sizeof(cfg->log_level), "warn");
-    snprintf(cfg->on_failure, sizeof(cfg->on_failure), "fail");
+    cfg->log_level = PF_LOG_WARN;
+    cfg->on_failure = PF_ON_FAILURE_FAIL;
     cfg->history_keep = 100;
     cfg->progress_interval = 5;
-    snprintf(cfg->bootstrap, sizeof(cfg->bootstrap), "auto");
+    cfg->bootstrap = PF_BOOT_AUTO;
     cfg->ranks = 0;                   /* fit the host (launch/local.c) */
     cfg->rank = -1;
     cfg->port = 29600;
     cfg->timeout_s = 300;
-    snprintf(cfg->engine, sizeof(cfg->engine), "auto");
+    cfg->engine = PF_ENGINE_AUTO;
     snprintf(cfg->fabric_provider, sizeof(cfg->fabric_provider), "efa");
     cfg->min_bytes = 8;
     cfg->max_bytes = 0;               /* auto: see pf_sweep_max_bytes */
@@ -314,13 +324,13 @@ void pf_config_defaults(struct pf_config *cfg)
     cfg->nic_max_errors = 0;
     cfg->nic_boot_max_errors = 0;
     cfg->nic_slow_ratio = 0.5;
-    snprintf(cfg->mode, sizeof(cfg->mode), "initcontainer");
+    cfg->mode = PF_MODE_INITCONTAINER;
     cfg->group_size = 2;
     snprintf(cfg->label_prefix, sizeof(cfg->label_prefix), "efa-preflight.io/");
     snprintf(cfg->max_tainted, sizeof(cfg->max_tainted), "20%%");
     snprintf(cfg->taint_budget, sizeof(cfg->taint_budget),
              "efa-preflight/efa-preflight-taint-budget");
-    snprintf(cfg->on_fail_action, sizeof(cfg->on_fail_action), "none");
+    cfg->on_fail_action = PF_FAIL_ACTION_NONE;
     cfg->valid_hours = 24;
     cfg->publish = true;
     cfg->webhook_port = 8443;
@@ -405,20 +415,34 @@ static bool parse_bool(const char *s, bool *out)
     return false;
 }
 
-static bool in_choices(const char *choices, const char *v)
+/* The place of v among choices ("a|b|c": a is 0), -1 when it is none. */
+static int choice_index(const char *choices, const char *v)
 {
     size_t n = strlen(v);
     const char *p = choices;
-    while (*p) {
+    for (int i = 0; *p; i++) {
         const char *bar = strchr(p, '|');
         size_t len = bar ? (size_t)(bar - p) : strlen(p);
         if (len == n && !strncmp(p, v, n))
-            return true;
+            return i;
         if (!bar)
             break;
         p = bar + 1;
     }
-    return false;
+    return -1;
+}
+
+/* The word at place i of choices, and its length in *len; NULL past the
+ * last. */
+static const char *choice_at(const char *choices, int i, int *len)
+{
+    const char *p = choices;
+    for (; i > 0 && p; i--)
+        p = strchr(p, '|') ? strchr(p, '|') + 1 : NULL;
+    if (!p || i < 0)
+        return NULL;
+    *len = (int)strcspn(p, "|");
+    return p;
 }
 
 /* Text options with a syntax of their own, checked where they are set so
@@ -570,12 +594,15 @@ static pf_err set_option(struct pf_config *cfg, const struct opt_spec *o,
             return PF_ERR_USAGE;
         memcpy(field, val, strlen(val) + 1);
         return PF_OK;
-    case OPT_ENUM:
-        if (!in_choices(o->choices, val))
+    case OPT_ENUM: {
+        int i = choice_index(o->choices, val);
+        if (i < 0)
             return pf_fail(err, PF_ERR_USAGE, "%s: '%s' is not one of %s", where,
                            val, o->choices);
-        snprintf(field, o->size, "%s", val);
+        /* Every enum option's field is int-sized (asserted below). */
+        *(int *)field = i;
         return PF_OK;
+    }
     case OPT_BOOL: {
         bool b;
         if (!parse_bool(val, &b))
@@ -813,30 +840,22 @@ static pf_err validate(struct pf_config *cfg, char *err)
     return PF_OK;
 }
 
-const char *pf_config_bootstrap(const struct pf_config *cfg, char **envp)
+enum pf_bootstrap pf_config_bootstrap(const struct pf_config *cfg,
+                                      char **envp)
 {
     if (cfg->command == PF_CMD_LOCAL)
-        return "local";
-    if (cfg->bootstrap[0] && strcmp(cfg->bootstrap, "auto"))
+        return PF_BOOT_LOCAL;
+    if (cfg->bootstrap != PF_BOOT_AUTO)
         return cfg->bootstrap;
     if (cfg->peers && cfg->peers[0])
-        return "static";
+        return PF_BOOT_STATIC;
     /* mpirun inside a pod is still mpi: it is checked first */
     if (env_get(envp, "OMPI_COMM_WORLD_SIZE") || env_get(envp, "PMIX_RANK") ||
         env_get(envp, "PMI_SIZE"))
-        return "mpi";
+        return PF_BOOT_MPI;
     if (env_get(envp, "KUBERNETES_SERVICE_HOST") || cfg->api_server[0])
-        return "k8s";
-    return "static";
-}
-
-static void resolve_bootstrap(struct pf_config *cfg, char **envp)
-{
-    /* The rule may answer cfg->bootstrap itself: copy before writing. */
-    char b[sizeof(cfg->bootstrap)];
-
-    snprintf(b, sizeof(b), "%s", pf_config_bootstrap(cfg, envp));
-    memcpy(cfg->bootstrap, b, sizeof(b));
+        return PF_BOOT_K8S;
+    return PF_BOOT_STATIC;
 }
 
 /* Defaults, and those that differ by command: `local` picks a free
@@ -996,9 +1015,8 @@ pf_err pf_config_load(struct pf_config *cfg, enum pf_command cmd, int argc,
             goto out;
     }
     if (verbose)
-        snprintf(cfg->log_level, sizeof(cfg->log_level), "%s",
-                 verbose > 1 ? "debug" : "info");
-    resolve_bootstrap(cfg, envp);
+        cfg->log_level = verbose > 1 ? PF_LOG_DEBUG : PF_LOG_INFO;
+    cfg->bootstrap = pf_config_bootstrap(cfg, envp);
     rc = validate(cfg, err);
 out:
     free(longopts);
@@ -1021,10 +1039,16 @@ static void print_default(const struct opt_spec *o, enum pf_command cmd,
             fprintf(out, " [%s]", *(char *const *)field);
         break;
     case OPT_STR:
-    case OPT_ENUM:
         if (*field)
             fprintf(out, " [%s]", field);
         break;
+    case OPT_ENUM: {
+        int len;
+        const char *w = choice_at(o->choices, *(const int *)field, &len);
+        if (w)
+            fprintf(out, " [%.*s]", len, w);
+        break;
+    }
     case OPT_INT:
         fprintf(out, " [%d]", *(const int *)field);
         break;
@@ -1051,6 +1075,69 @@ const char *pf_command_name(enum pf_command cmd)
     case PF_CMD_HISTORY: return "history";
     case PF_CMD_WEBHOOK: return "webhook";
     case PF_CMD_MONITOR: return "monitor";
+    }
+    return "?";
+}
+
+/* The words of the enum options, as their choices in the table spell them
+ * (tests/unit/config/test_config.c holds the two to each other). */
+const char *pf_engine_name(enum pf_engine_kind e)
+{
+    switch (e) {
+    case PF_ENGINE_AUTO: return "auto";
+    case PF_ENGINE_NCCL: return "nccl";
+    case PF_ENGINE_HOST: return "host";
+    }
+    return "?";
+}
+
+const char *pf_bootstrap_name(enum pf_bootstrap b)
+{
+    switch (b) {
+    case PF_BOOT_AUTO: return "auto";
+    case PF_BOOT_LOCAL: return "local";
+    case PF_BOOT_STATIC: return "static";
+    case PF_BOOT_MPI: return "mpi";
+    case PF_BOOT_K8S: return "k8s";
+    }
+    return "?";
+}
+
+const char *pf_mode_name(enum pf_mode m)
+{
+    switch (m) {
+    case PF_MODE_INITCONTAINER: return "initcontainer";
+    case PF_MODE_DAEMONSET: return "daemonset";
+    }
+    return "?";
+}
+
+const char *pf_on_failure_name(enum pf_on_failure f)
+{
+    switch (f) {
+    case PF_ON_FAILURE_FAIL: return "fail";
+    case PF_ON_FAILURE_CONTINUE: return "continue";
+    }
+    return "?";
+}
+
+const char *pf_fail_action_name(enum pf_fail_action a)
+{
+    switch (a) {
+    case PF_FAIL_ACTION_NONE: return "none";
+    case PF_FAIL_ACTION_HYPERPOD_REBOOT: return "hyperpod-reboot";
+    case PF_FAIL_ACTION_HYPERPOD_REPLACE: return "hyperpod-replace";
+    }
+    return "?";
+}
+
+const char *pf_log_level_name(enum pf_log_level l)
+{
+    switch (l) {
+    case PF_LOG_ERROR: return "error";
+    case PF_LOG_WARN: return "warn";
+    case PF_LOG_INFO: return "info";
+    case PF_LOG_DEBUG: return "debug";
     }
     return "?";
 }

@@ -35,6 +35,13 @@ pf_err pf_config_load_yaml_buf(struct pf_config *cfg, const char *name,
 
 /* "node", "run", ...: the command as typed. */
 const char *pf_command_name(enum pf_command cmd);
+/* The word of an enum option's value, as typed ("?" for none of them). */
+const char *pf_engine_name(enum pf_engine_kind e);
+const char *pf_bootstrap_name(enum pf_bootstrap b);
+const char *pf_mode_name(enum pf_mode m);
+const char *pf_on_failure_name(enum pf_on_failure f);
+const char *pf_fail_action_name(enum pf_fail_action a);
+const char *pf_log_level_name(enum pf_log_level l);
 
 /* Usage text for one command (all its options, env names, defaults). */
 void pf_config_usage(enum pf_command cmd, FILE *out);
@@ -46,7 +53,8 @@ pf_err pf_parse_size(const char *s, uint64_t *out, char *err);
  * is given, mpi under mpirun (OMPI_*, PMIX_RANK, PMI_SIZE; also inside a
  * pod), k8s in a pod or with --api-server, else static. An explicit
  * --bootstrap is returned as it is. */
-const char *pf_config_bootstrap(const struct pf_config *cfg, char **envp);
+enum pf_bootstrap pf_config_bootstrap(const struct pf_config *cfg,
+                                      char **envp);
 
 /* What the config says about the API server and this pod, for the
  * Kubernetes client (util/kubeapi.h); the strings stay cfg's. */

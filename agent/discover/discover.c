@@ -14,10 +14,31 @@
 
 extern char **environ;
 
+/* One discoverer per bootstrap; `auto` has none, the config resolves it. */
+typedef pf_err discover_fn(struct pf_run *run, char *err);
+static const struct {
+    enum pf_bootstrap bootstrap;
+    discover_fn *discover;
+} discoverers[] = {
+    { PF_BOOT_LOCAL, pf_discover_local },
+    { PF_BOOT_STATIC, pf_discover_static },
+    { PF_BOOT_MPI, pf_discover_mpi },
+    { PF_BOOT_K8S, pf_discover_k8s },
+};
+
+static discover_fn *discoverer(enum pf_bootstrap b)
+{
+    for (size_t i = 0; i < sizeof(discoverers) / sizeof(discoverers[0]); i++)
+        if (discoverers[i].bootstrap == b)
+            return discoverers[i].discover;
+    return NULL;
+}
+
 pf_err pf_discover(struct pf_run *run, char *err)
 {
-    const char *b = run->cfg.bootstrap;
     int64_t deadline = pf_run_deadline(run);
+    discover_fn *discover;
+    enum pf_bootstrap b;
     pf_err rc;
 
     pf_peers_free(&run->peers);
@@ -26,31 +47,24 @@ pf_err pf_discover(struct pf_run *run, char *err)
      * launcher's children) takes the same rule. */
     b = pf_config_bootstrap(&run->cfg, environ);
     run->peers.deadline_ms = deadline;
-    snprintf(run->peers.bootstrap, sizeof(run->peers.bootstrap), "%s", b);
+    run->peers.bootstrap = b;
 
-    if (!strcmp(b, "local"))
-        rc = pf_discover_local(run, err);
-    else if (!strcmp(b, "static"))
-        rc = pf_discover_static(run, err);
-    else if (!strcmp(b, "mpi"))
-        rc = pf_discover_mpi(run, err);
-    else if (!strcmp(b, "k8s"))
-        rc = pf_discover_k8s(run, err);
-    else
+    if (!(discover = discoverer(b)))
         return pf_fail(err, PF_ERR_USAGE, "--bootstrap '%s': expected auto, "
-                       "local, static, mpi or k8s", b);
-    if (rc != PF_OK) {
+                       "local, static, mpi or k8s", pf_bootstrap_name(b));
+    if ((rc = discover(run, err)) != PF_OK) {
         pf_peers_free(&run->peers);
         return rc;
     }
     /* k8s fills the table itself; keep what every bootstrap must agree on. */
-    snprintf(run->peers.bootstrap, sizeof(run->peers.bootstrap), "%s", b);
+    run->peers.bootstrap = b;
     run->peers.deadline_ms = deadline;
     if (run->peers.world < 1 || !run->peers.list || run->peers.rank < 0 ||
         run->peers.rank >= run->peers.world)
         return pf_fail(err, PF_ERR_USAGE, "bootstrap %s gave rank %d of %d "
                        "ranks (want a world of at least 1 and a rank inside "
-                       "it)", b, run->peers.rank, run->peers.world);
+                       "it)", pf_bootstrap_name(b), run->peers.rank,
+                       run->peers.world);
     /* Names other ranks (MPI) or the API server sent: from here on they
      * reach logs, messages and the report. */
     for (int i = 0; i < run->peers.world; i++) {
@@ -60,7 +74,8 @@ pf_err pf_discover(struct pf_run *run, char *err)
         pf_sanitize_inplace(pe->node, sizeof(pe->node));
     }
     pf_sanitize_inplace(run->peers.run_id, sizeof(run->peers.run_id));
-    pf_info("discover: %s bootstrap, rank %d of %d, run %s", b,
+    pf_info("discover: %s bootstrap, rank %d of %d, run %s",
+            pf_bootstrap_name(b),
             run->peers.rank, run->peers.world, run->peers.run_id);
     return PF_OK;
 }
@@ -77,7 +92,7 @@ static void node_key(const struct pf_peers *p, int r, char *buf, size_t len)
 {
     const struct pf_peer *x = &p->list[r];
 
-    if (!strcmp(p->bootstrap, "k8s") && x->node[0])
+    if (p->bootstrap == PF_BOOT_K8S && x->node[0])
         snprintf(buf, len, "%s", x->node);
     else
         snprintf(buf, len, "%s@%s", x->node, x->host);

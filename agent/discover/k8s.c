@@ -460,11 +460,11 @@ pf_err pf_discover_k8s(struct pf_run *run, char *err)
         rc = read_own_pod(k, &id, &own, err);
     if (rc != PF_OK)
         goto out;
-    snprintf(run->peers.bootstrap, sizeof(run->peers.bootstrap), "k8s");
-    pf_k8s_group_owner(own, !strcmp(cfg->mode, "daemonset"),
+    run->peers.bootstrap = PF_BOOT_K8S;
+    pf_k8s_group_owner(own, cfg->mode == PF_MODE_DAEMONSET,
                        cfg->peer_selector[0] != '\0', run->peers.owner,
                        sizeof(run->peers.owner));
-    if (!strcmp(cfg->mode, "daemonset")) {
+    if (cfg->mode == PF_MODE_DAEMONSET) {
         rc = pf_discover_daemonset(run, k, &id, own, err);
         goto out;
     }

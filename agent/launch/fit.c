@@ -127,7 +127,7 @@ static int gpus_for_ranks(const struct pf_config *cfg, int64_t deadline)
     int fds[2], status;
     pid_t pid;
 
-    if (!strcmp(cfg->engine, "host") || pipe2(fds, O_CLOEXEC) != 0)
+    if (cfg->engine == PF_ENGINE_HOST || pipe2(fds, O_CLOEXEC) != 0)
         return 0;
     pid = fork();
     if (pid < 0) {
@@ -168,7 +168,7 @@ static int gpus_for_ranks(const struct pf_config *cfg, int64_t deadline)
     close(fds[0]);
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
-    if (ans.gpus <= 0 || (!ans.nccl && strcmp(cfg->engine, "nccl")))
+    if (ans.gpus <= 0 || (!ans.nccl && cfg->engine != PF_ENGINE_NCCL))
         return 0;
     return ans.gpus;
 }

@@ -48,7 +48,7 @@ static void become_rank(struct pf_run *run, int i, int n)
 {
     char tag[32];
 
-    snprintf(run->cfg.bootstrap, sizeof(run->cfg.bootstrap), "local");
+    run->cfg.bootstrap = PF_BOOT_LOCAL;
     run->cfg.rank = i;
     run->cfg.ranks = n;
     snprintf(tag, sizeof(tag), "rank %d", i);
@@ -151,7 +151,7 @@ static pf_err launch(struct pf_run *run, int n, struct ranks *t,
 
     if (n == 1) {
         /* A world of one: no fork, no rendezvous. */
-        snprintf(run->cfg.bootstrap, sizeof(run->cfg.bootstrap), "local");
+        run->cfg.bootstrap = PF_BOOT_LOCAL;
         run->cfg.rank = 0;
         run->cfg.ranks = 1;
         *is_child = true;

@@ -111,7 +111,7 @@ bool pf_node_marked(const cJSON *node, const char *prefix);
  * percentage above 0; an unparsable value allows none). */
 int pf_blast_cap(const char *max_tainted, int total);
 /* The HyperPod label value for cfg.on_fail_action, NULL for none. */
-const char *pf_hyperpod_action_value(const char *action);
+const char *pf_hyperpod_action_value(enum pf_fail_action action);
 /* The reason summing up the run: PreflightPassed or the first failing
  * (else warning) check's reason. */
 const char *pf_node_reason(const struct pf_run *run);

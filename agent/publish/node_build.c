@@ -21,7 +21,7 @@ void pf_node_label_time(char out[32], time_t t)
 
 bool pf_node_fabric_untested(const struct pf_run *run)
 {
-    return !strcmp(run->cfg.mode, "daemonset") && run->peers.world == 1;
+    return run->cfg.mode == PF_MODE_DAEMONSET && run->peers.world == 1;
 }
 
 static bool collective_attempted(const struct pf_run *run)
@@ -525,11 +525,12 @@ int pf_blast_cap(const char *max_tainted, int total)
     return pct > 0 && count < 1 ? 1 : count;
 }
 
-const char *pf_hyperpod_action_value(const char *action)
+const char *pf_hyperpod_action_value(enum pf_fail_action action)
 {
-    if (!strcmp(action, "hyperpod-reboot"))
-        return "UnschedulablePendingReboot";
-    if (!strcmp(action, "hyperpod-replace"))
-        return "UnschedulablePendingReplacement";
+    switch (action) {
+    case PF_FAIL_ACTION_NONE: return NULL;
+    case PF_FAIL_ACTION_HYPERPOD_REBOOT: return "UnschedulablePendingReboot";
+    case PF_FAIL_ACTION_HYPERPOD_REPLACE: return "UnschedulablePendingReplacement";
+    }
     return NULL;
 }

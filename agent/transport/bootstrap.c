@@ -107,12 +107,12 @@ pf_err pf_boot_open(const struct pf_boot_args *a, struct pf_boot **out,
     pf_err rc;
 
     *out = NULL;
-    if (!strcmp(p->bootstrap, "mpi"))
+    if (p->bootstrap == PF_BOOT_MPI)
         return pf_boot_open_mpi(a, out, err);
     if (p->world < 1 || !p->list || p->rank < 0 || p->rank >= p->world)
         return pf_fail(err, PF_ERR_USAGE, "no peer table: rank %d of %d "
                        "(discovery has not run)", p->rank, p->world);
-    k8s = !strcmp(p->bootstrap, "k8s");
+    k8s = p->bootstrap == PF_BOOT_K8S;
     if (a->secret_file[0])
         rc = read_secret(a->secret_file, &secret, &secret_len, err);
     else if (k8s && p->owner[0])
@@ -139,7 +139,7 @@ pf_err pf_boot_open(const struct pf_boot_args *a, struct pf_boot **out,
     /* local ranks never leave the machine: keep the port off the network. */
     snprintf(rc_cfg.bind_addr, sizeof(rc_cfg.bind_addr), "%s",
              a->bind_addr[0] ? a->bind_addr
-             : !strcmp(p->bootstrap, "local") ? "127.0.0.1" : "");
+             : p->bootstrap == PF_BOOT_LOCAL ? "127.0.0.1" : "");
     /* k8s: rank 0 accepts rank r only from its pod IP, so the others dial
      * from theirs (a pod with several interfaces could pick another). */
     rc_cfg.bind_source = k8s;
@@ -153,7 +153,7 @@ pf_err pf_boot_open(const struct pf_boot_args *a, struct pf_boot **out,
      * tells hosts apart, and what ranks that discovered only rank 0 and
      * themselves count nodes by once the table arrives. */
     snprintf(rc_cfg.self.hostname, sizeof(rc_cfg.self.hostname), "%s",
-             !strcmp(p->bootstrap, "k8s") && p->list[p->rank].node[0]
+             k8s && p->list[p->rank].node[0]
                  ? p->list[p->rank].node : a->hostname);
     snprintf(rc_cfg.self.instance_type, sizeof(rc_cfg.self.instance_type), "%s",
              a->instance_type);

@@ -35,7 +35,7 @@ struct pf_boot_args {
  * later one the returned pf_boot detects; args->fault must outlive it. */
 pf_err pf_boot_open(const struct pf_boot_args *args, struct pf_boot **out,
                     char *err);
-/* The implementation pf_boot_open picks when peers->bootstrap is "mpi"
+/* The implementation pf_boot_open picks when peers->bootstrap is mpi
  * (boot_mpi.c); every other bootstrap uses the rendezvous. */
 pf_err pf_boot_open_mpi(const struct pf_boot_args *args, struct pf_boot **out,
                         char *err);

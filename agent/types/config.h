@@ -6,11 +6,25 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "../util/log.h"
 #include "../util/sizes.h"
+#include "peers.h"               /* enum pf_bootstrap, which the transport
+                                    sees there */
 
 enum pf_command { PF_CMD_NODE, PF_CMD_RUN, PF_CMD_LOCAL, PF_CMD_CATALOG,
                   PF_CMD_VERSION, PF_CMD_HISTORY, PF_CMD_WEBHOOK,
                   PF_CMD_MONITOR };
+
+/* Options of a small closed set, parsed once (config/config.c): each
+ * value is its word's place in the option's choices ("auto|nccl|host"),
+ * and config/config.h names it back (pf_engine_name, ...). The log level
+ * is util/log.h's enum pf_log_level ("error|warn|info|debug"), the
+ * bootstrap types/peers.h's enum pf_bootstrap. */
+enum pf_engine_kind { PF_ENGINE_AUTO, PF_ENGINE_NCCL, PF_ENGINE_HOST };
+enum pf_mode { PF_MODE_INITCONTAINER, PF_MODE_DAEMONSET };
+enum pf_on_failure { PF_ON_FAILURE_FAIL, PF_ON_FAILURE_CONTINUE };
+enum pf_fail_action { PF_FAIL_ACTION_NONE, PF_FAIL_ACTION_HYPERPOD_REBOOT,
+                      PF_FAIL_ACTION_HYPERPOD_REPLACE };
 
 struct pf_config {
     enum pf_command command;
@@ -34,8 +48,8 @@ struct pf_config {
     /* output */
     bool json;                        /* JSON report on stdout */
     char report_file[PF_PATH_MAX];
-    char log_level[16];               /* error|warn|info|debug */
-    char on_failure[16];              /* fail|continue */
+    enum pf_log_level log_level;      /* error|warn|info|debug */
+    enum pf_on_failure on_failure;    /* fail|continue */
     char metrics_textfile[PF_PATH_MAX];/* node-exporter textfile, "" = off */
     char pushgateway[PF_PATH_MAX];    /* Pushgateway base URL, "" = off */
     char history_dir[PF_PATH_MAX];    /* one report per run, "" = off */
@@ -43,7 +57,8 @@ struct pf_config {
     int progress_interval;            /* s between progress lines, 0 = none */
 
     /* collective */
-    char bootstrap[16];               /* local|static|mpi|k8s */
+    enum pf_bootstrap bootstrap;      /* auto (until resolved)|local|static|
+                                         mpi|k8s */
     int ranks;                        /* local: rank processes to start */
     char *peers;                      /* static: host:port,... rank order;
                                          heap, NULL = unset */
@@ -54,7 +69,7 @@ struct pf_config {
     int timeout_s;                    /* bounds the whole run */
     char secret_file[PF_PATH_MAX];
     char run_id[PF_NAME_MAX];         /* "" = derive */
-    char engine[16];                  /* auto|nccl|host */
+    enum pf_engine_kind engine;       /* auto|nccl|host */
     char fabric_provider[32];         /* efa by default */
     uint64_t min_bytes, max_bytes;    /* -b / -e; max 0 = auto: 64 MiB, or
                                          the floor's size when larger */
@@ -91,13 +106,14 @@ struct pf_config {
     char node_name[PF_NAME_MAX];
     char pod_ip[64];
     char peer_selector[1024];
-    char mode[16];                    /* initcontainer|daemonset */
+    enum pf_mode mode;                /* initcontainer|daemonset */
     int group_size;
     char label_prefix[PF_NAME_MAX];
     bool taint_on_failure;
     char max_tainted[16];             /* "20%" or a node count: our mark on at
                                          most this many nodes at once */
-    char on_fail_action[24];          /* none|hyperpod-reboot|hyperpod-replace */
+    enum pf_fail_action on_fail_action; /* none|hyperpod-reboot|
+                                           hyperpod-replace */
     char taint_budget[2 * PF_NAME_MAX]; /* "namespace/name" of the ConfigMap
                                          holding the marked nodes */
     int valid_hours;                  /* valid-until = validated-at + this */

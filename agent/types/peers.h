@@ -10,6 +10,12 @@
 #include "../reasons.h"
 #include "../util/sizes.h"
 
+/* How the peers are found: the bootstrap option's choices, in order
+ * ("auto|local|static|mpi|k8s"); the config stage resolves auto, discover
+ * keeps the one it used in pf_peers.bootstrap. */
+enum pf_bootstrap { PF_BOOT_AUTO, PF_BOOT_LOCAL, PF_BOOT_STATIC, PF_BOOT_MPI,
+                    PF_BOOT_K8S };
+
 struct pf_peer {
     int rank;
     char host[PF_NAME_MAX];           /* address the rendezvous reaches */
@@ -19,7 +25,7 @@ struct pf_peer {
 };
 
 struct pf_peers {
-    char bootstrap[16];
+    enum pf_bootstrap bootstrap;      /* the one discover used */
     char run_id[PF_NAME_MAX];
     int world;                        /* number of ranks (processes) */
     int rank;                         /* own rank */

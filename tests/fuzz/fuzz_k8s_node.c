@@ -123,8 +123,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     run.coll.ran = pick & 16;
     run.coll.nnodes = pick & 32 ? 1 : 2;
     run.node.efa_count = 32;
-    snprintf(run.cfg.mode, sizeof(run.cfg.mode), "%s",
-             pick & 64 ? "daemonset" : "initcontainer");
+    run.cfg.mode = pick & 64 ? PF_MODE_DAEMONSET : PF_MODE_INITCONTAINER;
     check_conditions(&run, node);
     check_taints(node);
     cJSON_Delete(node);

@@ -405,7 +405,7 @@ static struct pf_peer four_peers[4] = {
 
 /* Rank self of 4 after a pairwise re-test that blamed slow (-1 none). */
 static struct pf_run *judged_on(int self, int slow, struct pf_peer *peers,
-                                const char *bootstrap)
+                                enum pf_bootstrap bootstrap)
 {
     struct pf_run *run = calloc(1, sizeof(*run));
     struct pf_coll *c = &run->coll;
@@ -417,8 +417,7 @@ static struct pf_run *judged_on(int self, int slow, struct pf_peer *peers,
     run->peers.world = 4;
     run->peers.rank = self;
     run->peers.list = peers;
-    snprintf(run->peers.bootstrap, sizeof(run->peers.bootstrap), "%s",
-             bootstrap);
+    run->peers.bootstrap = bootstrap;
     c->slow_rank = slow;
     snprintf(c->strag.method, sizeof(c->strag.method), "pairwise");
     snprintf(c->strag.kind, sizeof(c->strag.kind), "slow");
@@ -440,7 +439,7 @@ static struct pf_run *judged_on(int self, int slow, struct pf_peer *peers,
 
 static struct pf_run *judged(int self, int slow)
 {
-    return judged_on(self, slow, four_peers, "static");
+    return judged_on(self, slow, four_peers, PF_BOOT_STATIC);
 }
 
 static const struct pf_check *busbw(const struct pf_run *run)
@@ -526,7 +525,7 @@ Test(straggler, ranks_on_the_stragglers_node_fail_with_it)
         { .rank = 2, .host = "10.1.1.7", .node = "node-b" },
         { .rank = 3, .host = "10.1.1.8", .node = "node-b" },
     };
-    struct pf_run *run = judged_on(0, 2, local, "local");
+    struct pf_run *run = judged_on(0, 2, local, PF_BOOT_LOCAL);
 
     cr_assert_eq(busbw(run)->status, PF_FAIL);
     cr_assert_eq(busbw(run)->reason, PF_R_StragglerNode);
@@ -537,7 +536,7 @@ Test(straggler, ranks_on_the_stragglers_node_fail_with_it)
     drop(run);
 
     for (int self = 0; self < 4; self++) {
-        run = judged_on(self, 2, pods, "k8s");
+        run = judged_on(self, 2, pods, PF_BOOT_K8S);
         cr_assert_eq(busbw(run)->status, self >= 2 ? PF_FAIL : PF_WARN,
                      "rank %d: %s", self, busbw(run)->message);
         cr_assert_eq(busbw(run)->reason,
@@ -545,7 +544,7 @@ Test(straggler, ranks_on_the_stragglers_node_fail_with_it)
         drop(run);
     }
     /* the same addresses outside k8s are different hosts: only rank 2 */
-    run = judged_on(3, 2, pods, "static");
+    run = judged_on(3, 2, pods, PF_BOOT_STATIC);
     cr_assert_eq(busbw(run)->reason, PF_R_SlowPeer);
     drop(run);
 }

@@ -46,7 +46,7 @@ Test(config, yaml_sets_every_type)
     cr_assert_float_eq(c.min_busbw_gbps, 12.5, 1e-9);
     cr_assert(c.json);
     cr_assert_eq(c.max_bytes, 1ull << 30);
-    cr_assert_str_eq(c.engine, "host");
+    cr_assert_str_eq(pf_engine_name(c.engine), "host");
     cr_assert_str_eq(c.peers, "a:1,b:2");
     pf_config_free(&c);
 }
@@ -77,6 +77,45 @@ Test(config, out_of_range_is_an_error)
     cr_assert_str_eq(err, "t.yaml:1: key 'timeout': 0 is out of range 1..86400");
     cr_assert_eq(yaml(&c, "engine: gpu\n", err), PF_ERR_CONFIG);
     cr_assert_str_eq(err, "t.yaml:1: key 'engine': 'gpu' is not one of auto|nccl|host");
+}
+
+/* An enum option's words, in its choices' order, are its values, and the
+ * name function gives each word back: the choices in the refusal are
+ * exactly the names, joined. */
+#define CHECK_ENUM(key, field, name, n)                                       \
+    do {                                                                      \
+        char text[64], want[PF_ERRLEN] = "";                                  \
+        for (int v = 0; v < (n); v++) {                                       \
+            snprintf(text, sizeof(text), key ": %s\n", name(v));              \
+            cr_assert_eq(yaml(&c, text, err), PF_OK, "%s", err);              \
+            cr_assert_eq((int)c.field, v, "%s", text);                        \
+            snprintf(want + strlen(want), sizeof(want) - strlen(want), "%s%s",\
+                     v ? "|" : "", name(v));                                  \
+        }                                                                     \
+        cr_assert_str_eq(name(n), "?");                                       \
+        cr_assert_eq(yaml(&c, key ": nope\n", err), PF_ERR_CONFIG);           \
+        cr_assert(strstr(err, "'nope' is not one of ") &&                     \
+                  !strcmp(strstr(err, " of ") + 4, want), "%s", err);         \
+    } while (0)
+
+Test(config, enum_options_are_parsed_once_into_their_values)
+{
+    struct pf_config c;
+    char err[PF_ERRLEN];
+    CHECK_ENUM("engine", engine, pf_engine_name, 3);
+    CHECK_ENUM("bootstrap", bootstrap, pf_bootstrap_name, 5);
+    CHECK_ENUM("mode", mode, pf_mode_name, 2);
+    CHECK_ENUM("on_failure", on_failure, pf_on_failure_name, 2);
+    CHECK_ENUM("on_fail_action", on_fail_action, pf_fail_action_name, 3);
+    CHECK_ENUM("log_level", log_level, pf_log_level_name, 4);
+    /* The defaults, as --help prints them. */
+    pf_config_defaults(&c);
+    cr_assert_eq(c.engine, PF_ENGINE_AUTO);
+    cr_assert_eq(c.bootstrap, PF_BOOT_AUTO);
+    cr_assert_eq(c.mode, PF_MODE_INITCONTAINER);
+    cr_assert_eq(c.on_failure, PF_ON_FAILURE_FAIL);
+    cr_assert_eq(c.on_fail_action, PF_FAIL_ACTION_NONE);
+    cr_assert_eq(c.log_level, PF_LOG_WARN);
 }
 
 Test(config, bad_yaml_gives_position)
@@ -149,7 +188,7 @@ Test(config, short_flags_and_sizes)
     cr_assert_eq(c.step_factor, 4);
     cr_assert_eq(c.iters, 7);
     cr_assert_eq(c.warmup, 1);
-    cr_assert_str_eq(c.bootstrap, "local");
+    cr_assert_str_eq(pf_bootstrap_name(c.bootstrap), "local");
 }
 
 Test(config, flag_errors)
@@ -240,11 +279,11 @@ Test(config, bootstrap_auto_resolves_from_environment)
     char *k8s[] = { "KUBERNETES_SERVICE_HOST=10.0.0.1", NULL };
     char *mpi[] = { "OMPI_COMM_WORLD_SIZE=4", NULL };
     cr_assert_eq(load(&c, PF_CMD_RUN, argv, 1, k8s, err), PF_OK);
-    cr_assert_str_eq(c.bootstrap, "k8s");
+    cr_assert_str_eq(pf_bootstrap_name(c.bootstrap), "k8s");
     cr_assert_eq(load(&c, PF_CMD_RUN, argv, 1, mpi, err), PF_OK);
-    cr_assert_str_eq(c.bootstrap, "mpi");
+    cr_assert_str_eq(pf_bootstrap_name(c.bootstrap), "mpi");
     cr_assert_eq(load(&c, PF_CMD_RUN, argv, 1, NULL, err), PF_OK);
-    cr_assert_str_eq(c.bootstrap, "static");
+    cr_assert_str_eq(pf_bootstrap_name(c.bootstrap), "static");
 }
 
 Test(config, parse_size_units)

@@ -20,7 +20,7 @@ static struct pf_run *make_run_with(enum pf_status fabric, enum pf_reason reason
 
     cr_assert_not_null(run);
     run->cfg.command = PF_CMD_RUN;
-    snprintf(run->cfg.mode, sizeof(run->cfg.mode), "initcontainer");
+    run->cfg.mode = PF_MODE_INITCONTAINER;
     snprintf(run->cfg.label_prefix, sizeof(run->cfg.label_prefix),
              "efa-preflight.io/");
     run->cfg.valid_hours = 24;
@@ -131,7 +131,7 @@ Test(k8s_publish, labels_on_infra_failure_and_singleton)
     run->verdict.cls = PF_CLASS_FABRIC;
     run->verdict.exit_code = 1;
     run->coll.ran = true;
-    snprintf(run->cfg.mode, sizeof(run->cfg.mode), "daemonset");
+    run->cfg.mode = PF_MODE_DAEMONSET;
     run->peers.world = 1;
     pf_node_labels_make(run, 1795309323, &l);
     p = pf_node_labels_patch("efa-preflight.io/", &l);
@@ -196,7 +196,7 @@ Test(k8s_publish, daemonset_alone_is_untested_and_no_group_stays_pending)
     struct pf_node_labels l;
     cJSON *p;
 
-    snprintf(run->cfg.mode, sizeof(run->cfg.mode), "daemonset");
+    run->cfg.mode = PF_MODE_DAEMONSET;
     run->peers.world = 1;
     pf_node_labels_make(run, 1795309323, &l);
     p = pf_node_labels_patch("efa-preflight.io/", &l);
@@ -238,7 +238,7 @@ Test(k8s_publish, singleton_fabric_is_unknown)
     struct pf_run *run = make_run(PF_PASS, 0);
     cJSON *p;
 
-    snprintf(run->cfg.mode, sizeof(run->cfg.mode), "daemonset");
+    run->cfg.mode = PF_MODE_DAEMONSET;
     run->peers.world = 1;
     p = pf_node_conditions_patch(run, NULL, "2026-11-22T01:02:03Z");
     cr_assert_str_eq(pf_json_str(condition(p, "EFAFabricReady"), "status"),
@@ -473,10 +473,10 @@ Test(k8s_publish, hyperpod_recovery_label_only_when_asked)
     cJSON *p;
     const cJSON *v;
 
-    cr_assert_null(pf_hyperpod_action_value("none"));
-    cr_assert_str_eq(pf_hyperpod_action_value("hyperpod-reboot"),
+    cr_assert_null(pf_hyperpod_action_value(PF_FAIL_ACTION_NONE));
+    cr_assert_str_eq(pf_hyperpod_action_value(PF_FAIL_ACTION_HYPERPOD_REBOOT),
                      "UnschedulablePendingReboot");
-    cr_assert_str_eq(pf_hyperpod_action_value("hyperpod-replace"),
+    cr_assert_str_eq(pf_hyperpod_action_value(PF_FAIL_ACTION_HYPERPOD_REPLACE),
                      "UnschedulablePendingReplacement");
     pf_node_labels_make(run, 1795309323, &l);
     p = pf_node_labels_patch("efa-preflight.io/", &l);

@@ -32,7 +32,7 @@ static struct pf_run *run_of(enum pf_status st, enum pf_reason reason)
     cr_assert_not_null(run);
     pf_config_defaults(&run->cfg);
     run->cfg.command = PF_CMD_RUN;
-    snprintf(run->cfg.mode, sizeof(run->cfg.mode), "initcontainer");
+    run->cfg.mode = PF_MODE_INITCONTAINER;
     run->cfg.valid_hours = 24;
     run->node.efa_count = 32;
     run->peers.world = 2;

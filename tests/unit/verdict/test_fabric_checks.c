@@ -130,7 +130,7 @@ Test(fabric_checks, localised_corruption_names_rank_pod_and_node)
         pf_sweep_summarize(&run->coll);
         run->peers.world = 3;
         run->peers.list = peers;
-        snprintf(run->peers.bootstrap, sizeof(run->peers.bootstrap), "k8s");
+        run->peers.bootstrap = PF_BOOT_K8S;
         snprintf(run->coll.strag.kind, sizeof(run->coll.strag.kind), "data");
         snprintf(run->coll.strag.method, sizeof(run->coll.strag.method), "pairwise");
         run->coll.strag.self = self;
@@ -381,7 +381,7 @@ static struct pf_run *mixed(int self, double ring_busbw)
     run->cfg.min_busbw_gbps = 10;
     run->peers.world = 8;
     run->peers.list = peers;
-    snprintf(run->peers.bootstrap, sizeof(run->peers.bootstrap), "static");
+    run->peers.bootstrap = PF_BOOT_STATIC;
     snprintf(run->coll.strag.method, sizeof(run->coll.strag.method),
              "pairwise");
     snprintf(run->coll.strag.kind, sizeof(run->coll.strag.kind),
