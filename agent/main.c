@@ -390,6 +390,11 @@ static int run_stages(struct pf_run *run, bool collective)
     if (it.k8s)
         pf_publish_target(&run->cfg, &it.target);
     run->cancel = &it.cancel;
+    /* A peer stopped before it joined marks its Node as this agent does
+     * (on_signal): the rendezvous reads that mark instead of waiting for
+     * the peer until the deadline. */
+    if (it.k8s)
+        run->peer_gone = pf_publish_peer_interrupted;
     pf_kube_global_init();
     if (pf_sigwatch_start(&watch, on_signal, &it, err) != PF_OK)
         pf_warn("%s: SIGTERM ends the run without a word", err);
@@ -406,6 +411,7 @@ static int run_stages(struct pf_run *run, bool collective)
     pf_sigwatch_stop(&watch);
     pf_publish_mark_free(run);
     run->cancel = NULL;
+    run->peer_gone = NULL;
     /* DaemonSet: the status label un-selects the node; wait to be removed
      * rather than exit and be restarted into a second validation. A
      * signal taken while publishing already asked for the end. */

@@ -105,6 +105,8 @@ static pf_err open_boot(struct pf_run *run, struct pf_boot **boot, char *err)
         .gpu_count = run->node.gpu_count,
         .progress = &run->progress,
         .fault = &run->coll.fault,
+        .gone = run->peer_gone,
+        .gone_ctx = run,
     };
     return pf_boot_open(&a, boot, err);
 }

@@ -485,9 +485,10 @@ pf_err pf_publish_node_interrupted(const struct pf_config *cfg,
     }
     if (rc == PF_OK) {
         p.reason = PF_R_Interrupted;
-        snprintf(p.message, sizeof(p.message), "run stopped by signal %d "
-                 "(%s) at %s before its verdict (%s)", sig, strsignal(sig),
-                 p.now, p.reporter);
+        /* Names the pod: its peers, waiting for it, read this mark
+         * (pf_publish_peer_interrupted) and stop waiting. */
+        pf_node_interrupted_message(p.message, sizeof(p.message), sig,
+                                    strsignal(sig), p.now, p.reporter);
         rc = patch_node(&p, PATCH_STATE_CONDITIONS, err);
     }
     if (rc == PF_OK)
@@ -495,6 +496,50 @@ pf_err pf_publish_node_interrupted(const struct pf_config *cfg,
                 pf_reason_name(PF_R_Interrupted));
     close_pub(&p);
     return rc;
+}
+
+/* A peer's Node is read within this (and the run's deadline): the
+ * rendezvous asks while it waits, and must not wait on the API instead. */
+#define PEER_ASK_MS 1500
+/* Two nodes' clocks may differ this much: a mark written this long before
+ * this run began still counts as written during it. */
+#define PEER_MARK_SKEW_S 2
+
+bool pf_publish_peer_interrupted(void *ctx, int rank, char *why, size_t len)
+{
+    const struct pf_run *run = ctx;
+    const struct pf_peers *pe = &run->peers;
+    const struct pf_peer *x;
+    struct pf_node_target t;
+    struct pub p;
+    cJSON *node = NULL;
+    char err[PF_ERRLEN] = "", msg[PF_ERRLEN];
+    int64_t since = pf_rfc3339_seconds(run->started_at);
+    int64_t deadline = pf_deadline_in(PEER_ASK_MS);
+    bool gone = false;
+
+    if (!pe->list || rank < 0 || rank >= pe->world || rank == pe->rank ||
+        pe->bootstrap != PF_BOOT_K8S || since < 0)
+        return false;
+    x = &pe->list[rank];
+    if (!x->pod[0] || !pf_kube_name_ok(x->node))
+        return false;
+    if (deadline > pf_run_deadline(run))
+        deadline = pf_run_deadline(run);
+    pf_publish_target(&run->cfg, &t);
+    if (open_pub(&p, &run->cfg, run, &t, deadline, run->cancel, x->node,
+                 err) == PF_OK &&
+        read_node(&p, &node, err) == PF_OK)
+        gone = pf_node_interrupted_mark(node, x->pod,
+                                        since - PEER_MARK_SKEW_S, msg,
+                                        sizeof(msg));
+    else
+        pf_debug("rank %d: Node %s not read: %s", rank, x->node, err);
+    if (gone)
+        snprintf(why, len, "Node %s: %s", x->node, msg);
+    cJSON_Delete(node);
+    close_pub(&p);
+    return gone;
 }
 
 void pf_publish_mark_free(struct pf_run *run)

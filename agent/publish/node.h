@@ -75,6 +75,18 @@ cJSON *pf_node_state_labels_patch(const char *prefix, const cJSON *node,
  * patch, lastTransitionTime kept while they were Unknown already). */
 cJSON *pf_node_state_conditions_patch(const cJSON *node, enum pf_reason reason,
                                       const char *message, const char *now);
+/* The Interrupted mark's message: "run stopped by signal SIG (NAME) at NOW
+ * before its verdict (pod POD)". It names the pod, so the peers that wait
+ * for that pod can tell its mark from another agent's on the same Node. */
+void pf_node_interrupted_message(char *out, size_t len, int sig,
+                                 const char *signame, const char *now,
+                                 const char *pod);
+/* Whether node carries the Interrupted mark of pod's agent written at or
+ * after since (Unix seconds): one of our two conditions with reason
+ * Interrupted, its lastHeartbeatTime not before since, its message naming
+ * pod as pf_node_interrupted_message does. msg gets that message. */
+bool pf_node_interrupted_mark(const cJSON *node, const char *pod, int64_t since,
+                              char *msg, size_t len);
 /* Patches that put back our labels / conditions as node has them (absent
  * ones removed): what a run that ends in a usage error leaves. */
 cJSON *pf_node_undo_labels_patch(const char *prefix, const cJSON *node);

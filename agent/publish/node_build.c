@@ -323,6 +323,44 @@ cJSON *pf_node_state_conditions_patch(const cJSON *node, enum pf_reason reason,
     return root;
 }
 
+void pf_node_interrupted_message(char *out, size_t len, int sig,
+                                 const char *signame, const char *now,
+                                 const char *pod)
+{
+    snprintf(out, len, "run stopped by signal %d (%s) at %s before its "
+             "verdict (pod %s)", sig, signame, now, pod);
+}
+
+bool pf_node_interrupted_mark(const cJSON *node, const char *pod, int64_t since,
+                              char *msg, size_t len)
+{
+    const cJSON *c;
+    char tail[PF_NAME_MAX + 16];
+    size_t tl;
+
+    if (!pod || !pod[0])
+        return false;
+    snprintf(tail, sizeof(tail), "(pod %s)", pod);
+    tl = strlen(tail);
+    cJSON_ArrayForEach(c, pf_json_at(node, "status.conditions")) {
+        const char *type = pf_json_str(c, "type");
+        const char *reason = pf_json_str(c, "reason");
+        const char *m = pf_json_str(c, "message");
+        int64_t at = pf_rfc3339_seconds(pf_json_str(c, "lastHeartbeatTime"));
+        size_t ml = m ? strlen(m) : 0;
+
+        if (!type || (strcmp(type, PF_COND_DEVICES) &&
+                      strcmp(type, PF_COND_FABRIC)) ||
+            !reason || strcmp(reason, pf_reason_name(PF_R_Interrupted)) ||
+            at < 0 || at < since || ml < tl || strcmp(m + ml - tl, tail))
+            continue;
+        if (msg)
+            snprintf(msg, len, "%s", m);
+        return true;
+    }
+    return false;
+}
+
 cJSON *pf_node_conditions_patch(const struct pf_run *run, const cJSON *node,
                                 const char *now)
 {

@@ -56,5 +56,11 @@ pf_err pf_publish_node_interrupted(const struct pf_config *cfg,
                                    const char *node, int sig,
                                    int64_t deadline, char *err);
 void pf_publish_mark_free(struct pf_run *run);
+/* Whether peer rank `rank` (k8s: its pod and Node from discovery) was
+ * stopped by a signal since this run began: its Node carries the
+ * Interrupted mark naming its pod (pf_publish_node_interrupted). One Node
+ * read, within 1.5 s, stopped by run->cancel; why says what the Node says.
+ * ctx is the run: this is the rendezvous' pf_rdv_cfg.gone (set by main). */
+bool pf_publish_peer_interrupted(void *ctx, int rank, char *why, size_t len);
 
 #endif

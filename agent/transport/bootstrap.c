@@ -162,6 +162,8 @@ pf_err pf_boot_open(const struct pf_boot_args *a, struct pf_boot **out,
     rc_cfg.expected = p->list;
     rc_cfg.fault = a->fault;
     rc_cfg.progress = a->progress;
+    rc_cfg.gone = a->gone;
+    rc_cfg.gone_ctx = a->gone_ctx;
     rc_cfg.deadline = p->rank == 0 ? a->deadline - root_margin_ms(a->timeout_s)
                                    : a->deadline;
 

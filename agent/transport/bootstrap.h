@@ -28,6 +28,10 @@ struct pf_boot_args {
     int efa_count, gpu_count;
     struct pf_progress *progress;     /* "waiting for peers" lines */
     struct pf_fault *fault;           /* where a failure is recorded */
+    /* Whether an awaited rank is known to have stopped before joining
+     * (rendezvous.h, pf_rdv_cfg.gone); NULL: never asked. */
+    bool (*gone)(void *ctx, int rank, char *why, size_t len);
+    void *gone_ctx;
 };
 
 /* Connect the group (rendezvous or MPI). A failure is also recorded in

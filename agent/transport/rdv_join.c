@@ -24,6 +24,8 @@
 
 #define DIAL_MS 3000          /* one connect attempt */
 #define BACKOFF_MAX_MS 1000
+#define GONE_PER_RANK_MS 10   /* rank 0 asked about less often per rank... */
+#define GONE_MAX_MS 15000     /* ...but at least this often */
 
 /* ------------------------------------------------------------- peers */
 
@@ -205,10 +207,24 @@ static pf_err hello_exchange(struct rdv *r, const struct pf_rdv_cfg *cfg,
     }
 }
 
+/* Every rank but 0 may ask about rank 0 while it does not answer
+ * (rendezvous.h, cfg.gone): the group's questions together stay about one
+ * every GONE_PER_RANK_MS, so a large group asks each less often. */
+static int64_t gone_period(const struct pf_rdv_cfg *cfg)
+{
+    int64_t base = cfg->gone_ms > 0 ? cfg->gone_ms : PF_RDV_GONE_MS;
+    int64_t spread = (int64_t)cfg->world * GONE_PER_RANK_MS;
+
+    if (spread < base)
+        return base;
+    return spread < GONE_MAX_MS ? spread : GONE_MAX_MS;
+}
+
 pf_err rdv_peer_join(struct rdv *r, const struct pf_rdv_cfg *cfg, char *err)
 {
     char last[PF_ERRLEN] = "no attempt made", root[PF_NAME_MAX + 16];
     int64_t backoff = 50, start = pf_now_ms();
+    int64_t gone_next = start + gone_period(cfg);
 
     snprintf(root, sizeof(root), "%s:%d", cfg->root_host, cfg->root_port);
     for (;;) {
@@ -227,6 +243,19 @@ pf_err rdv_peer_join(struct rdv *r, const struct pf_rdv_cfg *cfg, char *err)
                             "reached yet (%s); %.0f s left", root, last,
                             (double)left / 1000.0);
         if (dial(cfg, cfg->deadline, &fd, last) != PF_OK) {
+            /* Nobody listens: rank 0 may not be there yet, or may have
+             * stopped before it ever listened. */
+            if (cfg->gone && pf_now_ms() >= gone_next) {
+                char why[PF_ERRLEN / 2] = "";
+                if (cfg->gone(cfg->gone_ctx, 0, why, sizeof(why)))
+                    return join_fail(cfg->fault, PF_ERR_LOST, err, "rank 0 at "
+                                     "%s stopped before this rank joined: %s",
+                                     root, why[0] ? why : "gone");
+                gone_next = pf_now_ms() + gone_period(cfg);
+                left = pf_ms_left(cfg->deadline);
+                if (left <= 0)
+                    continue;
+            }
             pf_sleep_ms(backoff < left ? backoff : left);
             backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS
                                                    : backoff * 2;

@@ -45,6 +45,7 @@
 #define WARN_MS 1000          /* at most one refusal warning per second */
 #define SWEEP_MS 250          /* idle check */
 #define EVENTS 128
+#define GONE_PER_ROUND 4      /* missing ranks asked about per round */
 
 enum { TAG_LISTEN, TAG_PENDING, TAG_MEMBER };
 
@@ -73,6 +74,8 @@ struct root {
     int quiet;                        /* refusals not logged since warned */
     int64_t warned;
     char last[PF_ERRLEN / 2];         /* the last refusal, for PeerTimeout */
+    int64_t gone_next;                /* when missing ranks are asked about */
+    int gone_cursor;                  /* the next one asked, 0-based from 1 */
 };
 
 /* A connection per member plus what the rest of the agent holds; the
@@ -491,6 +494,38 @@ static pf_err timed_out(struct root *rt, int64_t start, char *err)
                      r->boot.world, why);
 }
 
+/* A rank stopped before it joined (rendezvous.h, cfg.gone): asked about a
+ * few missing ranks a round, from a cursor that goes round the group, so
+ * every straggler of a large group is asked in turn and one round holds
+ * the loop for a few bounded questions at most. One known gone fails the
+ * rendezvous at once (PeerLost), and the ranks already joined are told. */
+static pf_err ask_gone(struct root *rt, int64_t now, char *err)
+{
+    const struct pf_rdv_cfg *cfg = rt->cfg;
+    int world = rt->r->boot.world, asked = 0;
+    char why[PF_ERRLEN / 2], name[WHO_LEN];
+
+    if (!cfg->gone || world < 2 || now < rt->gone_next)
+        return PF_OK;
+    for (int n = 0; n < world - 1 && asked < GONE_PER_ROUND; n++) {
+        int r = 1 + (rt->gone_cursor + n) % (world - 1);
+        if (rt->joined[r])
+            continue;
+        asked++;
+        why[0] = '\0';
+        if (cfg->gone(cfg->gone_ctx, r, why, sizeof(why)))
+            return rdv_broke(rt->r, PF_ERR_LOST, r, err, "%s stopped before "
+                             "it joined the rendezvous: %s",
+                             rdv_who(rt->r, r, name), why[0] ? why : "gone");
+        rt->gone_cursor = r % (world - 1);
+    }
+    /* From the end of the round: a slow answer does not make them come
+     * back to back. */
+    rt->gone_next = pf_now_ms() + (cfg->gone_ms > 0 ? cfg->gone_ms
+                                                      : PF_RDV_GONE_MS);
+    return PF_OK;
+}
+
 static pf_err run_root(struct root *rt, int64_t start, char *err)
 {
     struct epoll_event evs[EVENTS];
@@ -526,6 +561,11 @@ static pf_err run_root(struct root *rt, int64_t start, char *err)
                 on_member(rt, idx);
         }
         sweep(rt, now);
+        if (rt->njoined < rt->r->boot.world) {
+            pf_err rc = ask_gone(rt, pf_now_ms(), err);
+            if (rc != PF_OK)
+                return rc;
+        }
     }
     return PF_OK;
 }
@@ -533,8 +573,11 @@ static pf_err run_root(struct root *rt, int64_t start, char *err)
 pf_err rdv_root_join(struct rdv *r, const struct pf_rdv_cfg *cfg, char *err)
 {
     int world = r->boot.world;
-    struct root rt = { .r = r, .cfg = cfg, .lfd = -1, .ep = -1, .njoined = 1 };
     int64_t start = pf_now_ms();
+    struct root rt = { .r = r, .cfg = cfg, .lfd = -1, .ep = -1, .njoined = 1,
+                       .gone_next = start + (cfg->gone_ms > 0
+                                                 ? cfg->gone_ms
+                                                 : PF_RDV_GONE_MS) };
     char msg[PF_ERRLEN];
     pf_err rc;
 

@@ -39,7 +39,15 @@
  * waiting). Whoever waits on the group (every pf_boot call) names a peer
  * from whom nothing arrived for PF_RDV_SILENT_MS, or whose stall reached
  * it, as PeerLost, and rank 0 spreads that to every rank: a hung member is
- * named within seconds, whatever the run's deadline. */
+ * named within seconds, whatever the run's deadline.
+ *
+ * Gone before joining: a rank stopped (SIGTERM) before it ever dialled
+ * leaves no connection to drop. Where discovery can see such a stop (k8s:
+ * the stopped agent marks its Node Interrupted, naming its pod), the one
+ * who waits asks about every PF_RDV_GONE_MS (cfg.gone): rank 0 about each
+ * rank still missing, the others about rank 0 while it does not answer.
+ * A rank known gone is PeerLost at once, spread by rank 0 as an ABORT,
+ * instead of a PeerTimeout at the deadline. */
 #ifndef PF_RENDEZVOUS_H
 #define PF_RENDEZVOUS_H
 
@@ -61,6 +69,7 @@
 #define PF_RDV_CENSUS_MS 1000     /* a live member answers a PING by then */
 #define PF_RDV_BEAT_MS 1000       /* heartbeat period */
 #define PF_RDV_SILENT_MS 10000    /* silent (or stalled) this long: hung */
+#define PF_RDV_GONE_MS 2000       /* a missing rank is asked about this often */
 
 enum pf_rdv_type {
     PF_RDV_CHALLENGE = 1,
@@ -105,6 +114,15 @@ struct pf_rdv_cfg {
     /* Heartbeat period and silence window; 0 = PF_RDV_BEAT_MS /
      * PF_RDV_SILENT_MS (the unit tests shorten them). */
     int beat_ms, silent_ms;
+    /* Whether rank `rank` is known to have stopped for good (its agent
+     * said so where discovery sees it), with why; NULL: never asked.
+     * Called on this thread while that rank is awaited, first gone_ms
+     * after the wait began, then every gone_ms (0 = PF_RDV_GONE_MS; rank
+     * 0 asks about a few missing ranks a round, the others about rank 0
+     * only, less often in a large group); it must bound its own time. */
+    bool (*gone)(void *ctx, int rank, char *why, size_t len);
+    void *gone_ctx;
+    int gone_ms;
 };
 
 /* Join the group. On success *out is a pf_boot; table (world entries, or

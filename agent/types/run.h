@@ -39,6 +39,10 @@ struct pf_run {
     struct pf_node_mark mark;         /* k8s: pf_publish_begin */
     const atomic_int *cancel;         /* non-zero: a signal ends the run;
                                          API requests stop (NULL = never) */
+    /* k8s (set by main): whether peer rank `rank`, awaited by the
+     * rendezvous, was stopped before it joined (publish/node.c reads its
+     * Node's Interrupted mark); ctx is this run. NULL: never asked. */
+    bool (*peer_gone)(void *ctx, int rank, char *why, size_t len);
 };
 
 #endif

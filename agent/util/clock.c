@@ -1,6 +1,7 @@
 #include "clock.h"
 
 #include <errno.h>
+#include <string.h>
 #include <time.h>
 
 int64_t pf_now_ms(void)
@@ -27,6 +28,20 @@ void pf_rfc3339(char out[32], int64_t offset_s)
     struct tm tm;
     gmtime_r(&t, &tm);
     strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+int64_t pf_rfc3339_seconds(const char *s)
+{
+    struct tm tm;
+    const char *end;
+
+    memset(&tm, 0, sizeof(tm));
+    if (!s || !(end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm)))
+        return -1;
+    if (*end == '.')
+        for (end++; *end >= '0' && *end <= '9'; end++)
+            ;
+    return *end == 'Z' && !end[1] ? (int64_t)timegm(&tm) : -1;
 }
 
 void pf_sleep_ms(int64_t ms)

@@ -301,6 +301,22 @@ struct rank_spec {
 /* Heartbeat period and silence window of the groups (0: the defaults). */
 static int beat_ms, silent_ms;
 
+/* cfg.gone of the groups: -2 none; else rank gone_rank (-1: nobody) is
+ * known to have stopped before it joined. Asked every GONE_MS. */
+#define GONE_MS 1000
+static int gone_rank = -2;
+static int gone_asked;
+
+static bool test_gone(void *ctx, int rank, char *why, size_t len)
+{
+    (void)ctx;
+    gone_asked++;
+    if (rank != gone_rank)
+        return false;
+    snprintf(why, len, "its Node says Interrupted");
+    return true;
+}
+
 static struct pf_rdv_cfg mkcfg(const struct rank_spec *s, struct pf_fault *coll)
 {
     struct pf_rdv_cfg c;
@@ -320,6 +336,10 @@ static struct pf_rdv_cfg mkcfg(const struct rank_spec *s, struct pf_fault *coll)
     c.fault = coll;
     c.beat_ms = beat_ms;
     c.silent_ms = silent_ms;
+    if (gone_rank != -2) {
+        c.gone = test_gone;
+        c.gone_ms = GONE_MS;
+    }
     return c;
 }
 
@@ -470,6 +490,63 @@ Test(rendezvous, missing_rank_0_is_peer_timeout_naming_its_address)
     want_needle = needle;
     cr_assert_eq(join_expect(&(struct rank_spec){ 1, 2, port, NULL, NULL, 800 }), 0);
     cr_assert_lt(pf_now_ms() - t0, 800 + 500);
+}
+
+/* A rank stopped before it ever joined (SIGTERM during its probe) leaves
+ * no connection to drop; its agent said so where discovery sees it. Rank 0,
+ * asking about the ranks it waits for, names it as PeerLost at the first
+ * question and tells the ranks already joined, long before the deadline. */
+Test(rendezvous, a_rank_gone_before_joining_is_peer_lost_on_every_rank_at_once)
+{
+    int port = pf_test_free_port();
+    int64_t t0 = pf_now_ms();
+    pid_t kid;
+
+    gone_rank = 2;
+    want_code = PF_ERR_LOST;
+    want_reason = "PeerLost";
+    want_needle = "rank 2 stopped before it joined the rendezvous: its Node "
+                  "says Interrupted";
+    kid = spawn(join_expect, (struct rank_spec){ 1, 3, port, NULL, NULL,
+                                                 10000 }, 0);
+    cr_assert_eq(join_expect(&(struct rank_spec){ 0, 3, port, NULL, NULL,
+                                                  10000 }), 0);
+    cr_assert_eq(exit_of(kid), 0);
+    cr_assert_lt(pf_now_ms() - t0, GONE_MS + 3000);
+}
+
+/* Rank 0 stopped before it ever listened: the others, dialling in vain,
+ * ask about it and stop with PeerLost naming it. */
+Test(rendezvous, a_rank_0_gone_before_listening_is_peer_lost_at_once)
+{
+    int port = pf_test_free_port();
+    int64_t t0 = pf_now_ms();
+    char needle[128];
+
+    gone_rank = 0;
+    want_code = PF_ERR_LOST;
+    want_reason = "PeerLost";
+    snprintf(needle, sizeof(needle), "rank 0 at 127.0.0.1:%d stopped before "
+             "this rank joined: its Node says Interrupted", port);
+    want_needle = needle;
+    cr_assert_eq(join_expect(&(struct rank_spec){ 1, 2, port, NULL, NULL,
+                                                  10000 }), 0);
+    cr_assert_lt(pf_now_ms() - t0, GONE_MS + 3000);
+}
+
+/* Asked, and nobody is known gone: the wait goes on to the deadline, as
+ * without the question. */
+Test(rendezvous, a_missing_rank_not_known_gone_is_still_waited_for)
+{
+    int port = pf_test_free_port();
+
+    gone_rank = -1;
+    want_code = PF_ERR_TIMEOUT;
+    want_reason = "PeerTimeout";
+    want_needle = "rank 1";
+    cr_assert_eq(join_expect(&(struct rank_spec){ 0, 2, port, NULL, NULL,
+                                                  GONE_MS + 800 }), 0);
+    cr_assert_geq(gone_asked, 1);
 }
 
 /* A rank with another secret is a stranger to rank 0: it is told at once
