@@ -345,13 +345,14 @@ static int pipeline(struct pf_run *run, bool collective, struct interrupt *it,
         /* Bad input stops here; a deployment error the collective named
          * (RendezvousPortInUse) goes on to the verdict, whose usage class
          * writes nothing to the cluster but still reports. */
-        if ((rc == PF_ERR_USAGE || rc == PF_ERR_CONFIG) &&
+        if (pf_err_class(rc) == PF_CLASS_USAGE &&
             run->coll.fault.reason == PF_R_None)
             return usage_exit(run, it, err);
         if (!discovered)
             /* Discovery failed in a way it did not name (a reason it did
              * name was recorded first and stays). */
-            pf_fault_set(&run->peers.fault, rc, PF_R_CollectiveFailed, err);
+            pf_fault_set(&run->peers.fault, rc,
+                         pf_reason_for_err(rc, PF_STAGE_DISCOVER), err);
     }
     /* Node checks run after discovery: in k8s mode the instance type may
      * come from the Node's label. A node that fails them still joins the

@@ -4,7 +4,8 @@
  * class, the condition it feeds and its one-line remedy. Stages carry the
  * enum value; only the table knows the word. The class alone decides the
  * exit code, the status label and whether a node may be tainted: nothing
- * compares reason strings.
+ * compares reason strings. Errors become reasons (and classes) in one
+ * place too: pf_reason_for_err, pf_err_class.
  *
  * This header is shared vocabulary (like util/err.h): every stage may
  * include it, and it includes nothing of the data model. */
@@ -139,6 +140,26 @@ struct pf_fault {
 /* Record into f unless something was recorded first; returns err. */
 pf_err pf_fault_set(struct pf_fault *f, pf_err err, enum pf_reason reason,
                     const char *msg);
+
+/* Where an error was met. The same code means different things in
+ * different places: a timeout is a peer that never came while the ranks
+ * meet, an API write that hung while publishing. */
+enum pf_stage {
+    PF_STAGE_DISCOVER,    /* finding the peers: Kubernetes API, coordinator */
+    PF_STAGE_TRANSPORT,   /* the ranks meeting and talking: rendezvous, MPI */
+    PF_STAGE_COLLECTIVE,  /* the engine: fabric, all_reduce, re-tests */
+    PF_STAGE_PUBLISH,     /* writing the verdict to the Node */
+};
+
+/* The one mapping of errors to reasons (a table in reasons_err.c): the reason
+ * an error met in that stage gives the verdict. PF_R_None for PF_OK, and
+ * for bad input in discovery (the run stops there with exit 2). */
+enum pf_reason pf_reason_for_err(pf_err e, enum pf_stage where);
+/* The class of an error that ends a command without a verdict to decide
+ * it (webhook, history, `local`'s launcher, a report that could not be
+ * built): usage for bad input (PF_ERR_USAGE, PF_ERR_CONFIG), ok for
+ * PF_OK, infrastructure for anything else. Its exit code is the class's. */
+enum pf_reason_class pf_err_class(pf_err e);
 
 const struct pf_reason_info *pf_reason_info(enum pf_reason r);
 const char *pf_reason_name(enum pf_reason r);
