@@ -122,11 +122,19 @@ enum pf_reason {
     PF_R_COUNT
 };
 
+/* A remedy is the table's text, never a check's own. Where it needs a
+ * value of the run it holds a placeholder, `{name}` (lower case letters
+ * and '_'), that pf_reason_remedy fills with the one value the check
+ * passes: a plain copy of that string, never a format, never read again
+ * for placeholders (it may quote a peer). */
 struct pf_reason_info {
     const char *name;              /* CamelCase word; "" for PF_R_None */
     enum pf_reason_class cls;
     const char *condition;         /* condition it feeds; "" = either */
     const char *remedy;            /* one line; "" when nothing to do */
+    /* The remedy of this reason raised as a warning, where that is
+     * another case than its failure (NULL: remedy). */
+    const char *remedy_warn;
 };
 
 /* The first failure a stage detects, as it travels to the verdict: stages
@@ -166,6 +174,12 @@ const char *pf_reason_name(enum pf_reason r);
 enum pf_reason_class pf_reason_class_of(enum pf_reason r);
 /* PF_R_None when the word is not in the table. */
 enum pf_reason pf_reason_by_name(const char *name);
+
+/* The remedy of reason r into out (len bytes, always terminated): the
+ * table's text (remedy_warn when warn and the row has one) with every
+ * placeholder replaced by arg ("" when NULL). "" when r has none. */
+void pf_reason_remedy(enum pf_reason r, bool warn, const char *arg,
+                      char *out, size_t len);
 
 const char *pf_class_name(enum pf_reason_class c);
 /* Exit code of a run whose deciding failure has this class (README, "Exit codes"):
