@@ -11,7 +11,9 @@
  *   efa-preflight version
  *
  * Exit codes: 0 pass, 1 validation failed, 2 usage/config error,
- * 3 infrastructure error, 4 a peer failed (PF_EXIT_CODES_HELP). */
+ * 3 infrastructure error, 4 a peer failed (PF_EXIT_CODES_HELP). Every
+ * code but a pass is a class's (pf_class_exit_code): the deciding reason's
+ * for a run, pf_err_class's for an error with no verdict to decide it. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -104,7 +106,7 @@ static int reasons_command(int argc, char **argv)
         } else {
             say("reasons: unknown option '%s' (expected --json or "
                 "--markdown)", argv[i]);
-            return PF_EXIT_USAGE;
+            return pf_class_exit_code(PF_CLASS_USAGE);
         }
     }
     pf_reasons_print(stdout, format);
@@ -147,7 +149,7 @@ static int webhook_command(const struct pf_config *cfg)
     pf_err rc = pf_webhook_start(&o, &w, err);
     if (rc != PF_OK) {
         say("%s", err);
-        return rc == PF_ERR_USAGE || rc == PF_ERR_CONFIG ? PF_EXIT_USAGE : PF_EXIT_INFRA;
+        return pf_class_exit_code(pf_err_class(rc));
     }
     /* The line tests and people wait for: the port is known from here. */
     printf("efa-preflight webhook: serving https on port %d (namespace %s left alone)\n",
@@ -312,7 +314,7 @@ static int usage_exit(struct pf_run *run, struct interrupt *it,
                     "the run: %s", run->mark.node, err);
         leave_publish(it);
     }
-    return PF_EXIT_USAGE;
+    return pf_class_exit_code(PF_CLASS_USAGE);
 }
 
 /* probe -> [discover -> collective] -> verdict -> publish. Returns the
@@ -341,13 +343,14 @@ static int pipeline(struct pf_run *run, bool collective, struct interrupt *it,
         /* Bad input stops here; a deployment error the collective named
          * (RendezvousPortInUse) goes on to the verdict, whose usage class
          * writes nothing to the cluster but still reports. */
-        if ((rc == PF_ERR_USAGE || rc == PF_ERR_CONFIG) &&
+        if (pf_err_class(rc) == PF_CLASS_USAGE &&
             run->coll.fault.reason == PF_R_None)
             return usage_exit(run, it, err);
         if (!discovered)
             /* Discovery failed in a way it did not name (a reason it did
              * name was recorded first and stays). */
-            pf_fault_set(&run->peers.fault, rc, PF_R_CollectiveFailed, err);
+            pf_fault_set(&run->peers.fault, rc,
+                         pf_reason_for_err(rc, PF_STAGE_DISCOVER), err);
     }
     /* Node checks run after discovery: in k8s mode the instance type may
      * come from the Node's label. A node that fails them still joins the
@@ -362,7 +365,7 @@ static int pipeline(struct pf_run *run, bool collective, struct interrupt *it,
     leave_publish(it);
     if (rc != PF_OK) {
         say("publish: %s", err);
-        return PF_EXIT_INFRA;
+        return pf_class_exit_code(pf_err_class(rc));
     }
     /* A failed report or Node write is a check: the exit code the table
      * and the report show is this one. */
@@ -446,15 +449,17 @@ static int monitor_command(struct pf_run *run)
     struct pf_sigwatch watch;
     char err[PF_ERRLEN] = "";
     int code;
+    pf_err rc;
 
     if (run->cfg.metrics_textfile[0] &&
         pf_check_writable_path(run->cfg.metrics_textfile, err) != PF_OK) {
         say("--metrics-textfile: %s", err);
-        return PF_EXIT_USAGE;
+        return pf_class_exit_code(PF_CLASS_USAGE);
     }
-    if (pf_mon_ctl_init(&ctl, err) != PF_OK) {
+    rc = pf_mon_ctl_init(&ctl, err);
+    if (rc != PF_OK) {
         say("%s", err);
-        return PF_EXIT_INFRA;
+        return pf_class_exit_code(pf_err_class(rc));
     }
     /* libcurl's global state (and OpenSSL's, some 3 MiB of touched
      * pages) only where the monitor writes to a Node: pf_monitor_run
@@ -504,7 +509,7 @@ int main(int argc, char **argv)
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
         !strcmp(argv[1], "help")) {
         usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? PF_EXIT_USAGE : PF_EXIT_PASS;
+        return argc < 2 ? pf_class_exit_code(PF_CLASS_USAGE) : PF_EXIT_PASS;
     }
     if (!strcmp(argv[1], "--version")) {
         printf("efa-preflight %s\n", PF_VERSION);
@@ -521,13 +526,13 @@ int main(int argc, char **argv)
     if (!found) {
         say("unknown command '%s'", argv[1]);
         usage(stderr);
-        return PF_EXIT_USAGE;
+        return pf_class_exit_code(PF_CLASS_USAGE);
     }
 
     run = calloc(1, sizeof(*run));
     if (!run) {
         fprintf(stderr, "efa-preflight: out of memory\n");
-        return PF_EXIT_INFRA;
+        return pf_class_exit_code(PF_CLASS_INFRA);
     }
     pf_rfc3339(run->started_at, 0);
     rc = pf_config_load(&run->cfg, cmd, argc - 1, argv + 1, environ,
@@ -537,7 +542,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "try 'efa-preflight %s --help'\n",
                 pf_command_name(cmd));
         run_free(run);
-        return PF_EXIT_USAGE;
+        return pf_class_exit_code(PF_CLASS_USAGE);
     }
     if (want_help) {
         pf_config_usage(cmd, stdout);
@@ -558,8 +563,7 @@ int main(int argc, char **argv)
         if (rc != PF_OK)
             say("history: %s", err);
         run_free(run);
-        return rc == PF_OK ? PF_EXIT_PASS
-               : rc == PF_ERR_USAGE ? PF_EXIT_USAGE : PF_EXIT_INFRA;
+        return pf_class_exit_code(pf_err_class(rc));
     }
     if (cmd == PF_CMD_WEBHOOK) {
         code = webhook_command(&run->cfg);
@@ -577,7 +581,7 @@ int main(int argc, char **argv)
         prerun_checks(&run->cfg, err) != PF_OK) {
         say("%s", err);
         run_free(run);
-        return PF_EXIT_USAGE;
+        return pf_class_exit_code(PF_CLASS_USAGE);
     }
 
     /* One deadline for the whole run, probe and publishing included. */
@@ -586,7 +590,7 @@ int main(int argc, char **argv)
     if (rc != PF_OK) {
         say("%s", err);
         run_free(run);
-        return PF_EXIT_USAGE;
+        return pf_class_exit_code(PF_CLASS_USAGE);
     }
 
     switch (cmd) {
@@ -594,10 +598,10 @@ int main(int argc, char **argv)
         code = PF_EXIT_PASS;
         if (!run->cfg.json) {
             pf_catalog_print(&run->catalog, stdout);
-        } else if (pf_catalog_print_json(&run->catalog, stdout, err) !=
-                   PF_OK) {
+        } else if ((rc = pf_catalog_print_json(&run->catalog, stdout,
+                                               err)) != PF_OK) {
             fprintf(stderr, "efa-preflight: catalog: %s\n", err);
-            code = PF_EXIT_INFRA;
+            code = pf_class_exit_code(pf_err_class(rc));
         }
         break;
     case PF_CMD_NODE:
@@ -614,7 +618,7 @@ int main(int argc, char **argv)
         rc = pf_local_spawn(run, &is_child, &code, err);
         if (rc != PF_OK) {
             say("%s", err);
-            code = rc == PF_ERR_USAGE ? PF_EXIT_USAGE : PF_EXIT_INFRA;
+            code = pf_class_exit_code(pf_err_class(rc));
         } else if (is_child) {
             /* Rank 0 speaks for the run, progress included. */
             if (run->cfg.rank != 0)
@@ -624,7 +628,7 @@ int main(int argc, char **argv)
         break;
     }
     default:
-        code = PF_EXIT_USAGE;
+        code = pf_class_exit_code(PF_CLASS_USAGE);
         break;
     }
 

@@ -49,15 +49,16 @@ static const struct pf_reason_info table[PF_R_COUNT] = {
         "FILE)" },
     [PF_R_HugePagesUnavailable] = {
         "HugePagesUnavailable", PF_CLASS_WARN, DEV,
-        "reserve huge pages on the host (vm.nr_hugepages), or set "
-        "FI_EFA_USE_HUGE_PAGE=0 to silence this" },
+        "reserve huge pages (sysctl vm.nr_hugepages) or set "
+        "FI_EFA_USE_HUGE_PAGE=0" },
     [PF_R_GDRUnsupported] = {
         "GDRUnsupported", PF_CLASS_WARN, DEV,
         "check the EFA driver version (GPUDirect RDMA needs RDMA read)" },
     [PF_R_NetPluginNotFound] = {
         "NetPluginNotFound", PF_CLASS_WARN, DEV,
-        "install aws-ofi-nccl in the image and add its lib folder to "
-        "LD_LIBRARY_PATH, or name the library with NCCL_NET_PLUGIN" },
+        "install aws-ofi-nccl in the image and add its lib folder (e.g. "
+        "/opt/amazon/ofi-nccl/lib) to LD_LIBRARY_PATH, or name the library "
+        "with NCCL_NET_PLUGIN" },
     [PF_R_LibfabricTooOld] = {
         "LibfabricTooOld", PF_CLASS_WARN, DEV,
         "use the EFA installer's libfabric (>= 1.22) in the image" },
@@ -100,27 +101,33 @@ static const struct pf_reason_info table[PF_R_COUNT] = {
         "EFADeviceCountMismatch", PF_CLASS_NODE, DEV,
         "check that every EFA interface was attached at launch and the efa "
         "driver is healthy (dmesg | grep efa); replace the node if devices "
-        "are missing" },
+        "are missing",
+        /* more devices than expected: the expectation is wrong */
+        "fix the catalog entry (--catalog FILE) or set --expect-efa" },
     [PF_R_EFAPortDown] = {
         "EFAPortDown", PF_CLASS_NODE, DEV,
         "check the network interface attachment and the efa driver log "
         "(dmesg | grep efa); replace the node if it stays down" },
     [PF_R_EFADeviceFilesMissing] = {
         "EFADeviceFilesMissing", PF_CLASS_NODE, DEV,
-        "request vpc.amazonaws.com/efa in this container (the EFA device "
-        "plugin mounts /dev/infiniband/uverbs*)" },
+        "give the container /dev/infiniband: request vpc.amazonaws.com/efa "
+        "resources (EFA device plugin) or run privileged" },
     [PF_R_EFAProviderUnavailable] = {
         "EFAProviderUnavailable", PF_CLASS_NODE, DEV,
-        "install the EFA installer's libfabric in the image (or point "
-        "--libfabric at it) and check FI_PROVIDER" },
+        "install the EFA software (aws-efa-installer) so libfabric with the "
+        "efa provider is in /opt/amazon/efa, or point --libfabric-path at "
+        "it",
+        /* fewer efa domains than EFA devices */
+        "check FI_EFA_* / FI_PROVIDER settings and the uverbs files of the "
+        "missing devices" },
     [PF_R_MemlockTooLow] = {
         "MemlockTooLow", PF_CLASS_NODE, DEV,
         "raise the locked-memory limit: ulimit -l unlimited, or the "
         "container runtime's memlock ulimit" },
     [PF_R_GPUCountMismatch] = {
         "GPUCountMismatch", PF_CLASS_NODE, DEV,
-        "request every GPU of the node in this container (nvidia.com/gpu) "
-        "and check nvidia-smi on the host" },
+        "request all the node's GPUs (nvidia.com/gpu) and check the NVIDIA "
+        "driver (nvidia-smi)" },
     [PF_R_FabricUnavailable] = {
         "FabricUnavailable", PF_CLASS_NODE, FAB,
         "install libfabric with the provider asked for (the EFA installer "
@@ -151,16 +158,18 @@ static const struct pf_reason_info table[PF_R_COUNT] = {
         "more nodes to localise" },
     [PF_R_SocketFallback] = {
         "SocketFallback", PF_CLASS_FABRIC, FAB,
-        "make NCCL load aws-ofi-nccl (LD_LIBRARY_PATH, NCCL_NET_PLUGIN) and "
-        "check that the EFA devices are mounted" },
+        "put aws-ofi-nccl (libnccl-net-ofi.so) in the image and on "
+        "LD_LIBRARY_PATH; unset NCCL_NET=Socket, NCCL_P2P_DISABLE and "
+        "NCCL_SHM_DISABLE" },
     [PF_R_NetPluginMissing] = {
         "NetPluginMissing", PF_CLASS_FABRIC, FAB,
-        "install aws-ofi-nccl in the image and add its lib folder to "
-        "LD_LIBRARY_PATH" },
+        "install aws-ofi-nccl in the image and add its lib folder (e.g. "
+        "/opt/amazon/ofi-nccl/lib) to LD_LIBRARY_PATH, or set "
+        "NCCL_NET_PLUGIN" },
     [PF_R_GDRDisabled] = {
         "GDRDisabled", PF_CLASS_FABRIC, FAB,
-        "check FI_EFA_USE_DEVICE_RDMA, NCCL_NET_GDR_LEVEL and the EFA "
-        "driver's RDMA read support" },
+        "load the GPU peer-memory support (nvidia-peermem or dma-buf), "
+        "check FI_EFA_USE_DEVICE_RDMA and NCCL_NET_GDR_LEVEL" },
     [PF_R_CollectiveFailed] = {
         "CollectiveFailed", PF_CLASS_FABRIC, FAB,
         "read the message and the rank logs; re-run with --log-level "
@@ -199,8 +208,10 @@ static const struct pf_reason_info table[PF_R_COUNT] = {
 
     [PF_R_SlowPeer] = {
         "SlowPeer", PF_CLASS_PEER, FAB,
-        "nothing to fix here: the straggler's own report fails with "
-        "StragglerNode; re-run once it is drained or replaced" },
+        /* the reason the slow node's report fails with: StragglerNode
+         * (its ring links), EFANICSlow (one of its NICs) */
+        "nothing to fix here: the slow node's own report fails with "
+        "{culprit_reason}; re-run once it is drained or replaced" },
 
     [PF_R_PeerDataCorruption] = {
         "PeerDataCorruption", PF_CLASS_PEER, FAB,
@@ -290,6 +301,44 @@ pf_err pf_fault_set(struct pf_fault *f, pf_err err, enum pf_reason reason,
         pf_sanitize(f->msg, sizeof(f->msg), msg ? msg : "");
     }
     return err;
+}
+
+/* A placeholder: '{', one or more of [a-z_], '}'. Its length, else 0. */
+static size_t placeholder_len(const char *p)
+{
+    size_t n = 1;
+
+    if (*p != '{')
+        return 0;
+    while ((p[n] >= 'a' && p[n] <= 'z') || p[n] == '_')
+        n++;
+    return n > 1 && p[n] == '}' ? n + 1 : 0;
+}
+
+void pf_reason_remedy(enum pf_reason r, bool warn, const char *arg,
+                      char *out, size_t len)
+{
+    const struct pf_reason_info *ri = pf_reason_info(r);
+    const char *t = warn && ri->remedy_warn ? ri->remedy_warn : ri->remedy;
+    size_t o = 0;
+
+    if (!out || len == 0)
+        return;
+    if (!arg)
+        arg = "";
+    /* A copy, character by character: the value is text, not a format,
+     * and is not scanned for placeholders of its own. */
+    while (*t && o + 1 < len) {
+        size_t n = placeholder_len(t);
+        if (n == 0) {
+            out[o++] = *t++;
+            continue;
+        }
+        for (const char *a = arg; *a && o + 1 < len; a++)
+            out[o++] = *a;
+        t += n;
+    }
+    out[o] = '\0';
 }
 
 const struct pf_reason_info *pf_reason_info(enum pf_reason r)
@@ -417,6 +466,8 @@ static void print_json(FILE *out)
                                 pf_class_condition_status(r->cls));
         cJSON_AddBoolToObject(o, "may_taint", pf_class_may_taint(r->cls));
         cJSON_AddStringToObject(o, "remedy", r->remedy);
+        if (r->remedy_warn)
+            cJSON_AddStringToObject(o, "remedy_warn", r->remedy_warn);
         cJSON_AddItemToArray(arr, o);
     }
     s = cJSON_Print(arr);
@@ -424,6 +475,17 @@ static void print_json(FILE *out)
         fprintf(out, "%s\n", s);
     cJSON_free(s);
     cJSON_Delete(arr);
+}
+
+/* Text in a Markdown table cell: '|' would end the cell, '*' start an
+ * emphasis. */
+static void md_cell(FILE *out, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '|' || *s == '*')
+            fputc('\\', out);
+        fputc(*s, out);
+    }
 }
 
 void pf_reasons_print(FILE *out, const char *format)
@@ -434,11 +496,11 @@ void pf_reasons_print(FILE *out, const char *format)
     }
     if (!strcmp(format, "markdown")) {
         fprintf(out, "| reason | class | exit | status | condition | "
-                     "may taint |\n|---|---|---|---|---|---|\n");
+                     "may taint | remedy |\n|---|---|---|---|---|---|---|\n");
         for (int i = 1; i < PF_R_COUNT; i++) {
             const struct pf_reason_info *r = &table[i];
             /* a pass-class reason raised as a skip leaves Unknown */
-            fprintf(out, "| `%s` | %s | %d | %s%s | %s=%s%s | %s |\n",
+            fprintf(out, "| `%s` | %s | %d | %s%s | %s=%s%s | %s | ",
                     r->name, pf_class_name(r->cls), pf_class_exit_code(r->cls),
                     pf_class_status_word(r->cls),
                     pf_class_status_label(r->cls) ? ""
@@ -447,13 +509,22 @@ void pf_reasons_print(FILE *out, const char *format)
                     pf_class_condition_status(r->cls),
                     r->cls == PF_CLASS_OK ? " (Unknown when skipped)" : "",
                     pf_class_may_taint(r->cls) ? "yes" : "no");
+            md_cell(out, r->remedy);
+            if (r->remedy_warn) {
+                fputs("; as a warning: ", out);
+                md_cell(out, r->remedy_warn);
+            }
+            fputs(" |\n", out);
         }
         return;
     }
     fprintf(out, "%-26s %-14s %4s  %s\n", "REASON", "CLASS", "EXIT", "REMEDY");
     for (int i = 1; i < PF_R_COUNT; i++) {
         const struct pf_reason_info *r = &table[i];
-        fprintf(out, "%-26s %-14s %4d  %s\n", r->name, pf_class_name(r->cls),
+        fprintf(out, "%-26s %-14s %4d  %s", r->name, pf_class_name(r->cls),
                 pf_class_exit_code(r->cls), r->remedy[0] ? r->remedy : "-");
+        if (r->remedy_warn)
+            fprintf(out, "; as a warning: %s", r->remedy_warn);
+        fputc('\n', out);
     }
 }

@@ -4,7 +4,8 @@
  * class, the condition it feeds and its one-line remedy. Stages carry the
  * enum value; only the table knows the word. The class alone decides the
  * exit code, the status label and whether a node may be tainted: nothing
- * compares reason strings.
+ * compares reason strings. Errors become reasons (and classes) in one
+ * place too: pf_reason_for_err, pf_err_class.
  *
  * This header is shared vocabulary (like util/err.h): every stage may
  * include it, and it includes nothing of the data model. */
@@ -121,11 +122,19 @@ enum pf_reason {
     PF_R_COUNT
 };
 
+/* A remedy is the table's text, never a check's own. Where it needs a
+ * value of the run it holds a placeholder, `{name}` (lower case letters
+ * and '_'), that pf_reason_remedy fills with the one value the check
+ * passes: a plain copy of that string, never a format, never read again
+ * for placeholders (it may quote a peer). */
 struct pf_reason_info {
     const char *name;              /* CamelCase word; "" for PF_R_None */
     enum pf_reason_class cls;
     const char *condition;         /* condition it feeds; "" = either */
     const char *remedy;            /* one line; "" when nothing to do */
+    /* The remedy of this reason raised as a warning, where that is
+     * another case than its failure (NULL: remedy). */
+    const char *remedy_warn;
 };
 
 /* The first failure a stage detects, as it travels to the verdict: stages
@@ -140,11 +149,37 @@ struct pf_fault {
 pf_err pf_fault_set(struct pf_fault *f, pf_err err, enum pf_reason reason,
                     const char *msg);
 
+/* Where an error was met. The same code means different things in
+ * different places: a timeout is a peer that never came while the ranks
+ * meet, an API write that hung while publishing. */
+enum pf_stage {
+    PF_STAGE_DISCOVER,    /* finding the peers: Kubernetes API, coordinator */
+    PF_STAGE_TRANSPORT,   /* the ranks meeting and talking: rendezvous, MPI */
+    PF_STAGE_COLLECTIVE,  /* the engine: fabric, all_reduce, re-tests */
+    PF_STAGE_PUBLISH,     /* writing the verdict to the Node */
+};
+
+/* The one mapping of errors to reasons (a table in reasons_err.c): the reason
+ * an error met in that stage gives the verdict. PF_R_None for PF_OK, and
+ * for bad input in discovery (the run stops there with exit 2). */
+enum pf_reason pf_reason_for_err(pf_err e, enum pf_stage where);
+/* The class of an error that ends a command without a verdict to decide
+ * it (webhook, history, `local`'s launcher, a report that could not be
+ * built): usage for bad input (PF_ERR_USAGE, PF_ERR_CONFIG), ok for
+ * PF_OK, infrastructure for anything else. Its exit code is the class's. */
+enum pf_reason_class pf_err_class(pf_err e);
+
 const struct pf_reason_info *pf_reason_info(enum pf_reason r);
 const char *pf_reason_name(enum pf_reason r);
 enum pf_reason_class pf_reason_class_of(enum pf_reason r);
 /* PF_R_None when the word is not in the table. */
 enum pf_reason pf_reason_by_name(const char *name);
+
+/* The remedy of reason r into out (len bytes, always terminated): the
+ * table's text (remedy_warn when warn and the row has one) with every
+ * placeholder replaced by arg ("" when NULL). "" when r has none. */
+void pf_reason_remedy(enum pf_reason r, bool warn, const char *arg,
+                      char *out, size_t len);
 
 const char *pf_class_name(enum pf_reason_class c);
 /* Exit code of a run whose deciding failure has this class (README, "Exit codes"):

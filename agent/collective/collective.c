@@ -27,7 +27,7 @@
 
 static bool is_usage(pf_err rc)
 {
-    return rc == PF_ERR_USAGE || rc == PF_ERR_CONFIG;
+    return pf_err_class(rc) == PF_CLASS_USAGE;
 }
 
 /* nccl where GPUs and NCCL are there and the instance type allows it
@@ -53,18 +53,6 @@ static pf_err choose_engine(const struct pf_run *run,
                    "host", pf_engine_name(run->cfg.engine));
 }
 
-static enum pf_reason reason_for(pf_err rc)
-{
-    switch (rc) {
-    case PF_ERR_TIMEOUT: return PF_R_PeerTimeout;
-    case PF_ERR_LOST: return PF_R_PeerLost;
-    case PF_ERR_REJECTED: return PF_R_PeerRejected;
-    case PF_ERR_UNSUPPORTED:
-    case PF_ERR_NOTFOUND: return PF_R_FabricUnavailable;
-    default: return PF_R_CollectiveFailed;
-    }
-}
-
 /* Record a failure. The first one a rank detects is the one its report
  * carries: the rendezvous or an engine may have recorded it already. */
 static void record(struct pf_coll *c, pf_err rc, const char *msg)
@@ -72,7 +60,7 @@ static void record(struct pf_coll *c, pf_err rc, const char *msg)
     struct pf_fault *f = &c->fault;
 
     if (f->reason == PF_R_None) {
-        pf_fault_set(f, rc, reason_for(rc), msg);
+        pf_fault_set(f, rc, pf_reason_for_err(rc, PF_STAGE_COLLECTIVE), msg);
     } else if (f->err == PF_OK) {
         f->err = rc;
         snprintf(f->msg, sizeof(f->msg), "%s", msg);

@@ -409,8 +409,8 @@ pf_err pf_discover_daemonset(struct pf_run *run, struct pf_kube *k,
                 run->peers.world == 1 ? " (alone: fabric untested)" : "");
 out:
     pf_progress_end(&run->progress);
-    if (rc == PF_ERR_REJECTED)
-        pf_fault_set(&run->peers.fault, rc, PF_R_PeerRejected, err);
+    /* A coordinator's refusal (PF_ERR_REJECTED) is recorded as PeerRejected
+     * by the caller, pf_discover_k8s, with every other discovery error. */
     pf_co_assign_free(&group);
     if (secret) {
         memset(secret, 0, secret_len);

@@ -444,6 +444,7 @@ pf_err pf_discover_k8s(struct pf_run *run, char *err)
     char selector[1024], watch_sel[1200], prefix[PF_NAME_MAX * 2];
     int64_t deadline = pf_run_deadline(run);
     int64_t t0 = pf_now_ms();
+    enum pf_reason why;
     pf_err rc;
 
     memset(&w, 0, sizeof(w));
@@ -536,16 +537,12 @@ out:
      * would label the Node failed and taint it. */
     if (rc == PF_ERR_NOTFOUND || rc == PF_ERR_IO)
         rc = PF_ERR_USAGE;
-    /* The verdict names why the fabric could not be tested; all three are
-     * infrastructure (exit 3), not a bad fabric. */
-    if (rc == PF_ERR_TIMEOUT)
-        pf_fault_set(&run->peers.fault, rc, PF_R_PeerTimeout, err);
-    else if (rc == PF_ERR_FORBIDDEN)
-        pf_fault_set(&run->peers.fault, rc, PF_R_Forbidden, err);
-    else if (rc == PF_ERR_UNAUTHORIZED)
-        pf_fault_set(&run->peers.fault, rc, PF_R_Unauthorized, err);
-    else if (rc == PF_ERR_API || rc == PF_ERR_PROTOCOL)
-        pf_fault_set(&run->peers.fault, rc, PF_R_APIUnavailable, err);
+    /* The verdict names why the fabric could not be tested (the API, the
+     * peers, the coordinator): infrastructure (exit 3), not a bad fabric.
+     * Bad input has no reason: the run stops with exit 2. */
+    why = pf_reason_for_err(rc, PF_STAGE_DISCOVER);
+    if (why != PF_R_None)
+        pf_fault_set(&run->peers.fault, rc, why, err);
     pf_k8s_podset_free(&w.set);
     cJSON_Delete(own);
     pf_kube_close(k);

@@ -134,8 +134,7 @@ pf_err pf_discover_mpi(struct pf_run *run, char *err)
         pf_fail(err, code, "MPI rank %d of %d: exchanging hosts failed: %s",
                 rank, size, lib.last_error());
         return pf_fault_set(&run->peers.fault, code,
-                            code == PF_ERR_TIMEOUT ? PF_R_PeerTimeout
-                                                   : PF_R_PeerLost, err);
+                            pf_reason_for_err(code, PF_STAGE_TRANSPORT), err);
     }
 
     p->list = calloc((size_t)size, sizeof(*p->list));

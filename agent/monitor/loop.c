@@ -139,7 +139,7 @@ int pf_monitor_run(struct pf_run *run, struct pf_mon_ctl *ctl)
         pf_mon_rules_parse(cfg->monitor_thresholds, cfg->monitor_raise,
                            cfg->monitor_clear, &rules, err) != PF_OK) {
         pf_error("%s", err);
-        return PF_EXIT_USAGE;
+        return pf_class_exit_code(PF_CLASS_USAGE);
     }
     ctl->interval_s = cfg->interval_s;
     /* Before the server's threads (libcurl's global state, and OpenSSL's
@@ -150,14 +150,14 @@ int pf_monitor_run(struct pf_run *run, struct pf_mon_ctl *ctl)
                               PF_OK) {
         pf_error("%s", err);
         pf_mon_rules_free(&rules);
-        return PF_EXIT_USAGE;
+        return pf_class_exit_code(PF_CLASS_USAGE);
     }
     node = calloc(1, sizeof(*node));
     if (!node) {
         pf_httpd_stop(httpd);
         pf_mon_rules_free(&rules);
         pf_error("out of memory");
-        return PF_EXIT_INFRA;
+        return pf_class_exit_code(PF_CLASS_INFRA);
     }
     if (use_k8s(cfg)) {
         if (pf_mon_k8s_open(cfg, &ctl->stop, &k8s, err) != PF_OK) {
@@ -165,7 +165,7 @@ int pf_monitor_run(struct pf_run *run, struct pf_mon_ctl *ctl)
             free(node);
             pf_httpd_stop(httpd);
             pf_mon_rules_free(&rules);
-            return PF_EXIT_USAGE;
+            return pf_class_exit_code(PF_CLASS_USAGE);
         }
     }
     if (gethostname(run->node.hostname, sizeof(run->node.hostname) - 1) != 0)
@@ -200,7 +200,7 @@ int pf_monitor_run(struct pf_run *run, struct pf_mon_ctl *ctl)
                          err) != PF_OK) {
             pf_error("monitor: %s", err);
             pf_mon_snap_free(&cur);
-            code = PF_EXIT_INFRA;
+            code = pf_class_exit_code(PF_CLASS_INFRA);
             break;
         }
         reason = pf_mon_condition(&health, msg, sizeof(msg));

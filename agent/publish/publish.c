@@ -28,16 +28,8 @@
  * report and the exit code all tell the same story. */
 static void publish_failed(struct pf_run *run, pf_err rc, const char *msg)
 {
-    enum pf_reason reason = PF_R_PublishFailed;
-
-    if (rc == PF_ERR_FORBIDDEN)
-        reason = PF_R_Forbidden;
-    else if (rc == PF_ERR_UNAUTHORIZED)
-        reason = PF_R_Unauthorized;
-    else if (rc == PF_ERR_USAGE || rc == PF_ERR_CONFIG)
-        reason = PF_R_PublishRefused;
-    pf_verdict_add(&run->verdict, "publish", "", PF_FAIL, reason, "", "%s",
-                   msg);
+    pf_verdict_add(&run->verdict, "publish", "", PF_FAIL,
+                   pf_reason_for_err(rc, PF_STAGE_PUBLISH), "", "%s", msg);
     pf_verdict_finish(run);
 }
 

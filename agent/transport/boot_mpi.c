@@ -42,8 +42,7 @@ static pf_err result(struct mpib *m, int rc, const char *what, char *err)
              "%s%s", what, m->boot.rank, m->boot.world, m->lib.last_error(),
              rc == PF_MPI_TIMEOUT ? " (a rank is missing or stuck)" : "");
     m->broken = code;
-    pf_fault_set(m->fault, code,
-                 code == PF_ERR_TIMEOUT ? PF_R_PeerTimeout : PF_R_PeerLost,
+    pf_fault_set(m->fault, code, pf_reason_for_err(code, PF_STAGE_TRANSPORT),
                  m->broken_msg);
     return pf_fail(err, code, "%s", m->broken_msg);
 }

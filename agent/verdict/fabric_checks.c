@@ -159,7 +159,8 @@ static void straggler_check(struct pf_run *run, const char *ring)
     else {
         culprit_list(run, PF_LINK_SLOW, all, sizeof(all));
         pf_verdict_add(&run->verdict, "busbw", COND, PF_WARN, PF_R_SlowPeer,
-                       "", "%s %s the straggler%s, not this node (rank %d): "
+                       pf_reason_name(PF_R_StragglerNode), "%s %s the "
+                       "straggler%s, not this node (rank %d): "
                        "%s; %s", all, nslow > 1 ? "are" : "is",
                        nslow > 1 ? "s" : "", s->self, ring, s->note);
     }
@@ -277,8 +278,9 @@ static void bandwidth_check(struct pf_run *run)
              * put down to them, not to the group. */
             culprit_list(run, PF_LINK_SLOW | PF_LINK_DATA, all, sizeof(all));
             pf_verdict_add(&run->verdict, "busbw", COND, PF_WARN,
-                           PF_R_SlowPeer, "", "%s: %s singled out by the "
-                           "pairwise test, not this node (rank %d); %s", ring,
+                           PF_R_SlowPeer, pf_reason_name(PF_R_StragglerNode),
+                           "%s: %s singled out by the pairwise test, not "
+                           "this node (rank %d); %s", ring,
                            all, s->self, s->note);
             return;
         }
@@ -348,9 +350,7 @@ void pf_verdict_fabric(struct pf_run *run)
             data_check(run, pw);
         if (c->fabric.provider_is_fallback)
             pf_verdict_add(v, "fabric_provider", COND, PF_WARN,
-                           PF_R_ProviderFallback,
-                           "drop --fabric-provider (default efa) to test "
-                           "the EFA fabric itself",
+                           PF_R_ProviderFallback, "",
                            "provider %s in use because it was asked for: "
                            "EFA itself was not tested",
                            c->fabric.provider);

@@ -224,12 +224,11 @@ static void nic_speed(struct pf_run *run)
     }
     if (peer >= 0) {
         pf_verdict_add(&run->verdict, "nic_speed", COND, PF_WARN,
-                       PF_R_SlowPeer, "nothing to fix here: the slow NIC's "
-                       "own report fails with EFANICSlow; re-run once that "
-                       "node is drained or replaced", "rank %d's NIC on rail "
-                       "%d is slow, not this node's (rank %d): rails %s GB/s "
-                       "in the ring; %s", s->rails[peer].suspect, peer, self,
-                       rates, s->rail_note);
+                       PF_R_SlowPeer, pf_reason_name(PF_R_EFANICSlow),
+                       "rank %d's NIC on rail %d is slow, not this node's "
+                       "(rank %d): rails %s GB/s in the ring; %s",
+                       s->rails[peer].suspect, peer, self, rates,
+                       s->rail_note);
         return;
     }
     if (slow == 0) {

@@ -104,9 +104,7 @@ static void check_instance(struct ctx *c)
     }
     if (n->efa_count > 0 || c->expect_efa > 0) {
         pf_verdict_add(c->v, "instance_type", COND, PF_WARN,
-                       PF_R_UnknownInstanceType,
-                       "pass --instance-type, or add the type to the catalog "
-                       "(--catalog FILE)",
+                       PF_R_UnknownInstanceType, "",
                        "%s%s%s is not in the catalog%s; checking the %d EFA "
                        "devices found%s",
                        n->instance_type[0] ? "'" : "",
@@ -121,15 +119,13 @@ static void check_instance(struct ctx *c)
              "check");
     if (n->instance_type[0])
         pf_verdict_add(c->v, "instance_type", COND, PF_FAIL, PF_R_NotAnEFAInstance,
-                       "run on an EFA-capable instance type, or pass "
-                       "--fabric-provider tcp to test without EFA",
+                       "",
                        "'%s' (from %s) has no catalog entry%s and no EFA "
                        "device was found",
                        n->instance_type, n->instance_source, mean);
     else
         pf_verdict_add(c->v, "instance_type", COND, PF_FAIL, PF_R_NotAnEFAInstance,
-                       "run on an EFA-capable instance, pass --instance-type, "
-                       "or pass --fabric-provider tcp to test without EFA",
+                       "",
                        "instance type unknown (%s) and no EFA device under "
                        "/sys/class/infiniband: this is not an EFA node",
                        n->instance_note[0] ? n->instance_note
@@ -150,8 +146,7 @@ static void check_module(struct ctx *c)
         return;
     }
     pf_verdict_add(c->v, "efa_module", COND, PF_FAIL, PF_R_EFAModuleNotLoaded,
-                   "load the driver on the host: modprobe efa (installed by "
-                   "the EFA installer / EKS GPU AMI)",
+                   "",
                    "efa kernel module not loaded (/sys/module/efa absent); "
                    "%d EFA PCI functions present", n->efa_pci_count);
 }
@@ -178,18 +173,13 @@ static void check_devices(struct ctx *c)
                        n->efa_count, type_label(n), extra);
     } else if (n->efa_count < c->expect_efa) {
         pf_verdict_add(c->v, "efa_devices", COND, PF_FAIL,
-                       PF_R_EFADeviceCountMismatch,
-                       "check that every EFA interface was attached at launch "
-                       "and the efa driver is healthy (dmesg | grep efa); "
-                       "replace the node if devices are missing",
+                       PF_R_EFADeviceCountMismatch, "",
                        "found %d of %d EFA devices (PCI 1d0f:efa0-efa3) "
                        "expected for %s%s",
                        n->efa_count, c->expect_efa, type_label(n), extra);
     } else if (n->efa_count > c->expect_efa) {
         pf_verdict_add(c->v, "efa_devices", COND, PF_WARN,
-                       PF_R_EFADeviceCountMismatch,
-                       "fix the catalog entry (--catalog FILE) or set "
-                       "--expect-efa",
+                       PF_R_EFADeviceCountMismatch, "",
                        "found %d EFA devices, more than the %d expected for "
                        "%s%s",
                        n->efa_count, c->expect_efa, type_label(n), extra);
@@ -233,10 +223,7 @@ static void check_ports(struct ctx *c)
                        stored_efa(n));
         return;
     }
-    pf_verdict_add(c->v, "efa_ports", COND, PF_FAIL, PF_R_EFAPortDown,
-                   "check the network interface attachment and the efa "
-                   "driver log (dmesg | grep efa); replace the node if it "
-                   "stays down",
+    pf_verdict_add(c->v, "efa_ports", COND, PF_FAIL, PF_R_EFAPortDown, "",
                    "%d of %d EFA ports not ACTIVE: %s%s", ndown, stored_efa(n),
                    down, ndown > 4 ? ", ..." : "");
 }
@@ -308,21 +295,18 @@ static void check_nic_errors(struct ctx *c)
 static void check_files(struct ctx *c)
 {
     const struct pf_node *n = c->node;
-    const char *remedy = "give the container /dev/infiniband: request "
-                         "vpc.amazonaws.com/efa resources (EFA device plugin) "
-                         "or run privileged";
 
     if (skipped(c, "efa_device_files") || no_devices(c, "efa_device_files"))
         return;
     if (n->uverbs_present < n->efa_count) {
         pf_verdict_add(c->v, "efa_device_files", COND, PF_FAIL,
-                       PF_R_EFADeviceFilesMissing, remedy,
+                       PF_R_EFADeviceFilesMissing, "",
                        "%d /dev/infiniband/uverbs* files for %d EFA devices%s%s",
                        n->uverbs_present, n->efa_count,
                        n->uverbs_error[0] ? ": " : "", n->uverbs_error);
     } else if (n->uverbs_openable < n->uverbs_present) {
         pf_verdict_add(c->v, "efa_device_files", COND, PF_FAIL,
-                       PF_R_EFADeviceFilesMissing, remedy,
+                       PF_R_EFADeviceFilesMissing, "",
                        "%d of %d uverbs files cannot be opened: %s",
                        n->uverbs_present - n->uverbs_openable,
                        n->uverbs_present, n->uverbs_error);
@@ -337,27 +321,22 @@ static void check_files(struct ctx *c)
 static void check_provider(struct ctx *c)
 {
     const struct pf_node *n = c->node;
-    const char *remedy = "install the EFA software (aws-efa-installer) so "
-                         "libfabric with the efa provider is in "
-                         "/opt/amazon/efa, or point --libfabric-path at it";
 
     if (skipped(c, "efa_provider"))
         return;
     if (!n->libfabric_loaded) {
         pf_verdict_add(c->v, "efa_provider", COND, PF_FAIL,
-                       PF_R_EFAProviderUnavailable, remedy, "%s",
+                       PF_R_EFAProviderUnavailable, "", "%s",
                        n->libfabric_error);
     } else if (n->fi_efa_domains == 0) {
         pf_verdict_add(c->v, "efa_provider", COND, PF_FAIL,
-                       PF_R_EFAProviderUnavailable, remedy,
+                       PF_R_EFAProviderUnavailable, "",
                        "libfabric %s (%s): no efa RDM domain: %s",
                        n->libfabric_version, n->libfabric_path,
                        n->libfabric_error);
     } else if (n->fi_efa_domains < n->efa_count) {
         pf_verdict_add(c->v, "efa_provider", COND, PF_WARN,
-                       PF_R_EFAProviderUnavailable,
-                       "check FI_EFA_* / FI_PROVIDER settings and the uverbs "
-                       "files of the missing devices",
+                       PF_R_EFAProviderUnavailable, "",
                        "libfabric %s sees %d efa RDM domains for %d EFA "
                        "devices", n->libfabric_version, n->fi_efa_domains,
                        n->efa_count);
@@ -396,10 +375,7 @@ static void check_net_plugin(struct ctx *c)
         return;
     }
     pf_verdict_add(c->v, "nccl_net_plugin", COND, PF_WARN,
-                   PF_R_NetPluginNotFound,
-                   "install aws-ofi-nccl in the image and add its lib folder "
-                   "(e.g. /opt/amazon/ofi-nccl/lib) to LD_LIBRARY_PATH, or "
-                   "name the library with NCCL_NET_PLUGIN",
+                   PF_R_NetPluginNotFound, "",
                    "NCCL would load no net plugin, so traffic between nodes "
                    "would go over sockets: %s", n->net_plugin_error);
 }
@@ -430,9 +406,7 @@ static void check_libfabric_version(struct ctx *c)
         major < LIBFABRIC_MIN_MAJOR ||
         (major == LIBFABRIC_MIN_MAJOR && minor < LIBFABRIC_MIN_MINOR)) {
         pf_verdict_add(c->v, "libfabric_version", COND, PF_WARN,
-                       PF_R_LibfabricTooOld,
-                       "use the EFA installer's libfabric (>= 1.22) in the "
-                       "image",
+                       PF_R_LibfabricTooOld, "",
                        "libfabric %s (%s): aws-ofi-nccl needs >= %d.%d for EFA",
                        n->libfabric_version, n->libfabric_path,
                        LIBFABRIC_MIN_MAJOR, LIBFABRIC_MIN_MINOR);
@@ -475,9 +449,7 @@ static void check_memlock(struct ctx *c)
         pf_verdict_add(c->v, "memlock", COND, PF_PASS, PF_R_MemlockSufficient, "",
                        "RLIMIT_MEMLOCK %s (need %s)", have, want);
     else
-        pf_verdict_add(c->v, "memlock", COND, PF_FAIL, PF_R_MemlockTooLow,
-                       "raise the locked-memory limit: ulimit -l unlimited, "
-                       "or the container runtime's memlock ulimit",
+        pf_verdict_add(c->v, "memlock", COND, PF_FAIL, PF_R_MemlockTooLow, "",
                        "RLIMIT_MEMLOCK soft limit is %s; EFA needs %s", have,
                        want);
 }
@@ -485,17 +457,15 @@ static void check_memlock(struct ctx *c)
 static void check_hugepages(struct ctx *c)
 {
     const struct pf_node *n = c->node;
-    const char *remedy = "reserve huge pages (sysctl vm.nr_hugepages) or set "
-                         "FI_EFA_USE_HUGE_PAGE=0";
 
     if (skipped(c, "hugepages"))
         return;
     if (n->hugepages_total < 0)
         pf_verdict_add(c->v, "hugepages", COND, PF_WARN, PF_R_HugePagesUnavailable,
-                       remedy, "/proc/meminfo has no HugePages_Total");
+                       "", "/proc/meminfo has no HugePages_Total");
     else if (n->hugepages_free <= 0)
         pf_verdict_add(c->v, "hugepages", COND, PF_WARN, PF_R_HugePagesUnavailable,
-                       remedy,
+                       "",
                        "%ld free of %ld huge pages: libfabric's EFA provider "
                        "falls back to regular pages",
                        n->hugepages_free < 0 ? 0 : n->hugepages_free,
@@ -520,9 +490,7 @@ static void check_gdr(struct ctx *c)
         pf_verdict_add(c->v, "gdr", COND, PF_PASS, PF_R_GDRSupported, "",
                        "EFA device 0x%04x supports RDMA read", n->efa[0].device);
     else
-        pf_verdict_add(c->v, "gdr", COND, PF_WARN, PF_R_GDRUnsupported,
-                       "check the EFA driver version (GPUDirect RDMA needs "
-                       "RDMA read)",
+        pf_verdict_add(c->v, "gdr", COND, PF_WARN, PF_R_GDRUnsupported, "",
                        "%s requires GPUDirect RDMA but EFA device 0x%04x shows "
                        "no RDMA read", type_label(n), n->efa[0].device);
 }
@@ -551,9 +519,7 @@ static void check_gpus(struct ctx *c)
     else
         pf_verdict_add(c->v, "gpu_count", COND,
                        n->gpu_count < expect ? PF_FAIL : PF_WARN,
-                       PF_R_GPUCountMismatch,
-                       "request all the node's GPUs (nvidia.com/gpu) and check "
-                       "the NVIDIA driver (nvidia-smi)",
+                       PF_R_GPUCountMismatch, "",
                        "found %d of %d GPUs expected for %s%s", n->gpu_count,
                        expect, type_label(n), why);
 }

@@ -69,10 +69,7 @@ static void socket_check(struct pf_run *run, bool known)
     }
     if (c->inter_node_socket) {
         pf_verdict_add(&run->verdict, "nccl_transport", COND, PF_FAIL,
-                       PF_R_SocketFallback,
-                       "put aws-ofi-nccl (libnccl-net-ofi.so) in the image "
-                       "and on LD_LIBRARY_PATH; unset NCCL_NET=Socket, "
-                       "NCCL_P2P_DISABLE and NCCL_SHM_DISABLE",
+                       PF_R_SocketFallback, "",
                        "NCCL moved rank-to-rank data over TCP sockets "
                        "(transports %s, network %s): a fraction of EFA's "
                        "bandwidth",
@@ -103,10 +100,7 @@ static void plugin_check(struct pf_run *run, bool known)
     }
     if (!c->net_plugin_loaded) {
         pf_verdict_add(&run->verdict, "nccl_net_plugin", COND, PF_FAIL,
-                       PF_R_NetPluginMissing,
-                       "install aws-ofi-nccl in the image and add its lib "
-                       "folder (e.g. /opt/amazon/ofi-nccl/lib) to "
-                       "LD_LIBRARY_PATH, or set NCCL_NET_PLUGIN",
+                       PF_R_NetPluginMissing, "",
                        "%s but NCCL loaded no external net plugin "
                        "(network %s): multi-node traffic falls back to "
                        "sockets", why,
@@ -137,10 +131,7 @@ static void gdr_check(struct pf_run *run)
     }
     if (required) {
         pf_verdict_add(&run->verdict, "nccl_gdr", COND, PF_FAIL,
-                       PF_R_GDRDisabled,
-                       "load the GPU peer-memory support (nvidia-peermem or "
-                       "dma-buf), check FI_EFA_USE_DEVICE_RDMA and "
-                       "NCCL_NET_GDR_LEVEL",
+                       PF_R_GDRDisabled, "",
                        "NCCL's network channels run without GPUDirect RDMA "
                        "(%s) but %s requires it", c->transport, it->name);
         return;

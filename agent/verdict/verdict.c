@@ -19,7 +19,7 @@ const char *pf_status_name(enum pf_status s)
 
 struct pf_check *pf_verdict_add(struct pf_verdict *v, const char *name,
                                 const char *condition, enum pf_status st,
-                                enum pf_reason reason, const char *remedy,
+                                enum pf_reason reason, const char *remedy_arg,
                                 const char *fmt, ...)
 {
     const struct pf_reason_info *ri = pf_reason_info(reason);
@@ -35,10 +35,10 @@ struct pf_check *pf_verdict_add(struct pf_verdict *v, const char *name,
     snprintf(c->condition, sizeof(c->condition), "%s",
              ri->condition[0] ? ri->condition : condition);
     c->reason = reason;
-    if (remedy && *remedy)
-        snprintf(c->remedy, sizeof(c->remedy), "%s", remedy);
-    else if (st == PF_WARN || st == PF_FAIL)
-        snprintf(c->remedy, sizeof(c->remedy), "%s", ri->remedy);
+    /* The remedy is the table's, for warn and fail alike. */
+    if (st == PF_WARN || st == PF_FAIL)
+        pf_reason_remedy(reason, st == PF_WARN, remedy_arg, c->remedy,
+                         sizeof(c->remedy));
     c->status = st;
     va_start(ap, fmt);
     vsnprintf(c->message, sizeof(c->message), fmt, ap);

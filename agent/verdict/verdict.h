@@ -28,11 +28,12 @@ bool pf_verdict_inside(struct pf_run *run, bool data, const char *seen);
 void pf_verdict_finish(struct pf_run *run);
 
 /* Append a check; returns it for further editing (NULL when full). The
- * condition is the reason's own where the table names one; an empty remedy
- * takes the table's. */
+ * condition is the reason's own where the table names one. A warn or fail
+ * takes the reason's remedy from the table (reasons.h), its placeholder
+ * filled with remedy_arg: "" for a remedy that has none. */
 struct pf_check *pf_verdict_add(struct pf_verdict *v, const char *name,
                                 const char *condition, enum pf_status st,
-                                enum pf_reason reason, const char *remedy,
+                                enum pf_reason reason, const char *remedy_arg,
                                 const char *fmt, ...)
     __attribute__((format(printf, 7, 8)));
 

@@ -168,7 +168,76 @@ Test(reasons, a_check_takes_the_condition_and_remedy_of_its_reason)
                                         PF_FAIL, PF_R_MemlockTooLow, "", "x");
     cr_assert_str_eq(c->condition, "EFADevicesReady");
     cr_assert_str_eq(c->remedy, pf_reason_info(PF_R_MemlockTooLow)->remedy);
+    /* A check's value fills a placeholder; it never replaces the text. */
     c = pf_verdict_add(&v, "x", "EFAFabricReady", PF_FAIL, PF_R_MemlockTooLow,
                        "a sharper remedy", "x");
-    cr_assert_str_eq(c->remedy, "a sharper remedy");
+    cr_assert_str_eq(c->remedy, pf_reason_info(PF_R_MemlockTooLow)->remedy);
+    /* a pass or a skip has nothing to do */
+    c = pf_verdict_add(&v, "x", "", PF_PASS, PF_R_MemlockTooLow, "", "x");
+    cr_assert_str_eq(c->remedy, "");
+}
+
+Test(reasons, a_warning_takes_the_warning_remedy_where_the_row_has_one)
+{
+    struct pf_verdict v = { 0 };
+    struct pf_check *f = pf_verdict_add(&v, "efa_devices", "", PF_FAIL,
+                                        PF_R_EFADeviceCountMismatch, "", "x");
+    struct pf_check *w = pf_verdict_add(&v, "efa_devices", "", PF_WARN,
+                                        PF_R_EFADeviceCountMismatch, "", "x");
+    cr_assert(strstr(f->remedy, "check that every EFA interface"), "%s",
+              f->remedy);
+    cr_assert_str_eq(w->remedy, "fix the catalog entry (--catalog FILE) or "
+                                "set --expect-efa");
+    /* no warning text: the one remedy for both */
+    f = pf_verdict_add(&v, "gpu_count", "", PF_FAIL, PF_R_GPUCountMismatch,
+                       "", "x");
+    w = pf_verdict_add(&v, "gpu_count", "", PF_WARN, PF_R_GPUCountMismatch,
+                       "", "x");
+    cr_assert_str_eq(f->remedy, w->remedy);
+}
+
+/* The placeholder takes the value as text: not a format, not read again
+ * for placeholders, cut at the buffer. */
+Test(reasons, a_placeholder_is_filled_with_the_value_as_plain_text)
+{
+    char out[256];
+
+    pf_reason_remedy(PF_R_SlowPeer, true, "StragglerNode", out, sizeof(out));
+    cr_assert_str_eq(out, "nothing to fix here: the slow node's own report "
+                          "fails with StragglerNode; re-run once it is "
+                          "drained or replaced");
+    pf_reason_remedy(PF_R_SlowPeer, true, "%s%n{culprit_reason}", out,
+                     sizeof(out));
+    cr_assert(strstr(out, "fails with %s%n{culprit_reason}; re-run"), "%s",
+              out);
+    pf_reason_remedy(PF_R_SlowPeer, true, NULL, out, sizeof(out));
+    cr_assert(strstr(out, "fails with ; re-run"), "%s", out);
+    pf_reason_remedy(PF_R_SlowPeer, true, "StragglerNode", out, 12);
+    cr_assert_str_eq(out, "nothing to ");
+    pf_reason_remedy(PF_R_PreflightPassed, false, "x", out, sizeof(out));
+    cr_assert_str_eq(out, "");
+    pf_reason_remedy((enum pf_reason)9999, false, "x", out, sizeof(out));
+    cr_assert_str_eq(out, "");
+}
+
+/* Every remedy, filled with the longest reason word, fits a check's remedy
+ * and leaves no placeholder behind; only SlowPeer has one. */
+Test(reasons, every_remedy_fits_a_check_with_its_placeholder_filled)
+{
+    struct pf_check c;
+    char out[1024];
+
+    for (int i = 1; i < PF_R_COUNT; i++) {
+        const struct pf_reason_info *r = pf_reason_info((enum pf_reason)i);
+        for (int warn = 0; warn < 2; warn++) {
+            pf_reason_remedy((enum pf_reason)i, warn,
+                             "DataCorruptionNotLocalised", out, sizeof(out));
+            cr_assert_lt(strlen(out), sizeof(c.remedy), "%s: %zu bytes",
+                         r->name, strlen(out));
+            cr_assert_null(strchr(out, '{'), "%s: %s", r->name, out);
+        }
+        cr_assert_eq(strchr(r->remedy, '{') != NULL, i == PF_R_SlowPeer,
+                     "%s: %s", r->name, r->remedy);
+        cr_assert(!r->remedy_warn || r->remedy[0], "%s", r->name);
+    }
 }

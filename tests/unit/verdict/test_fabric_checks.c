@@ -422,6 +422,8 @@ Test(fabric_checks, slow_and_corrupt_nodes_are_both_named)
                              b->message);
                 cr_assert(strstr(b->message, "rank 2 (10.0.0.12) is the "
                                  "straggler, not this node"), "%s", b->message);
+                cr_assert(strstr(b->remedy, "fails with StragglerNode;"),
+                          "%s", b->remedy);
                 cr_assert_eq(d->reason, PF_R_PeerDataCorruption);
                 cr_assert(strstr(d->message, "rank 5 (10.0.0.15) corrupts "
                                  "data, not this node"), "%s", d->message);
@@ -449,6 +451,8 @@ Test(fabric_checks, ring_miss_with_a_culprit_is_not_a_group_failure)
     cr_assert(strstr(find(run, "busbw")->message, "singled out by the "
                      "pairwise test, not this node (rank 0)"), "%s",
               find(run, "busbw")->message);
+    cr_assert(strstr(find(run, "busbw")->remedy, "fails with StragglerNode;"),
+              "%s", find(run, "busbw")->remedy);
     cr_assert_eq(run->verdict.exit_code, PF_EXIT_PEER);
     run->coll.strag.culprit_bad[0] = PF_LINK_SLOW;
     free(run);

@@ -405,6 +405,8 @@ Test(nic_checks, slow_rail_localised_here_fails_and_elsewhere_warns)
     cr_assert_eq(s->reason, PF_R_SlowPeer);
     cr_assert(strstr(s->message, "rank 2's NIC on rail 1 is slow, not this "
                      "node's (rank 0)"), "%s", s->message);
+    cr_assert(strstr(s->remedy, "report fails with EFANICSlow;"), "%s",
+              s->remedy);
     cr_assert_eq(run->verdict.exit_code, 4);
     free_rails_run(run);
 }
