@@ -101,9 +101,7 @@ static const struct pf_reason_info table[PF_R_COUNT] = {
         "EFADeviceCountMismatch", PF_CLASS_NODE, DEV,
         "check that every EFA interface was attached at launch and the efa "
         "driver is healthy (dmesg | grep efa); replace the node if devices "
-        "are missing",
-        /* more devices than expected: the expectation is wrong */
-        "fix the catalog entry (--catalog FILE) or set --expect-efa" },
+        "are missing" },
     [PF_R_EFAPortDown] = {
         "EFAPortDown", PF_CLASS_NODE, DEV,
         "check the network interface attachment and the efa driver log "
@@ -116,10 +114,7 @@ static const struct pf_reason_info table[PF_R_COUNT] = {
         "EFAProviderUnavailable", PF_CLASS_NODE, DEV,
         "install the EFA software (aws-efa-installer) so libfabric with the "
         "efa provider is in /opt/amazon/efa, or point --libfabric-path at "
-        "it",
-        /* fewer efa domains than EFA devices */
-        "check FI_EFA_* / FI_PROVIDER settings and the uverbs files of the "
-        "missing devices" },
+        "it" },
     [PF_R_MemlockTooLow] = {
         "MemlockTooLow", PF_CLASS_NODE, DEV,
         "raise the locked-memory limit: ulimit -l unlimited, or the "
@@ -291,6 +286,23 @@ static const struct pf_reason_info table[PF_R_COUNT] = {
         "--fabric-addrs entry an address of this node; nothing was written" },
 };
 
+/* Remedies of reasons raised as a warning where that is another case than
+ * their failure (a row of its own, so the table's rows stay four fields). */
+static const char *const warn_remedy[PF_R_COUNT] = {
+    /* more devices than expected: the expectation is wrong */
+    [PF_R_EFADeviceCountMismatch] =
+        "fix the catalog entry (--catalog FILE) or set --expect-efa",
+    /* fewer efa domains than EFA devices */
+    [PF_R_EFAProviderUnavailable] =
+        "check FI_EFA_* / FI_PROVIDER settings and the uverbs files of the "
+        "missing devices",
+};
+
+const char *pf_reason_remedy_warn(enum pf_reason r)
+{
+    return (unsigned)r < PF_R_COUNT ? warn_remedy[r] : NULL;
+}
+
 pf_err pf_fault_set(struct pf_fault *f, pf_err err, enum pf_reason reason,
                     const char *msg)
 {
@@ -319,7 +331,8 @@ void pf_reason_remedy(enum pf_reason r, bool warn, const char *arg,
                       char *out, size_t len)
 {
     const struct pf_reason_info *ri = pf_reason_info(r);
-    const char *t = warn && ri->remedy_warn ? ri->remedy_warn : ri->remedy;
+    const char *t = warn && pf_reason_remedy_warn(r) ? pf_reason_remedy_warn(r)
+                                                 : ri->remedy;
     size_t o = 0;
 
     if (!out || len == 0)
@@ -466,8 +479,8 @@ static void print_json(FILE *out)
                                 pf_class_condition_status(r->cls));
         cJSON_AddBoolToObject(o, "may_taint", pf_class_may_taint(r->cls));
         cJSON_AddStringToObject(o, "remedy", r->remedy);
-        if (r->remedy_warn)
-            cJSON_AddStringToObject(o, "remedy_warn", r->remedy_warn);
+        if (warn_remedy[i])
+            cJSON_AddStringToObject(o, "remedy_warn", warn_remedy[i]);
         cJSON_AddItemToArray(arr, o);
     }
     s = cJSON_Print(arr);
@@ -510,9 +523,9 @@ void pf_reasons_print(FILE *out, const char *format)
                     r->cls == PF_CLASS_OK ? " (Unknown when skipped)" : "",
                     pf_class_may_taint(r->cls) ? "yes" : "no");
             md_cell(out, r->remedy);
-            if (r->remedy_warn) {
+            if (warn_remedy[i]) {
                 fputs("; as a warning: ", out);
-                md_cell(out, r->remedy_warn);
+                md_cell(out, warn_remedy[i]);
             }
             fputs(" |\n", out);
         }
@@ -523,8 +536,8 @@ void pf_reasons_print(FILE *out, const char *format)
         const struct pf_reason_info *r = &table[i];
         fprintf(out, "%-26s %-14s %4d  %s", r->name, pf_class_name(r->cls),
                 pf_class_exit_code(r->cls), r->remedy[0] ? r->remedy : "-");
-        if (r->remedy_warn)
-            fprintf(out, "; as a warning: %s", r->remedy_warn);
+        if (warn_remedy[i])
+            fprintf(out, "; as a warning: %s", warn_remedy[i]);
         fputc('\n', out);
     }
 }

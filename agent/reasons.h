@@ -132,10 +132,11 @@ struct pf_reason_info {
     enum pf_reason_class cls;
     const char *condition;         /* condition it feeds; "" = either */
     const char *remedy;            /* one line; "" when nothing to do */
-    /* The remedy of this reason raised as a warning, where that is
-     * another case than its failure (NULL: remedy). */
-    const char *remedy_warn;
 };
+
+/* The remedy of reason r raised as a warning, where that is another case
+ * than its failure; NULL: the remedy. */
+const char *pf_reason_remedy_warn(enum pf_reason r);
 
 /* The first failure a stage detects, as it travels to the verdict: stages
  * that must not see the data model (transport, discovery) record here. */
@@ -176,7 +177,7 @@ enum pf_reason_class pf_reason_class_of(enum pf_reason r);
 enum pf_reason pf_reason_by_name(const char *name);
 
 /* The remedy of reason r into out (len bytes, always terminated): the
- * table's text (remedy_warn when warn and the row has one) with every
+ * table's text (pf_reason_remedy_warn when warn and the row has one) with every
  * placeholder replaced by arg ("" when NULL). "" when r has none. */
 void pf_reason_remedy(enum pf_reason r, bool warn, const char *arg,
                       char *out, size_t len);
