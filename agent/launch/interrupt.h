@@ -1,5 +1,5 @@
 /* launch/interrupt: what the pipeline and the signal thread share while a
- * run (node, run, local) goes on; run_stages owns it.
+ * run (node, run, local) goes on; pf_run_stages (pipeline.c) owns it.
  *
  *   RUN          no verdict yet: a signal cancels the API requests, rolls
  *                the Node forward (status=error, Interrupted) and exits.

@@ -55,7 +55,7 @@ pf_err pf_free_port(int *port, char *err);
  * later (libcurl, NCCL, libfabric) inherits the block and no library's
  * handler ever runs. fn runs on that thread, once per signal; it may
  * _exit. No handler, no global flag: the state fn needs is ctx, owned by
- * the caller (main). */
+ * the caller (launch/interrupt.h, monitor/command.c). */
 struct pf_sigwatch {
     pthread_t thread;
     bool running;
