@@ -141,10 +141,11 @@ pf_err pf_collective(struct pf_run *run, char *err)
     if ((rc = choose_engine(run, &ops, err)) != PF_OK)
         return rc;
     snprintf(c->engine, sizeof(c->engine), "%s", ops->name);
+    c->engine_kind = ops == &pf_engine_nccl ? PF_ENGINE_NCCL : PF_ENGINE_HOST;
     /* Sweep up to the floor's size unless -e says otherwise, so a
      * catalogued type is judged where its floor holds (the host engine
      * will stripe over every EFA device). */
-    pf_floor_for(&run->cfg, run->instance, c->engine,
+    pf_floor_for(&run->cfg, run->instance, c->engine_kind,
                  requested_fallback(&run->cfg), c->nnodes,
                  run->node.efa_count, &rule);
     /* Bad sizes are the user's to fix before any peer is waited for. */

@@ -147,9 +147,9 @@ void pf_nics_spread(struct pf_run *run)
     if (c->nnodes < 2) {
         snprintf(why, len, "one node: the %s engine's traffic stays inside "
                  "it (%s), off the NICs", c->engine[0] ? c->engine : "?",
-                 strcmp(c->engine, "nccl") ? "shared memory, loopback"
-                                           : "NVLink, PCIe, shared memory");
-    } else if (!strcmp(c->engine, "nccl")) {
+                 c->engine_kind != PF_ENGINE_NCCL ? "shared memory, loopback"
+                                 : "NVLink, PCIe, shared memory");
+    } else if (c->engine_kind == PF_ENGINE_NCCL) {
         if (!c->fabric.net_plugin_loaded || c->fabric.inter_node_socket ||
             !strstr(c->fabric.transport, "NET/Libfabric"))
             snprintf(why, len, "NCCL did not run over aws-ofi-nccl on every "

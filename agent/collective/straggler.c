@@ -50,7 +50,7 @@ double pf_coll_floor_at(const struct pf_run *run, int nnodes,
     bool other = c->fabric.provider_is_fallback &&
                  !run->cfg.debug_floor_any_provider;
 
-    pf_floor_for(&run->cfg, run->instance, c->engine,
+    pf_floor_for(&run->cfg, run->instance, c->engine_kind,
                  other ? c->fabric.provider : NULL, nnodes, c->nics.nrails,
                  rule);
     return rule->gbps;

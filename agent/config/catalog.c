@@ -866,7 +866,7 @@ pf_err pf_catalog_print_json(const struct pf_catalog *cat, FILE *out,
 
 /* The one floor rule (catalog.h). */
 void pf_floor_for(const struct pf_config *cfg, const struct pf_instance *it,
-                  const char *engine, const char *fallback_provider,
+                  enum pf_engine_kind engine, const char *fallback_provider,
                   int nnodes, int nics, struct pf_floor_rule *out)
 {
     const struct pf_floor *f, *lo, *hi;
@@ -892,7 +892,7 @@ void pf_floor_for(const struct pf_config *cfg, const struct pf_instance *it,
         return;
     }
     gpu_type = !strcmp(it->accel_kind, "gpu");
-    nccl = !strcmp(engine, "nccl");
+    nccl = engine == PF_ENGINE_NCCL;
     if (gpu_type != nccl) {
         snprintf(out->src, sizeof(out->src), "no floor: the catalog's floors "
                  "for %s measure the %s engine", it->name,

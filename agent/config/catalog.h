@@ -57,7 +57,7 @@ const struct pf_floor *pf_instance_host_floor(const struct pf_instance *it,
  * entry's host_floors by the NICs it striped over (nics; 0 = not known
  * yet) where it has them, its node-count floors otherwise. */
 void pf_floor_for(const struct pf_config *cfg, const struct pf_instance *it,
-                  const char *engine, const char *fallback_provider,
+                  enum pf_engine_kind engine, const char *fallback_provider,
                   int nnodes, int nics, struct pf_floor_rule *out);
 
 /* The largest size to sweep: -e when given, else 64 MiB or the floor's

@@ -1,6 +1,7 @@
-/* launch: process supervision that main drives around the pipeline: the
- * `local` launcher that forks the rank processes, and the DaemonSet's idle
- * wait after the verdict is on the Node. No stage calls into here. */
+/* launch: the run's stage order (pipeline.c) and the process supervision
+ * around it: the signal state (interrupt.h), the `local` launcher that
+ * forks the rank processes, and the DaemonSet's idle wait after the
+ * verdict is on the Node. main calls into here; no stage does. */
 #ifndef PF_LAUNCH_H
 #define PF_LAUNCH_H
 
@@ -11,6 +12,16 @@
 #include <stdint.h>
 
 #include "../types/run.h"
+
+/* node, run, local after config: signals taken, the Node marked (k8s),
+ * probe -> [discover -> collective] -> verdict -> publish, then the
+ * DaemonSet's idle wait. Returns the exit code. */
+int pf_run_stages(struct pf_run *run, bool collective);
+/* What would be found only after the whole run, or would make a healthy
+ * node fail, is checked before anything runs or is written: the output
+ * paths (a file that is regular or missing, a directory) and the values
+ * that name something on this host. */
+pf_err pf_prerun_checks(const struct pf_config *cfg, char *err);
 
 /* `local`: fork cfg.ranks rank processes. Returns in each child with
  * *is_child = true and cfg.rank / bootstrap set for it; in the parent
@@ -44,7 +55,7 @@ pf_err pf_free_port(int *port, char *err);
  * later (libcurl, NCCL, libfabric) inherits the block and no library's
  * handler ever runs. fn runs on that thread, once per signal; it may
  * _exit. No handler, no global flag: the state fn needs is ctx, owned by
- * the caller (main). */
+ * the caller (launch/interrupt.h, monitor/command.c). */
 struct pf_sigwatch {
     pthread_t thread;
     bool running;

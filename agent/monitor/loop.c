@@ -1,7 +1,7 @@
 /* `efa-preflight monitor`: read, judge, export, write; then wait for the
  * next interval or the end (monitor.h).
  *
- * One thread does the work; the signal thread (main.c) only sets *stop and
+ * One thread does the work; the signal thread (command.c) only sets *stop and
  * wakes the wait, so a SIGTERM ends the loop within one API request's
  * bound, the cancel flag cutting even that short. */
 #include "monitor.h"

@@ -232,5 +232,9 @@ pf_err pf_mon_serve(const char *listen, struct pf_mon_ctl *ctl,
 /* `efa-preflight monitor`: the loop until pf_mon_ctl_stop,
  * cfg.monitor_intervals, or a fatal error. Returns the exit code. */
 int pf_monitor_run(struct pf_run *run, struct pf_mon_ctl *ctl);
+/* `efa-preflight monitor` from main (command.c): the output path checked,
+ * SIGTERM/SIGINT taken by one thread (a clean exit 0 on the first, at once
+ * on a second), then pf_monitor_run. Returns the exit code. */
+int pf_monitor_command(struct pf_run *run);
 
 #endif

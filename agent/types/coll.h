@@ -10,6 +10,7 @@
 
 #include "../reasons.h"
 #include "catalog.h"
+#include "config.h"
 #include "engine.h"
 #include "node.h"
 
@@ -159,7 +160,8 @@ struct pf_nics {
 
 struct pf_coll {
     bool ran;
-    char engine[16];                  /* nccl|host */
+    char engine[16];                  /* nccl|host: its printed name */
+    enum pf_engine_kind engine_kind;  /* PF_ENGINE_NCCL|HOST once chosen */
     struct pf_fabric_facts fabric;    /* from the engine */
     int nranks;                       /* global ranks (processes x GPUs) */
     int nnodes;

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "err.h"
 #include "sanitize.h"
 
 static enum pf_log_level log_level = PF_LOG_WARN;
@@ -46,4 +47,16 @@ void pf_log(enum pf_log_level lvl, const char *fmt, ...)
     pf_sanitize_inplace(line, sizeof(line));
     /* One fprintf per line so lines from several ranks do not interleave. */
     fprintf(stderr, "%s%s\n", prefix, line);
+}
+
+void pf_say(const char *fmt, ...)
+{
+    char line[2 * PF_ERRLEN];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    pf_sanitize_inplace(line, sizeof(line));
+    fprintf(stderr, "efa-preflight: %s\n", line);
 }

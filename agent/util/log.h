@@ -20,6 +20,12 @@ void pf_log_prefix(char *buf, size_t cap, const char *kind);
 void pf_log(enum pf_log_level lvl, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* "efa-preflight: <message>" on stderr, no prefix of time or level: what
+ * the commands tell the operator. Messages quote what the operator gave
+ * (flags, env, files), which may hold control bytes: they go through the
+ * sanitiser as peer input does. */
+void pf_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 #define pf_error(...) pf_log(PF_LOG_ERROR, __VA_ARGS__)
 #define pf_warn(...)  pf_log(PF_LOG_WARN, __VA_ARGS__)
 #define pf_info(...)  pf_log(PF_LOG_INFO, __VA_ARGS__)

@@ -146,7 +146,7 @@ void pf_verdict_transport(struct pf_run *run)
 {
     const struct pf_coll *c = &run->coll;
 
-    if (strcmp(c->engine, "nccl") != 0)
+    if (c->engine_kind != PF_ENGINE_NCCL)
         return;
     /* an empty network means NCCL's log never said anything useful */
     bool known = c->fabric.nccl_network[0] || c->fabric.transport[0];

@@ -21,6 +21,11 @@
 #    aggregate of agent/types/, is for main.c; types/run.h for the
 #    harness, never for transport/ or the engines, which include neither
 #    each other nor the transport);
+#  - agent/main.c parses the config and dispatches by command, nothing
+#    more: at most 300 lines, no stage called and no signal taken there
+#    (the stage order is launch/pipeline.c, the signal state
+#    launch/interrupt.c, the commands launch/commands.c and
+#    monitor/command.c);
 #  - unit tests mirror the sources: tests/unit/<folder>/test_<source>[_<what>].c
 #    names a source agent/<folder>/<source>.c, and only tests live there
 #    (every fake is in tests/fakes/).
@@ -176,6 +181,18 @@ for call in 'pf_floor_for(cfg' 'pf_coll_floor (run' 'pf_coll_floor_at(run' 'pf_c
     grep -qE "$judge_re" <<<"x = $call, &rule);" || fail "the floor-rule check misses \"$call\""
 done
 
+# 3f. main.c dispatches; the pipeline, the signals and the commands live
+#     in launch/ (and monitor/command.c).
+lines=$(wc -l < agent/main.c)
+[ "$lines" -le 300 ] || fail "agent/main.c has $lines lines (at most 300): the stage order belongs in launch/pipeline.c, a command in launch/commands.c or its own folder"
+main_re='\bpf_(probe|discover|collective|verdict_[a-z]+|publish[a-z_]*|sigwatch_start|webhook_start|monitor_run)[[:space:]]*\('
+if grep -nE "$main_re" agent/main.c; then
+    fail "agent/main.c runs a stage or takes signals itself: launch/pipeline.c runs the stages, launch/interrupt.c holds the signal state"
+fi
+for call in 'pf_probe(run' 'pf_publish(run' 'pf_verdict_finish(run' 'pf_sigwatch_start(&w'; do
+    grep -qE "$main_re" <<<"x = $call, err);" || fail "the main.c check misses \"$call\""
+done
+
 # 4. Tests mirror sources.
 n=0
 while read -r t; do
@@ -197,4 +214,4 @@ others=$(find tests/unit -type f ! -name 'test_*.c')
 [ -z "$others" ] || fail "not a test, belongs in tests/fakes/: $others"
 
 [ $bad -eq 0 ] || exit 1
-echo "layout: util/ is a leaf, net/ stands on util/ alone, transport/ and the engines never see the run, $nfiles files of util/ net/ webhook/ transport/ collective/ compile with only the headers they may use, the coordinator is in coord/, webhook/ uses util/ alone, monitor/ runs no collective, verdict/ and publish/ read the collective's judgement, $n unit test files mirror their sources"
+echo "layout: util/ is a leaf, net/ stands on util/ alone, transport/ and the engines never see the run, $nfiles files of util/ net/ webhook/ transport/ collective/ compile with only the headers they may use, the coordinator is in coord/, webhook/ uses util/ alone, monitor/ runs no collective, main.c ($lines lines) only dispatches, verdict/ and publish/ read the collective's judgement, $n unit test files mirror their sources"

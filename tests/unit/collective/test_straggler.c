@@ -196,6 +196,7 @@ static void fake_sweep(struct pf_run *run, int world, double busbw)
     c->nrows = 1;
     c->nranks = c->nnodes = world;
     snprintf(c->engine, sizeof(c->engine), "host");
+    c->engine_kind = PF_ENGINE_HOST;
     c->rows[0].bytes = 1 << 20;
     c->peak_busbw = busbw;
     c->rank_seconds = calloc((size_t)world, sizeof(double));

@@ -240,7 +240,7 @@ Test(catalog, override_changes_one_point)
 
     /* the one floor rule follows */
     pf_config_defaults(&cfg);
-    pf_floor_for(&cfg, p5, "nccl", NULL, 8, 0, &rule);
+    pf_floor_for(&cfg, p5, PF_ENGINE_NCCL, NULL, 8, 0, &rule);
     cr_assert_float_eq(rule.gbps, 180, 1e-9);
     cr_assert_str_eq(rule.src, "catalog floor for p5.48xlarge at 8 node(s), "
                      "estimated");
@@ -265,18 +265,18 @@ Test(catalog, floor_rule_names_the_points)
     struct pf_floor_rule rule;
 
     pf_config_defaults(&cfg);
-    pf_floor_for(&cfg, p5, "nccl", NULL, 64, 0, &rule);
+    pf_floor_for(&cfg, p5, PF_ENGINE_NCCL, NULL, 64, 0, &rule);
     cr_assert_float_eq(rule.gbps, 130, 1e-9);
     cr_assert_eq(rule.from_bytes, 1ull << 30);
     cr_assert_str_eq(rule.src, "catalog floor for p5.48xlarge at 64 node(s), "
                      "between its 32- and 128-node points, estimated");
-    pf_floor_for(&cfg, p5, "nccl", NULL, 2048, 0, &rule);
+    pf_floor_for(&cfg, p5, PF_ENGINE_NCCL, NULL, 2048, 0, &rule);
     cr_assert_float_eq(rule.gbps, 50, 1e-9);
     cr_assert_str_eq(rule.src, "catalog floor for p5.48xlarge at 2048 "
                      "node(s), its 1024-node point (flat beyond), estimated");
-    pf_floor_for(&cfg, p5, "nccl", NULL, 2, 0, &rule);
+    pf_floor_for(&cfg, p5, PF_ENGINE_NCCL, NULL, 2, 0, &rule);
     cr_assert_str_eq(rule.src, "catalog floor for p5.48xlarge at 2 node(s)");
-    pf_floor_for(&cfg, pf_catalog_find(&cat, "p6-b200.48xlarge"), "nccl",
+    pf_floor_for(&cfg, pf_catalog_find(&cat, "p6-b200.48xlarge"), PF_ENGINE_NCCL,
                  NULL, 1, 0, &rule);
     cr_assert_float_eq(rule.gbps, 0, 1e-9);
 }
@@ -544,6 +544,7 @@ static const struct pf_check *busbw_check(int nnodes, double busbw)
     c->ran = true;
     c->slow_rank = -1;
     snprintf(c->engine, sizeof(c->engine), "nccl");
+    c->engine_kind = PF_ENGINE_NCCL;
     snprintf(c->fabric.provider, sizeof(c->fabric.provider), "efa");
     c->nnodes = nnodes;
     c->nranks = 8 * nnodes;

@@ -37,7 +37,7 @@ static double rule_gbps(const struct pf_config *cfg,
 {
     struct pf_floor_rule rule;
 
-    pf_floor_for(cfg, it, "host", fallback, nnodes, nics, &rule);
+    pf_floor_for(cfg, it, PF_ENGINE_HOST, fallback, nnodes, nics, &rule);
     snprintf(src, len, "%s", rule.src);
     return rule.gbps;
 }

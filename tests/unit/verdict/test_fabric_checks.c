@@ -30,6 +30,7 @@ static struct pf_run *ran(const char *engine, const char *provider,
 
     c->ran = true;
     snprintf(c->engine, sizeof(c->engine), "%s", engine);
+    c->engine_kind = strcmp(engine, "nccl") ? PF_ENGINE_HOST : PF_ENGINE_NCCL;
     snprintf(c->fabric.provider, sizeof(c->fabric.provider), "%s", provider);
     c->fabric.provider_is_fallback = strncmp(provider, "efa", 3) != 0;
     c->nranks = 2 * nnodes;
@@ -256,6 +257,7 @@ Test(fabric_checks, one_rank_has_no_bus_to_judge)
      * floor can pass or fail it. */
     c->ran = true;
     snprintf(c->engine, sizeof(c->engine), "host");
+    c->engine_kind = PF_ENGINE_HOST;
     snprintf(c->fabric.provider, sizeof(c->fabric.provider), "efa");
     c->nranks = c->nnodes = 1;
     c->nrows = 1;

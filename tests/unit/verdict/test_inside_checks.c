@@ -20,6 +20,7 @@ static struct pf_run *one_node(int n, bool gpus, long wrong)
 
     c->ran = true;
     snprintf(c->engine, sizeof(c->engine), "%s", gpus ? "nccl" : "host");
+    c->engine_kind = gpus ? PF_ENGINE_NCCL : PF_ENGINE_HOST;
     snprintf(c->fabric.provider, sizeof(c->fabric.provider), "tcp");
     c->fabric.provider_is_fallback = true;
     c->nranks = n;

@@ -54,6 +54,7 @@ static void judge(struct nic_case *k, const char *engine)
     pf_nics_end(k->run, &k->w, "sweep", -1);
     c->ran = true;
     snprintf(c->engine, sizeof(c->engine), "%s", engine);
+    c->engine_kind = strcmp(engine, "nccl") ? PF_ENGINE_HOST : PF_ENGINE_NCCL;
     snprintf(c->fabric.provider, sizeof(c->fabric.provider), "efa");
     snprintf(c->fabric.transport, sizeof(c->fabric.transport),
              "NET/Libfabric/GDRDMA");
@@ -155,6 +156,7 @@ Test(nic_checks, idleness_is_not_judged_where_nothing_spreads)
     k.run->coll.ran = true;
     k.run->coll.nrows = 1;
     snprintf(k.run->coll.engine, sizeof(k.run->coll.engine), "nccl");
+    k.run->coll.engine_kind = PF_ENGINE_NCCL;
     pf_nics_spread(k.run);
     pf_test_judged(k.run);
     pf_verdict_fabric(k.run);

@@ -18,6 +18,7 @@ static void setup(void)
     p5.efa_count = 32;
     p5.gdr_required = true;
     snprintf(run.coll.engine, sizeof(run.coll.engine), "nccl");
+    run.coll.engine_kind = PF_ENGINE_NCCL;
 }
 
 static const struct pf_check *find(const char *name)
@@ -133,6 +134,7 @@ Test(nccl_verdict, unknown_log_skips_instead_of_guessing)
 Test(nccl_verdict, host_engine_adds_nothing)
 {
     snprintf(run.coll.engine, sizeof(run.coll.engine), "host");
+    run.coll.engine_kind = PF_ENGINE_HOST;
     coll("NET/Socket", "Socket", false, false, true);
     pf_verdict_transport(&run);
     cr_assert_eq(run.verdict.n, 0);
