@@ -792,10 +792,7 @@ static cJSON *floor_json(const struct pf_floor *f, const char *key)
     cJSON_AddNumberToObject(o, "busbw_gbps", f->busbw_gbps);
     cJSON_AddNumberToObject(o, "from_bytes", (double)f->from_bytes);
     cJSON_AddBoolToObject(o, "verified", f->verified);
-    if (f->source[0])
-        cJSON_AddStringToObject(o, "source", f->source);
-    else
-        cJSON_AddNullToObject(o, "source");
+    pf_json_add_text(o, "source", f->source);
     return o;
 }
 

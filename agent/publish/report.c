@@ -90,10 +90,7 @@ static cJSON *node_json(const struct pf_node *n)
     pf_json_add_text(node, "instance_type", n->instance_type);
     pf_json_add_text(node, "instance_source", n->instance_source);
     pf_json_add_text(node, "instance_note", n->instance_note);
-    if (n->uptime_s >= 0)
-        cJSON_AddNumberToObject(node, "uptime_s", n->uptime_s);
-    else
-        cJSON_AddNullToObject(node, "uptime_s");
+    pf_json_add_number_if(node, "uptime_s", n->uptime_s >= 0, n->uptime_s);
     cJSON_AddItemToObject(node, "efa", efa_json(n));
 
     o = cJSON_AddObjectToObject(node, "libfabric");
@@ -172,6 +169,19 @@ static cJSON *side_json(double us, double algbw, double busbw, long wrong)
     return o;
 }
 
+/* One pairwise link test: ranks a and b, its time, bandwidth and wrong
+ * elements. */
+static cJSON *link_json(const struct pf_link *l)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "a", l->a);
+    cJSON_AddNumberToObject(o, "b", l->b);
+    cJSON_AddNumberToObject(o, "seconds", l->seconds);
+    cJSON_AddNumberToObject(o, "gbps", l->gbps);
+    cJSON_AddNumberToObject(o, "wrong", (double)l->wrong);
+    return o;
+}
+
 /* How the straggler was looked for (collective/straggler.h). */
 static cJSON *straggler_json(const struct pf_run *run)
 {
@@ -182,10 +192,8 @@ static cJSON *straggler_json(const struct pf_run *run)
     pf_json_add_text(o, "method", s->method);
     pf_json_add_text(o, "kind", s->kind);
     pf_json_add_text(o, "note", s->note);
-    if (s->method[0])
-        cJSON_AddNumberToObject(o, "floor_gbps", s->floor_gbps);
-    else
-        cJSON_AddNullToObject(o, "floor_gbps");
+    pf_json_add_number_if(o, "floor_gbps", s->method[0] != '\0',
+                          s->floor_gbps);
     cJSON_AddNumberToObject(o, "pair_bytes", (double)s->pair_bytes);
     cJSON_AddNumberToObject(o, "pair_iters", s->pair_iters);
     /* What every link was judged against: the 2-node floor, or (relative)
@@ -196,12 +204,7 @@ static cJSON *straggler_json(const struct pf_run *run)
     cJSON_AddNumberToObject(o, "pair_seconds", s->pair_seconds);
     arr = cJSON_AddArrayToObject(o, "links");
     for (int i = 0; i < s->nlinks && s->links; i++) {
-        cJSON *l = cJSON_CreateObject();
-        cJSON_AddNumberToObject(l, "a", s->links[i].a);
-        cJSON_AddNumberToObject(l, "b", s->links[i].b);
-        cJSON_AddNumberToObject(l, "seconds", s->links[i].seconds);
-        cJSON_AddNumberToObject(l, "gbps", s->links[i].gbps);
-        cJSON_AddNumberToObject(l, "wrong", (double)s->links[i].wrong);
+        cJSON *l = link_json(&s->links[i]);
         cJSON_AddBoolToObject(l, "slow", s->links[i].bad & PF_LINK_SLOW);
         cJSON_AddBoolToObject(l, "bad_data", s->links[i].bad & PF_LINK_DATA);
         cJSON_AddBoolToObject(l, "confirm", s->links[i].confirm);
@@ -246,24 +249,14 @@ static cJSON *inside_json(const struct pf_run *run)
         cJSON *x = cJSON_CreateObject();
         cJSON_AddNumberToObject(x, "rank", id->rank);
         cJSON_AddNumberToObject(x, "process", id->proc);
-        if (id->gpu >= 0)
-            cJSON_AddNumberToObject(x, "gpu", id->gpu);
-        else
-            cJSON_AddNullToObject(x, "gpu");
+        pf_json_add_number_if(x, "gpu", id->gpu >= 0, id->gpu);
         pf_json_add_text(x, "bus_id", id->bus);
         pf_json_add_text(x, "nic", id->nic);
         cJSON_AddItemToArray(arr, x);
     }
     arr = cJSON_AddArrayToObject(o, "links");
-    for (int i = 0; i < in->nlinks && in->links; i++) {
-        cJSON *l = cJSON_CreateObject();
-        cJSON_AddNumberToObject(l, "a", in->links[i].a);
-        cJSON_AddNumberToObject(l, "b", in->links[i].b);
-        cJSON_AddNumberToObject(l, "seconds", in->links[i].seconds);
-        cJSON_AddNumberToObject(l, "gbps", in->links[i].gbps);
-        cJSON_AddNumberToObject(l, "wrong", (double)in->links[i].wrong);
-        cJSON_AddItemToArray(arr, l);
-    }
+    for (int i = 0; i < in->nlinks && in->links; i++)
+        cJSON_AddItemToArray(arr, link_json(&in->links[i]));
     arr = cJSON_AddArrayToObject(o, "culprits");
     for (int k = 0; k < in->nculprits && in->culprits; k++)
         cJSON_AddItemToArray(arr, cJSON_CreateNumber(in->culprits[k]));
@@ -321,10 +314,7 @@ static cJSON *nics_json(const struct pf_run *run)
         cJSON *x = cJSON_CreateObject(), *devs;
 
         cJSON_AddStringToObject(x, "stage", win->stage);
-        if (win->peer >= 0)
-            cJSON_AddNumberToObject(x, "peer", win->peer);
-        else
-            cJSON_AddNullToObject(x, "peer");
+        pf_json_add_number_if(x, "peer", win->peer >= 0, win->peer);
         cJSON_AddNumberToObject(x, "seconds", win->seconds);
         devs = cJSON_AddArrayToObject(x, "devices");
         for (int i = 0; i < s->n; i++) {
@@ -346,10 +336,8 @@ static cJSON *nics_json(const struct pf_run *run)
         cJSON_AddNumberToObject(x, "seconds", rl->seconds);
         cJSON_AddNumberToObject(x, "gbps", rl->gbps);
         cJSON_AddBoolToObject(x, "slow", rl->slow);
-        if (rl->suspect >= 0)
-            cJSON_AddNumberToObject(x, "suspect_rank", rl->suspect);
-        else
-            cJSON_AddNullToObject(x, "suspect_rank");
+        pf_json_add_number_if(x, "suspect_rank", rl->suspect >= 0,
+                              rl->suspect);
         cJSON_AddItemToArray(arr, x);
     }
     cJSON_AddBoolToObject(o, "rails_localised", s->rails_localised);
@@ -367,19 +355,12 @@ static cJSON *floor_json(const struct pf_run *run)
     uint64_t at = j->busbw_bytes;
     double floor = rule->gbps;
     double judged = j->busbw_gbps;
+    bool was_judged = judged >= 0 && at > 0;
 
-    if (floor > 0)
-        cJSON_AddNumberToObject(o, "busbw_gbps", floor);
-    else
-        cJSON_AddNullToObject(o, "busbw_gbps");
+    pf_json_add_number_if(o, "busbw_gbps", floor > 0, floor);
     cJSON_AddNumberToObject(o, "from_bytes", (double)rule->from_bytes);
-    if (judged >= 0 && at > 0) {
-        cJSON_AddNumberToObject(o, "judged_busbw_gbps", judged);
-        cJSON_AddNumberToObject(o, "bytes", (double)at);
-    } else {
-        cJSON_AddNullToObject(o, "judged_busbw_gbps");
-        cJSON_AddNullToObject(o, "bytes");
-    }
+    pf_json_add_number_if(o, "judged_busbw_gbps", was_judged, judged);
+    pf_json_add_number_if(o, "bytes", was_judged, (double)at);
     pf_json_add_text(o, "source", rule->src);
     return o;
 }
@@ -428,10 +409,8 @@ static cJSON *collective_json(const struct pf_run *run)
     cJSON_AddNumberToObject(o, "peak_busbw_gbps", c->peak_busbw);
     cJSON_AddItemToObject(o, "floor", floor_json(run));
     cJSON_AddNumberToObject(o, "wrong_total", (double)c->wrong_total);
-    if (c->slow_rank >= 0 && c->nranks > 0)
-        cJSON_AddNumberToObject(o, "slow_rank", c->slow_rank);
-    else
-        cJSON_AddNullToObject(o, "slow_rank");
+    pf_json_add_number_if(o, "slow_rank", c->slow_rank >= 0 && c->nranks > 0,
+                          c->slow_rank);
     cJSON_AddItemToObject(o, "straggler", straggler_json(run));
     cJSON_AddItemToObject(o, "inside", inside_json(run));
     cJSON_AddItemToObject(o, "nics", nics_json(run));
