@@ -392,6 +392,20 @@ static pf_err record_all(struct nccl_engine *g, int which, char *err)
     return PF_OK;
 }
 
+/* record_all for the two ranks a and b of a pair. */
+static pf_err record_pair(struct nccl_engine *g, int a, int b, int which,
+                          char *err)
+{
+    for (int k = 0; k < 2; k++) {
+        struct nccl_rank *r = &g->r[k ? b : a];
+        pf_cuda_error_t e = g->cuda.cudaEventRecord(event_of(r, which),
+                                                    r->stream);
+        if (e != PF_CUDA_SUCCESS)
+            return cuda_fail(g, err, "cudaEventRecord", r->dev, e);
+    }
+    return PF_OK;
+}
+
 /* ---------------------------------------------------------------- open */
 
 static void teardown(struct nccl_engine *g);
@@ -1274,25 +1288,15 @@ static pf_err nccl_local_pairs(struct pf_engine *e, const int *partner,
         slow = g->r[a].rank == g->args.slow_rank ||
                g->r[b].rank == g->args.slow_rank;
         rc = local_launch(g, a, b, count, deadline, err);    /* warm-up */
-        for (int k = 0; rc == PF_OK && k < 2; k++) {
-            pf_cuda_error_t ce = g->cuda.cudaEventRecord(
-                g->r[k ? b : a].start, g->r[k ? b : a].stream);
-            if (ce != PF_CUDA_SUCCESS)
-                rc = cuda_fail(g, err, "cudaEventRecord", g->r[k ? b : a].dev,
-                               ce);
-        }
+        if (rc == PF_OK)
+            rc = record_pair(g, a, b, EV_START, err);
         for (int it = 0; rc == PF_OK && it < iters; it++) {
             if (slow)                 /* --debug-slow-rank, as maybe_slow */
                 pf_sleep_ms(g->args.slow_ms);
             rc = local_launch(g, a, b, count, deadline, err);
         }
-        for (int k = 0; rc == PF_OK && k < 2; k++) {
-            pf_cuda_error_t ce = g->cuda.cudaEventRecord(
-                g->r[k ? b : a].stop, g->r[k ? b : a].stream);
-            if (ce != PF_CUDA_SUCCESS)
-                rc = cuda_fail(g, err, "cudaEventRecord", g->r[k ? b : a].dev,
-                               ce);
-        }
+        if (rc == PF_OK)
+            rc = record_pair(g, a, b, EV_STOP, err);
     }
     if (rc == PF_OK)
         rc = wait_gpu(g, 0, g->nlocal, EV_STREAM, "GPU pairs", deadline, err);
