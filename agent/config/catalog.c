@@ -15,6 +15,7 @@
 #include "config.h"
 #include "../types/node.h"
 #include "../util/fsutil.h"
+#include "../util/json.h"
 #include "../util/yamldoc.h"
 
 #define CATALOG_MAX 1024
@@ -791,19 +792,8 @@ static cJSON *floor_json(const struct pf_floor *f, const char *key)
     cJSON_AddNumberToObject(o, "busbw_gbps", f->busbw_gbps);
     cJSON_AddNumberToObject(o, "from_bytes", (double)f->from_bytes);
     cJSON_AddBoolToObject(o, "verified", f->verified);
-    if (f->source[0])
-        cJSON_AddStringToObject(o, "source", f->source);
-    else
-        cJSON_AddNullToObject(o, "source");
+    pf_json_add_text(o, "source", f->source);
     return o;
-}
-
-static void add_text(cJSON *o, const char *key, const char *s)
-{
-    if (s && s[0])
-        cJSON_AddStringToObject(o, key, s);
-    else
-        cJSON_AddNullToObject(o, key);
 }
 
 cJSON *pf_instance_json(const struct pf_instance *it)
@@ -816,8 +806,8 @@ cJSON *pf_instance_json(const struct pf_instance *it)
     cJSON_AddStringToObject(o, "name", it->name);
     cJSON_AddNumberToObject(o, "efa_count", it->efa_count);
     cJSON_AddNumberToObject(o, "accelerator_count", it->accel_count);
-    add_text(o, "accelerator_model", it->accel_model);
-    add_text(o, "accelerator_kind", it->accel_kind);
+    pf_json_add_text(o, "accelerator_model", it->accel_model);
+    pf_json_add_text(o, "accelerator_kind", it->accel_kind);
     cJSON_AddNumberToObject(o, "network_gbps", it->network_gbps);
     cJSON_AddBoolToObject(o, "verified", it->verified);
     cJSON_AddBoolToObject(o, "gdr_required", it->gdr_required);
@@ -830,7 +820,7 @@ cJSON *pf_instance_json(const struct pf_instance *it)
     floors = cJSON_AddArrayToObject(o, "host_floors");
     for (int i = 0; i < it->nhost_floors && i < PF_MAX_FLOORS; i++)
         cJSON_AddItemToArray(floors, floor_json(&it->host_floors[i], "nics"));
-    add_text(o, "notes", it->notes);
+    pf_json_add_text(o, "notes", it->notes);
     return o;
 }
 

@@ -99,18 +99,13 @@ static void note(struct pf_lease *l, const cJSON *obj, int64_t now_ms)
 static char *record(const struct pf_lease *l, const char *holder, int duration,
                     const char *acquire, int transitions, bool with_rv)
 {
-    cJSON *o = cJSON_CreateObject(), *md, *spec;
+    cJSON *o = pf_kube_object("coordination.k8s.io/v1", "Lease", l->name,
+                              l->ns, with_rv ? l->rv : NULL);
+    cJSON *spec;
     char now[40];
     char *s;
 
     pf_lease_microtime(now);
-    cJSON_AddStringToObject(o, "apiVersion", "coordination.k8s.io/v1");
-    cJSON_AddStringToObject(o, "kind", "Lease");
-    md = cJSON_AddObjectToObject(o, "metadata");
-    cJSON_AddStringToObject(md, "name", l->name);
-    cJSON_AddStringToObject(md, "namespace", l->ns);
-    if (with_rv)
-        cJSON_AddStringToObject(md, "resourceVersion", l->rv);
     spec = cJSON_AddObjectToObject(o, "spec");
     cJSON_AddStringToObject(spec, "holderIdentity", holder);
     cJSON_AddNumberToObject(spec, "leaseDurationSeconds", duration);

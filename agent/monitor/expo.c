@@ -76,6 +76,26 @@ static void family(struct pf_mon_buf *b, const char *name, const char *type,
                       type);
 }
 
+/* A family with one sample for the whole node. */
+static void node_metric(struct pf_mon_buf *b, const char *name,
+                        const char *type, const char *help, const char *node,
+                        long long v)
+{
+    family(b, name, type, help);
+    pf_mon_buf_printf(b, "%s{node=\"%s\"} %lld\n", name, node, v);
+}
+
+/* One NIC's sample of a gauge family. */
+static void nic_sample(struct pf_mon_buf *b, const char *name,
+                       const char *node, const char *nic, int v)
+{
+    char dev[160];
+
+    esc(nic, dev, sizeof(dev));
+    pf_mon_buf_printf(b, "%s{node=\"%s\",device=\"%s\"} %d\n", name, node,
+                      dev, v);
+}
+
 /* Every distinct counter name, in order of first appearance: one family
  * each. The list holds pointers into s. */
 static const char **names_of(const struct pf_mon_snap *s, int *n)
@@ -178,20 +198,14 @@ pf_err pf_mon_expose(const char *node_name, const struct pf_mon_snap *s,
 
     family(b, "efa_preflight_nic_link_up", "gauge",
            "1 when every port of the EFA device is ACTIVE.");
-    for (int i = 0; i < s->n; i++) {
-        esc(s->nics[i].name, dev, sizeof(dev));
-        pf_mon_buf_printf(b, "efa_preflight_nic_link_up{node=\"%s\","
-                          "device=\"%s\"} %d\n", node, dev,
-                          s->nics[i].port_active ? 1 : 0);
-    }
+    for (int i = 0; i < s->n; i++)
+        nic_sample(b, "efa_preflight_nic_link_up", node, s->nics[i].name,
+                   s->nics[i].port_active ? 1 : 0);
     family(b, "efa_preflight_nic_healthy", "gauge",
            "1 unless the monitor holds a fault on this NIC (hysteresis).");
-    for (int i = 0; i < h->n; i++) {
-        esc(h->nics[i].name, dev, sizeof(dev));
-        pf_mon_buf_printf(b, "efa_preflight_nic_healthy{node=\"%s\","
-                          "device=\"%s\"} %d\n", node, dev,
-                          h->nics[i].faulted ? 0 : 1);
-    }
+    for (int i = 0; i < h->n; i++)
+        nic_sample(b, "efa_preflight_nic_healthy", node, h->nics[i].name,
+                   h->nics[i].faulted ? 0 : 1);
     family(b, "efa_preflight_nic_judged_rate", "gauge",
            "Last interval's rise per second of each judged error counter.");
     for (int i = 0; i < h->n; i++) {
@@ -205,38 +219,30 @@ pf_err pf_mon_expose(const char *node_name, const struct pf_mon_snap *s,
                                   "%g\n", node, dev, rules->r[r].counter,
                                   h->nics[i].rate[r]);
     }
-    family(b, "efa_preflight_monitor_efa_devices", "gauge",
-           "EFA devices found by the monitor's last read.");
-    pf_mon_buf_printf(b, "efa_preflight_monitor_efa_devices{node=\"%s\"} "
-                      "%d\n", node, s->efa_count);
-    if (s->expected >= 0) {
-        family(b, "efa_preflight_monitor_efa_devices_expected", "gauge",
-               "EFA devices the instance type has (the catalog).");
-        pf_mon_buf_printf(b, "efa_preflight_monitor_efa_devices_expected{"
-                          "node=\"%s\"} %d\n", node, s->expected);
-    }
-    family(b, "efa_preflight_monitor_efa_module_loaded", "gauge",
-           "1 when the efa kernel module is loaded.");
-    pf_mon_buf_printf(b, "efa_preflight_monitor_efa_module_loaded{node="
-                      "\"%s\"} %d\n", node, s->module_loaded ? 1 : 0);
-    family(b, "efa_preflight_monitor_uverbs_files", "gauge",
-           "/dev/infiniband/uverbs* files present.");
-    pf_mon_buf_printf(b, "efa_preflight_monitor_uverbs_files{node=\"%s\"} "
-                      "%d\n", node, s->uverbs_present);
+    node_metric(b, "efa_preflight_monitor_efa_devices", "gauge",
+                "EFA devices found by the monitor's last read.", node,
+                s->efa_count);
+    if (s->expected >= 0)
+        node_metric(b, "efa_preflight_monitor_efa_devices_expected", "gauge",
+                    "EFA devices the instance type has (the catalog).", node,
+                    s->expected);
+    node_metric(b, "efa_preflight_monitor_efa_module_loaded", "gauge",
+                "1 when the efa kernel module is loaded.", node,
+                s->module_loaded ? 1 : 0);
+    node_metric(b, "efa_preflight_monitor_uverbs_files", "gauge",
+                "/dev/infiniband/uverbs* files present.", node,
+                s->uverbs_present);
     family(b, "efa_preflight_monitor_condition", "gauge",
            "The EFANICHealthy condition: 1 for its status and reason.");
     pf_mon_buf_printf(b, "efa_preflight_monitor_condition{node=\"%s\","
                       "status=\"%s\",reason=\"%s\"} 1\n", node,
                       pf_class_condition_status(pf_reason_class_of(cond)),
                       pf_reason_name(cond));
-    family(b, "efa_preflight_monitor_intervals_total", "counter",
-           "Intervals the monitor has judged since it started.");
-    pf_mon_buf_printf(b, "efa_preflight_monitor_intervals_total{node=\"%s\"} "
-                      "%d\n", node, h->intervals);
-    family(b, "efa_preflight_monitor_last_read_timestamp_seconds", "gauge",
-           "When the monitor last read the NICs.");
-    pf_mon_buf_printf(b, "efa_preflight_monitor_last_read_timestamp_seconds{"
-                      "node=\"%s\"} %lld\n", node, (long long)now);
+    node_metric(b, "efa_preflight_monitor_intervals_total", "counter",
+                "Intervals the monitor has judged since it started.", node,
+                h->intervals);
+    node_metric(b, "efa_preflight_monitor_last_read_timestamp_seconds",
+                "gauge", "When the monitor last read the NICs.", node, now);
 
     family(b, "efa_preflight_gate_status", "gauge",
            "The last gate verdict on this node (the status label): 1 for "
@@ -245,20 +251,14 @@ pf_err pf_mon_expose(const char *node_name, const struct pf_mon_snap *s,
         pf_mon_buf_printf(b, "efa_preflight_gate_status{node=\"%s\","
                           "status=\"%s\"} %d\n", node, words[i],
                           !strcmp(gate->status, words[i]) ? 1 : 0);
-    if (gate->validated_at > 0) {
-        family(b, "efa_preflight_gate_age_seconds", "gauge",
-               "Seconds since the gate last validated this node.");
-        pf_mon_buf_printf(b, "efa_preflight_gate_age_seconds{node=\"%s\"} "
-                          "%lld\n", node,
-                          (long long)(now - gate->validated_at));
-    }
-    if (gate->valid_until > 0) {
-        family(b, "efa_preflight_gate_valid_until_timestamp_seconds", "gauge",
-               "When the gate's verdict on this node expires.");
-        pf_mon_buf_printf(b, "efa_preflight_gate_valid_until_timestamp_"
-                          "seconds{node=\"%s\"} %lld\n", node,
-                          (long long)gate->valid_until);
-    }
+    if (gate->validated_at > 0)
+        node_metric(b, "efa_preflight_gate_age_seconds", "gauge",
+                    "Seconds since the gate last validated this node.", node,
+                    now - gate->validated_at);
+    if (gate->valid_until > 0)
+        node_metric(b, "efa_preflight_gate_valid_until_timestamp_seconds",
+                    "gauge", "When the gate's verdict on this node expires.",
+                    node, gate->valid_until);
     if (b->oom)
         return pf_fail(err, PF_ERR_SYS, "out of memory rendering metrics");
     return PF_OK;

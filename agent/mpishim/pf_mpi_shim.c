@@ -5,6 +5,7 @@
 
 #include <limits.h>
 #include <mpi.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <time.h>
 
@@ -79,47 +80,52 @@ int pf_mpi_size(void)
     return n;
 }
 
+/* A started nonblocking call: its failure to start, or its wait. */
+static int started(int rc, MPI_Request *req, const char *what, int timeout_ms)
+{
+    if (rc != MPI_SUCCESS)
+        return mpi_failed(what, rc);
+    return wait_for(req, what, timeout_ms);
+}
+
+/* MPI counts are ints. */
+static bool too_large(const char *what, size_t len)
+{
+    if (len <= INT_MAX)
+        return false;
+    snprintf(last_error, sizeof(last_error), "%s of %zu bytes is too large",
+             what, len);
+    return true;
+}
+
 int pf_mpi_allgather(const void *mine, size_t len, void *all, int timeout_ms)
 {
     MPI_Request req;
-    int rc;
 
-    if (len > INT_MAX) {
-        snprintf(last_error, sizeof(last_error), "allgather of %zu bytes is "
-                 "too large", len);
+    if (too_large("allgather", len))
         return PF_MPI_ERROR;
-    }
-    rc = MPI_Iallgather(mine, (int)len, MPI_BYTE, all, (int)len, MPI_BYTE,
-                        MPI_COMM_WORLD, &req);
-    if (rc != MPI_SUCCESS)
-        return mpi_failed("MPI_Iallgather", rc);
-    return wait_for(&req, "MPI_Iallgather", timeout_ms);
+    return started(MPI_Iallgather(mine, (int)len, MPI_BYTE, all, (int)len,
+                                  MPI_BYTE, MPI_COMM_WORLD, &req),
+                   &req, "MPI_Iallgather", timeout_ms);
 }
 
 int pf_mpi_bcast(void *buf, size_t len, int root, int timeout_ms)
 {
     MPI_Request req;
-    int rc;
 
-    if (len > INT_MAX) {
-        snprintf(last_error, sizeof(last_error), "bcast of %zu bytes is too "
-                 "large", len);
+    if (too_large("bcast", len))
         return PF_MPI_ERROR;
-    }
-    rc = MPI_Ibcast(buf, (int)len, MPI_BYTE, root, MPI_COMM_WORLD, &req);
-    if (rc != MPI_SUCCESS)
-        return mpi_failed("MPI_Ibcast", rc);
-    return wait_for(&req, "MPI_Ibcast", timeout_ms);
+    return started(MPI_Ibcast(buf, (int)len, MPI_BYTE, root, MPI_COMM_WORLD,
+                              &req),
+                   &req, "MPI_Ibcast", timeout_ms);
 }
 
 int pf_mpi_barrier(int timeout_ms)
 {
     MPI_Request req;
-    int rc = MPI_Ibarrier(MPI_COMM_WORLD, &req);
 
-    if (rc != MPI_SUCCESS)
-        return mpi_failed("MPI_Ibarrier", rc);
-    return wait_for(&req, "MPI_Ibarrier", timeout_ms);
+    return started(MPI_Ibarrier(MPI_COMM_WORLD, &req), &req, "MPI_Ibarrier",
+                   timeout_ms);
 }
 
 const char *pf_mpi_last_error(void) { return last_error; }

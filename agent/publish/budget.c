@@ -231,20 +231,13 @@ static pf_err write_budget(struct pf_budget *b, const char *rv, cJSON *data,
 {
     char path[PF_PATH_MAX];
     struct pf_kube_resp r;
-    cJSON *o = cJSON_CreateObject(), *md;
+    cJSON *o = pf_kube_object("v1", "ConfigMap", b->name, b->ns, rv);
     const char *method = rv ? "PUT" : "POST";
     char *body = NULL;
     pf_err rc;
 
     *won = false;
     if (o) {
-        cJSON_AddStringToObject(o, "apiVersion", "v1");
-        cJSON_AddStringToObject(o, "kind", "ConfigMap");
-        md = cJSON_AddObjectToObject(o, "metadata");
-        cJSON_AddStringToObject(md, "name", b->name);
-        cJSON_AddStringToObject(md, "namespace", b->ns);
-        if (rv)
-            cJSON_AddStringToObject(md, "resourceVersion", rv);
         cJSON_AddItemToObject(o, "data", data);
         body = cJSON_PrintUnformatted(o);
         cJSON_Delete(o);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "../util/fsutil.h"
+#include "../util/json.h"
 #include "../util/kubeapi.h"
 
 #define REPORT_MAX (16u << 20)
@@ -368,14 +369,6 @@ static void add_num(cJSON *o, const char *key, double v)
         cJSON_AddNumberToObject(o, key, v);
 }
 
-static void add_text(cJSON *o, const char *key, const char *s)
-{
-    if (s[0])
-        cJSON_AddStringToObject(o, key, s);
-    else
-        cJSON_AddNullToObject(o, key);
-}
-
 static pf_err print_json(const char *dir, const struct entry *e, size_t n,
                          FILE *out, char *err)
 {
@@ -389,11 +382,11 @@ static pf_err print_json(const char *dir, const struct entry *e, size_t n,
         if (e[i].error[0]) {
             cJSON_AddStringToObject(o, "error", e[i].error);
         } else {
-            add_text(o, "started_at", e[i].started);
-            add_text(o, "status", e[i].status);
+            pf_json_add_text(o, "started_at", e[i].started);
+            pf_json_add_text(o, "status", e[i].status);
             cJSON_AddNumberToObject(o, "exit_code", e[i].exit_code);
-            add_text(o, "reason", e[i].reason);
-            add_text(o, "class", e[i].cls);
+            pf_json_add_text(o, "reason", e[i].reason);
+            pf_json_add_text(o, "class", e[i].cls);
             add_num(o, "busbw_gbps", e[i].busbw);
             add_num(o, "bytes", e[i].bytes);
             add_num(o, "floor_gbps", e[i].floor);

@@ -217,10 +217,8 @@ static pf_err post_event(struct pub *p, char *err)
     return rc;
 }
 
-/* Blast radius: take a slot of the cluster-wide budget (budget.h) before
- * marking; a node that cannot take one is labelled only, and its Event
- * and report say why. Unable to read or write the budget: not marked. */
-static void may_mark(struct pub *p, struct pf_mark_outcome *out)
+/* The taint budget as this run sees it (budget.h). */
+static struct pf_budget budget_of(const struct pub *p)
 {
     const struct pf_config *cfg = &p->run->cfg;
     struct pf_budget b = { .k = p->k, .node = p->node,
@@ -228,6 +226,16 @@ static void may_mark(struct pub *p, struct pf_mark_outcome *out)
                            .max_tainted = cfg->max_tainted,
                            .deadline = pf_run_deadline(p->run) +
                                        PF_PUBLISH_GRACE_MS };
+    return b;
+}
+
+/* Blast radius: take a slot of the cluster-wide budget (budget.h) before
+ * marking; a node that cannot take one is labelled only, and its Event
+ * and report say why. Unable to read or write the budget: not marked. */
+static void may_mark(struct pub *p, struct pf_mark_outcome *out)
+{
+    const struct pf_config *cfg = &p->run->cfg;
+    struct pf_budget b = budget_of(p);
     char err[PF_ERRLEN];
     pf_err rc = pf_budget_target(&b, cfg->taint_budget, err);
 
@@ -261,11 +269,7 @@ static void may_mark(struct pub *p, struct pf_mark_outcome *out)
 static void release_mark(struct pub *p)
 {
     const struct pf_config *cfg = &p->run->cfg;
-    struct pf_budget b = { .k = p->k, .node = p->node,
-                           .prefix = cfg->label_prefix,
-                           .max_tainted = cfg->max_tainted,
-                           .deadline = pf_run_deadline(p->run) +
-                                       PF_PUBLISH_GRACE_MS };
+    struct pf_budget b = budget_of(p);
     char err[PF_ERRLEN];
 
     if (pf_budget_target(&b, cfg->taint_budget, err) != PF_OK ||

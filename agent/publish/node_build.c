@@ -457,14 +457,9 @@ cJSON *pf_node_event_object(const char *name, const char *node,
                             const char *message, bool warning,
                             const char *now, const char *reporter)
 {
-    cJSON *ev = cJSON_CreateObject();
-    cJSON *md, *io, *src;
+    cJSON *ev = pf_kube_object("v1", "Event", name, "default", NULL);
+    cJSON *io, *src;
 
-    cJSON_AddStringToObject(ev, "apiVersion", "v1");
-    cJSON_AddStringToObject(ev, "kind", "Event");
-    md = cJSON_AddObjectToObject(ev, "metadata");
-    cJSON_AddStringToObject(md, "name", name);
-    cJSON_AddStringToObject(md, "namespace", "default");
     io = cJSON_AddObjectToObject(ev, "involvedObject");
     cJSON_AddStringToObject(io, "apiVersion", "v1");
     cJSON_AddStringToObject(io, "kind", "Node");

@@ -10,18 +10,10 @@
 #include "../config/catalog.h"
 #include "../config/config.h"
 #include "../probe/hw_counters.h"
+#include "../util/json.h"
 #include "../util/sanitize.h"
 #include "../util/version.h"
 #include "../verdict/verdict.h"
-
-/* "" becomes null so consumers test one thing. */
-static void add_str(cJSON *o, const char *key, const char *s)
-{
-    if (s && s[0])
-        cJSON_AddStringToObject(o, key, s);
-    else
-        cJSON_AddNullToObject(o, key);
-}
 
 /* Byte limits: a number, or null for unlimited. */
 static void add_limit(cJSON *o, const char *key, uint64_t v)
@@ -72,10 +64,10 @@ static cJSON *efa_json(const struct pf_node *n)
         cJSON_AddStringToObject(o, "pci_vendor", id);
         snprintf(id, sizeof(id), "0x%04x", d->device);
         cJSON_AddStringToObject(o, "pci_device", id);
-        add_str(o, "pci_address", d->pci_addr);
-        add_str(o, "port_state", d->port_state);
+        pf_json_add_text(o, "pci_address", d->pci_addr);
+        pf_json_add_text(o, "port_state", d->port_state);
         cJSON_AddBoolToObject(o, "port_active", d->port_active);
-        add_str(o, "uverbs", d->uverbs);
+        pf_json_add_text(o, "uverbs", d->uverbs);
         cJSON_AddItemToObject(o, "hw_counters",
                               counters_json(d->hwc.v, d->hwc.present,
                                             d->hwc.nports > 0));
@@ -83,9 +75,9 @@ static cJSON *efa_json(const struct pf_node *n)
     }
     cJSON_AddNumberToObject(efa, "uverbs_present", n->uverbs_present);
     cJSON_AddNumberToObject(efa, "uverbs_openable", n->uverbs_openable);
-    add_str(efa, "uverbs_error", n->uverbs_error);
+    pf_json_add_text(efa, "uverbs_error", n->uverbs_error);
     cJSON_AddBoolToObject(efa, "module_loaded", n->efa_module_loaded);
-    add_str(efa, "module_version", n->efa_module_version);
+    pf_json_add_text(efa, "module_version", n->efa_module_version);
     cJSON_AddBoolToObject(efa, "gdr_supported", n->gdr_supported);
     return efa;
 }
@@ -94,22 +86,19 @@ static cJSON *node_json(const struct pf_node *n)
 {
     cJSON *node = cJSON_CreateObject(), *o, *arr;
 
-    add_str(node, "hostname", n->hostname);
-    add_str(node, "instance_type", n->instance_type);
-    add_str(node, "instance_source", n->instance_source);
-    add_str(node, "instance_note", n->instance_note);
-    if (n->uptime_s >= 0)
-        cJSON_AddNumberToObject(node, "uptime_s", n->uptime_s);
-    else
-        cJSON_AddNullToObject(node, "uptime_s");
+    pf_json_add_text(node, "hostname", n->hostname);
+    pf_json_add_text(node, "instance_type", n->instance_type);
+    pf_json_add_text(node, "instance_source", n->instance_source);
+    pf_json_add_text(node, "instance_note", n->instance_note);
+    pf_json_add_number_if(node, "uptime_s", n->uptime_s >= 0, n->uptime_s);
     cJSON_AddItemToObject(node, "efa", efa_json(n));
 
     o = cJSON_AddObjectToObject(node, "libfabric");
     cJSON_AddBoolToObject(o, "loaded", n->libfabric_loaded);
-    add_str(o, "path", n->libfabric_path);
-    add_str(o, "version", n->libfabric_version);
+    pf_json_add_text(o, "path", n->libfabric_path);
+    pf_json_add_text(o, "version", n->libfabric_version);
     cJSON_AddNumberToObject(o, "efa_domains", n->fi_efa_domains);
-    add_str(o, "error", n->libfabric_error);
+    pf_json_add_text(o, "error", n->libfabric_error);
 
     o = cJSON_AddObjectToObject(node, "memlock");
     add_limit(o, "soft_bytes", n->memlock_soft);
@@ -123,7 +112,7 @@ static cJSON *node_json(const struct pf_node *n)
 
     o = cJSON_AddObjectToObject(node, "cuda");
     cJSON_AddBoolToObject(o, "loaded", n->cuda_loaded);
-    add_str(o, "error", n->cuda_error);
+    pf_json_add_text(o, "error", n->cuda_error);
     cJSON_AddNumberToObject(o, "runtime_version", n->cuda_runtime_version);
     cJSON_AddNumberToObject(o, "driver_version", n->cuda_driver_version);
 
@@ -132,8 +121,8 @@ static cJSON *node_json(const struct pf_node *n)
     arr = cJSON_AddArrayToObject(o, "devices");
     for (int i = 0; i < n->gpu_count && i < PF_MAX_GPUS; i++) {
         cJSON *g = cJSON_CreateObject();
-        add_str(g, "model", n->gpus[i].model);
-        add_str(g, "pci_bus_id", n->gpus[i].pci_bus_id);
+        pf_json_add_text(g, "model", n->gpus[i].model);
+        pf_json_add_text(g, "pci_bus_id", n->gpus[i].pci_bus_id);
         cJSON_AddNumberToObject(g, "memory_bytes", (double)n->gpus[i].mem_bytes);
         cJSON_AddItemToArray(arr, g);
     }
@@ -141,13 +130,13 @@ static cJSON *node_json(const struct pf_node *n)
     o = cJSON_AddObjectToObject(node, "nccl");
     cJSON_AddBoolToObject(o, "loaded", n->nccl_loaded);
     cJSON_AddNumberToObject(o, "version", n->nccl_version);
-    add_str(o, "error", n->nccl_error);
+    pf_json_add_text(o, "error", n->nccl_error);
     if (n->nccl_loaded) {
         cJSON *plugin = cJSON_AddObjectToObject(o, "net_plugin");
-        add_str(plugin, "name", n->net_plugin_name);
-        add_str(plugin, "path", n->net_plugin_path);
+        pf_json_add_text(plugin, "name", n->net_plugin_name);
+        pf_json_add_text(plugin, "path", n->net_plugin_path);
         cJSON_AddNumberToObject(plugin, "api", n->net_plugin_api);
-        add_str(plugin, "error", n->net_plugin_error);
+        pf_json_add_text(plugin, "error", n->net_plugin_error);
     }
     return node;
 }
@@ -164,7 +153,7 @@ static cJSON *checks_json(const struct pf_verdict *v)
         cJSON_AddStringToObject(o, "status", pf_status_name(c->status));
         cJSON_AddStringToObject(o, "reason", pf_reason_name(c->reason));
         cJSON_AddStringToObject(o, "message", c->message);
-        add_str(o, "remedy", c->remedy);
+        pf_json_add_text(o, "remedy", c->remedy);
         cJSON_AddItemToArray(arr, o);
     }
     return arr;
@@ -180,6 +169,19 @@ static cJSON *side_json(double us, double algbw, double busbw, long wrong)
     return o;
 }
 
+/* One pairwise link test: ranks a and b, its time, bandwidth and wrong
+ * elements. */
+static cJSON *link_json(const struct pf_link *l)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "a", l->a);
+    cJSON_AddNumberToObject(o, "b", l->b);
+    cJSON_AddNumberToObject(o, "seconds", l->seconds);
+    cJSON_AddNumberToObject(o, "gbps", l->gbps);
+    cJSON_AddNumberToObject(o, "wrong", (double)l->wrong);
+    return o;
+}
+
 /* How the straggler was looked for (collective/straggler.h). */
 static cJSON *straggler_json(const struct pf_run *run)
 {
@@ -187,13 +189,11 @@ static cJSON *straggler_json(const struct pf_run *run)
     const struct pf_straggler *s = &c->strag;
     cJSON *o = cJSON_CreateObject(), *arr;
 
-    add_str(o, "method", s->method);
-    add_str(o, "kind", s->kind);
-    add_str(o, "note", s->note);
-    if (s->method[0])
-        cJSON_AddNumberToObject(o, "floor_gbps", s->floor_gbps);
-    else
-        cJSON_AddNullToObject(o, "floor_gbps");
+    pf_json_add_text(o, "method", s->method);
+    pf_json_add_text(o, "kind", s->kind);
+    pf_json_add_text(o, "note", s->note);
+    pf_json_add_number_if(o, "floor_gbps", s->method[0] != '\0',
+                          s->floor_gbps);
     cJSON_AddNumberToObject(o, "pair_bytes", (double)s->pair_bytes);
     cJSON_AddNumberToObject(o, "pair_iters", s->pair_iters);
     /* What every link was judged against: the 2-node floor, or (relative)
@@ -204,12 +204,7 @@ static cJSON *straggler_json(const struct pf_run *run)
     cJSON_AddNumberToObject(o, "pair_seconds", s->pair_seconds);
     arr = cJSON_AddArrayToObject(o, "links");
     for (int i = 0; i < s->nlinks && s->links; i++) {
-        cJSON *l = cJSON_CreateObject();
-        cJSON_AddNumberToObject(l, "a", s->links[i].a);
-        cJSON_AddNumberToObject(l, "b", s->links[i].b);
-        cJSON_AddNumberToObject(l, "seconds", s->links[i].seconds);
-        cJSON_AddNumberToObject(l, "gbps", s->links[i].gbps);
-        cJSON_AddNumberToObject(l, "wrong", (double)s->links[i].wrong);
+        cJSON *l = link_json(&s->links[i]);
         cJSON_AddBoolToObject(l, "slow", s->links[i].bad & PF_LINK_SLOW);
         cJSON_AddBoolToObject(l, "bad_data", s->links[i].bad & PF_LINK_DATA);
         cJSON_AddBoolToObject(l, "confirm", s->links[i].confirm);
@@ -222,13 +217,13 @@ static cJSON *straggler_json(const struct pf_run *run)
         cJSON *x = cJSON_CreateObject();
         unsigned bad = s->culprit_bad ? s->culprit_bad[k] : 0;
         cJSON_AddNumberToObject(x, "rank", r);
-        add_str(x, "kind", bad == (PF_LINK_SLOW | PF_LINK_DATA) ? "slow+data"
+        pf_json_add_text(x, "kind", bad == (PF_LINK_SLOW | PF_LINK_DATA) ? "slow+data"
                            : bad & PF_LINK_DATA ? "data"
                            : bad & PF_LINK_SLOW ? "slow" : s->kind);
         if (run->peers.list && r >= 0 && r < run->peers.world) {
-            add_str(x, "pod", run->peers.list[r].pod);
-            add_str(x, "node", run->peers.list[r].node);
-            add_str(x, "address", run->peers.list[r].host);
+            pf_json_add_text(x, "pod", run->peers.list[r].pod);
+            pf_json_add_text(x, "node", run->peers.list[r].node);
+            pf_json_add_text(x, "address", run->peers.list[r].host);
         }
         cJSON_AddItemToArray(arr, x);
     }
@@ -245,33 +240,23 @@ static cJSON *inside_json(const struct pf_run *run)
     const struct pf_inside *in = &run->coll.inside;
     cJSON *o = cJSON_CreateObject(), *arr;
 
-    add_str(o, "method", in->method);
-    add_str(o, "kind", in->kind);
-    add_str(o, "note", in->note);
+    pf_json_add_text(o, "method", in->method);
+    pf_json_add_text(o, "kind", in->kind);
+    pf_json_add_text(o, "note", in->note);
     arr = cJSON_AddArrayToObject(o, "ranks");
     for (int r = 0; r < in->nids && in->ids; r++) {
         const struct pf_rank_id *id = &in->ids[r];
         cJSON *x = cJSON_CreateObject();
         cJSON_AddNumberToObject(x, "rank", id->rank);
         cJSON_AddNumberToObject(x, "process", id->proc);
-        if (id->gpu >= 0)
-            cJSON_AddNumberToObject(x, "gpu", id->gpu);
-        else
-            cJSON_AddNullToObject(x, "gpu");
-        add_str(x, "bus_id", id->bus);
-        add_str(x, "nic", id->nic);
+        pf_json_add_number_if(x, "gpu", id->gpu >= 0, id->gpu);
+        pf_json_add_text(x, "bus_id", id->bus);
+        pf_json_add_text(x, "nic", id->nic);
         cJSON_AddItemToArray(arr, x);
     }
     arr = cJSON_AddArrayToObject(o, "links");
-    for (int i = 0; i < in->nlinks && in->links; i++) {
-        cJSON *l = cJSON_CreateObject();
-        cJSON_AddNumberToObject(l, "a", in->links[i].a);
-        cJSON_AddNumberToObject(l, "b", in->links[i].b);
-        cJSON_AddNumberToObject(l, "seconds", in->links[i].seconds);
-        cJSON_AddNumberToObject(l, "gbps", in->links[i].gbps);
-        cJSON_AddNumberToObject(l, "wrong", (double)in->links[i].wrong);
-        cJSON_AddItemToArray(arr, l);
-    }
+    for (int i = 0; i < in->nlinks && in->links; i++)
+        cJSON_AddItemToArray(arr, link_json(&in->links[i]));
     arr = cJSON_AddArrayToObject(o, "culprits");
     for (int k = 0; k < in->nculprits && in->culprits; k++)
         cJSON_AddItemToArray(arr, cJSON_CreateNumber(in->culprits[k]));
@@ -287,9 +272,9 @@ static cJSON *nics_json(const struct pf_run *run)
     uint64_t bytes[PF_MAX_EFA] = { 0 }, total = 0;
 
     cJSON_AddBoolToObject(o, "counters_read", s->read);
-    add_str(o, "note", s->note);
+    pf_json_add_text(o, "note", s->note);
     cJSON_AddBoolToObject(o, "spread", s->spread);
-    add_str(o, "spread_note", s->spread_note);
+    pf_json_add_text(o, "spread_note", s->spread_note);
     for (int i = 0; i < s->n && s->nwin > 0; i++) {
         bool known;
         bytes[i] = pf_hwc_bytes(s->win[0].nic[i].d, s->win[0].nic[i].present,
@@ -329,10 +314,7 @@ static cJSON *nics_json(const struct pf_run *run)
         cJSON *x = cJSON_CreateObject(), *devs;
 
         cJSON_AddStringToObject(x, "stage", win->stage);
-        if (win->peer >= 0)
-            cJSON_AddNumberToObject(x, "peer", win->peer);
-        else
-            cJSON_AddNullToObject(x, "peer");
+        pf_json_add_number_if(x, "peer", win->peer >= 0, win->peer);
         cJSON_AddNumberToObject(x, "seconds", win->seconds);
         devs = cJSON_AddArrayToObject(x, "devices");
         for (int i = 0; i < s->n; i++) {
@@ -354,14 +336,12 @@ static cJSON *nics_json(const struct pf_run *run)
         cJSON_AddNumberToObject(x, "seconds", rl->seconds);
         cJSON_AddNumberToObject(x, "gbps", rl->gbps);
         cJSON_AddBoolToObject(x, "slow", rl->slow);
-        if (rl->suspect >= 0)
-            cJSON_AddNumberToObject(x, "suspect_rank", rl->suspect);
-        else
-            cJSON_AddNullToObject(x, "suspect_rank");
+        pf_json_add_number_if(x, "suspect_rank", rl->suspect >= 0,
+                              rl->suspect);
         cJSON_AddItemToArray(arr, x);
     }
     cJSON_AddBoolToObject(o, "rails_localised", s->rails_localised);
-    add_str(o, "rail_note", s->rail_note);
+    pf_json_add_text(o, "rail_note", s->rail_note);
     return o;
 }
 
@@ -375,20 +355,13 @@ static cJSON *floor_json(const struct pf_run *run)
     uint64_t at = j->busbw_bytes;
     double floor = rule->gbps;
     double judged = j->busbw_gbps;
+    bool was_judged = judged >= 0 && at > 0;
 
-    if (floor > 0)
-        cJSON_AddNumberToObject(o, "busbw_gbps", floor);
-    else
-        cJSON_AddNullToObject(o, "busbw_gbps");
+    pf_json_add_number_if(o, "busbw_gbps", floor > 0, floor);
     cJSON_AddNumberToObject(o, "from_bytes", (double)rule->from_bytes);
-    if (judged >= 0 && at > 0) {
-        cJSON_AddNumberToObject(o, "judged_busbw_gbps", judged);
-        cJSON_AddNumberToObject(o, "bytes", (double)at);
-    } else {
-        cJSON_AddNullToObject(o, "judged_busbw_gbps");
-        cJSON_AddNullToObject(o, "bytes");
-    }
-    add_str(o, "source", rule->src);
+    pf_json_add_number_if(o, "judged_busbw_gbps", was_judged, judged);
+    pf_json_add_number_if(o, "bytes", was_judged, (double)at);
+    pf_json_add_text(o, "source", rule->src);
     return o;
 }
 
@@ -405,11 +378,11 @@ static cJSON *collective_json(const struct pf_run *run)
         return cJSON_CreateNull();
     o = cJSON_CreateObject();
     cJSON_AddBoolToObject(o, "ran", c->ran);
-    add_str(o, "engine", c->engine);
-    add_str(o, "provider", fab->provider);
+    pf_json_add_text(o, "engine", c->engine);
+    pf_json_add_text(o, "provider", fab->provider);
     cJSON_AddBoolToObject(o, "provider_is_fallback", fab->provider_is_fallback);
-    add_str(o, "transport", fab->transport);
-    add_str(o, "nccl_network", fab->nccl_network);
+    pf_json_add_text(o, "transport", fab->transport);
+    pf_json_add_text(o, "nccl_network", fab->nccl_network);
     cJSON_AddBoolToObject(o, "net_plugin_loaded", fab->net_plugin_loaded);
     cJSON_AddBoolToObject(o, "net_gdr", fab->net_gdr);
     cJSON_AddBoolToObject(o, "inter_node_socket", fab->inter_node_socket);
@@ -436,10 +409,8 @@ static cJSON *collective_json(const struct pf_run *run)
     cJSON_AddNumberToObject(o, "peak_busbw_gbps", c->peak_busbw);
     cJSON_AddItemToObject(o, "floor", floor_json(run));
     cJSON_AddNumberToObject(o, "wrong_total", (double)c->wrong_total);
-    if (c->slow_rank >= 0 && c->nranks > 0)
-        cJSON_AddNumberToObject(o, "slow_rank", c->slow_rank);
-    else
-        cJSON_AddNullToObject(o, "slow_rank");
+    pf_json_add_number_if(o, "slow_rank", c->slow_rank >= 0 && c->nranks > 0,
+                          c->slow_rank);
     cJSON_AddItemToObject(o, "straggler", straggler_json(run));
     cJSON_AddItemToObject(o, "inside", inside_json(run));
     cJSON_AddItemToObject(o, "nics", nics_json(run));
@@ -447,8 +418,8 @@ static cJSON *collective_json(const struct pf_run *run)
     if (f->err != PF_OK) {
         cJSON *e = cJSON_AddObjectToObject(o, "error");
         cJSON_AddStringToObject(e, "code", pf_err_name(f->err));
-        add_str(e, "reason", pf_reason_name(f->reason));
-        add_str(e, "message", f->msg);
+        pf_json_add_text(e, "reason", pf_reason_name(f->reason));
+        pf_json_add_text(e, "message", f->msg);
     } else {
         cJSON_AddNullToObject(o, "error");
     }
@@ -472,7 +443,7 @@ static cJSON *verdict_json(const struct pf_verdict *v)
 
     cJSON_AddStringToObject(o, "status", pf_class_status_word(v->cls));
     cJSON_AddNumberToObject(o, "exit_code", v->exit_code);
-    add_str(o, "reason", headline(v));
+    pf_json_add_text(o, "reason", headline(v));
     cJSON_AddStringToObject(o, "class", pf_class_name(v->cls));
     c = cJSON_AddObjectToObject(o, "conditions");
     for (size_t i = 0; i < sizeof(conds) / sizeof(conds[0]); i++) {
@@ -498,7 +469,7 @@ char *pf_report_json(const struct pf_run *run)
     o = cJSON_AddObjectToObject(root, "tool");
     cJSON_AddStringToObject(o, "name", "efa-preflight");
     cJSON_AddStringToObject(o, "version", PF_VERSION);
-    add_str(root, "started_at", run->started_at);
+    pf_json_add_text(root, "started_at", run->started_at);
     cJSON_AddStringToObject(root, "command",
                             pf_command_name(run->cfg.command));
     o = cJSON_AddObjectToObject(root, "fabric_provider");

@@ -521,29 +521,20 @@ pf_err pf_httpd_start(const struct pf_httpd_opts *o, struct pf_httpd **out, char
     unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
     if (tls)
         flags |= MHD_USE_TLS;
-    /* The logger first, so MHD's own start-up complaints reach it too. */
-    if (tls)
-        h->d = MHD_start_daemon(
-            flags, 0, NULL, NULL, on_request, h,
-            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
-            MHD_OPTION_LISTEN_SOCKET, fd,
-            MHD_OPTION_THREAD_POOL_SIZE, h->o.threads,
-            MHD_OPTION_CONNECTION_TIMEOUT, h->o.conn_timeout_s,
-            MHD_OPTION_CONNECTION_LIMIT, h->o.conn_limit,
-            MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-            MHD_OPTION_NOTIFY_CONNECTION, notify_conn, h,
-            MHD_OPTION_HTTPS_CERT_CALLBACK, cert_cb,
-            MHD_OPTION_END);
-    else
-        h->d = MHD_start_daemon(
-            flags, 0, NULL, NULL, on_request, h,
-            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
-            MHD_OPTION_LISTEN_SOCKET, fd,
-            MHD_OPTION_THREAD_POOL_SIZE, h->o.threads,
-            MHD_OPTION_CONNECTION_TIMEOUT, h->o.conn_timeout_s,
-            MHD_OPTION_CONNECTION_LIMIT, h->o.conn_limit,
-            MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-            MHD_OPTION_END);
+    /* The logger first, so MHD's own start-up complaints reach it too.
+     * The last two options are TLS only: without TLS the list ends before
+     * them. */
+    h->d = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_request, h,
+        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
+        MHD_OPTION_LISTEN_SOCKET, fd,
+        MHD_OPTION_THREAD_POOL_SIZE, h->o.threads,
+        MHD_OPTION_CONNECTION_TIMEOUT, h->o.conn_timeout_s,
+        MHD_OPTION_CONNECTION_LIMIT, h->o.conn_limit,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+        tls ? MHD_OPTION_NOTIFY_CONNECTION : MHD_OPTION_END, notify_conn, h,
+        MHD_OPTION_HTTPS_CERT_CALLBACK, cert_cb,
+        MHD_OPTION_END);
     if (!h->d) {
         close(fd);
         e = pf_fail(msg, PF_ERR_SYS, "http server: libmicrohttpd did not start on port %d%s",

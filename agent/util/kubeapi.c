@@ -396,6 +396,21 @@ void pf_kube_resp_free(struct pf_kube_resp *r)
     memset(r, 0, sizeof(*r));
 }
 
+cJSON *pf_kube_object(const char *api_version, const char *kind,
+                      const char *name, const char *ns, const char *rv)
+{
+    cJSON *o = cJSON_CreateObject(), *md;
+
+    cJSON_AddStringToObject(o, "apiVersion", api_version);
+    cJSON_AddStringToObject(o, "kind", kind);
+    md = cJSON_AddObjectToObject(o, "metadata");
+    cJSON_AddStringToObject(md, "name", name);
+    cJSON_AddStringToObject(md, "namespace", ns);
+    if (rv)
+        cJSON_AddStringToObject(md, "resourceVersion", rv);
+    return o;
+}
+
 static size_t on_body(char *data, size_t size, size_t n, void *user)
 {
     struct buf *b = user;

@@ -83,6 +83,11 @@ pf_err pf_kube_do(struct pf_kube *k, const char *method, const char *path,
                   const char *content_type, const char *body,
                   struct pf_kube_resp *resp, char *err);
 void pf_kube_resp_free(struct pf_kube_resp *r);
+
+/* A new API object with its head: apiVersion, kind, and metadata with
+ * name, namespace and (unless rv is NULL) resourceVersion. */
+cJSON *pf_kube_object(const char *api_version, const char *kind,
+                      const char *name, const char *ns, const char *rv);
 /* Turn a non-2xx response into an error naming the request, the status and
  * the server's message: 401 PF_ERR_UNAUTHORIZED, 403 PF_ERR_FORBIDDEN, 404 PF_ERR_NOTFOUND,
  * 400/422 PF_ERR_USAGE, else PF_ERR_API. */

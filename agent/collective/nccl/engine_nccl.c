@@ -117,23 +117,30 @@ static pf_err nccl_fail(struct nccl_engine *g, char *err, const char *call,
 
 /* Abort every communicator: NCCL stops its kernels and proxy threads, so
  * the streams drain and nothing waits on a dead peer any more. */
+/* End every member's communicators with end (NCCL's abort or destroy). */
+static void end_comms(struct nccl_engine *g,
+                      pf_nccl_result_t (*end)(pf_nccl_comm_t comm))
+{
+    for (int i = 0; i < g->nlocal; i++) {
+        struct nccl_rank *r = &g->r[i];
+        g->cuda.cudaSetDevice(r->dev);
+        if (r->comm)
+            end(r->comm);
+        if (r->parent)
+            end(r->parent);
+        if (r->pair)
+            end(r->pair);
+        r->comm = r->parent = r->pair = NULL;
+    }
+    g->comms_live = false;
+}
+
 static void abort_comms(struct nccl_engine *g, const char *why)
 {
     if (!g->comms_live)
         return;
     pf_warn("aborting NCCL communicators: %s", why);
-    for (int i = 0; i < g->nlocal; i++) {
-        struct nccl_rank *r = &g->r[i];
-        g->cuda.cudaSetDevice(r->dev);
-        if (r->comm)
-            g->nccl.ncclCommAbort(r->comm);
-        if (r->parent)
-            g->nccl.ncclCommAbort(r->parent);
-        if (r->pair)
-            g->nccl.ncclCommAbort(r->pair);
-        r->comm = r->parent = r->pair = NULL;
-    }
-    g->comms_live = false;
+    end_comms(g, g->nccl.ncclCommAbort);
     g->aborted = true;
 }
 
@@ -259,6 +266,22 @@ static pf_err wait_checks(struct nccl_engine *g, const char *what,
     return PF_OK;
 }
 
+/* One round of a wait that is not over: while the communicators connect,
+ * say so now and then; true when the peers are due to be asked again
+ * (every POLL_PEER_MS since *last_peer). */
+static bool wait_round(struct nccl_engine *g, int64_t deadline,
+                       int64_t *last_peer)
+{
+    if (g->connecting && pf_progress_due(g->args.progress, pf_now_ms()))
+        pf_progress_say(g->args.progress, pf_now_ms(), "%d ranks (%d "
+                        "here) still connecting; %.0f s left", g->nranks,
+                        g->nlocal, (double)pf_ms_left(deadline) / 1000.0);
+    if (pf_now_ms() - *last_peer < POLL_PEER_MS)
+        return false;
+    *last_peer = pf_now_ms();
+    return true;
+}
+
 /* Wait until every communicator (children and parents) left
  * ncclInProgress: nonblocking init, split, or a group that NCCL finishes
  * in the background. */
@@ -294,13 +317,7 @@ static pf_err wait_comms_ready(struct nccl_engine *g, const char *what,
         bool spinning = pf_now_ms() - start < SPIN_MS;
         if (spinning && spins % 64 != 0)
             continue;
-        if (g->connecting && pf_progress_due(g->args.progress, pf_now_ms()))
-            pf_progress_say(g->args.progress, pf_now_ms(), "%d ranks (%d "
-                            "here) still connecting; %.0f s left", g->nranks,
-                            g->nlocal, (double)pf_ms_left(deadline) / 1000.0);
-        bool ask = pf_now_ms() - last_peer >= POLL_PEER_MS;
-        if (ask)
-            last_peer = pf_now_ms();
+        bool ask = wait_round(g, deadline, &last_peer);
         pf_err rc = wait_checks(g, what, deadline, ask, err);
         if (rc != PF_OK)
             return rc;
@@ -353,13 +370,7 @@ static pf_err wait_gpu(struct nccl_engine *g, int lo, int hi, int which,
         }
         if (left == 0)
             return PF_OK;
-        if (g->connecting && pf_progress_due(g->args.progress, pf_now_ms()))
-            pf_progress_say(g->args.progress, pf_now_ms(), "%d ranks (%d "
-                            "here) still connecting; %.0f s left", g->nranks,
-                            g->nlocal, (double)pf_ms_left(deadline) / 1000.0);
-        bool ask = pf_now_ms() - last_peer >= POLL_PEER_MS;
-        if (ask)
-            last_peer = pf_now_ms();
+        bool ask = wait_round(g, deadline, &last_peer);
         if (ask || spins % 64 == 0) {
             pf_err rc = wait_checks(g, what, deadline, ask, err);
             if (rc != PF_OK)
@@ -377,6 +388,20 @@ static pf_err record_all(struct nccl_engine *g, int which, char *err)
                                                     g->r[i].stream);
         if (e != PF_CUDA_SUCCESS)
             return cuda_fail(g, err, "cudaEventRecord", g->r[i].dev, e);
+    }
+    return PF_OK;
+}
+
+/* record_all for the two ranks a and b of a pair. */
+static pf_err record_pair(struct nccl_engine *g, int a, int b, int which,
+                          char *err)
+{
+    for (int k = 0; k < 2; k++) {
+        struct nccl_rank *r = &g->r[k ? b : a];
+        pf_cuda_error_t e = g->cuda.cudaEventRecord(event_of(r, which),
+                                                    r->stream);
+        if (e != PF_CUDA_SUCCESS)
+            return cuda_fail(g, err, "cudaEventRecord", r->dev, e);
     }
     return PF_OK;
 }
@@ -1263,25 +1288,15 @@ static pf_err nccl_local_pairs(struct pf_engine *e, const int *partner,
         slow = g->r[a].rank == g->args.slow_rank ||
                g->r[b].rank == g->args.slow_rank;
         rc = local_launch(g, a, b, count, deadline, err);    /* warm-up */
-        for (int k = 0; rc == PF_OK && k < 2; k++) {
-            pf_cuda_error_t ce = g->cuda.cudaEventRecord(
-                g->r[k ? b : a].start, g->r[k ? b : a].stream);
-            if (ce != PF_CUDA_SUCCESS)
-                rc = cuda_fail(g, err, "cudaEventRecord", g->r[k ? b : a].dev,
-                               ce);
-        }
+        if (rc == PF_OK)
+            rc = record_pair(g, a, b, EV_START, err);
         for (int it = 0; rc == PF_OK && it < iters; it++) {
             if (slow)                 /* --debug-slow-rank, as maybe_slow */
                 pf_sleep_ms(g->args.slow_ms);
             rc = local_launch(g, a, b, count, deadline, err);
         }
-        for (int k = 0; rc == PF_OK && k < 2; k++) {
-            pf_cuda_error_t ce = g->cuda.cudaEventRecord(
-                g->r[k ? b : a].stop, g->r[k ? b : a].stream);
-            if (ce != PF_CUDA_SUCCESS)
-                rc = cuda_fail(g, err, "cudaEventRecord", g->r[k ? b : a].dev,
-                               ce);
-        }
+        if (rc == PF_OK)
+            rc = record_pair(g, a, b, EV_STOP, err);
     }
     if (rc == PF_OK)
         rc = wait_gpu(g, 0, g->nlocal, EV_STREAM, "GPU pairs", deadline, err);
@@ -1419,18 +1434,8 @@ static void teardown(struct nccl_engine *g)
         pair_release(g);
     free(g->pair);
     g->pair = NULL;
-    if (g->comms_live) {
-        for (int i = 0; i < g->nlocal; i++) {
-            struct nccl_rank *r = &g->r[i];
-            g->cuda.cudaSetDevice(r->dev);
-            if (r->comm)
-                g->nccl.ncclCommDestroy(r->comm);
-            if (r->parent)
-                g->nccl.ncclCommDestroy(r->parent);
-            r->comm = r->parent = NULL;
-        }
-        g->comms_live = false;
-    }
+    if (g->comms_live)              /* the pairs went first, just above */
+        end_comms(g, g->nccl.ncclCommDestroy);
     for (int i = 0; g->cuda.dl && i < g->nlocal; i++) {
         struct nccl_rank *r = &g->r[i];
         g->cuda.cudaSetDevice(r->dev);
