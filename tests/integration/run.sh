@@ -39,6 +39,9 @@ for t in "$here"/test_*.sh; do
         fail=$((fail + 1)); failed="$failed $name"
         echo "FAIL $name (rc=$rc, ${secs}s); last lines of $log:"
         tail -n 25 "$log" | sed 's/^/    /'
+        # A test that dumps its daemons' logs after the failing check pushes
+        # that check out of the tail: repeat its FAIL lines last.
+        grep -m 10 '^FAIL' "$log" | sed 's/^/    = /'
     fi
 done
 echo "integration: $pass passed, $fail failed, $skip skipped"
