@@ -82,6 +82,7 @@ static pf_err open_boot(struct pf_run *run, struct pf_boot **boot, char *err)
 {
     struct pf_boot_args a = {
         .peers = &run->peers,
+        .roster = &run->coll.roster,
         .secret_file = run->cfg.secret_file,
         .bind_addr = run->cfg.bind_addr,
         .port = run->cfg.port,
@@ -110,7 +111,7 @@ void pf_engine_args_for(struct pf_run *run, struct pf_boot *boot,
         .fabric_lanes = run->cfg.fabric_lanes,
         .libfabric_path = run->cfg.libfabric_path,
         .bind_addr = run->cfg.bind_addr,
-        .peers = &run->peers,
+        .roster = &run->coll.roster,
         .progress = &run->progress,
         .corrupt_rank = run->cfg.debug_corrupt_rank,
         .slow_rank = run->cfg.debug_slow_rank,
@@ -136,8 +137,10 @@ pf_err pf_collective(struct pf_run *run, char *err)
     memset(&c->strag, 0, sizeof(c->strag));
     memset(&c->nics, 0, sizeof(c->nics));
     memset(&c->inside, 0, sizeof(c->inside));
-    c->nnodes = pf_peers_count_nodes(&run->peers);
     c->nranks = run->peers.world;
+    if ((rc = pf_roster_from_peers(&c->roster, &run->peers, err)) != PF_OK)
+        return rc;
+    c->nnodes = pf_roster_count_nodes(&c->roster);
     if ((rc = choose_engine(run, &ops, err)) != PF_OK)
         return rc;
     snprintf(c->engine, sizeof(c->engine), "%s", ops->name);
@@ -163,7 +166,7 @@ pf_err pf_collective(struct pf_run *run, char *err)
     if (rc == PF_OK) {
         /* The rendezvous named every rank's host (and, for non-leaders
          * under Kubernetes, peers discovery did not name): count again. */
-        c->nnodes = pf_peers_count_nodes(&run->peers);
+        c->nnodes = pf_roster_count_nodes(&c->roster);
         engine.ops = ops;
         pf_info("collective: %s engine, %d ranks on %d node(s)", ops->name,
                 boot->world, c->nnodes);
@@ -242,4 +245,5 @@ void pf_coll_free(struct pf_coll *c)
     free(c->inside.links);
     free(c->inside.culprits);
     memset(&c->inside, 0, sizeof(c->inside));
+    pf_roster_free(&c->roster);
 }

@@ -29,7 +29,7 @@ struct pf_engine_args {
                                          address, NULL for the bind address */
     const char *libfabric_path;       /* "" searches the usual places */
     const char *bind_addr;            /* --bind-addr, "" when not given */
-    const struct pf_peers *peers;     /* ranks' hosts, for binding and
+    const struct pf_roster *roster;   /* ranks' hosts, for binding and
                                          messages; NULL when unknown */
     /* NCCL engine */
     struct pf_progress *progress;     /* lines while communicators connect */

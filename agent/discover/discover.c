@@ -86,28 +86,52 @@ void pf_peers_free(struct pf_peers *p)
     p->list = NULL;
 }
 
+pf_err pf_roster_from_peers(struct pf_roster *r, const struct pf_peers *p,
+                            char *err)
+{
+    pf_roster_free(r);
+    r->bootstrap = p->bootstrap;
+    r->world = 0;
+    if (!p->list || p->world < 1)
+        return PF_OK;
+    r->list = calloc((size_t)p->world, sizeof(*r->list));
+    if (!r->list)
+        return pf_fail(err, PF_ERR_NOMEM, "no memory for a roster of %d "
+                       "ranks", p->world);
+    memcpy(r->list, p->list, (size_t)p->world * sizeof(*r->list));
+    r->world = p->world;
+    return PF_OK;
+}
+
+void pf_roster_free(struct pf_roster *r)
+{
+    free(r->list);
+    r->list = NULL;
+    r->world = 0;
+}
+
 /* Kubernetes names Nodes; elsewhere a hostname alone can repeat (network
  * namespaces, pods on one host share it), so the address must match too. */
-static void node_key(const struct pf_peers *p, int r, char *buf, size_t len)
+static void node_key(const struct pf_roster *r, int i, char *buf, size_t len)
 {
-    const struct pf_peer *x = &p->list[r];
+    const struct pf_peer *x = &r->list[i];
 
-    if (p->bootstrap == PF_BOOT_K8S && x->node[0])
+    if (r->bootstrap == PF_BOOT_K8S && x->node[0])
         snprintf(buf, len, "%s", x->node);
     else
         snprintf(buf, len, "%s@%s", x->node, x->host);
 }
 
-bool pf_peers_same_node(const struct pf_peers *p, int a, int b)
+bool pf_roster_same_node(const struct pf_roster *r, int a, int b)
 {
     char ka[2 * PF_NAME_MAX + 2], kb[2 * PF_NAME_MAX + 2];
 
     if (a == b)
         return true;
-    if (!p->list || a < 0 || b < 0 || a >= p->world || b >= p->world)
+    if (!r->list || a < 0 || b < 0 || a >= r->world || b >= r->world)
         return false;
-    node_key(p, a, ka, sizeof(ka));
-    node_key(p, b, kb, sizeof(kb));
+    node_key(r, a, ka, sizeof(ka));
+    node_key(r, b, kb, sizeof(kb));
     return !strcmp(ka, kb);
 }
 
@@ -116,28 +140,28 @@ static int by_key(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-int pf_peers_count_nodes(const struct pf_peers *p)
+int pf_roster_count_nodes(const struct pf_roster *r)
 {
     size_t klen = 2 * PF_NAME_MAX + 2;
     char **keys, *store;
     int nodes = 1;
 
-    if (!p->list || p->world <= 1)
+    if (!r->list || r->world <= 1)
         return 1;
-    keys = malloc((size_t)p->world * sizeof(*keys));
-    store = malloc((size_t)p->world * klen);
+    keys = malloc((size_t)r->world * sizeof(*keys));
+    store = malloc((size_t)r->world * klen);
     if (!keys || !store) {
         free(keys);
         free(store);
         return 1;
     }
-    for (int i = 0; i < p->world; i++) {
+    for (int i = 0; i < r->world; i++) {
         keys[i] = store + (size_t)i * klen;
-        node_key(p, i, keys[i], klen);
+        node_key(r, i, keys[i], klen);
     }
     /* sorted, so thousands of peers cost n log n */
-    qsort(keys, (size_t)p->world, sizeof(*keys), by_key);
-    for (int i = 1; i < p->world; i++)
+    qsort(keys, (size_t)r->world, sizeof(*keys), by_key);
+    for (int i = 1; i < r->world; i++)
         nodes += strcmp(keys[i - 1], keys[i]) != 0;
     free(keys);
     free(store);

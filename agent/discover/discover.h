@@ -10,11 +10,16 @@ pf_err pf_discover(struct pf_run *run, char *err);
 /* The k8s bootstrap (k8s.c): own pod, selector, world size, list+watch. */
 pf_err pf_discover_k8s(struct pf_run *run, char *err);
 void pf_peers_free(struct pf_peers *p);
+/* The roster the collective starts from: a copy of discovery's table
+ * (PF_ERR_NOMEM when there is no memory for it). */
+pf_err pf_roster_from_peers(struct pf_roster *r, const struct pf_peers *p,
+                            char *err);
+void pf_roster_free(struct pf_roster *r);
 /* The one node identity: the Node name under Kubernetes, else hostname and
  * address together (a hostname alone repeats across network namespaces
  * and pods of one host). */
-bool pf_peers_same_node(const struct pf_peers *p, int a, int b);
-int pf_peers_count_nodes(const struct pf_peers *p);
+bool pf_roster_same_node(const struct pf_roster *r, int a, int b);
+int pf_roster_count_nodes(const struct pf_roster *r);
 
 /* `local` discovery in one rank process: cfg.ranks ranks on 127.0.0.1. */
 pf_err pf_discover_local(struct pf_run *run, char *err);

@@ -187,6 +187,7 @@ static cJSON *straggler_json(const struct pf_run *run)
 {
     const struct pf_coll *c = &run->coll;
     const struct pf_straggler *s = &c->strag;
+    const struct pf_roster *ro = &c->roster;
     cJSON *o = cJSON_CreateObject(), *arr;
 
     pf_json_add_text(o, "method", s->method);
@@ -220,10 +221,10 @@ static cJSON *straggler_json(const struct pf_run *run)
         pf_json_add_text(x, "kind", bad == (PF_LINK_SLOW | PF_LINK_DATA) ? "slow+data"
                            : bad & PF_LINK_DATA ? "data"
                            : bad & PF_LINK_SLOW ? "slow" : s->kind);
-        if (run->peers.list && r >= 0 && r < run->peers.world) {
-            pf_json_add_text(x, "pod", run->peers.list[r].pod);
-            pf_json_add_text(x, "node", run->peers.list[r].node);
-            pf_json_add_text(x, "address", run->peers.list[r].host);
+        if (ro->list && r >= 0 && r < ro->world) {
+            pf_json_add_text(x, "pod", ro->list[r].pod);
+            pf_json_add_text(x, "node", ro->list[r].node);
+            pf_json_add_text(x, "address", ro->list[r].host);
         }
         cJSON_AddItemToArray(arr, x);
     }

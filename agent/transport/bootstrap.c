@@ -182,15 +182,15 @@ pf_err pf_boot_open(const struct pf_boot_args *a, struct pf_boot **out,
     if (rc == PF_OK) {
         /* A k8s rank other than 0 knows only rank 0 and itself from
          * discovery: the WELCOME's table names everyone else. */
-        for (int i = 0; i < p->world; i++) {
-            if (!p->list[i].node[0])
+        struct pf_roster *ro = a->roster;
+        for (int i = 0; ro && i < p->world && i < ro->world; i++) {
+            struct pf_peer *x = &ro->list[i];
+            if (!x->node[0])
                 /* A peer's own word for its host: sanitised before
                  * it reaches a message or the report. */
-                pf_sanitize(p->list[i].node, sizeof(p->list[i].node),
-                            table[i].hostname);
-            if (!p->list[i].host[0])
-                pf_sanitize(p->list[i].host, sizeof(p->list[i].host),
-                            table[i].addr);
+                pf_sanitize(x->node, sizeof(x->node), table[i].hostname);
+            if (!x->host[0])
+                pf_sanitize(x->host, sizeof(x->host), table[i].addr);
         }
         warn_mixed_types(table, p->world);
     }

@@ -15,9 +15,10 @@ struct pf_progress;
 /* What connecting a group needs, and nothing more: the collective fills it
  * from the run, so the transport never sees the run or its results. */
 struct pf_boot_args {
-    struct pf_peers *peers;           /* the group discovery found; a rank
-                                         that knew only rank 0 and itself
-                                         gets the others' names filled in */
+    const struct pf_peers *peers;     /* the group discovery found */
+    struct pf_roster *roster;         /* a copy of its table: a rank that
+                                         knew only rank 0 and itself gets
+                                         the others' names filled in here */
     const char *secret_file;          /* --secret-file, "" for none */
     const char *bind_addr;            /* --bind-addr, "" to choose */
     int port;                         /* rank 0's port when the table has none */

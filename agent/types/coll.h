@@ -13,6 +13,7 @@
 #include "config.h"
 #include "engine.h"
 #include "node.h"
+#include "peers.h"
 
 #define PF_MAX_ROWS 48
 
@@ -164,7 +165,8 @@ struct pf_coll {
     enum pf_engine_kind engine_kind;  /* PF_ENGINE_NCCL|HOST once chosen */
     struct pf_fabric_facts fabric;    /* from the engine */
     int nranks;                       /* global ranks (processes x GPUs) */
-    int nnodes;
+    int nnodes;                       /* counted on the roster */
+    struct pf_roster roster;          /* who every rank is (types/peers.h) */
     struct pf_sweep_plan sweep;       /* the sizes swept */
     int nrows;
     struct pf_row rows[PF_MAX_ROWS];

@@ -1,6 +1,7 @@
 /* What the discover stage produces (discover/discover.h): the peer table,
- * every rank and where the rendezvous reaches it. The transport reads it
- * and fills in names a rank did not know. Released by pf_peers_free. */
+ * every rank and where the rendezvous reaches it, released by
+ * pf_peers_free. And what the transport makes of it once the group is
+ * connected: the roster, every rank named. */
 #ifndef PF_TYPES_PEERS_H
 #define PF_TYPES_PEERS_H
 
@@ -37,6 +38,18 @@ struct pf_peers {
     /* DaemonSet: no group though the pool has partners; the node keeps
      * status=pending and the agent exits to be started again. */
     bool stay_pending;
+};
+
+/* Who every rank turned out to be once the group connected: discovery's
+ * table with the names only the rendezvous' WELCOME told (a k8s rank other
+ * than 0 discovers just rank 0 and itself). The collective makes it from
+ * the peers (pf_roster_from_peers), the transport fills its blanks, and the
+ * engines, the verdict and the report read it; pf_coll_free releases it.
+ * Discovery's own table stays as discovery left it. */
+struct pf_roster {
+    enum pf_bootstrap bootstrap;      /* decides what a node is */
+    int world;
+    struct pf_peer *list;             /* world entries, rank order, heap */
 };
 
 #endif

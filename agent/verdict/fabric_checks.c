@@ -42,7 +42,7 @@ static void human_bytes(char *out, size_t len, uint64_t b)
 static const char *rank_host(const struct pf_run *run, int r, char *buf,
                              size_t len)
 {
-    const struct pf_peers *p = &run->peers;
+    const struct pf_roster *p = &run->coll.roster;
     const char *node, *addr;
 
     if (!p->list || r < 0 || r >= p->world)
@@ -60,7 +60,7 @@ static const char *rank_host(const struct pf_run *run, int r, char *buf,
  * straggler: the one node identity of discover/. */
 static bool same_node(const struct pf_run *run, int a, int b)
 {
-    return pf_peers_same_node(&run->peers, a, b);
+    return pf_roster_same_node(&run->coll.roster, a, b);
 }
 
 /* "pod p-2, node-c, 10.0.1.9" for messages: pod where known, node and
@@ -68,7 +68,7 @@ static bool same_node(const struct pf_run *run, int a, int b)
 static const char *rank_desc(const struct pf_run *run, int r, char *buf,
                              size_t len)
 {
-    const struct pf_peers *p = &run->peers;
+    const struct pf_roster *p = &run->coll.roster;
     char host[2 * PF_NAME_MAX + 4], id[160];
 
     rank_host(run, r, host, sizeof(host));

@@ -205,7 +205,8 @@ static void nic_speed(struct pf_run *run)
         if (rl->gbps > hi)
             hi = rl->gbps;
         slow += rl->slow;
-        if (rl->suspect >= 0 && pf_peers_same_node(&run->peers, rl->suspect, self)) {
+        if (rl->suspect >= 0 &&
+            pf_roster_same_node(&run->coll.roster, rl->suspect, self)) {
             if (mine < 0)
                 mine = r;
         } else if (rl->suspect >= 0 && peer < 0) {

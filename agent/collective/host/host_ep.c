@@ -41,7 +41,7 @@ static bool is_efa(const char *prov)
  * choose their own. */
 static const char *source_node(const struct host *h)
 {
-    const struct pf_peers *p = h->args.peers;
+    const struct pf_roster *p = h->args.roster;
 
     if (h->args.bind_addr && h->args.bind_addr[0])
         return h->args.bind_addr;
@@ -127,7 +127,7 @@ static pf_err efa_rails(struct host *h, struct fi_info *list, char *err)
  * ten times slower until it moved them (bench/results/host_allreduce.md). */
 static int lanes_for(struct host *h, int naddrs)
 {
-    const struct pf_peers *p = h->args.peers;
+    const struct pf_roster *p = h->args.roster;
     int cores = 1, here = 0, lanes;
 
     if (sched_getaffinity(0, sizeof(h->allowed), &h->allowed) == 0)
@@ -304,7 +304,7 @@ static pf_err alloc_buffers(struct host *h, char *err)
 
 static const char *host_of(const struct host *h, int rank)
 {
-    const struct pf_peers *p = h->args.peers;
+    const struct pf_roster *p = h->args.roster;
 
     if (p && p->list && rank >= 0 && rank < p->world && p->list[rank].host[0])
         return p->list[rank].host;

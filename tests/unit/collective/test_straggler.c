@@ -209,6 +209,7 @@ static void fake_sweep(struct pf_run *run, int world, double busbw)
 /* Free a judged run: its culprit list is the test's own storage. */
 static void drop(struct pf_run *run)
 {
+    run->coll.roster.list = NULL;          /* the test's own array */
     run->coll.strag.culprits = NULL;
     run->coll.strag.nculprits = 0;
     pf_coll_free(&run->coll);
@@ -415,10 +416,10 @@ static struct pf_run *judged_on(int self, int slow, struct pf_peer *peers,
     snprintf(c->fabric.provider, sizeof(c->fabric.provider), "tcp;ofi_rxm");
     c->fabric.provider_is_fallback = true;
     run->cfg.min_busbw_gbps = 0.1;
-    run->peers.world = 4;
+    run->coll.roster.world = 4;
     run->peers.rank = self;
-    run->peers.list = peers;
-    run->peers.bootstrap = bootstrap;
+    run->coll.roster.list = peers;
+    run->coll.roster.bootstrap = bootstrap;
     c->slow_rank = slow;
     snprintf(c->strag.method, sizeof(c->strag.method), "pairwise");
     snprintf(c->strag.kind, sizeof(c->strag.kind), "slow");

@@ -129,9 +129,9 @@ Test(fabric_checks, localised_corruption_names_rank_pod_and_node)
         struct pf_run *run = ran("host", "efa", 50, 3);
         run->coll.rows[0].ip_wrong = 7;
         pf_sweep_summarize(&run->coll);
-        run->peers.world = 3;
-        run->peers.list = peers;
-        run->peers.bootstrap = PF_BOOT_K8S;
+        run->coll.roster.world = 3;
+        run->coll.roster.list = peers;
+        run->coll.roster.bootstrap = PF_BOOT_K8S;
         snprintf(run->coll.strag.kind, sizeof(run->coll.strag.kind), "data");
         snprintf(run->coll.strag.method, sizeof(run->coll.strag.method), "pairwise");
         run->coll.strag.self = self;
@@ -381,9 +381,9 @@ static struct pf_run *mixed(int self, double ring_busbw)
     run->coll.rows[0].oop_wrong = 40;
     pf_sweep_summarize(&run->coll);
     run->cfg.min_busbw_gbps = 10;
-    run->peers.world = 8;
-    run->peers.list = peers;
-    run->peers.bootstrap = PF_BOOT_STATIC;
+    run->coll.roster.world = 8;
+    run->coll.roster.list = peers;
+    run->coll.roster.bootstrap = PF_BOOT_STATIC;
     snprintf(run->coll.strag.method, sizeof(run->coll.strag.method),
              "pairwise");
     snprintf(run->coll.strag.kind, sizeof(run->coll.strag.kind),

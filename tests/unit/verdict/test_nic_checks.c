@@ -335,10 +335,10 @@ static struct pf_run *rails_run(int self, const double *gbps, int n)
     c->strag.self = self;
     pf_sweep_fill_row(&c->rows[0], 1 << 20, 4, 1e-3, 1e-3, 0, 0);
     pf_sweep_summarize(c);
-    run->peers.world = 4;
-    run->peers.list = calloc(4, sizeof(*run->peers.list));
+    run->coll.roster.world = 4;
+    run->coll.roster.list = calloc(4, sizeof(*run->coll.roster.list));
     for (int r = 0; r < 4; r++)
-        snprintf(run->peers.list[r].host, sizeof(run->peers.list[r].host),
+        snprintf(run->coll.roster.list[r].host, sizeof(run->coll.roster.list[r].host),
                  "10.254.70.%d", 10 + r);
     c->nics.nrails = n;
     for (int r = 0; r < n; r++) {
@@ -360,7 +360,7 @@ static void judge_rails(struct pf_run *run)
 
 static void free_rails_run(struct pf_run *run)
 {
-    free(run->peers.list);
+    free(run->coll.roster.list);
     free(run);
 }
 
