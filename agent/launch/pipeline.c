@@ -39,6 +39,7 @@ static int usage_exit(struct pf_run *run, struct pf_interrupt *it,
 static int pipeline(struct pf_run *run, bool collective,
                     struct pf_interrupt *it, bool *node_written)
 {
+    struct pf_publish_outcome published;
     char err[PF_ERRLEN] = "";
     pf_err rc;
 
@@ -78,15 +79,16 @@ static int pipeline(struct pf_run *run, bool collective,
     pf_verdict_finish(run);
 
     pf_interrupt_enter_publish(it);
-    rc = pf_publish(run, node_written, err);
+    rc = pf_publish(run, &published, err);
     pf_interrupt_leave_publish(it);
+    *node_written = published.node_written;
     if (rc != PF_OK) {
         pf_say("publish: %s", err);
         return pf_class_exit_code(pf_err_class(rc));
     }
-    /* A failed report or Node write is a check: the exit code the table
-     * and the report show is this one. */
-    return run->verdict.exit_code;
+    /* A failed report or Node write is publishing's own check: the exit
+     * code the table and the report show is the outcome's. */
+    return published.shown.exit_code;
 }
 
 int pf_run_stages(struct pf_run *run, bool collective)

@@ -238,11 +238,10 @@ static double run_seconds(const struct pf_run *run)
 }
 
 static void verdict_metrics(struct mbuf *b, const struct pf_run *run,
-                            double now_s)
+                            const struct pf_verdict *v, double now_s)
 {
     static const char *const statuses[] = { "pass", "warn", "fail", "error",
                                             "usage" };
-    const struct pf_verdict *v = &run->verdict;
     /* The class's one status word, as on the Node and in the report. */
     const char *word = pf_class_status_word(v->cls);
 
@@ -403,9 +402,15 @@ const char *pf_metrics_node(const struct pf_run *run)
 
 char *pf_metrics_text(const struct pf_run *run, double now_s)
 {
+    return pf_metrics_text_of(run, &run->verdict, now_s);
+}
+
+char *pf_metrics_text_of(const struct pf_run *run, const struct pf_verdict *v,
+                         double now_s)
+{
     struct mbuf b = { .node = pf_metrics_node(run) };
 
-    verdict_metrics(&b, run, now_s);
+    verdict_metrics(&b, run, v, now_s);
     collective_metrics(&b, run);
     nic_metrics(&b, run);
     if (b.oom || !b.p) {

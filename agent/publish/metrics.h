@@ -20,6 +20,9 @@
  * Every sample carries the label node (pf_metrics_node).
  * malloc'd; NULL when out of memory. */
 char *pf_metrics_text(const struct pf_run *run, double now_s);
+/* The same for the verdict v as published (publish.h, pf_publish). */
+char *pf_metrics_text_of(const struct pf_run *run, const struct pf_verdict *v,
+                         double now_s);
 
 /* The value of the node label on every sample, and of the Pushgateway's
  * instance: --node-name, else the hostname. */

@@ -24,13 +24,14 @@
 #include "pushgateway.h"
 #include "node.h"
 
-/* A Node write that failed becomes a check of its own, so the table, the
- * report and the exit code all tell the same story. */
-static void publish_failed(struct pf_run *run, pf_err rc, const char *msg)
+/* A Node write that failed becomes a check of publishing's own, so the
+ * table, the report and the exit code all tell the same story. */
+static void publish_failed(struct pf_verdict *shown, pf_err rc,
+                           const char *msg)
 {
-    pf_verdict_add(&run->verdict, "publish", "", PF_FAIL,
+    pf_verdict_add(shown, "publish", "", PF_FAIL,
                    pf_reason_for_err(rc, PF_STAGE_PUBLISH), "", "%s", msg);
-    pf_verdict_finish(run);
+    pf_verdict_settle(shown);
 }
 
 bool pf_publish_to_node(const struct pf_run *run)
@@ -53,21 +54,22 @@ pf_err pf_publish_begin(struct pf_run *run, char *err)
 
 /* The report file could not be written: a check of its own, so the
  * table and the JSON on stdout carry the exit code the process returns. */
-static void report_failed(struct pf_run *run, const char *msg)
+static void report_failed(struct pf_verdict *shown, const char *msg)
 {
     pf_error("report: %s", msg);
-    pf_verdict_add(&run->verdict, "report", "", PF_FAIL, PF_R_ReportFailed,
-                   "", "%s", msg);
-    pf_verdict_finish(run);
+    pf_verdict_add(shown, "report", "", PF_FAIL, PF_R_ReportFailed, "", "%s",
+                   msg);
+    pf_verdict_settle(shown);
 }
 
 /* ---------------------------------------------------------------- sinks */
 
-/* What the sinks of one pf_publish share: the JSON report and the metrics
- * text, each made once, and the moment the monitoring sinks record. */
+/* What the sinks of one pf_publish share: the outcome they add to, the
+ * JSON report and the metrics text, each made once, and the moment the
+ * monitoring sinks record. */
 struct sink_ctx {
-    struct pf_run *run;
-    bool *node_written;
+    const struct pf_run *run;
+    struct pf_publish_outcome *out;
     char *json;                       /* the JSON report, NULL until made */
     char *metrics;                    /* the metrics text, NULL until made */
     bool metrics_tried;
@@ -76,13 +78,13 @@ struct sink_ctx {
     char *err;
 };
 
-/* AMENDS: may add a check to the verdict, so it runs before the JSON
+/* AMENDS: may add a check to the outcome, so it runs before the JSON
  * report the later sinks read is made. READS_JSON: reads that report. */
 enum { SINK_AMENDS = 1, SINK_READS_JSON = 2 };
 
 struct sink {
     const char *name;
-    bool (*enabled)(const struct pf_run *run);
+    bool (*enabled)(const struct sink_ctx *x);
     pf_err (*write)(struct sink_ctx *x);
     unsigned flags;                   /* SINK_* */
 };
@@ -103,8 +105,9 @@ static const char *sink_metrics(struct sink_ctx *x)
     if (!x->metrics_tried) {
         const struct timespec *now = sink_now(x);
         x->metrics_tried = true;
-        x->metrics = pf_metrics_text(x->run, (double)now->tv_sec +
-                                                 now->tv_nsec / 1e9);
+        x->metrics = pf_metrics_text_of(x->run, &x->out->shown,
+                                        (double)now->tv_sec +
+                                            now->tv_nsec / 1e9);
         if (!x->metrics)
             pf_error("metrics: out of memory");
     }
@@ -119,14 +122,14 @@ static bool node_verdict(const struct pf_run *run)
     return pf_publish_to_node(run) && run->verdict.cls != PF_CLASS_USAGE;
 }
 
-static bool node_enabled(const struct pf_run *run)
+static bool node_enabled(const struct sink_ctx *x)
 {
-    return node_verdict(run) || run->mark.marked;
+    return node_verdict(x->run) || x->run->mark.marked;
 }
 
 static pf_err node_write(struct sink_ctx *x)
 {
-    struct pf_run *run = x->run;
+    const struct pf_run *run = x->run;
     char node_err[PF_ERRLEN] = "";
 
     if (node_verdict(run)) {
@@ -135,15 +138,15 @@ static pf_err node_write(struct sink_ctx *x)
         /* A mark withheld is a warning of its own in the report: the
          * node failed, and the cluster does not keep jobs away from it. */
         if (mark.withheld != PF_R_None) {
-            pf_verdict_add(&run->verdict, "taint", "", PF_WARN, mark.withheld,
-                           "", "%s", mark.note);
-            pf_verdict_finish(run);
+            pf_verdict_add(&x->out->shown, "taint", "", PF_WARN,
+                           mark.withheld, "", "%s", mark.note);
+            pf_verdict_settle(&x->out->shown);
         }
         if (nrc != PF_OK) {
             pf_error("publish: %s", node_err);
-            publish_failed(run, nrc, node_err);
-        } else if (x->node_written) {
-            *x->node_written = true;
+            publish_failed(&x->out->shown, nrc, node_err);
+        } else {
+            x->out->node_written = true;
         }
     } else if (pf_publish_node_undo(run, node_err) != PF_OK) {
         pf_warn("node %s: could not put back the state found before the "
@@ -153,31 +156,31 @@ static pf_err node_write(struct sink_ctx *x)
 }
 
 /* Then the file, so that its failure can still reach stdout. */
-static bool report_enabled(const struct pf_run *run)
+static bool report_enabled(const struct sink_ctx *x)
 {
-    return run->cfg.report_file[0] != '\0';
+    return x->run->cfg.report_file[0] != '\0';
 }
 
 static pf_err report_write(struct sink_ctx *x)
 {
     char file_err[PF_ERRLEN] = "";
 
-    x->json = pf_report_json(x->run);
+    x->json = pf_report_json_of(x->run, &x->out->shown);
     if (!x->json)
         return pf_fail(x->err, PF_ERR_NOMEM, "JSON report: out of memory");
     if (pf_write_file_atomic(x->run->cfg.report_file, x->json,
                              strlen(x->json), file_err) != PF_OK) {
         /* The report the later sinks read carries the failure. */
-        report_failed(x->run, file_err);
+        report_failed(&x->out->shown, file_err);
         free(x->json);
         x->json = NULL;
     }
     return PF_OK;
 }
 
-static bool json_enabled(const struct pf_run *run)
+static bool json_enabled(const struct sink_ctx *x)
 {
-    return run->cfg.json;
+    return x->run->cfg.json;
 }
 
 static pf_err json_write(struct sink_ctx *x)
@@ -188,14 +191,14 @@ static pf_err json_write(struct sink_ctx *x)
     return PF_OK;
 }
 
-static bool table_enabled(const struct pf_run *run)
+static bool table_enabled(const struct sink_ctx *x)
 {
-    return !run->cfg.json;
+    return !x->run->cfg.json;
 }
 
 static pf_err table_write(struct sink_ctx *x)
 {
-    pf_publish_table(x->run, stdout);
+    pf_publish_table_of(x->run, &x->out->shown, stdout);
     fflush(stdout);
     return PF_OK;
 }
@@ -204,9 +207,9 @@ static pf_err table_write(struct sink_ctx *x)
  * neither the verdict nor the exit code, since the outcome is already on
  * the Node and in the report, and a stale
  * efa_preflight_last_run_timestamp_seconds is what alerts watch for. */
-static bool history_enabled(const struct pf_run *run)
+static bool history_enabled(const struct sink_ctx *x)
 {
-    return run->cfg.history_dir[0] != '\0';
+    return x->run->cfg.history_dir[0] != '\0';
 }
 
 static pf_err history_write(struct sink_ctx *x)
@@ -220,9 +223,9 @@ static pf_err history_write(struct sink_ctx *x)
     return PF_OK;
 }
 
-static bool textfile_enabled(const struct pf_run *run)
+static bool textfile_enabled(const struct sink_ctx *x)
 {
-    return run->cfg.metrics_textfile[0] != '\0';
+    return x->run->cfg.metrics_textfile[0] != '\0';
 }
 
 static pf_err textfile_write(struct sink_ctx *x)
@@ -237,9 +240,10 @@ static pf_err textfile_write(struct sink_ctx *x)
 }
 
 /* A Pushgateway is the cluster's: a usage error writes nothing there. */
-static bool pushgateway_enabled(const struct pf_run *run)
+static bool pushgateway_enabled(const struct sink_ctx *x)
 {
-    return run->cfg.pushgateway[0] && run->verdict.cls != PF_CLASS_USAGE;
+    return x->run->cfg.pushgateway[0] &&
+           x->out->shown.cls != PF_CLASS_USAGE;
 }
 
 static pf_err pushgateway_write(struct sink_ctx *x)
@@ -274,23 +278,23 @@ static const struct sink sinks[] = {
 
 /* Whether an enabled sink from i on reads the JSON report once the
  * verdict is final. */
-static bool json_read_from(size_t i, const struct pf_run *run)
+static bool json_read_from(size_t i, const struct sink_ctx *x)
 {
     for (; i < NSINKS; i++)
         if ((sinks[i].flags & SINK_READS_JSON) &&
-            !(sinks[i].flags & SINK_AMENDS) && sinks[i].enabled(run))
+            !(sinks[i].flags & SINK_AMENDS) && sinks[i].enabled(x))
             return true;
     return false;
 }
 
-pf_err pf_publish(struct pf_run *run, bool *node_written, char *err)
+pf_err pf_publish(const struct pf_run *run, struct pf_publish_outcome *out,
+                  char *err)
 {
-    struct sink_ctx x = { .run = run, .node_written = node_written,
-                          .err = err };
+    struct sink_ctx x = { .run = run, .out = out, .err = err };
     pf_err rc = PF_OK;
 
-    if (node_written)
-        *node_written = false;
+    out->shown = run->verdict;
+    out->node_written = false;
     if (run->cfg.command == PF_CMD_LOCAL && run->peers.rank != 0)
         return PF_OK;
 
@@ -298,14 +302,14 @@ pf_err pf_publish(struct pf_run *run, bool *node_written, char *err)
         const struct sink *s = &sinks[i];
         /* The verdict is final past the sinks that amend it: the JSON
          * report is made once then, for every later sink that reads it. */
-        if (!(s->flags & SINK_AMENDS) && !x.json && json_read_from(i, run)) {
-            x.json = pf_report_json(run);
+        if (!(s->flags & SINK_AMENDS) && !x.json && json_read_from(i, &x)) {
+            x.json = pf_report_json_of(run, &out->shown);
             if (!x.json) {
                 rc = pf_fail(err, PF_ERR_NOMEM, "JSON report: out of memory");
                 break;
             }
         }
-        if (s->enabled(run))
+        if (s->enabled(&x))
             rc = s->write(&x);
     }
     free(x.json);

@@ -16,16 +16,21 @@ bool pf_publish_to_node(const struct pf_run *run);
  * failure here is logged by the caller; the run goes on. */
 pf_err pf_publish_begin(struct pf_run *run, char *err);
 /* Writes the Node first (k8s; a usage error puts back what begin found),
- * then the report file, then stdout, so all three tell the same verdict:
+ * then the report file, then stdout, so all three tell the same story:
  * a report that cannot be written is a check of its own (ReportFailed),
- * never a reason to skip the Node. *node_written says whether the Node
- * got the verdict. */
-pf_err pf_publish(struct pf_run *run, bool *node_written, char *err);
+ * never a reason to skip the Node. Publishing reads the run and writes
+ * none of it: its own checks and the exit code they make are in *out. */
+pf_err pf_publish(const struct pf_run *run, struct pf_publish_outcome *out,
+                  char *err);
 
-/* Pieces, for tests and for the commands that need only one. */
+/* Pieces, for tests and for the commands that need only one: of the run's
+ * verdict, or (_of) of the verdict v as published. */
 void pf_publish_table(const struct pf_run *run, FILE *out);
+void pf_publish_table_of(const struct pf_run *run, const struct pf_verdict *v,
+                         FILE *out);
 /* Returns a malloc'd JSON document (schema docs/report-schema.md). */
 char *pf_report_json(const struct pf_run *run);
+char *pf_report_json_of(const struct pf_run *run, const struct pf_verdict *v);
 /* What became of our mark (taint, HyperPod label) on a node proven
  * faulty: withheld is PF_R_None when it was written or not asked for. */
 struct pf_mark_outcome {

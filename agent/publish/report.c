@@ -459,6 +459,11 @@ static cJSON *verdict_json(const struct pf_verdict *v)
 
 char *pf_report_json(const struct pf_run *run)
 {
+    return pf_report_json_of(run, &run->verdict);
+}
+
+char *pf_report_json_of(const struct pf_run *run, const struct pf_verdict *v)
+{
     const char *prov = run->cfg.fabric_provider;
     bool efa = !prov[0] || !strncmp(prov, "efa", 3);
     cJSON *root = cJSON_CreateObject(), *o;
@@ -479,9 +484,9 @@ char *pf_report_json(const struct pf_run *run)
     cJSON_AddBoolToObject(o, "fallback", !efa);
     cJSON_AddItemToObject(root, "node", node_json(&run->node));
     cJSON_AddItemToObject(root, "instance", pf_instance_json(run->instance));
-    cJSON_AddItemToObject(root, "checks", checks_json(&run->verdict));
+    cJSON_AddItemToObject(root, "checks", checks_json(v));
     cJSON_AddItemToObject(root, "collective", collective_json(run));
-    cJSON_AddItemToObject(root, "verdict", verdict_json(&run->verdict));
+    cJSON_AddItemToObject(root, "verdict", verdict_json(v));
     /* Hostnames, peer names, library and API messages: whatever they
      * held, the report is valid UTF-8 JSON without control characters. */
     pf_sanitize_json(root);

@@ -161,9 +161,9 @@ static void print_nics(const struct pf_run *run, FILE *out)
     }
 }
 
-static void print_summary(const struct pf_run *run, FILE *out)
+static void print_summary(const struct pf_run *run,
+                          const struct pf_verdict *v, FILE *out)
 {
-    const struct pf_verdict *v = &run->verdict;
     int count[4] = { 0, 0, 0, 0 };
     const char *headline = v->cls == PF_CLASS_OK ? ""
                                                  : pf_reason_name(v->headline);
@@ -188,10 +188,11 @@ static void print_summary(const struct pf_run *run, FILE *out)
                 run->cfg.fabric_provider);
 }
 
-static void write_table(const struct pf_run *run, FILE *out)
+static void write_table(const struct pf_run *run, const struct pf_verdict *v,
+                        FILE *out)
 {
     print_header(run, out);
-    print_checks(&run->verdict, out);
+    print_checks(v, out);
     const struct pf_fault *f = run->peers.fault.err != PF_OK ? &run->peers.fault
                                                              : &run->coll.fault;
 
@@ -199,22 +200,28 @@ static void write_table(const struct pf_run *run, FILE *out)
         print_coll(&run->coll, f, out);
         print_nics(run, out);
     }
-    print_summary(run, out);
+    print_summary(run, v, out);
 }
 
 /* Written to memory first, then sanitised as a whole: whatever a hostname
  * or a message carried, the table is printable UTF-8 lines. */
 void pf_publish_table(const struct pf_run *run, FILE *out)
 {
+    pf_publish_table_of(run, &run->verdict, out);
+}
+
+void pf_publish_table_of(const struct pf_run *run, const struct pf_verdict *v,
+                         FILE *out)
+{
     char *text = NULL;
     size_t len = 0;
     FILE *mem = open_memstream(&text, &len);
 
     if (!mem) {
-        write_table(run, out);
+        write_table(run, v, out);
         return;
     }
-    write_table(run, mem);
+    write_table(run, v, mem);
     if (fclose(mem) == 0 && text) {
         pf_sanitize_text(text, len + 1, text);
         fputs(text, out);

@@ -1,11 +1,13 @@
 /* What the publish stage keeps of the Node it writes (publish/publish.h),
- * the report's schema and the time publishing may take past the deadline. */
+ * what publishing itself came to, the report's schema and the time
+ * publishing may take past the deadline. */
 #ifndef PF_TYPES_PUBLISH_H
 #define PF_TYPES_PUBLISH_H
 
 #include <stdbool.h>
 
 #include "../util/sizes.h"
+#include "verdict.h"
 
 #define PF_REPORT_SCHEMA "efa-preflight.io/report/v1"
 
@@ -20,6 +22,16 @@ struct pf_node_mark {
                                          conditions as found */
     char instance_type_label[64];     /* its node.kubernetes.io/instance-type,
                                          for the probe when DMI is absent */
+};
+
+/* What publishing came to, kept apart from the verdict it published (which
+ * it only reads): that verdict with publishing's own checks added (the
+ * Node write failed, the report file could not be written, a taint or
+ * reboot mark withheld) and settled again. The report, the table, the
+ * metrics and the exit code show `shown`; run->verdict stays as judged. */
+struct pf_publish_outcome {
+    struct pf_verdict shown;
+    bool node_written;                /* the Node got the verdict */
 };
 
 /* After the run deadline, publishing the verdict may take this much longer

@@ -106,7 +106,11 @@ static int precedence(enum pf_reason_class c)
 
 void pf_verdict_finish(struct pf_run *run)
 {
-    struct pf_verdict *v = &run->verdict;
+    pf_verdict_settle(&run->verdict);
+}
+
+void pf_verdict_settle(struct pf_verdict *v)
+{
     const struct pf_check *decider = NULL;
     enum pf_reason_class best = PF_CLASS_OK;
 

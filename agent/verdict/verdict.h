@@ -26,6 +26,9 @@ bool pf_verdict_inside(struct pf_run *run, bool data, const char *seen);
 /* Overall status, the deciding reason and its class, the exit code:
  * verdict.c. Nothing here looks at a reason's word. */
 void pf_verdict_finish(struct pf_run *run);
+/* The same over any list of checks: publishing settles its own outcome,
+ * the verdict with its checks added, with it (publish/publish.c). */
+void pf_verdict_settle(struct pf_verdict *v);
 
 /* Append a check; returns it for further editing (NULL when full). The
  * condition is the reason's own where the table names one. A warn or fail

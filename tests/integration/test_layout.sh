@@ -181,6 +181,15 @@ for call in 'pf_floor_for(cfg' 'pf_coll_floor (run' 'pf_coll_floor_at(run' 'pf_c
     grep -qE "$judge_re" <<<"x = $call, &rule);" || fail "the floor-rule check misses \"$call\""
 done
 
+# 3e'. Publishing reads the run and writes none of it: its own checks
+#      (Node write, report file, a mark withheld) go to its outcome
+#      (types/publish.h), and it never settles the run's verdict again.
+grep -qE '^pf_err pf_publish\(const struct pf_run \*run,' agent/publish/publish.c ||
+    fail "pf_publish must take a const run: its own checks go to struct pf_publish_outcome"
+if grep -nE '\bpf_verdict_finish[[:space:]]*\(|pf_verdict_add[[:space:]]*\([[:space:]]*&run->verdict' agent/publish/*.c; then
+    fail "publish/ edits the run's verdict: add to the outcome (pf_publish_outcome.shown) and settle that"
+fi
+
 # 3f. main.c dispatches; the pipeline, the signals and the commands live
 #     in launch/ (and monitor/command.c).
 lines=$(wc -l < agent/main.c)
@@ -214,4 +223,4 @@ others=$(find tests/unit -type f ! -name 'test_*.c')
 [ -z "$others" ] || fail "not a test, belongs in tests/fakes/: $others"
 
 [ $bad -eq 0 ] || exit 1
-echo "layout: util/ is a leaf, net/ stands on util/ alone, transport/ and the engines never see the run, $nfiles files of util/ net/ webhook/ transport/ collective/ compile with only the headers they may use, the coordinator is in coord/, webhook/ uses util/ alone, monitor/ runs no collective, main.c ($lines lines) only dispatches, verdict/ and publish/ read the collective's judgement, $n unit test files mirror their sources"
+echo "layout: util/ is a leaf, net/ stands on util/ alone, transport/ and the engines never see the run, $nfiles files of util/ net/ webhook/ transport/ collective/ compile with only the headers they may use, the coordinator is in coord/, webhook/ uses util/ alone, monitor/ runs no collective, main.c ($lines lines) only dispatches, verdict/ and publish/ read the collective's judgement, publish/ writes its own outcome, $n unit test files mirror their sources"
