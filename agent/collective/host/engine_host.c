@@ -810,11 +810,10 @@ static pf_err host_check(struct pf_engine *e, uint64_t count, bool in_place,
 
 /* ------------------------------------------------ pairwise re-test */
 
-/* Post one half of a pair exchange on rail r, with the provider's
- * back-pressure. */
-static pf_err pair_post(struct host *h, struct host_rail *r, bool recv,
-                        void *buf, uint64_t len, fi_addr_t to, uint64_t tag,
-                        int64_t deadline, const char *what, char *err)
+pf_err pf_host_post(struct host *h, struct host_rail *r, bool recv,
+                    void *buf, size_t bytes, void *desc, fi_addr_t to,
+                    uint64_t tag, int64_t deadline, const char *what,
+                    char *err)
 {
     struct host_op *op = &r->hs_ops[recv ? 1 : 0];
     ssize_t rc;
@@ -824,12 +823,10 @@ static pf_err pair_post(struct host *h, struct host_rail *r, bool recv,
     op->kind = recv ? OP_HS_RECV : OP_HS_SEND;
     for (;;) {
         if (recv)
-            rc = fi_trecv(r->ep, buf, len * sizeof(float),
-                          pf_host_desc(r, h, buf), FI_ADDR_UNSPEC, tag, 0,
+            rc = fi_trecv(r->ep, buf, bytes, desc, FI_ADDR_UNSPEC, tag, 0,
                           &op->ctx);
         else
-            rc = fi_tsend(r->ep, buf, len * sizeof(float),
-                          pf_host_desc(r, h, buf), to, tag, &op->ctx);
+            rc = fi_tsend(r->ep, buf, bytes, desc, to, tag, &op->ctx);
         if (rc == 0)
             return PF_OK;
         if (rc != -FI_EAGAIN)
@@ -840,6 +837,15 @@ static pf_err pair_post(struct host *h, struct host_rail *r, bool recv,
         if (prc != PF_OK)
             return prc;
     }
+}
+
+/* One half of a pair exchange on rail r: len floats at buf. */
+static pf_err pair_post(struct host *h, struct host_rail *r, bool recv,
+                        void *buf, uint64_t len, fi_addr_t to, uint64_t tag,
+                        int64_t deadline, const char *what, char *err)
+{
+    return pf_host_post(h, r, recv, buf, len * sizeof(float),
+                        pf_host_desc(r, h, buf), to, tag, deadline, what, err);
 }
 
 /* Chunk size of a pair exchange: at most chunk_elems, and small enough

@@ -204,6 +204,14 @@ pf_err pf_host_wait_handshake(struct host *h, int64_t deadline,
 pf_err pf_host_progress(struct host *h, int64_t deadline, const char *what,
                         char *err);
 
+/* Post a tagged receive (from anyone) or send (to `to`) on rail r through
+ * its handshake slot, progressing the queues while the provider pushes
+ * back (-FI_EAGAIN); the handshake and the pair exchange share it. */
+pf_err pf_host_post(struct host *h, struct host_rail *r, bool recv,
+                    void *buf, size_t bytes, void *desc, fi_addr_t to,
+                    uint64_t tag, int64_t deadline, const char *what,
+                    char *err);
+
 /* The memory-registration descriptor of rail r covering ptr (NULL when
  * none). */
 void *pf_host_desc(const struct host_rail *r, const struct host *h,

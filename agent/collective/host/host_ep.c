@@ -458,34 +458,15 @@ out:
     return rc;
 }
 
-/* Post with the provider's back-pressure: -FI_EAGAIN means "progress the
- * completion queue and try again". */
+/* The handshake's word: slot 0 of rail r's first staging buffer for the
+ * send, slot 1 for the receive. */
 static pf_err post_handshake(struct host *h, struct host_rail *r, bool recv,
                              int64_t deadline, char *err)
 {
-    struct host_op *op = &r->hs_ops[recv ? 1 : 0];
     uint64_t *word = (uint64_t *)(void *)r->cols[0].stage + (recv ? 1 : 0);
-    ssize_t rc;
 
-    op->col = NULL;
-    op->rail = r;
-    op->kind = recv ? OP_HS_RECV : OP_HS_SEND;
-    for (;;) {
-        if (recv)
-            rc = fi_trecv(r->ep, word, sizeof(*word), r->desc[2],
-                          FI_ADDR_UNSPEC, TAG_HANDSHAKE, 0, &op->ctx);
-        else
-            rc = fi_tsend(r->ep, word, sizeof(*word), r->desc[2], r->right,
-                          TAG_HANDSHAKE, &op->ctx);
-        if (rc == 0)
-            return PF_OK;
-        if (rc != -FI_EAGAIN)
-            return fi_failed(h, err, recv ? "fi_trecv" : "fi_tsend",
-                             (int)rc);
-        pf_err prc = pf_host_progress(h, deadline, "fabric handshake", err);
-        if (prc != PF_OK)
-            return prc;
-    }
+    return pf_host_post(h, r, recv, word, sizeof(*word), r->desc[2], r->right,
+                        TAG_HANDSHAKE, deadline, "fabric handshake", err);
 }
 
 /* One 8-byte message to the right neighbour and one from the left on
