@@ -128,97 +128,105 @@ Test(k8s_discover, selector_order_and_override)
     cJSON_Delete(j);
 }
 
-Test(k8s_discover, jobset_assign_complete)
-{
-    struct pf_k8s_podset s = { 0 };
-    struct pf_peers peers = { 0 };
+/* A pod set and what assigning ranks from it left. */
+struct assign {
+    struct pf_k8s_podset s;
+    struct pf_peers peers;
     char missing[PF_ERRLEN];
     bool fatal;
+};
+
+/* pf_k8s_assign for own_pod in a world of `world` (parallelism per job). */
+static bool assign(struct assign *a, int world, int parallelism,
+                   const char *own_pod, const char *prefix, int port)
+{
+    return pf_k8s_assign(&a->s, world, parallelism, own_pod, prefix, port,
+                         &a->peers, a->missing, sizeof(a->missing), &a->fatal);
+}
+
+/* pf_k8s_assign_follower, the same for a follower. */
+static bool assign_follower(struct assign *a, int world, int parallelism,
+                            const struct pf_k8s_pod *own, const char *prefix,
+                            int port)
+{
+    return pf_k8s_assign_follower(&a->s, world, parallelism, own, prefix, port,
+                                  &a->peers, a->missing, sizeof(a->missing),
+                                  &a->fatal);
+}
+
+Test(k8s_discover, jobset_assign_complete)
+{
+    struct assign a = { 0 };
 
     /* 2 replicated jobs x parallelism 2, listed out of order. */
-    add(&s, "js-w-1-1-d", "10.254.40.14", "Pending", 1, 1, false);
-    add(&s, "js-w-0-0-a", "10.254.40.11", "Pending", 0, 0, false);
-    add(&s, "js-w-1-0-c", "10.254.40.13", "Running", 1, 0, false);
-    add(&s, "js-w-0-1-b", "10.254.40.12", "Pending", 0, 1, false);
-    cr_assert(pf_k8s_assign(&s, 4, 2, "js-w-1-0-c", "js-w-", 33100, &peers,
-                            missing, sizeof(missing), &fatal));
-    cr_assert_not(fatal);
-    cr_assert_eq(peers.world, 4);
-    cr_assert_eq(peers.rank, 2);
-    cr_assert_str_eq(peers.list[0].host, "10.254.40.11");
-    cr_assert_str_eq(peers.list[1].pod, "js-w-0-1-b");
-    cr_assert_str_eq(peers.list[3].host, "10.254.40.14");
-    cr_assert_str_eq(peers.list[3].node, "node-js-w-1-1-d");
-    cr_assert_eq(peers.list[3].port, 33100);
-    free(peers.list);
-    pf_k8s_podset_free(&s);
+    add(&a.s, "js-w-1-1-d", "10.254.40.14", "Pending", 1, 1, false);
+    add(&a.s, "js-w-0-0-a", "10.254.40.11", "Pending", 0, 0, false);
+    add(&a.s, "js-w-1-0-c", "10.254.40.13", "Running", 1, 0, false);
+    add(&a.s, "js-w-0-1-b", "10.254.40.12", "Pending", 0, 1, false);
+    cr_assert(assign(&a, 4, 2, "js-w-1-0-c", "js-w-", 33100));
+    cr_assert_not(a.fatal);
+    cr_assert_eq(a.peers.world, 4);
+    cr_assert_eq(a.peers.rank, 2);
+    cr_assert_str_eq(a.peers.list[0].host, "10.254.40.11");
+    cr_assert_str_eq(a.peers.list[1].pod, "js-w-0-1-b");
+    cr_assert_str_eq(a.peers.list[3].host, "10.254.40.14");
+    cr_assert_str_eq(a.peers.list[3].node, "node-js-w-1-1-d");
+    cr_assert_eq(a.peers.list[3].port, 33100);
+    free(a.peers.list);
+    pf_k8s_podset_free(&a.s);
 }
 
 Test(k8s_discover, missing_pods_are_named)
 {
-    struct pf_k8s_podset s = { 0 };
-    struct pf_peers peers = { 0 };
-    char missing[PF_ERRLEN];
-    bool fatal;
+    struct assign a = { 0 };
 
-    add(&s, "js-w-0-0-a", "10.254.40.11", "Pending", 0, 0, false);
-    add(&s, "js-w-0-1-b", NULL, "Pending", 0, 1, false);
+    add(&a.s, "js-w-0-0-a", "10.254.40.11", "Pending", 0, 0, false);
+    add(&a.s, "js-w-0-1-b", NULL, "Pending", 0, 1, false);
     /* a replacement being deleted keeps its index but does not count */
-    add(&s, "js-w-1-0-old", "10.254.40.19", "Running", 1, 0, true);
-    cr_assert_not(pf_k8s_assign(&s, 4, 2, "js-w-0-0-a", "js-w-", 1, &peers,
-                                missing, sizeof(missing), &fatal));
-    cr_assert_not(fatal);
-    cr_assert_null(peers.list);
-    cr_assert_str_eq(missing,
+    add(&a.s, "js-w-1-0-old", "10.254.40.19", "Running", 1, 0, true);
+    cr_assert_not(assign(&a, 4, 2, "js-w-0-0-a", "js-w-", 1));
+    cr_assert_not(a.fatal);
+    cr_assert_null(a.peers.list);
+    cr_assert_str_eq(a.missing,
                      "js-w-0-1-b (Pending, no podIP), "
                      "js-w-1-0-old (Running, being deleted), "
                      "js-w-1-1-* (rank 3, not created)");
-    pf_k8s_podset_free(&s);
+    pf_k8s_podset_free(&a.s);
 }
 
 Test(k8s_discover, by_name_when_no_index)
 {
-    struct pf_k8s_podset s = { 0 };
-    struct pf_peers peers = { 0 };
-    char missing[PF_ERRLEN];
-    bool fatal;
+    struct assign a = { 0 };
 
-    add(&s, "worker-c", "10.0.0.3", "Pending", -1, -1, false);
-    add(&s, "worker-a", "10.0.0.1", "Pending", -1, -1, false);
-    cr_assert_not(pf_k8s_assign(&s, 3, 0, "worker-a", "", 1, &peers, missing,
-                                sizeof(missing), &fatal));
-    cr_assert_str_eq(missing, "1 pod(s) not created");
-    add(&s, "worker-b", "10.0.0.2", "Pending", -1, -1, false);
-    cr_assert(pf_k8s_assign(&s, 3, 0, "worker-c", "", 1, &peers, missing,
-                            sizeof(missing), &fatal));
-    cr_assert_eq(peers.rank, 2);
-    cr_assert_str_eq(peers.list[1].host, "10.0.0.2");
-    free(peers.list);
-    peers.list = NULL;
+    add(&a.s, "worker-c", "10.0.0.3", "Pending", -1, -1, false);
+    add(&a.s, "worker-a", "10.0.0.1", "Pending", -1, -1, false);
+    cr_assert_not(assign(&a, 3, 0, "worker-a", "", 1));
+    cr_assert_str_eq(a.missing, "1 pod(s) not created");
+    add(&a.s, "worker-b", "10.0.0.2", "Pending", -1, -1, false);
+    cr_assert(assign(&a, 3, 0, "worker-c", "", 1));
+    cr_assert_eq(a.peers.rank, 2);
+    cr_assert_str_eq(a.peers.list[1].host, "10.0.0.2");
+    free(a.peers.list);
+    a.peers.list = NULL;
 
-    pf_k8s_podset_remove(&s, "worker-b");
-    add(&s, "worker-b", "10.0.0.2", "Pending", -1, -1, false);
-    add(&s, "worker-d", "10.0.0.4", "Pending", -1, -1, false);
-    cr_assert_not(pf_k8s_assign(&s, 3, 0, "worker-c", "", 1, &peers, missing,
-                                sizeof(missing), &fatal));
-    cr_assert(strstr(missing, "4 pods with a podIP"), "%s", missing);
-    pf_k8s_podset_free(&s);
+    pf_k8s_podset_remove(&a.s, "worker-b");
+    add(&a.s, "worker-b", "10.0.0.2", "Pending", -1, -1, false);
+    add(&a.s, "worker-d", "10.0.0.4", "Pending", -1, -1, false);
+    cr_assert_not(assign(&a, 3, 0, "worker-c", "", 1));
+    cr_assert(strstr(a.missing, "4 pods with a podIP"), "%s", a.missing);
+    pf_k8s_podset_free(&a.s);
 }
 
 Test(k8s_discover, own_pod_outside_the_set_is_fatal)
 {
-    struct pf_k8s_podset s = { 0 };
-    struct pf_peers peers = { 0 };
-    char missing[PF_ERRLEN];
-    bool fatal;
+    struct assign a = { 0 };
 
-    add(&s, "a", "10.0.0.1", "Pending", -1, -1, false);
-    cr_assert_not(pf_k8s_assign(&s, 1, 0, "me", "", 1, &peers, missing,
-                                sizeof(missing), &fatal));
-    cr_assert(fatal);
-    cr_assert(strstr(missing, "own pod me"), "%s", missing);
-    cr_assert_null(peers.list);
-    pf_k8s_podset_free(&s);
+    add(&a.s, "a", "10.0.0.1", "Pending", -1, -1, false);
+    cr_assert_not(assign(&a, 1, 0, "me", "", 1));
+    cr_assert(a.fatal);
+    cr_assert(strstr(a.missing, "own pod me"), "%s", a.missing);
+    cr_assert_null(a.peers.list);
+    pf_k8s_podset_free(&a.s);
 }
 
 static cJSON *own_json(const char *labels)
@@ -255,44 +263,37 @@ Test(k8s_discover, leader_selector_adds_index_zero)
 
 Test(k8s_discover, follower_table_names_rank_zero_and_itself_only)
 {
-    struct pf_k8s_podset s = { 0 };
-    struct pf_peers peers = { 0 };
+    struct assign a = { 0 };
     struct pf_k8s_pod own;
-    char missing[PF_ERRLEN];
-    bool fatal;
     cJSON *j = pod_json("js-w-1-0-c", "10.254.40.13", "Pending", 1, 0, false);
 
     pf_k8s_pod_parse(j, &own);
     cJSON_Delete(j);
     /* Rank 0 not created yet: named by the controller's pattern. */
-    cr_assert_not(pf_k8s_assign_follower(&s, 4, 2, &own, "js-w-", 1, &peers,
-                                         missing, sizeof(missing), &fatal));
-    cr_assert_not(fatal);
-    cr_assert_str_eq(missing, "js-w-0-0-* (rank 0, not created)");
-    add(&s, "js-w-0-0-a", NULL, "Pending", 0, 0, false);
-    cr_assert_not(pf_k8s_assign_follower(&s, 4, 2, &own, "js-w-", 1, &peers,
-                                         missing, sizeof(missing), &fatal));
-    cr_assert_str_eq(missing, "js-w-0-0-a (Pending, no podIP)");
+    cr_assert_not(assign_follower(&a, 4, 2, &own, "js-w-", 1));
+    cr_assert_not(a.fatal);
+    cr_assert_str_eq(a.missing, "js-w-0-0-* (rank 0, not created)");
+    add(&a.s, "js-w-0-0-a", NULL, "Pending", 0, 0, false);
+    cr_assert_not(assign_follower(&a, 4, 2, &own, "js-w-", 1));
+    cr_assert_str_eq(a.missing, "js-w-0-0-a (Pending, no podIP)");
     /* Its IP arrives (a watch event): the table has rank 0 and us. */
-    add(&s, "js-w-0-0-a", "10.254.40.11", "Pending", 0, 0, false);
-    cr_assert(pf_k8s_assign_follower(&s, 4, 2, &own, "js-w-", 33100, &peers,
-                                     missing, sizeof(missing), &fatal));
-    cr_assert_eq(peers.world, 4);
-    cr_assert_eq(peers.rank, 2);
-    cr_assert_str_eq(peers.list[0].host, "10.254.40.11");
-    cr_assert_str_eq(peers.list[0].pod, "js-w-0-0-a");
-    cr_assert_str_eq(peers.list[2].host, "10.254.40.13");
-    cr_assert_str_eq(peers.list[1].host, "");
-    cr_assert_eq(peers.list[3].port, 33100);
-    free(peers.list);
-    peers.list = NULL;
+    add(&a.s, "js-w-0-0-a", "10.254.40.11", "Pending", 0, 0, false);
+    cr_assert(assign_follower(&a, 4, 2, &own, "js-w-", 33100));
+    cr_assert_eq(a.peers.world, 4);
+    cr_assert_eq(a.peers.rank, 2);
+    cr_assert_str_eq(a.peers.list[0].host, "10.254.40.11");
+    cr_assert_str_eq(a.peers.list[0].pod, "js-w-0-0-a");
+    cr_assert_str_eq(a.peers.list[2].host, "10.254.40.13");
+    cr_assert_str_eq(a.peers.list[1].host, "");
+    cr_assert_eq(a.peers.list[3].port, 33100);
+    free(a.peers.list);
+    a.peers.list = NULL;
     /* A rank beyond the world is a configuration error. */
-    cr_assert_not(pf_k8s_assign_follower(&s, 2, 2, &own, "js-w-", 1, &peers,
-                                         missing, sizeof(missing), &fatal));
-    cr_assert(fatal);
-    cr_assert(strstr(missing, "rank 2, outside the world of 2"), "%s",
-              missing);
-    pf_k8s_podset_free(&s);
+    cr_assert_not(assign_follower(&a, 2, 2, &own, "js-w-", 1));
+    cr_assert(a.fatal);
+    cr_assert(strstr(a.missing, "rank 2, outside the world of 2"), "%s",
+              a.missing);
+    pf_k8s_podset_free(&a.s);
 }
 
 Test(k8s_discover, run_id_hash_is_stable)

@@ -76,13 +76,39 @@ static enum pf_reason condition(struct world *w, char *msg, size_t len)
     return pf_mon_condition(&w->h, msg, len);
 }
 
+/* n reads in which nothing changes. */
+static void quiet(struct world *w, int n)
+{
+    for (int i = 0; i < n; i++)
+        cr_assert_eq(tick(w), 0, "read %d of %d changed something", i + 1, n);
+}
+
+/* n reads, before each of which counter of nic rose by `by`. */
+static void rising(struct world *w, const char *nic, const char *counter,
+                   uint64_t by, int n)
+{
+    for (int i = 0; i < n; i++) {
+        pf_test_counter_add(w->root, nic, counter, by);
+        tick(w);
+    }
+}
+
+/* The state file of a port says `state`. */
+static void port_state(const char *path, const char *state)
+{
+    FILE *f = fopen(path, "w");
+
+    cr_assert(f, "%s", path);
+    fputs(state, f);
+    fclose(f);
+}
+
 Test(health, p5_all_quiet_is_healthy_every_nic_read)
 {
     struct world *w = world("p5.48xlarge", 32);
     char msg[PF_ERRLEN];
 
-    for (int i = 0; i < 4; i++)
-        cr_assert_eq(tick(w), 0);
+    quiet(w, 4);
     cr_assert_eq(w->prev.n, 32);
     cr_assert_eq(w->h.n, 32);
     /* the device-level admin counters are read next to the port's */
@@ -134,8 +160,7 @@ Test(health, a_single_spike_changes_nothing)
     pf_test_counter_add(w->root, "rdmap30s27", "retrans_timeout_events", 500);
     pf_test_counter_add(w->root, "rdmap30s27", "rx_drops", 100000);
     cr_assert_eq(tick(w), 0);
-    for (int i = 0; i < 2 * K; i++)
-        cr_assert_eq(tick(w), 0);
+    quiet(w, 2 * K);
     cr_assert_eq(condition(w, msg, sizeof(msg)), PF_R_EFANICsHealthy);
     drop(w);
 }
@@ -151,10 +176,7 @@ Test(health, rx_drops_below_100_per_s_are_not_bad)
         cr_assert_eq(tick(w), 0);
     }
     cr_assert_eq(condition(w, msg, sizeof(msg)), PF_R_EFANICsHealthy);
-    for (int i = 0; i < K; i++) {
-        pf_test_counter_add(w->root, "rdmap16s27", "rx_drops", 250);
-        tick(w);
-    }
+    rising(w, "rdmap16s27", "rx_drops", 250, K);
     cr_assert_eq(condition(w, msg, sizeof(msg)), PF_R_EFANICErrorRate);
     cr_assert(strstr(msg, "rx_drops rising at 250.0/s"), "%s", msg);
     drop(w);
@@ -166,11 +188,7 @@ Test(health, recovery_clears_after_m_good_intervals)
     char msg[PF_ERRLEN];
 
     tick(w);
-    for (int i = 0; i < K; i++) {
-        pf_test_counter_add(w->root, "rdmap17s27", "unresponsive_remote_events",
-                            1);
-        tick(w);
-    }
+    rising(w, "rdmap17s27", "unresponsive_remote_events", 1, K);
     cr_assert_eq(condition(w, msg, sizeof(msg)), PF_R_EFANICErrorRate);
     for (int i = 1; i < M; i++) {
         cr_assert_eq(tick(w), 0, "cleared after %d good intervals, M is %d",
@@ -191,16 +209,11 @@ Test(health, a_bad_interval_while_clearing_starts_the_count_again)
     char msg[PF_ERRLEN];
 
     tick(w);
-    for (int i = 0; i < K; i++) {
-        pf_test_counter_add(w->root, "rdmap18s27", "rdma_read_wr_err", 2);
-        tick(w);
-    }
+    rising(w, "rdmap18s27", "rdma_read_wr_err", 2, K);
     for (int i = 0; i < M - 1; i++)
         tick(w);
-    pf_test_counter_add(w->root, "rdmap18s27", "rdma_read_wr_err", 2);
-    tick(w);
-    for (int i = 0; i < M - 1; i++)
-        cr_assert_eq(tick(w), 0);
+    rising(w, "rdmap18s27", "rdma_read_wr_err", 2, 1);
+    quiet(w, M - 1);
     cr_assert_eq(condition(w, msg, sizeof(msg)), PF_R_EFANICErrorRate);
     cr_assert_eq(tick(w), 1);
     cr_assert_eq(condition(w, msg, sizeof(msg)), PF_R_EFANICsHealthy);
@@ -222,8 +235,7 @@ Test(health, a_removed_device_is_named_at_once_and_a_count_fault_after_k)
     cr_assert_str_eq(w->h.changes[0].nic, "rdmap40s27");
     cr_assert_eq(condition(w, msg, sizeof(msg)), PF_R_EFANICDeviceGone);
     cr_assert(strstr(msg, "rdmap40s27"), "%s", msg);
-    for (int i = 1; i < K - 1; i++)
-        cr_assert_eq(tick(w), 0);
+    quiet(w, K - 2);
     cr_assert_eq(tick(w), 1);
     cr_assert_str_eq(w->h.changes[0].nic, "");
     cr_assert(strstr(w->h.changes[0].msg, "31 EFA devices, the instance "
@@ -247,8 +259,7 @@ Test(health, devices_coming_up_late_after_boot_are_not_a_fault)
         cr_assert_eq(w->prev.efa_count, 15);
     }
     cr_assert_eq(rename(to, from), 0);
-    for (int i = 0; i < 2 * K; i++)
-        cr_assert_eq(tick(w), 0);
+    quiet(w, 2 * K);
     cr_assert_eq(w->prev.efa_count, 16);
     cr_assert_eq(condition(w, msg, sizeof(msg)), PF_R_EFANICsHealthy);
     drop(w);
@@ -258,25 +269,17 @@ Test(health, a_port_going_down_is_a_fault_at_once_and_clears_after_m)
 {
     struct world *w = world("p5.48xlarge", 32);
     char path[1024], msg[PF_ERRLEN];
-    FILE *f;
 
     tick(w);
     snprintf(path, sizeof(path),
              "%s/sys/class/infiniband/rdmap16s27/ports/1/state", w->root);
-    f = fopen(path, "w");
-    cr_assert(f);
-    fputs("1: DOWN\n", f);
-    fclose(f);
+    port_state(path, "1: DOWN\n");
     cr_assert_eq(tick(w), 1);
     cr_assert_eq(w->h.changes[0].reason, PF_R_EFANICLinkDown);
     cr_assert(strstr(w->h.changes[0].msg, "1: DOWN"), "%s",
               w->h.changes[0].msg);
-    f = fopen(path, "w");
-    cr_assert(f);
-    fputs("4: ACTIVE\n", f);
-    fclose(f);
-    for (int i = 1; i < M; i++)
-        cr_assert_eq(tick(w), 0);
+    port_state(path, "4: ACTIVE\n");
+    quiet(w, M - 1);
     cr_assert_eq(tick(w), 1);
     cr_assert_eq(condition(w, msg, sizeof(msg)), PF_R_EFANICsHealthy);
     drop(w);
@@ -309,8 +312,7 @@ Test(health, an_old_driver_without_counters_is_judged_by_state_only)
     struct world *w = world("p5-nocounters", 32);
     char msg[PF_ERRLEN];
 
-    for (int i = 0; i < K + 1; i++)
-        cr_assert_eq(tick(w), 0);
+    quiet(w, K + 1);
     cr_assert_eq(condition(w, msg, sizeof(msg)),
                  PF_R_EFANICCountersUnavailable);
     cr_assert_str_eq(pf_class_condition_status(pf_reason_class_of(
@@ -326,10 +328,7 @@ Test(health, an_old_driver_lacking_the_nitro_v4_counters_still_judges_drops)
     tick(w);
     cr_assert_null(pf_mon_counter_find(&w->prev.nics[0],
                                        "retrans_timeout_events", 1));
-    for (int i = 0; i < K; i++) {
-        pf_test_counter_add(w->root, "rdmap16s27", "rdma_write_wr_err", 1);
-        tick(w);
-    }
+    rising(w, "rdmap16s27", "rdma_write_wr_err", 1, K);
     cr_assert_eq(condition(w, msg, sizeof(msg)), PF_R_EFANICErrorRate);
     drop(w);
 }
@@ -356,16 +355,20 @@ Test(health, thresholds_override_and_extend_the_defaults)
 
 Test(health, bad_thresholds_name_what_is_wrong)
 {
+    static const struct {
+        const char *rules, *says;
+    } cases[] = {
+        { "rx_drops", "'rx_drops' is not counter=rate" },
+        { "rx_drops=lots", "rx_drops: 'lots' is not a rate" },
+        { "Rx-Drops=1", "'Rx-Drops' is not a counter file name" },
+    };
     struct pf_mon_rules r;
     char err[PF_ERRLEN];
 
-    cr_assert_eq(pf_mon_rules_parse("rx_drops", K, M, &r, err), PF_ERR_USAGE);
-    cr_assert(strstr(err, "'rx_drops' is not counter=rate"), "%s", err);
-    cr_assert_eq(pf_mon_rules_parse("rx_drops=lots", K, M, &r, err),
-                 PF_ERR_USAGE);
-    cr_assert(strstr(err, "rx_drops: 'lots' is not a rate"), "%s", err);
-    cr_assert_eq(pf_mon_rules_parse("Rx-Drops=1", K, M, &r, err),
-                 PF_ERR_USAGE);
-    cr_assert(strstr(err, "'Rx-Drops' is not a counter file name"), "%s",
-              err);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        cr_assert_eq(pf_mon_rules_parse(cases[i].rules, K, M, &r, err),
+                     PF_ERR_USAGE, "case %s", cases[i].rules);
+        cr_assert(strstr(err, cases[i].says), "case %s: %s", cases[i].rules,
+                  err);
+    }
 }

@@ -67,14 +67,21 @@ Test(k8s_publish, label_time_has_no_colons)
     cr_assert(pf_label_value_ok(t));
 }
 
+/* The label patch the run gives at 2026-11-22T01:02:03Z, under prefix. */
+static cJSON *labels_patch(struct pf_run *run, const char *prefix)
+{
+    struct pf_node_labels l;
+
+    pf_node_labels_make(run, 1795309323, &l);
+    return pf_node_labels_patch(prefix, &l);
+}
+
 Test(k8s_publish, labels_on_pass)
 {
     struct pf_run *run = make_run(PF_PASS, 0);
-    struct pf_node_labels l;
     cJSON *p;
 
-    pf_node_labels_make(run, 1795309323, &l);
-    p = pf_node_labels_patch("efa-preflight.io/", &l);
+    p = labels_patch(run, "efa-preflight.io/");
     cr_assert_str_eq(label(p, "efa-preflight.io/status"), "pass");
     cr_assert_str_eq(label(p, "efa-preflight.io/efa-count"), "32");
     cr_assert_str_eq(label(p, "efa-preflight.io/busbw-gbps"), "335.24");
@@ -93,12 +100,10 @@ Test(k8s_publish, labels_on_pass)
 Test(k8s_publish, valid_until_epoch_is_an_integer_label)
 {
     struct pf_run *run = make_run(PF_PASS, 0);
-    struct pf_node_labels l;
     cJSON *p;
 
     run->cfg.valid_hours = 48;
-    pf_node_labels_make(run, 1795309323, &l);
-    p = pf_node_labels_patch("example.com/", &l);
+    p = labels_patch(run, "example.com/");
     cr_assert_str_eq(label(p, "example.com/valid-until-epoch"), "1795482123");
     cr_assert_str_eq(label(p, "example.com/valid-until"), "20261124T010203Z");
     cr_assert(pf_label_value_ok(label(p, "example.com/valid-until-epoch")));
@@ -109,12 +114,10 @@ Test(k8s_publish, valid_until_epoch_is_an_integer_label)
 Test(k8s_publish, labels_on_infra_failure_and_singleton)
 {
     struct pf_run *run = make_run(PF_FAIL, 3);
-    struct pf_node_labels l;
     cJSON *p;
 
     run->coll.ran = false;
-    pf_node_labels_make(run, 1795309323, &l);
-    p = pf_node_labels_patch("example.com/", &l);
+    p = labels_patch(run, "example.com/");
     cr_assert_str_eq(label(p, "example.com/status"), "error");
     cr_assert_str_eq(label(p, "example.com/busbw-gbps"), "(null)");
     cJSON_Delete(p);
@@ -122,8 +125,7 @@ Test(k8s_publish, labels_on_infra_failure_and_singleton)
     /* The peers never came: whatever else, the fabric was not tested. */
     pf_fault_set(&run->peers.fault, PF_ERR_TIMEOUT, PF_R_PeerTimeout,
                  "PeerTimeout: 3 of 4 peer pods");
-    pf_node_labels_make(run, 1795309323, &l);
-    p = pf_node_labels_patch("example.com/", &l);
+    p = labels_patch(run, "example.com/");
     cr_assert_str_eq(label(p, "example.com/fabric"), "untested");
     cJSON_Delete(p);
     memset(&run->peers.fault, 0, sizeof(run->peers.fault));
@@ -133,8 +135,7 @@ Test(k8s_publish, labels_on_infra_failure_and_singleton)
     run->coll.ran = true;
     run->cfg.mode = PF_MODE_DAEMONSET;
     run->peers.world = 1;
-    pf_node_labels_make(run, 1795309323, &l);
-    p = pf_node_labels_patch("efa-preflight.io/", &l);
+    p = labels_patch(run, "efa-preflight.io/");
     cr_assert_str_eq(label(p, "efa-preflight.io/status"), "fail");
     cr_assert_str_eq(label(p, "efa-preflight.io/fabric"), "untested");
     cr_assert_str_eq(label(p, "efa-preflight.io/busbw-gbps"), "(null)");
@@ -198,8 +199,7 @@ Test(k8s_publish, daemonset_alone_is_untested_and_no_group_stays_pending)
 
     run->cfg.mode = PF_MODE_DAEMONSET;
     run->peers.world = 1;
-    pf_node_labels_make(run, 1795309323, &l);
-    p = pf_node_labels_patch("efa-preflight.io/", &l);
+    p = labels_patch(run, "efa-preflight.io/");
     cr_assert_str_eq(label(p, "efa-preflight.io/status"), PF_NODE_UNTESTED);
     cr_assert_str_eq(label(p, "efa-preflight.io/fabric"), "untested");
     cJSON_Delete(p);
@@ -211,8 +211,7 @@ Test(k8s_publish, daemonset_alone_is_untested_and_no_group_stays_pending)
     pf_verdict_add(&run->verdict, "collective", PF_COND_FABRIC, PF_FAIL,
                    PF_R_GroupNotFormed, "", "no group");
     pf_verdict_finish(run);
-    pf_node_labels_make(run, 1795309323, &l);
-    p = pf_node_labels_patch("efa-preflight.io/", &l);
+    p = labels_patch(run, "efa-preflight.io/");
     cr_assert_str_eq(label(p, "efa-preflight.io/status"), PF_NODE_PENDING);
     cr_assert_str_eq(label(p, "efa-preflight.io/efa-count"), "32");
     for (const char *const *k = (const char *const[]){ "fabric", "busbw-gbps",
@@ -478,8 +477,7 @@ Test(k8s_publish, hyperpod_recovery_label_only_when_asked)
                      "UnschedulablePendingReboot");
     cr_assert_str_eq(pf_hyperpod_action_value(PF_FAIL_ACTION_HYPERPOD_REPLACE),
                      "UnschedulablePendingReplacement");
-    pf_node_labels_make(run, 1795309323, &l);
-    p = pf_node_labels_patch("efa-preflight.io/", &l);
+    p = labels_patch(run, "efa-preflight.io/");
     v = cJSON_GetObjectItemCaseSensitive(pf_json_at(p, "metadata.labels"),
                                          PF_HYPERPOD_HEALTH_LABEL);
     cr_assert_null(v, "the label is never written, nor removed, unasked");
@@ -647,14 +645,12 @@ Test(k8s_publish, forged_peer_names_reach_conditions_and_event_sanitised)
 Test(k8s_publish, label_table_is_what_the_patches_write)
 {
     struct pf_run *run = make_run(PF_PASS, 0);
-    struct pf_node_labels l;
     const cJSON *item;
     cJSON *p, *node;
     size_t i = 0;
     char key[128];
 
-    pf_node_labels_make(run, 1795309323, &l);
-    p = pf_node_labels_patch("efa-preflight.io/", &l);
+    p = labels_patch(run, "efa-preflight.io/");
     cJSON_ArrayForEach(item, pf_json_at(p, "metadata.labels")) {
         cr_assert_not_null(pf_node_label_name(i), "%s beyond the table", item->string);
         snprintf(key, sizeof(key), "efa-preflight.io/%s", pf_node_label_name(i));

@@ -78,27 +78,36 @@ Test(hello, member_is_accepted_with_its_facts)
 
 Test(hello, membership_violations_are_rejected_by_name)
 {
+    static const struct {
+        const char *name;
+        int rank, world;
+        const char *run_id;
+        const char *want;             /* NULL: any message */
+    } cases[] = {
+        { "another run", 2, 4, "run-b",
+          "rank 2 on node-2 belongs to run 'run-b', rank 0 to run 'run-a'" },
+        { "another world", 2, 3, "run-a",
+          "rank 2 on node-2 expects 3 ranks, rank 0 expects 4" },
+        { "out of range", 4, 4, "run-a",
+          "a peer on node-4 claims rank 4, outside 1..3" },
+        { "rank 0", 0, 4, "run-a", NULL },
+        { "claimed twice", 1, 4, "run-a",
+          "rank 1 is claimed twice, again by node-1" },
+    };
     uint8_t buf[2048];
     bool joined[4] = { true, true, false, false };
     struct pf_hello h;
     char err[PF_ERRLEN];
-    size_t n;
 
-    n = make_hello(buf, sizeof(buf), 2, 4, "run-b", NULL);
-    cr_assert_eq(check(buf, n, NULL, joined, &h, err), PF_ERR_REJECTED);
-    cr_assert_str_eq(err, "rank 2 on node-2 belongs to run 'run-b', rank 0 to "
-                          "run 'run-a'");
-    n = make_hello(buf, sizeof(buf), 2, 3, "run-a", NULL);
-    cr_assert_eq(check(buf, n, NULL, joined, &h, err), PF_ERR_REJECTED);
-    cr_assert_str_eq(err, "rank 2 on node-2 expects 3 ranks, rank 0 expects 4");
-    n = make_hello(buf, sizeof(buf), 4, 4, "run-a", NULL);
-    cr_assert_eq(check(buf, n, NULL, joined, &h, err), PF_ERR_REJECTED);
-    cr_assert_str_eq(err, "a peer on node-4 claims rank 4, outside 1..3");
-    n = make_hello(buf, sizeof(buf), 0, 4, "run-a", NULL);
-    cr_assert_eq(check(buf, n, NULL, joined, &h, err), PF_ERR_REJECTED);
-    n = make_hello(buf, sizeof(buf), 1, 4, "run-a", NULL);
-    cr_assert_eq(check(buf, n, NULL, joined, &h, err), PF_ERR_REJECTED);
-    cr_assert_str_eq(err, "rank 1 is claimed twice, again by node-1");
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        size_t n = make_hello(buf, sizeof(buf), cases[i].rank, cases[i].world,
+                              cases[i].run_id, NULL);
+
+        cr_assert_eq(check(buf, n, NULL, joined, &h, err), PF_ERR_REJECTED,
+                     "case %s", cases[i].name);
+        if (cases[i].want)
+            cr_assert_str_eq(err, cases[i].want, "case %s", cases[i].name);
+    }
 }
 
 Test(hello, secrets_must_match_on_both_sides)
@@ -407,6 +416,41 @@ static int exit_of(pid_t pid)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/* Ranks 1 and 2 of a group of 3 forked, rank 0 run here: rank 0 and rank 1
+ * must exit 0, rank 2 with want2 (128 + SIGKILL for one that kills
+ * itself). */
+static void three_ranks(int (*body)(const struct rank_spec *), int port,
+                        int want2)
+{
+    pid_t k1 = spawn(body, (struct rank_spec){ 1, 3, port, NULL, NULL, 3000 }, 0);
+    pid_t k2 = spawn(body, (struct rank_spec){ 2, 3, port, NULL, NULL, 3000 }, 0);
+
+    cr_assert_eq(body(&(struct rank_spec){ 0, 3, port, NULL, NULL, 3000 }), 0);
+    cr_assert_eq(exit_of(k1), 0, "rank 1");
+    cr_assert_eq(exit_of(k2), want2, "rank 2");
+}
+
+/* Join, then meet the others at a barrier with deadline dl. */
+static bool join_and_meet(const struct pf_rdv_cfg *c, struct pf_boot **b,
+                          int64_t dl, char *err)
+{
+    return pf_rdv_open(c, b, NULL, err) == PF_OK &&
+           pf_boot_barrier(*b, dl, err) == PF_OK;
+}
+
+/* Poll like an engine waiting on the fabric, until the bootstrap reports
+ * something or dl passes. */
+static pf_err poll_until(struct pf_boot *b, int64_t dl, char *err)
+{
+    pf_err rc = PF_OK;
+
+    while (rc == PF_OK && pf_ms_left(dl) > 0) {
+        rc = pf_boot_poll(b, err);
+        pf_sleep_ms(10);
+    }
+    return rc;
+}
+
 Test(rendezvous, four_ranks_join_and_run_collectives)
 {
     int port = pf_test_free_port();
@@ -440,6 +484,13 @@ Test(rendezvous, world_of_one_needs_no_network)
 static pf_err want_code;
 static const char *want_reason, *want_needle;
 
+static void want(pf_err code, const char *reason, const char *needle)
+{
+    want_code = code;
+    want_reason = reason;
+    want_needle = needle;
+}
+
 static int join_expect(const struct rank_spec *s)
 {
     static struct pf_fault coll;
@@ -468,9 +519,7 @@ Test(rendezvous, missing_rank_is_peer_timeout_on_every_rank_naming_it)
     int64_t t0 = pf_now_ms();
     pid_t kid;
 
-    want_code = PF_ERR_TIMEOUT;
-    want_reason = "PeerTimeout";
-    want_needle = "rank 2";
+    want(PF_ERR_TIMEOUT, "PeerTimeout", "rank 2");
     kid = spawn(join_expect, (struct rank_spec){ 1, 3, port, NULL, NULL, 1800 }, 0);
     /* Rank 0 gives up first and tells rank 1 who never came. */
     cr_assert_eq(join_expect(&(struct rank_spec){ 0, 3, port, NULL, NULL, 1500 }), 0);
@@ -484,10 +533,8 @@ Test(rendezvous, missing_rank_0_is_peer_timeout_naming_its_address)
     int64_t t0 = pf_now_ms();
     char needle[64];
 
-    want_code = PF_ERR_TIMEOUT;
-    want_reason = "PeerTimeout";
     snprintf(needle, sizeof(needle), "rank 0 at 127.0.0.1:%d never answered", port);
-    want_needle = needle;
+    want(PF_ERR_TIMEOUT, "PeerTimeout", needle);
     cr_assert_eq(join_expect(&(struct rank_spec){ 1, 2, port, NULL, NULL, 800 }), 0);
     cr_assert_lt(pf_now_ms() - t0, 800 + 500);
 }
@@ -503,10 +550,8 @@ Test(rendezvous, a_rank_gone_before_joining_is_peer_lost_on_every_rank_at_once)
     pid_t kid;
 
     gone_rank = 2;
-    want_code = PF_ERR_LOST;
-    want_reason = "PeerLost";
-    want_needle = "rank 2 stopped before it joined the rendezvous: its Node "
-                  "says Interrupted";
+    want(PF_ERR_LOST, "PeerLost", "rank 2 stopped before it joined the "
+                                  "rendezvous: its Node says Interrupted");
     kid = spawn(join_expect, (struct rank_spec){ 1, 3, port, NULL, NULL,
                                                  10000 }, 0);
     cr_assert_eq(join_expect(&(struct rank_spec){ 0, 3, port, NULL, NULL,
@@ -524,11 +569,9 @@ Test(rendezvous, a_rank_0_gone_before_listening_is_peer_lost_at_once)
     char needle[128];
 
     gone_rank = 0;
-    want_code = PF_ERR_LOST;
-    want_reason = "PeerLost";
     snprintf(needle, sizeof(needle), "rank 0 at 127.0.0.1:%d stopped before "
              "this rank joined: its Node says Interrupted", port);
-    want_needle = needle;
+    want(PF_ERR_LOST, "PeerLost", needle);
     cr_assert_eq(join_expect(&(struct rank_spec){ 1, 2, port, NULL, NULL,
                                                   10000 }), 0);
     cr_assert_lt(pf_now_ms() - t0, GONE_MS + 3000);
@@ -541,9 +584,7 @@ Test(rendezvous, a_missing_rank_not_known_gone_is_still_waited_for)
     int port = pf_test_free_port();
 
     gone_rank = -1;
-    want_code = PF_ERR_TIMEOUT;
-    want_reason = "PeerTimeout";
-    want_needle = "rank 1";
+    want(PF_ERR_TIMEOUT, "PeerTimeout", "rank 1");
     cr_assert_eq(join_expect(&(struct rank_spec){ 0, 2, port, NULL, NULL,
                                                   GONE_MS + 800 }), 0);
     cr_assert_geq(gone_asked, 1);
@@ -558,15 +599,13 @@ Test(rendezvous, wrong_secret_is_told_at_once_and_rank_0_times_out_saying_why)
     int64_t t0 = pf_now_ms();
     pid_t kid;
 
-    want_code = PF_ERR_REJECTED;
-    want_reason = "PeerRejected";
-    want_needle = "a peer claiming rank 1 on host-1: HELLO HMAC does not match";
+    want(PF_ERR_REJECTED, "PeerRejected",
+         "a peer claiming rank 1 on host-1: HELLO HMAC does not match");
     kid = spawn(join_expect, (struct rank_spec){ 1, 2, port, "wrong", NULL, 3000 }, 0);
-    want_code = PF_ERR_TIMEOUT;
-    want_reason = "PeerTimeout";
-    want_needle = "s (1 of 2 ranks joined; 1 HELLO rejected: the last from "
-                  "127.0.0.1: a peer claiming rank 1 on host-1: HELLO HMAC does "
-                  "not match";
+    want(PF_ERR_TIMEOUT, "PeerTimeout",
+         "s (1 of 2 ranks joined; 1 HELLO rejected: the last from "
+         "127.0.0.1: a peer claiming rank 1 on host-1: HELLO HMAC does "
+         "not match");
     cr_assert_eq(join_expect(&(struct rank_spec){ 0, 2, port, "right", NULL, 1500 }), 0);
     cr_assert_eq(exit_of(kid), 0);
     cr_assert_lt(pf_now_ms() - t0, 1500 + 1000);
@@ -579,15 +618,12 @@ Test(rendezvous, wrong_run_id_is_refused_and_the_others_learn_why)
     int port = pf_test_free_port();
     pid_t k1, k2;
 
-    want_code = PF_ERR_REJECTED;
-    want_reason = "PeerRejected";
-    want_needle = "belongs to run 'other-run'";
+    want(PF_ERR_REJECTED, "PeerRejected", "belongs to run 'other-run'");
     k2 = spawn(join_expect, (struct rank_spec){ 2, 3, port, NULL, "other-run",
                                                 3000 }, 200);
-    want_code = PF_ERR_TIMEOUT;
-    want_reason = "PeerTimeout";
-    want_needle = "1 HELLO rejected: the last from 127.0.0.1: rank 2 on host-2 "
-                  "belongs to run 'other-run', rank 0 to run 'test-run'";
+    want(PF_ERR_TIMEOUT, "PeerTimeout",
+         "1 HELLO rejected: the last from 127.0.0.1: rank 2 on host-2 "
+         "belongs to run 'other-run', rank 0 to run 'test-run'");
     k1 = spawn(join_expect, (struct rank_spec){ 1, 3, port, NULL, NULL, 1800 }, 0);
     cr_assert_eq(join_expect(&(struct rank_spec){ 0, 3, port, NULL, NULL, 1500 }), 0);
     cr_assert_eq(exit_of(k1), 0);
@@ -797,8 +833,7 @@ static int stop_rank(const struct rank_spec *s)
     int64_t until;
     pf_err rc = PF_OK;
 
-    if (pf_rdv_open(&c, &b, NULL, err) != PF_OK ||
-        pf_boot_barrier(b, pf_deadline_in(3000), err) != PF_OK)
+    if (!join_and_meet(&c, &b, pf_deadline_in(3000), err))
         return 80;
     if (s->rank == stopped_victim) {
         raise(SIGSTOP);
@@ -907,12 +942,8 @@ Test(rendezvous, killed_rank_is_peer_lost_for_every_other_rank)
 {
     int port = pf_test_free_port();
     int64_t t0 = pf_now_ms();
-    pid_t k1 = spawn(lost_rank, (struct rank_spec){ 1, 3, port, NULL, NULL, 3000 }, 0);
-    pid_t k2 = spawn(lost_rank, (struct rank_spec){ 2, 3, port, NULL, NULL, 3000 }, 0);
 
-    cr_assert_eq(lost_rank(&(struct rank_spec){ 0, 3, port, NULL, NULL, 3000 }), 0);
-    cr_assert_eq(exit_of(k1), 0);
-    cr_assert_eq(exit_of(k2), 128 + SIGKILL);
+    three_ranks(lost_rank, port, 128 + SIGKILL);
     cr_assert_lt(pf_now_ms() - t0, 3000);
 }
 
@@ -924,10 +955,8 @@ static int close_early(const struct rank_spec *s)
     struct pf_boot *b;
     char err[PF_ERRLEN];
 
-    if (pf_rdv_open(&c, &b, NULL, err) != PF_OK)
+    if (!join_and_meet(&c, &b, pf_deadline_in(3000), err))
         return 40;
-    if (pf_boot_barrier(b, pf_deadline_in(3000), err) != PF_OK)
-        return 41;
     if (s->rank == 1) {
         pf_boot_close(b);
         return 0;
@@ -970,10 +999,8 @@ static int abort_rank(const struct rank_spec *s)
     }
     if (s->rank == 0)
         rc = pf_boot_barrier(b, dl, err);
-    while (rc == PF_OK && pf_ms_left(dl) > 0) {
-        rc = pf_boot_poll(b, err);
-        pf_sleep_ms(10);
-    }
+    if (rc == PF_OK)
+        rc = poll_until(b, dl, err);
     if (rc != PF_ERR_LOST || !strstr(err, "rank 1 (host-1, 127.0.0.1) gave up: "
                                           "fi_cq_read failed")) {
         fprintf(stderr, "rank %d: %d %s\n", s->rank, rc, err);
@@ -985,12 +1012,7 @@ static int abort_rank(const struct rank_spec *s)
 
 Test(rendezvous, abort_reaches_every_rank_with_its_reason)
 {
-    int port = pf_test_free_port();
-    pid_t k1 = spawn(abort_rank, (struct rank_spec){ 1, 3, port, NULL, NULL, 3000 }, 0);
-    pid_t k2 = spawn(abort_rank, (struct rank_spec){ 2, 3, port, NULL, NULL, 3000 }, 0);
-    cr_assert_eq(abort_rank(&(struct rank_spec){ 0, 3, port, NULL, NULL, 3000 }), 0);
-    cr_assert_eq(exit_of(k1), 0);
-    cr_assert_eq(exit_of(k2), 0);
+    three_ranks(abort_rank, pf_test_free_port(), 0);
 }
 
 /* A port scanner or health probe that connects and says nothing useful
@@ -1027,8 +1049,7 @@ static int own_abort_rank(const struct rank_spec *s)
     int64_t dl = pf_deadline_in(3000);
     pf_err rc = PF_OK;
 
-    if (pf_rdv_open(&c, &b, NULL, err) != PF_OK ||
-        pf_boot_barrier(b, dl, err) != PF_OK)
+    if (!join_and_meet(&c, &b, dl, err))
         return 60;
     if (s->rank != 0) {
         snprintf(why, sizeof(why), "own-%d", s->rank);
@@ -1041,10 +1062,7 @@ static int own_abort_rank(const struct rank_spec *s)
         }
         return 0;
     }
-    while (rc == PF_OK && pf_ms_left(dl) > 0) {
-        rc = pf_boot_poll(b, err);
-        pf_sleep_ms(10);
-    }
+    rc = poll_until(b, dl, err);
     if (rc != PF_ERR_LOST || coll.reason != PF_R_PeerLost ||
         (!strstr(err, "gave up: own-1") && !strstr(err, "gave up: own-2"))) {
         fprintf(stderr, "rank 0: %d %s %s\n", rc, pf_reason_name(coll.reason), err);
@@ -1056,12 +1074,7 @@ static int own_abort_rank(const struct rank_spec *s)
 
 Test(rendezvous, a_rank_failing_on_its_own_keeps_its_own_reason)
 {
-    int port = pf_test_free_port();
-    pid_t k1 = spawn(own_abort_rank, (struct rank_spec){ 1, 3, port, NULL, NULL, 3000 }, 0);
-    pid_t k2 = spawn(own_abort_rank, (struct rank_spec){ 2, 3, port, NULL, NULL, 3000 }, 0);
-    cr_assert_eq(own_abort_rank(&(struct rank_spec){ 0, 3, port, NULL, NULL, 3000 }), 0);
-    cr_assert_eq(exit_of(k1), 0);
-    cr_assert_eq(exit_of(k2), 0);
+    three_ranks(own_abort_rank, pf_test_free_port(), 0);
 }
 
 /* Rank 2 dies; rank 1 notices on its fabric first and aborts: the
@@ -1073,23 +1086,16 @@ static int blamed_rank(const struct rank_spec *s)
     struct pf_boot *b;
     char err[PF_ERRLEN];
     int64_t dl = pf_deadline_in(3000);
-    pf_err rc = PF_OK;
 
-    if (pf_rdv_open(&c, &b, NULL, err) != PF_OK ||
-        pf_boot_barrier(b, dl, err) != PF_OK)
+    if (!join_and_meet(&c, &b, dl, err))
         return 70;
     if (s->rank == 2)
         raise(SIGKILL);
-    if (s->rank == 1) {
+    if (s->rank == 1)
         pf_boot_abort(b, "send to rank 2 failed: connection reset");
-        pf_boot_close(b);
-    } else {
-        while (rc == PF_OK && pf_ms_left(dl) > 0) {
-            rc = pf_boot_poll(b, err);
-            pf_sleep_ms(10);
-        }
-        pf_boot_close(b);
-    }
+    else
+        poll_until(b, dl, err);
+    pf_boot_close(b);
     if (coll.reason != PF_R_PeerLost ||
         !strstr(coll.msg, "rank 2 (host-2, 127.0.0.1) closed its connection")) {
         fprintf(stderr, "rank %d: %s %s\n", s->rank, pf_reason_name(coll.reason), coll.msg);
@@ -1100,12 +1106,7 @@ static int blamed_rank(const struct rank_spec *s)
 
 Test(rendezvous, an_abort_caused_by_a_dead_peer_blames_that_peer)
 {
-    int port = pf_test_free_port();
-    pid_t k1 = spawn(blamed_rank, (struct rank_spec){ 1, 3, port, NULL, NULL, 3000 }, 0);
-    pid_t k2 = spawn(blamed_rank, (struct rank_spec){ 2, 3, port, NULL, NULL, 3000 }, 0);
-    cr_assert_eq(blamed_rank(&(struct rank_spec){ 0, 3, port, NULL, NULL, 3000 }), 0);
-    cr_assert_eq(exit_of(k1), 0);
-    cr_assert_eq(exit_of(k2), 128 + SIGKILL);
+    three_ranks(blamed_rank, pf_test_free_port(), 128 + SIGKILL);
 }
 
 /* ------------------------------------------------------------- scale */
@@ -1151,7 +1152,9 @@ static int member_dial(int port, int rank, int world)
     return fd;
 }
 
-static int root_of_300(const struct rank_spec *s)
+/* Rank 0 of a group: 0 when it opens (and, with meet, passes a barrier
+ * with the others). */
+static int root_opens(const struct rank_spec *s, bool meet)
 {
     struct pf_rdv_cfg c = mkcfg(s, NULL);
     struct pf_boot *b;
@@ -1161,8 +1164,15 @@ static int root_of_300(const struct rank_spec *s)
         fprintf(stderr, "rank 0: %s\n", err);
         return 1;
     }
+    if (meet && pf_boot_barrier(b, pf_deadline_in(2000), err) != PF_OK)
+        return 2;
     pf_boot_close(b);
     return 0;
+}
+
+static int root_of_300(const struct rank_spec *s)
+{
+    return root_opens(s, false);
 }
 
 /* The rendezvous has no rank cap of its own (it was 256): 300 ranks,
@@ -1290,18 +1300,7 @@ static int member_after_flood(const struct rank_spec *s)
 
 static int root_under_flood(const struct rank_spec *s)
 {
-    struct pf_rdv_cfg c = mkcfg(s, NULL);
-    struct pf_boot *b;
-    char err[PF_ERRLEN];
-
-    if (pf_rdv_open(&c, &b, NULL, err) != PF_OK) {
-        fprintf(stderr, "rank 0 under the flood: %s\n", err);
-        return 1;
-    }
-    if (pf_boot_barrier(b, pf_deadline_in(2000), err) != PF_OK)
-        return 2;
-    pf_boot_close(b);
-    return 0;
+    return root_opens(s, true);
 }
 
 /* One address opens more silent connections than rank 0 had slots and
@@ -1441,8 +1440,7 @@ static int hb_rank(const struct rank_spec *s)
     int64_t dl = pf_deadline_in(20000), t0;
     pf_err rc = PF_OK;
 
-    if (pf_rdv_open(&c, &b, NULL, err) != PF_OK ||
-        pf_boot_barrier(b, pf_deadline_in(3000), err) != PF_OK)
+    if (!join_and_meet(&c, &b, pf_deadline_in(3000), err))
         return 90;
     if (s->rank == hb_victim) {
         if (hb_mode == HB_STOP)
@@ -1461,10 +1459,7 @@ static int hb_rank(const struct rank_spec *s)
     if (hb_mode == HB_BUSY || s->rank == 0) {
         rc = pf_boot_allgather(b, &mine, 4, all, dl, err);
     } else {
-        while (rc == PF_OK && pf_ms_left(dl) > 0) {
-            rc = pf_boot_poll(b, err);
-            pf_sleep_ms(10);
-        }
+        rc = poll_until(b, dl, err);
     }
     if (hb_mode == HB_BUSY) {
         pf_boot_close(b);

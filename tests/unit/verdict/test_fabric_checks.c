@@ -52,15 +52,22 @@ static const struct pf_check *find(const struct pf_run *run, const char *name)
     return NULL;
 }
 
+/* The node judged (as pf_test_judged leaves it), then the fabric, then the
+ * whole run. */
+static void judge(struct pf_run *run)
+{
+    pf_test_judged(run);
+    pf_verdict_fabric(run);
+    pf_verdict_finish(run);
+}
+
 Test(fabric_checks, peer_timeout_is_infrastructure_exit_3)
 {
     struct pf_run *run = calloc(1, sizeof(*run));
     run->coll.fault.err = PF_ERR_TIMEOUT;
     run->coll.fault.reason = PF_R_PeerTimeout;
     snprintf(run->coll.fault.msg, sizeof(run->coll.fault.msg), "rank 3 never came");
-    pf_test_judged(run);
-    pf_verdict_fabric(run);
-    pf_verdict_finish(run);
+    judge(run);
     const struct pf_check *c = find(run, "collective");
     cr_assert_not_null(c);
     cr_assert_eq(c->status, PF_FAIL);
@@ -79,9 +86,7 @@ Test(fabric_checks, peer_lost_is_infrastructure_exit_3)
     struct pf_run *run = calloc(1, sizeof(*run));
     run->coll.fault.err = PF_ERR_LOST;
     run->coll.fault.reason = PF_R_PeerLost;
-    pf_test_judged(run);
-    pf_verdict_fabric(run);
-    pf_verdict_finish(run);
+    judge(run);
     cr_assert_eq(find(run, "collective")->reason, PF_R_PeerLost);
     cr_assert_eq(run->verdict.exit_code, PF_EXIT_INFRA);
     cr_assert_eq(run->verdict.cls, PF_CLASS_INFRA);
@@ -97,9 +102,7 @@ Test(fabric_checks, wrong_elements_not_localised_blame_nobody)
     struct pf_run *run = ran("host", "efa", 50, 2);
     run->coll.rows[0].ip_wrong = 7;
     pf_sweep_summarize(&run->coll);
-    pf_test_judged(run);
-    pf_verdict_fabric(run);
-    pf_verdict_finish(run);
+    judge(run);
     const struct pf_check *c = find(run, "data");
     cr_assert_not_null(c);
     cr_assert_eq(c->reason, PF_R_DataCorruptionNotLocalised);
@@ -137,9 +140,7 @@ Test(fabric_checks, localised_corruption_names_rank_pod_and_node)
         run->coll.strag.self = self;
         run->coll.strag.culprits = &culprit;
         run->coll.strag.nculprits = 1;
-        pf_test_judged(run);
-        pf_verdict_fabric(run);
-        pf_verdict_finish(run);
+        judge(run);
         const struct pf_check *c = find(run, "data");
         if (self == 2) {
             cr_assert_eq(c->reason, PF_R_DataCorruption);
@@ -162,9 +163,7 @@ Test(fabric_checks, fallback_provider_warns_and_has_no_catalog_floor)
 {
     struct pf_run *run = ran("host", "tcp;ofi_rxm", 0.5, 2);
     run->instance = &cpu_type;                    /* floor 5 GB/s at 2 */
-    pf_test_judged(run);
-    pf_verdict_fabric(run);
-    pf_verdict_finish(run);
+    judge(run);
     cr_assert_eq(find(run, "fabric_provider")->reason, PF_R_ProviderFallback);
     cr_assert_eq(find(run, "fabric_provider")->status, PF_WARN);
     cr_assert_eq(find(run, "busbw")->status, PF_PASS);
@@ -180,9 +179,7 @@ Test(fabric_checks, catalog_floor_by_node_count)
 {
     struct pf_run *run = ran("nccl", "efa", 250, 2);
     run->instance = &gpu_type;                    /* 300 at 2 nodes */
-    pf_test_judged(run);
-    pf_verdict_fabric(run);
-    pf_verdict_finish(run);
+    judge(run);
     const struct pf_check *c = find(run, "busbw");
     cr_assert_eq(c->reason, PF_R_BandwidthBelowThreshold);
     cr_assert(strstr(c->message, "busbw 250.00 GB/s at 1000000000 B is "
@@ -199,9 +196,7 @@ Test(fabric_checks, catalog_floor_by_node_count)
 
     run = ran("nccl", "efa", 350, 2);
     run->instance = &gpu_type;
-    pf_test_judged(run);
-    pf_verdict_fabric(run);
-    pf_verdict_finish(run);
+    judge(run);
     cr_assert_eq(find(run, "busbw")->status, PF_PASS);
     cr_assert(strstr(find(run, "busbw")->message, "floor 300.00 GB/s"));
     cr_assert_eq(run->verdict.exit_code, PF_EXIT_PASS);
@@ -212,9 +207,7 @@ Test(fabric_checks, gpu_floor_does_not_judge_the_host_engine)
 {
     struct pf_run *run = ran("host", "efa", 10, 2);
     run->instance = &gpu_type;
-    pf_test_judged(run);
-    pf_verdict_fabric(run);
-    pf_verdict_finish(run);
+    judge(run);
     cr_assert_eq(find(run, "busbw")->status, PF_PASS);
     cr_assert(strstr(find(run, "busbw")->message, "measure the nccl engine"),
               "%s", find(run, "busbw")->message);
@@ -225,9 +218,7 @@ Test(fabric_checks, min_busbw_overrides_everything)
 {
     struct pf_run *run = ran("host", "tcp;ofi_rxm", 0.5, 1);
     run->cfg.min_busbw_gbps = 2;
-    pf_test_judged(run);
-    pf_verdict_fabric(run);
-    pf_verdict_finish(run);
+    judge(run);
     const struct pf_check *c = find(run, "busbw");
     /* one node: every rank is here, so is the fault (class fabric) */
     cr_assert_eq(c->reason, PF_R_NodeBandwidthBelowThreshold);
@@ -239,9 +230,7 @@ Test(fabric_checks, min_busbw_overrides_everything)
 
     run = ran("host", "tcp;ofi_rxm", 0.5, 2);     /* two nodes: nobody */
     run->cfg.min_busbw_gbps = 2;
-    pf_test_judged(run);
-    pf_verdict_fabric(run);
-    pf_verdict_finish(run);
+    judge(run);
     cr_assert_eq(find(run, "busbw")->reason, PF_R_BandwidthBelowThreshold,
                  "%s", find(run, "busbw")->message);
     cr_assert_not(pf_class_may_taint(run->verdict.cls));
@@ -266,9 +255,7 @@ Test(fabric_checks, one_rank_has_no_bus_to_judge)
     cr_assert_float_eq(c->rows[0].oop_algbw, 1000.0, 1e-9);
     cr_assert_float_eq(c->peak_busbw, 0.0, 1e-12);
     run->cfg.min_busbw_gbps = 2;
-    pf_test_judged(run);
-    pf_verdict_fabric(run);
-    pf_verdict_finish(run);
+    judge(run);
     const struct pf_check *b = find(run, "busbw");
     cr_assert_eq(b->status, PF_SKIP);
     cr_assert_eq(b->reason, PF_R_NotApplicable);
@@ -303,9 +290,7 @@ static struct pf_run *swept(double busbw_at_64m, double busbw_at_1g, int rows)
 Test(fabric_checks, floor_is_judged_only_from_its_message_size)
 {
     struct pf_run *run = swept(271, 335, 3);
-    pf_test_judged(run);
-    pf_verdict_fabric(run);
-    pf_verdict_finish(run);
+    judge(run);
     const struct pf_check *c = find(run, "busbw");
     cr_assert_eq(c->status, PF_PASS, "%s", c->message);
     cr_assert(strstr(c->message, "busbw 335.00 GB/s at 1 GiB"), "%s", c->message);
@@ -314,9 +299,7 @@ Test(fabric_checks, floor_is_judged_only_from_its_message_size)
     free(run);
 
     run = swept(271, 280, 3);                 /* really slow at 1 GiB */
-    pf_test_judged(run);
-    pf_verdict_fabric(run);
-    pf_verdict_finish(run);
+    judge(run);
     cr_assert_eq(find(run, "busbw")->reason, PF_R_BandwidthBelowThreshold,
                  "%s", find(run, "busbw")->message);
     cr_assert(strstr(find(run, "busbw")->message, "busbw 280.00 GB/s at 1 GiB"),
@@ -329,9 +312,7 @@ Test(fabric_checks, floor_is_judged_only_from_its_message_size)
 Test(fabric_checks, sweep_below_the_floor_size_is_not_judged)
 {
     struct pf_run *run = swept(100, 100, 1);  /* 64 MiB only, far below */
-    pf_test_judged(run);
-    pf_verdict_fabric(run);
-    pf_verdict_finish(run);
+    judge(run);
     const struct pf_check *c = find(run, "busbw");
     cr_assert_eq(c->status, PF_WARN);
     cr_assert_eq(c->reason, PF_R_BandwidthNotJudged);
@@ -395,9 +376,7 @@ static struct pf_run *mixed(int self, double ring_busbw)
     run->coll.strag.culprits = culprits;
     run->coll.strag.culprit_bad = kinds;
     run->coll.strag.nculprits = 2;
-    pf_test_judged(run);
-    pf_verdict_fabric(run);
-    pf_verdict_finish(run);
+    judge(run);
     return run;
 }
 
@@ -445,9 +424,7 @@ Test(fabric_checks, ring_miss_with_a_culprit_is_not_a_group_failure)
     struct pf_run *run = mixed(0, 5);
     run->coll.strag.culprit_bad[0] = 0;   /* rank 2 not slow after all */
     run->verdict.n = 0;
-    pf_test_judged(run);
-    pf_verdict_fabric(run);
-    pf_verdict_finish(run);
+    judge(run);
     cr_assert_eq(find(run, "busbw")->reason, PF_R_SlowPeer, "%s",
                  find(run, "busbw")->message);
     cr_assert(strstr(find(run, "busbw")->message, "singled out by the "
@@ -476,9 +453,7 @@ Test(fabric_checks, ring_judged_at_its_node_count)
              "pairwise");
     snprintf(run->coll.strag.note, sizeof(run->coll.strag.note),
              "pairwise: every link good");
-    pf_test_judged(run);
-    pf_verdict_fabric(run);
-    pf_verdict_finish(run);
+    judge(run);
     cr_assert_eq(find(run, "busbw")->status, PF_PASS, "%s",
                  find(run, "busbw")->message);
     cr_assert(strstr(find(run, "busbw")->message, "floor 200.00 GB/s"), "%s",
@@ -488,9 +463,7 @@ Test(fabric_checks, ring_judged_at_its_node_count)
     /* at 2 nodes the same ring misses: nobody singled out, group */
     run = ran("nccl", "efa", 250, 2);
     run->instance = &curve;
-    pf_test_judged(run);
-    pf_verdict_fabric(run);
-    pf_verdict_finish(run);
+    judge(run);
     cr_assert_eq(find(run, "busbw")->reason, PF_R_BandwidthBelowThreshold,
                  "%s", find(run, "busbw")->message);
     cr_assert_eq(run->verdict.cls, PF_CLASS_GROUP);

@@ -45,6 +45,15 @@ static void traffic(struct nic_case *k, uint64_t bytes, int skip)
     }
 }
 
+/* The node judged (as pf_test_judged leaves it), then the fabric, then the
+ * whole run. */
+static void judge_run(struct pf_run *run)
+{
+    pf_test_judged(run);
+    pf_verdict_fabric(run);
+    pf_verdict_finish(run);
+}
+
 /* End the window, as a 2-node NCCL run over aws-ofi-nccl that finished,
  * and judge it. */
 static void judge(struct nic_case *k, const char *engine)
@@ -65,9 +74,7 @@ static void judge(struct nic_case *k, const char *engine)
     pf_sweep_fill_row(&c->rows[0], 1 << 20, c->nranks, 1e-3, 1e-3, 0, 0);
     pf_sweep_summarize(c);
     pf_nics_spread(k->run);
-    pf_test_judged(k->run);
-    pf_verdict_fabric(k->run);
-    pf_verdict_finish(k->run);
+    judge_run(k->run);
 }
 
 static void done(struct nic_case *k)
@@ -83,6 +90,15 @@ static const struct pf_check *find(const struct pf_run *run, const char *name)
             return &run->verdict.checks[i];
     cr_assert_fail("no check %s", name);
     return NULL;
+}
+
+/* nic_traffic is not judged, and says why. */
+static void traffic_not_judged(const struct pf_run *run, const char *why)
+{
+    const struct pf_check *t = find(run, "nic_traffic");
+
+    cr_assert_eq(t->status, PF_SKIP, "%s", t->message);
+    cr_assert(strstr(t->message, why), "%s", t->message);
 }
 
 Test(nic_checks, one_idle_nic_of_32_is_named)
@@ -146,7 +162,6 @@ Test(nic_checks, all_nics_busy_pass)
 Test(nic_checks, idleness_is_not_judged_where_nothing_spreads)
 {
     struct nic_case k;
-    const struct pf_check *t;
 
     /* one node: NCCL's traffic never reaches the NICs */
     start(&k, "p5.48xlarge");
@@ -160,29 +175,21 @@ Test(nic_checks, idleness_is_not_judged_where_nothing_spreads)
     pf_nics_spread(k.run);
     pf_test_judged(k.run);
     pf_verdict_fabric(k.run);
-    t = find(k.run, "nic_traffic");
-    cr_assert_eq(t->status, PF_SKIP, "%s", t->message);
-    cr_assert(strstr(t->message, "one node"), "%s", t->message);
+    traffic_not_judged(k.run, "one node");
     done(&k);
 
     /* 2 nodes, but too few bytes per NIC to judge shares */
     start(&k, "p5.48xlarge");
     traffic(&k, 1u << 20, 0);
     judge(&k, "nccl");
-    t = find(k.run, "nic_traffic");
-    cr_assert_eq(t->status, PF_SKIP, "%s", t->message);
-    cr_assert(strstr(t->message, "below nic_idle_min_bytes (4.2 MB)"), "%s",
-              t->message);
+    traffic_not_judged(k.run, "below nic_idle_min_bytes (4.2 MB)");
     done(&k);
 
     /* the host engine over one endpoint does not drive the other NICs */
     start(&k, "trn1.32xlarge");
     traffic(&k, 50u << 20, 2);
     judge(&k, "host");
-    t = find(k.run, "nic_traffic");
-    cr_assert_eq(t->status, PF_SKIP, "%s", t->message);
-    cr_assert(strstr(t->message, "striped over 0 of the node's 8"), "%s",
-              t->message);
+    traffic_not_judged(k.run, "striped over 0 of the node's 8");
     done(&k);
 }
 
@@ -278,9 +285,7 @@ Test(nic_checks, a_failed_collective_judges_no_nic)
     k.run->verdict.n = 0;
     k.run->coll.fault.err = PF_ERR_LOST;
     k.run->coll.fault.reason = PF_R_PeerLost;
-    pf_test_judged(k.run);
-    pf_verdict_fabric(k.run);
-    pf_verdict_finish(k.run);
+    judge_run(k.run);
     cr_assert_eq(k.run->verdict.headline, PF_R_PeerLost);
     cr_assert_eq(k.run->verdict.exit_code, 3);
     for (int i = 0; i < k.run->verdict.n; i++)
@@ -351,13 +356,6 @@ static struct pf_run *rails_run(int self, const double *gbps, int n)
     return run;
 }
 
-static void judge_rails(struct pf_run *run)
-{
-    pf_test_judged(run);
-    pf_verdict_fabric(run);
-    pf_verdict_finish(run);
-}
-
 static void free_rails_run(struct pf_run *run)
 {
     free(run->coll.roster.list);
@@ -370,7 +368,7 @@ Test(nic_checks, alike_rails_pass)
     struct pf_run *run = rails_run(0, g, 2);
     const struct pf_check *s;
 
-    judge_rails(run);
+    judge_run(run);
     s = find(run, "nic_speed");
     cr_assert_eq(s->status, PF_PASS, "%s", s->message);
     cr_assert_str_eq(s->message, "2 NICs alike: 0.190..0.210 GB/s per rail "
@@ -389,7 +387,7 @@ Test(nic_checks, slow_rail_localised_here_fails_and_elsewhere_warns)
     run->coll.nics.rails_localised = true;
     snprintf(run->coll.nics.rail_note, sizeof(run->coll.nics.rail_note),
              "rail 1: pairwise: rank 2's links are both slow");
-    judge_rails(run);
+    judge_run(run);
     s = find(run, "nic_speed");
     cr_assert_eq(s->reason, PF_R_EFANICSlow, "%s", s->message);
     cr_assert_str_eq(s->message, "NIC 10.254.71.12 (rail 1) of this node "
@@ -401,7 +399,7 @@ Test(nic_checks, slow_rail_localised_here_fails_and_elsewhere_warns)
 
     run = rails_run(0, g, 2);
     run->coll.nics.rails[1].suspect = 2;
-    judge_rails(run);
+    judge_run(run);
     s = find(run, "nic_speed");
     cr_assert_eq(s->status, PF_WARN);
     cr_assert_eq(s->reason, PF_R_SlowPeer);
@@ -421,7 +419,7 @@ Test(nic_checks, slow_rail_not_localised_fails_without_claiming_whose)
 
     snprintf(run->coll.nics.rail_note, sizeof(run->coll.nics.rail_note),
              "not localised per rail: 2 ranks share one link");
-    judge_rails(run);
+    judge_run(run);
     s = find(run, "nic_speed");
     cr_assert_eq(s->reason, PF_R_EFANICSlow, "%s", s->message);
     cr_assert(strstr(s->message, "rail 2 (NIC 10.254.72.11 here) is slow in "
@@ -435,7 +433,7 @@ Test(nic_checks, one_rail_has_no_speed_check)
     double g[1] = { 0.2 };
     struct pf_run *run = rails_run(0, g, 1);
 
-    judge_rails(run);
+    judge_run(run);
     for (int i = 0; i < run->verdict.n; i++)
         cr_assert_str_neq(run->verdict.checks[i].name, "nic_speed");
     free_rails_run(run);

@@ -125,25 +125,47 @@ static const char *headline(const struct pf_run *run)
     return "";
 }
 
-static void expect(const char *fx, int domains, enum pf_status status,
-                   int exit_code, const char *reason)
+/* Each fixture as probed, with the fake libfabric answering `domains`
+ * domains: its status, exit code and headline reason, and every check
+ * under the EFADevicesReady condition. */
+Test(node_verdict, fixtures_give_their_status_and_headline)
 {
-    struct pf_run *run = probe_fixture(fx, domains);
+    static const struct {
+        const char *name, *fx;
+        int domains;
+        enum pf_status status;
+        int exit_code;
+        const char *reason;
+    } cases[] = {
+        { "p4d passes", "p4d.24xlarge", 4, PF_PASS, 0, "" },
+        { "p5 passes", "p5.48xlarge", 32, PF_PASS, 0, "" },
+        { "p5en passes", "p5en.48xlarge", 16, PF_PASS, 0, "" },
+        { "g5 passes", "g5.48xlarge", 1, PF_PASS, 0, "" },
+        { "p5 without uverbs fails device files", "p5-nouverbs", 32, PF_FAIL,
+          1, "EFADeviceFilesMissing" },
+        { "p5en missing a device fails", "p5en-15", 15, PF_FAIL, 1,
+          "EFADeviceCountMismatch" },
+        { "no EFA provider fails", "p5.48xlarge", 0, PF_FAIL, 1,
+          "EFAProviderUnavailable" },
+    };
 
-    judge(run);
-    cr_assert_eq(run->verdict.overall, status, "%s: status %s", fx,
-                 pf_status_name(run->verdict.overall));
-    cr_assert_eq(run->verdict.exit_code, exit_code, "%s", fx);
-    cr_assert_str_eq(headline(run), reason, "%s", fx);
-    for (int i = 0; i < run->verdict.n; i++)
-        cr_assert_str_eq(run->verdict.checks[i].condition, "EFADevicesReady");
-    free_run(run);
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        struct pf_run *run = probe_fixture(cases[c].fx, cases[c].domains);
+
+        judge(run);
+        cr_assert_eq(run->verdict.overall, cases[c].status,
+                     "case %s: status %s", cases[c].name,
+                     pf_status_name(run->verdict.overall));
+        cr_assert_eq(run->verdict.exit_code, cases[c].exit_code, "case %s",
+                     cases[c].name);
+        cr_assert_str_eq(headline(run), cases[c].reason, "case %s",
+                         cases[c].name);
+        for (int i = 0; i < run->verdict.n; i++)
+            cr_assert_str_eq(run->verdict.checks[i].condition,
+                             "EFADevicesReady", "case %s", cases[c].name);
+        free_run(run);
+    }
 }
-
-Test(node_verdict, p4d_passes) { expect("p4d.24xlarge", 4, PF_PASS, 0, ""); }
-Test(node_verdict, p5_passes) { expect("p5.48xlarge", 32, PF_PASS, 0, ""); }
-Test(node_verdict, p5en_passes) { expect("p5en.48xlarge", 16, PF_PASS, 0, ""); }
-Test(node_verdict, g5_passes) { expect("g5.48xlarge", 1, PF_PASS, 0, ""); }
 
 Test(node_verdict, p6_b200_passes_ignoring_ibp_devices)
 {
@@ -185,11 +207,6 @@ Test(node_verdict, p5_module_not_loaded_fails_module_first)
     free_run(run);
 }
 
-Test(node_verdict, p5_without_uverbs_fails_device_files)
-{
-    expect("p5-nouverbs", 32, PF_FAIL, 1, "EFADeviceFilesMissing");
-}
-
 Test(node_verdict, p5_port_down_fails)
 {
     struct pf_run *run = probe_fixture("p5-portdown", 32);
@@ -201,11 +218,6 @@ Test(node_verdict, p5_port_down_fails)
     free_run(run);
 }
 
-Test(node_verdict, p5en_missing_device_fails)
-{
-    expect("p5en-15", 15, PF_FAIL, 1, "EFADeviceCountMismatch");
-}
-
 Test(node_verdict, expect_efa_overrides_catalog)
 {
     struct pf_run *run = probe_fixture("p5-31", 31);
@@ -215,11 +227,6 @@ Test(node_verdict, expect_efa_overrides_catalog)
     cr_assert_eq(run->verdict.overall, PF_PASS);
     cr_assert_eq(check(run, "efa_devices")->reason, PF_R_EFADeviceCountMatches);
     free_run(run);
-}
-
-Test(node_verdict, no_efa_provider_fails)
-{
-    expect("p5.48xlarge", 0, PF_FAIL, 1, "EFAProviderUnavailable");
 }
 
 Test(node_verdict, more_devices_than_catalog_warns)

@@ -145,16 +145,35 @@ static pf_err open_engine(struct pf_engine *e, uint64_t max_count,
                                err);
 }
 
-/* Fill, one all_reduce, check: the wrong elements it counted. */
-static long wrong_after_one(struct pf_engine *e, uint64_t count, bool in_place,
-                            double *secs)
+/* open() with 5 s to spare, which must succeed. */
+static void open_ok(struct pf_engine *e, uint64_t max_count)
+{
+    char err[PF_ERRLEN] = "";
+
+    cr_assert_eq(open_engine(e, max_count, 5000, err), PF_OK, "%s", err);
+}
+
+/* Fill, then `times` all_reduces with ms to finish them: what run says. */
+static pf_err fill_and_run(struct pf_engine *e, uint64_t count, bool in_place,
+                           int times, int64_t ms, char *err)
+{
+    double secs;
+
+    cr_assert_eq(e->ops->fill(e, count, in_place, err), PF_OK, "%s", err);
+    return e->ops->run(e, count, in_place, times, &secs, pf_deadline_in(ms),
+                       err);
+}
+
+/* Fill, `times` all_reduces, check: the wrong elements it counted. */
+static long wrong_after(struct pf_engine *e, uint64_t count, bool in_place,
+                        int times, double *secs)
 {
     char err[PF_ERRLEN] = "";
     long wrong = -1;
 
     cr_assert_eq(e->ops->fill(e, count, in_place, err), PF_OK, "%s", err);
-    cr_assert_eq(e->ops->run(e, count, in_place, 1, secs, pf_deadline_in(5000),
-                             err), PF_OK, "%s", err);
+    cr_assert_eq(e->ops->run(e, count, in_place, times, secs,
+                             pf_deadline_in(5000), err), PF_OK, "%s", err);
     cr_assert_eq(e->ops->check(e, count, in_place, &wrong, err), PF_OK);
     return wrong;
 }
@@ -224,10 +243,9 @@ ParameterizedTest(struct refusal *r, nccl_engine, open_refuses)
 Test(nccl_engine, one_process_drives_every_visible_gpu)
 {
     struct pf_engine e;
-    char err[PF_ERRLEN] = "";
 
     setenv("PF_DOUBLE_GPUS", "3", 1);
-    cr_assert_eq(open_engine(&e, 1024, 5000, err), PF_OK, "%s", err);
+    open_ok(&e, 1024);
     cr_assert_eq(e.nranks, 3);
     cr_assert_eq(e.local_ranks, 3);
     cr_assert_eq(trace_count("init rank"), 3);
@@ -240,11 +258,10 @@ Test(nccl_engine, one_process_drives_every_visible_gpu)
 Test(nccl_engine, cuda_visible_devices_is_respected)
 {
     struct pf_engine e;
-    char err[PF_ERRLEN] = "";
 
     setenv("PF_DOUBLE_GPUS", "4", 1);
     setenv("CUDA_VISIBLE_DEVICES", "2", 1);
-    cr_assert_eq(open_engine(&e, 1024, 5000, err), PF_OK, "%s", err);
+    open_ok(&e, 1024);
     cr_assert_eq(e.local_ranks, 1);
     cr_assert_eq(e.nranks, 1);
     e.ops->close(&e);
@@ -320,7 +337,7 @@ Test(nccl_engine, sums_are_exact_across_chunks_in_and_out_of_place)
     setenv("PF_DOUBLE_GPUS", "3", 1);
     cr_assert_eq(open_engine(&e, count, 10000, err), PF_OK, "%s", err);
     for (int ip = 0; ip < 2; ip++) {
-        wrong = wrong_after_one(&e, count, ip, &secs);
+        wrong = wrong_after(&e, count, ip, 1, &secs);
         cr_assert_geq(secs, 0.0);
         cr_assert_eq(wrong, 0, "in_place=%d: %ld wrong", ip, wrong);
     }
@@ -330,26 +347,24 @@ Test(nccl_engine, sums_are_exact_across_chunks_in_and_out_of_place)
 Test(nccl_engine, wrong_elements_are_counted_exactly)
 {
     struct pf_engine e;
-    char err[PF_ERRLEN] = "";
     double secs;
 
     setenv("PF_DOUBLE_CORRUPT", "1:5", 1);
-    cr_assert_eq(open_engine(&e, 4096, 5000, err), PF_OK, "%s", err);
-    cr_assert_eq(wrong_after_one(&e, 4096, false, &secs), 5);
+    open_ok(&e, 4096);
+    cr_assert_eq(wrong_after(&e, 4096, false, 1, &secs), 5);
     e.ops->close(&e);
 }
 
 Test(nccl_engine, debug_corrupt_rank_spoils_one_element_everywhere)
 {
     struct pf_engine e;
-    char err[PF_ERRLEN] = "";
     double secs;
 
     setenv("PF_DOUBLE_GPUS", "3", 1);
     run.cfg.debug_corrupt_rank = 2;
-    cr_assert_eq(open_engine(&e, 4096, 5000, err), PF_OK, "%s", err);
+    open_ok(&e, 4096);
     for (int ip = 0; ip < 2; ip++)
-        cr_assert_eq(wrong_after_one(&e, 4096, ip, &secs), 3,   /* one per rank */
+        cr_assert_eq(wrong_after(&e, 4096, ip, 1, &secs), 3,   /* one per rank */
                      "in_place=%d", ip);
     e.ops->close(&e);
 }
@@ -361,7 +376,7 @@ Test(nccl_engine, result_never_written_counts_every_element)
     long wrong = -1;
 
     /* fill poisons recv; checking without a run sees only NaNs */
-    cr_assert_eq(open_engine(&e, 1000, 5000, err), PF_OK, "%s", err);
+    open_ok(&e, 1000);
     cr_assert_eq(e.ops->fill(&e, 1000, false, err), PF_OK);
     cr_assert_eq(e.ops->check(&e, 1000, false, &wrong, err), PF_OK);
     cr_assert_eq(wrong, 2000);      /* 1000 per local rank, 2 ranks */
@@ -409,10 +424,8 @@ Test(nccl_engine, async_error_mid_sweep_aborts_and_stays_failed)
 
     setenv("PF_DOUBLE_FAULT", "async_error", 1);
     setenv("PF_DOUBLE_FAULT_AT", "3", 1);
-    cr_assert_eq(open_engine(&e, 256, 5000, err), PF_OK, "%s", err);
-    cr_assert_eq(e.ops->fill(&e, 256, false, err), PF_OK);
-    cr_assert_eq(e.ops->run(&e, 256, false, 3, &secs, pf_deadline_in(5000),
-                            err), PF_OK, "%s", err);
+    open_ok(&e, 256);
+    cr_assert_eq(fill_and_run(&e, 256, false, 3, 5000, err), PF_OK, "%s", err);
     cr_assert_eq(trace_count("abort rank"), 0);
     int64_t t0 = pf_now_ms();
     cr_assert_eq(e.ops->run(&e, 256, false, 3, &secs, pf_deadline_in(5000),
@@ -435,7 +448,7 @@ Test(nccl_engine, collective_that_never_completes_is_aborted_on_time)
     double secs;
 
     setenv("PF_DOUBLE_FAULT", "hang", 1);
-    cr_assert_eq(open_engine(&e, 256, 5000, err), PF_OK, "%s", err);
+    open_ok(&e, 256);
     cr_assert_eq(e.ops->fill(&e, 256, true, err), PF_OK);
     int64_t t0 = pf_now_ms();
     cr_assert_eq(e.ops->run(&e, 256, true, 5, &secs, pf_deadline_in(250),
@@ -455,7 +468,7 @@ Test(nccl_engine, lost_peer_aborts_without_waiting_for_the_deadline)
     double secs;
 
     setenv("PF_DOUBLE_FAULT", "hang", 1);
-    cr_assert_eq(open_engine(&e, 256, 5000, err), PF_OK, "%s", err);
+    open_ok(&e, 256);
     cr_assert_eq(e.ops->fill(&e, 256, false, err), PF_OK);
     fk.poll_ok = 2;
     int64_t t0 = pf_now_ms();
@@ -471,16 +484,13 @@ Test(nccl_engine, peers_in_another_process_that_never_come_time_out)
 {
     struct pf_engine e;
     char err[PF_ERRLEN] = "";
-    double secs;
 
     /* ranks 2-3 of 4: the double never sees ranks 0-1 launch */
     boot.world = 2;
     boot.rank = 1;
     fk.counts[0] = 2;
-    cr_assert_eq(open_engine(&e, 64, 5000, err), PF_OK, "%s", err);
-    cr_assert_eq(e.ops->fill(&e, 64, false, err), PF_OK);
-    cr_assert_eq(e.ops->run(&e, 64, false, 2, &secs, pf_deadline_in(200),
-                            err), PF_ERR_TIMEOUT);
+    open_ok(&e, 64);
+    cr_assert_eq(fill_and_run(&e, 64, false, 2, 200, err), PF_ERR_TIMEOUT);
     cr_assert(strstr(err, "ranks 2-3 of 4"), "%s", err);
     cr_assert_eq(trace_count("abort rank"), 4);
     e.ops->close(&e);
@@ -540,7 +550,8 @@ static int xproc_rank(struct pf_boot *b, void *arg)
     return rc == PF_OK ? 0 : 1;
 }
 
-Test(nccl_engine, ranks_in_several_processes_meet_and_sum_exactly)
+/* Three processes of 2 GPUs each run xproc_rank: every one exits 0. */
+static struct xproc *three_processes(void)
 {
     struct xproc *x = pf_test_shared(sizeof(*x));
     int codes[3];
@@ -549,6 +560,13 @@ Test(nccl_engine, ranks_in_several_processes_meet_and_sum_exactly)
     cr_assert_eq(pf_test_fork_ranks(3, xproc_rank, x, 30, codes), 0,
                  "rank 0: %s / rank 1: %s / rank 2: %s", x->err[0], x->err[1],
                  x->err[2]);
+    return x;
+}
+
+Test(nccl_engine, ranks_in_several_processes_meet_and_sum_exactly)
+{
+    struct xproc *x = three_processes();
+
     for (int r = 0; r < 3; r++) {
         cr_assert_eq(x->nranks[r], 6);
         cr_assert_eq(x->local[r], 2);
@@ -558,14 +576,10 @@ Test(nccl_engine, ranks_in_several_processes_meet_and_sum_exactly)
 
 Test(nccl_engine, a_wrong_rank_in_another_process_is_counted_there)
 {
-    struct xproc *x = pf_test_shared(sizeof(*x));
-    int codes[3];
+    struct xproc *x;
 
-    setenv("PF_DOUBLE_GPUS", "6", 1);
     setenv("PF_DOUBLE_CORRUPT", "3:2", 1);      /* process 1's second GPU */
-    cr_assert_eq(pf_test_fork_ranks(3, xproc_rank, x, 30, codes), 0,
-                 "rank 0: %s / rank 1: %s / rank 2: %s", x->err[0], x->err[1],
-                 x->err[2]);
+    x = three_processes();
     cr_assert_eq(x->wrong[0], 0);
     cr_assert_eq(x->wrong[1], 4);               /* 2 x out of / in place */
     cr_assert_eq(x->wrong[2], 0);
@@ -574,19 +588,13 @@ Test(nccl_engine, a_wrong_rank_in_another_process_is_counted_there)
 Test(nccl_engine, collectives_run_on_a_blocking_split_child)
 {
     struct pf_engine e;
-    char err[PF_ERRLEN] = "";
     double secs;
-    long wrong = -1;
 
     unsetenv("NCCL_RUNTIME_CONNECT");
-    cr_assert_eq(open_engine(&e, 512, 5000, err), PF_OK, "%s", err);
+    open_ok(&e, 512);
     cr_assert_str_eq(getenv("NCCL_RUNTIME_CONNECT"), "0");
     cr_assert_eq(trace_count("split rank"), 2);
-    cr_assert_eq(e.ops->fill(&e, 512, false, err), PF_OK);
-    cr_assert_eq(e.ops->run(&e, 512, false, 3, &secs, pf_deadline_in(5000),
-                            err), PF_OK, "%s", err);
-    cr_assert_eq(e.ops->check(&e, 512, false, &wrong, err), PF_OK);
-    cr_assert_eq(wrong, 0);
+    cr_assert_eq(wrong_after(&e, 512, false, 3, &secs), 0);
     e.ops->close(&e);
     cr_assert_null(getenv("NCCL_RUNTIME_CONNECT"));
     cr_assert_eq(trace_count("destroy rank"), 4);
@@ -595,10 +603,9 @@ Test(nccl_engine, collectives_run_on_a_blocking_split_child)
 Test(nccl_engine, users_runtime_connect_is_left_alone)
 {
     struct pf_engine e;
-    char err[PF_ERRLEN] = "";
 
     setenv("NCCL_RUNTIME_CONNECT", "1", 1);
-    cr_assert_eq(open_engine(&e, 64, 5000, err), PF_OK, "%s", err);
+    open_ok(&e, 64);
     e.ops->close(&e);
     cr_assert_str_eq(getenv("NCCL_RUNTIME_CONNECT"), "1");
 }
@@ -620,18 +627,12 @@ Test(nccl_engine, split_that_never_completes_is_aborted_on_time)
 Test(nccl_engine, failed_split_falls_back_to_the_nonblocking_comm)
 {
     struct pf_engine e;
-    char err[PF_ERRLEN] = "";
     double secs;
-    long wrong = -1;
 
     setenv("PF_DOUBLE_FAULT", "split_error", 1);
-    cr_assert_eq(open_engine(&e, 512, 5000, err), PF_OK, "%s", err);
+    open_ok(&e, 512);
     cr_assert_eq(trace_count("split rank"), 0);
-    cr_assert_eq(e.ops->fill(&e, 512, false, err), PF_OK);
-    cr_assert_eq(e.ops->run(&e, 512, false, 3, &secs, pf_deadline_in(5000),
-                            err), PF_OK, "%s", err);
-    cr_assert_eq(e.ops->check(&e, 512, false, &wrong, err), PF_OK);
-    cr_assert_eq(wrong, 0);
+    cr_assert_eq(wrong_after(&e, 512, false, 3, &secs), 0);
     e.ops->close(&e);
     cr_assert_eq(trace_count("destroy rank"), 2);
     cr_assert_eq(trace_count("abort rank"), 0);
@@ -640,10 +641,9 @@ Test(nccl_engine, failed_split_falls_back_to_the_nonblocking_comm)
 Test(nccl_engine, transport_facts_come_back_from_close)
 {
     struct pf_engine e;
-    char err[PF_ERRLEN] = "";
 
     setenv("PF_DOUBLE_TRANSPORT", "NET/Socket/0", 1);
-    cr_assert_eq(open_engine(&e, 64, 5000, err), PF_OK, "%s", err);
+    open_ok(&e, 64);
     cr_assert_str_eq(getenv("NCCL_DEBUG"), "INFO");
     cr_assert_str_eq(getenv("NCCL_DEBUG_SUBSYS"), "INIT,NET");
     char path[PF_PATH_MAX];
@@ -664,7 +664,7 @@ Test(nccl_engine, transport_facts_come_back_from_close)
 Test(nccl_engine, users_debug_file_is_read_and_kept)
 {
     struct pf_engine e;
-    char err[PF_ERRLEN] = "", mine[PF_PATH_MAX];
+    char mine[PF_PATH_MAX];
 
     setenv("NCCL_DEBUG_FILE", "/tmp/pf-user-nccl.%p.log", 1);
     setenv("NCCL_DEBUG", "WARN", 1);
@@ -672,7 +672,7 @@ Test(nccl_engine, users_debug_file_is_read_and_kept)
     setenv("PF_DOUBLE_NETWORK", "AWS Libfabric", 1);
     setenv("PF_DOUBLE_TRANSPORT", "NET/AWS Libfabric/0/GDRDMA", 1);
     snprintf(mine, sizeof(mine), "/tmp/pf-user-nccl.%d.log", (int)getpid());
-    cr_assert_eq(open_engine(&e, 64, 5000, err), PF_OK, "%s", err);
+    open_ok(&e, 64);
     cr_assert_str_eq(getenv("NCCL_DEBUG"), "INFO");
     e.ops->close(&e);
     cr_assert_eq(access(mine, R_OK), 0, "user's log %s removed", mine);
