@@ -79,22 +79,36 @@ static struct pf_floor floor_at(const struct pf_instance *it, int nodes)
     return f;
 }
 
+/* Lays a --catalog FILE over the embedded catalog; the text must parse. */
+static void override(const char *text)
+{
+    char err[PF_ERRLEN];
+
+    cr_assert_eq(pf_catalog_parse(&cat, "o.yaml", text, strlen(text), err),
+                 PF_OK, "%s", err);
+}
+
 /* The step rule held 300 GB/s (the 2-node floor) at 8, 128 and 1000 nodes,
  * where healthy p5 fabrics give ~270 and ~156: every large job failed. */
 Test(catalog, floors_by_node_count)
 {
-    const struct pf_instance *p5 = pf_catalog_find(&cat, "p5.48xlarge");
-    cr_assert_float_eq(floor_gbps(p5, 1), 400, 1e-9);     /* NVLink, 1 only */
-    cr_assert_float_eq(floor_gbps(p5, 2), 250, 1e-9);
-    cr_assert_float_eq(floor_gbps(p5, 8), 200, 1e-9);
-    cr_assert_float_eq(floor_gbps(p5, 32), 150, 1e-9);
-    cr_assert_float_eq(floor_gbps(p5, 128), 110, 1e-9);
-    cr_assert_float_eq(floor_gbps(p5, 1024), 50, 1e-9);
-    cr_assert_float_eq(floor_gbps(p5, 100000), 50, 1e-9);
-    cr_assert_float_eq(floor_gbps(pf_catalog_find(&cat, "p6-b200.48xlarge"), 1),
-                       0, 1e-9);
-    cr_assert_float_eq(floor_gbps(NULL, 2), 0, 1e-9);
-    cr_assert_float_eq(floor_gbps(p5, 0), 0, 1e-9);
+    static const struct { const char *type; int nodes; double want; } cases[] = {
+        { "p5.48xlarge", 1, 400 },          /* NVLink, 1 only */
+        { "p5.48xlarge", 2, 250 }, { "p5.48xlarge", 8, 200 },
+        { "p5.48xlarge", 32, 150 }, { "p5.48xlarge", 128, 110 },
+        { "p5.48xlarge", 1024, 50 }, { "p5.48xlarge", 100000, 50 },
+        { "p6-b200.48xlarge", 1, 0 },
+        { NULL, 2, 0 },                     /* no instance */
+        { "p5.48xlarge", 0, 0 },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *type = cases[i].type;
+        const struct pf_instance *it = type ? pf_catalog_find(&cat, type) : NULL;
+
+        cr_assert_float_eq(floor_gbps(it, cases[i].nodes), cases[i].want, 1e-9,
+                           "case %s at %d nodes", type ? type : "no instance",
+                           cases[i].nodes);
+    }
 }
 
 /* The public healthy figures pass every curve with margin (FACTS.md): a
@@ -177,7 +191,6 @@ Test(catalog, curve_interpolates_in_log2_n)
 
 Test(catalog, curve_is_flat_at_its_ends)
 {
-    char err[PF_ERRLEN];
     const char *o = "version: 1\ninstances:\n  x.flat:\n    floors:\n"
                     "      1: 90\n"
                     "      4: {busbw_gbps: 40, from_bytes: 1G, source: first}\n"
@@ -186,7 +199,7 @@ Test(catalog, curve_is_flat_at_its_ends)
     const struct pf_instance *x;
     struct pf_floor f;
 
-    cr_assert_eq(pf_catalog_parse(&cat, "o.yaml", o, strlen(o), err), PF_OK, "%s", err);
+    override(o);
     x = pf_catalog_find(&cat, "x.flat");
     /* one node: the 1-node point only */
     cr_assert_float_eq(floor_gbps(x, 1), 90, 1e-9);
@@ -208,7 +221,7 @@ Test(catalog, curve_is_flat_at_its_ends)
 
     /* a type whose only point is the 1-node one has no floor across nodes */
     o = "version: 1\ninstances:\n  x.one: {floors: {1: 90}}\n";
-    cr_assert_eq(pf_catalog_parse(&cat, "o.yaml", o, strlen(o), err), PF_OK, "%s", err);
+    override(o);
     cr_assert_float_eq(floor_gbps(pf_catalog_find(&cat, "x.one"), 2), 0, 1e-9);
     cr_assert_float_eq(floor_gbps(pf_catalog_find(&cat, "x.one"), 1), 90, 1e-9);
 }
@@ -217,7 +230,6 @@ Test(catalog, curve_is_flat_at_its_ends)
  * other points stay, a new count is added in order, 0 removes a point. */
 Test(catalog, override_changes_one_point)
 {
-    char err[PF_ERRLEN];
     const char *o = "version: 1\ninstances:\n  p5.48xlarge:\n    floors:\n"
                     "      8: {busbw_gbps: 180, from_bytes: 2G, verified: false, "
                     "source: \"our 8-node baseline\"}\n";
@@ -226,7 +238,7 @@ Test(catalog, override_changes_one_point)
     struct pf_config cfg;
     struct pf_floor_rule rule;
 
-    cr_assert_eq(pf_catalog_parse(&cat, "o.yaml", o, strlen(o), err), PF_OK, "%s", err);
+    override(o);
     p5 = pf_catalog_find(&cat, "p5.48xlarge");
     cr_assert_eq(p5->nfloors, 7);
     f = floor_at(p5, 8);
@@ -247,7 +259,7 @@ Test(catalog, override_changes_one_point)
 
     /* a new count goes in order; 0 removes one */
     o = "version: 1\ninstances:\n  p5.48xlarge:\n    floors: {64: 120, 32: 0}\n";
-    cr_assert_eq(pf_catalog_parse(&cat, "o.yaml", o, strlen(o), err), PF_OK, "%s", err);
+    override(o);
     p5 = pf_catalog_find(&cat, "p5.48xlarge");
     cr_assert_eq(p5->nfloors, 7);
     for (int i = 1; i < p5->nfloors; i++)
@@ -365,7 +377,7 @@ Test(catalog, floor_forms_and_their_errors)
     const char *ok = "version: 1\ninstances:\n  x.1:\n    floors:\n"
                      "      2: {busbw_gbps: 10, from_bytes: 512M, verified: false, "
                      "source: \"a test\"}\n      4: 7.5\n";
-    cr_assert_eq(pf_catalog_parse(&cat, "ok.yaml", ok, strlen(ok), err), PF_OK, "%s", err);
+    override(ok);
     const struct pf_instance *x = pf_catalog_find(&cat, "x.1");
     cr_assert_eq(floor_at(x, 2).from_bytes, 512ull << 20);
     cr_assert_not(floor_at(x, 2).verified);
@@ -393,11 +405,10 @@ Test(catalog, floor_forms_and_their_errors)
 
 Test(catalog, override_changes_one_field_and_adds_types)
 {
-    char err[PF_ERRLEN];
     const char *o = "version: 1\ninstances:\n"
                     "  p5.48xlarge:\n    floors: {2: 320}\n"
                     "  ml.p9.48xlarge:\n    efa: 64\n    accelerators: 8\n";
-    cr_assert_eq(pf_catalog_parse(&cat, "o.yaml", o, strlen(o), err), PF_OK, "%s", err);
+    override(o);
     const struct pf_instance *p5 = pf_catalog_find(&cat, "p5.48xlarge");
     cr_assert_eq(p5->efa_count, 32);          /* kept */
     cr_assert_float_eq(floor_gbps(p5, 2), 320, 1e-9);
@@ -415,9 +426,26 @@ Test(catalog, bad_override_names_line_and_keeps_entry)
     cr_assert_eq(pf_catalog_find(&cat, "p5.48xlarge")->efa_count, 32);
 }
 
+struct bad_doc { const char *text, *want; };
+
+/* Parsing each text into a fresh catalog fails with exactly its want. */
+static void parse_fails(const struct bad_doc *cases, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct pf_catalog c2 = { 0 };
+        char err[PF_ERRLEN];
+
+        cr_assert_eq(pf_catalog_parse(&c2, "x", cases[i].text,
+                                      strlen(cases[i].text), err),
+                     PF_ERR_CONFIG, "case %zu", i);
+        cr_assert_str_eq(err, cases[i].want, "case %zu", i);
+        pf_catalog_free(&c2);
+    }
+}
+
 Test(catalog, parse_errors)
 {
-    struct { const char *text, *want; } cases[] = {
+    static const struct bad_doc cases[] = {
         { "version: 2\ninstances: {}\n", "x:1: unsupported catalog version '2' (expected 1)" },
         { "version: 1\n", "x: no 'instances' mapping" },
         { "version: 1\ninstances:\n  P5!: {efa: 1}\n", "x:3: 'P5!' is not an instance type name" },
@@ -426,21 +454,14 @@ Test(catalog, parse_errors)
         { "version: 1\ninstances:\n  a.b:\n    efa: -3\n", "x:4: a.b: 'efa' must be an integer in range" },
         { "[1, 2]\n", "x:1: a catalog is a mapping with 'version: 1' and 'instances'" },
     };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        struct pf_catalog c2 = { 0 };
-        char err[PF_ERRLEN];
-        cr_assert_eq(pf_catalog_parse(&c2, "x", cases[i].text, strlen(cases[i].text), err),
-                     PF_ERR_CONFIG, "case %zu", i);
-        cr_assert_str_eq(err, cases[i].want, "case %zu", i);
-        pf_catalog_free(&c2);
-    }
+    parse_fails(cases, sizeof(cases) / sizeof(cases[0]));
 }
 
 Test(catalog, duplicate_keys_are_errors)
 {
     /* With duplicates the last (or, for floors, the first) silently won:
      * {2: 1, 2: 900} gave a 2-node floor of 1 GB/s. */
-    struct { const char *text, *want; } cases[] = {
+    static const struct bad_doc cases[] = {
         { "version: 1\ninstances:\n  p5.48xlarge:\n    efa: 4\n    efa: 32\n",
           "x:5: p5.48xlarge: field 'efa' given twice" },
         { "version: 1\ninstances:\n  p5.48xlarge:\n    floors: {2: 1, 2: 900}\n",
@@ -449,14 +470,7 @@ Test(catalog, duplicate_keys_are_errors)
           "x:4: instance type 'a.b' given twice" },
         { "version: 1\ninstances: {}\nversion: 1\n", "x:3: key 'version' given twice" },
     };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        struct pf_catalog c2 = { 0 };
-        char err[PF_ERRLEN];
-        cr_assert_eq(pf_catalog_parse(&c2, "x", cases[i].text, strlen(cases[i].text), err),
-                     PF_ERR_CONFIG, "case %zu", i);
-        cr_assert_str_eq(err, cases[i].want, "case %zu", i);
-        pf_catalog_free(&c2);
-    }
+    parse_fails(cases, sizeof(cases) / sizeof(cases[0]));
 }
 
 Test(catalog, print_round_trips)
@@ -513,20 +527,25 @@ Test(catalog, many_types)
  * nothing for a type near none, a type the catalog has, or a pattern. */
 Test(catalog, suggests_the_nearest_name_for_a_near_miss)
 {
-    char near[64];
+    static const struct {
+        const char *name, *typo, *want;   /* want NULL: no suggestion */
+    } cases[] = {
+        { "a slip", "p5.48xlrge", "p5.48xlarge" },
+        { "a trailing space", "p5e.48xlarge ", "p5e.48xlarge" },
+        { "ml. kept", "ml.p4d.24xlarg", "ml.p4d.24xlarge" },
+        { "a catalog type needs no guess", "p5.48xlarge", NULL },
+        { "near none", "m5.large", NULL },
+        { "five slips away is no near miss", "p5.4xl", NULL },
+        { "empty", "", NULL },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char near[64];
+        bool got = pf_catalog_suggest(&cat, cases[i].typo, near, sizeof(near));
 
-    cr_assert(pf_catalog_suggest(&cat, "p5.48xlrge", near, sizeof(near)));
-    cr_assert_str_eq(near, "p5.48xlarge");
-    cr_assert(pf_catalog_suggest(&cat, "p5e.48xlarge ", near, sizeof(near)));
-    cr_assert_str_eq(near, "p5e.48xlarge");
-    cr_assert(pf_catalog_suggest(&cat, "ml.p4d.24xlarg", near, sizeof(near)));
-    cr_assert_str_eq(near, "ml.p4d.24xlarge");
-    cr_assert_not(pf_catalog_suggest(&cat, "p5.48xlarge", near, sizeof(near)),
-                  "a catalog type needs no guess");
-    cr_assert_not(pf_catalog_suggest(&cat, "m5.large", near, sizeof(near)));
-    cr_assert_not(pf_catalog_suggest(&cat, "p5.4xl", near, sizeof(near)),
-                  "five slips away is no near miss");
-    cr_assert_not(pf_catalog_suggest(&cat, "", near, sizeof(near)));
+        cr_assert_eq(got, cases[i].want != NULL, "case %s", cases[i].name);
+        if (cases[i].want)
+            cr_assert_str_eq(near, cases[i].want, "case %s", cases[i].name);
+    }
 }
 
 /* The verdict uses the curve: a healthy 8-node p5 ring at 220 GB/s (under
