@@ -70,6 +70,22 @@ static void efa_of(const char *fx, struct pf_node *node)
     pf_probe_efa(&cfg, node);
 }
 
+/* pf_probe_instance with the Node's label (NULL: none). */
+static void instance_of(const struct pf_config *cfg, const char *label,
+                        struct pf_node *node)
+{
+    memset(node, 0, sizeof(*node));
+    pf_probe_instance(cfg, node, label);
+}
+
+/* IMDS asked, at a closed loopback port: it fails fast. */
+static void imds_at(struct pf_config *cfg, int port)
+{
+    cfg->no_imds = false;
+    snprintf(cfg->imds_endpoint, sizeof(cfg->imds_endpoint),
+             "http://127.0.0.1:%d", port);
+}
+
 Test(probe, instance_type_flag_strips_ml_prefix)
 {
     struct pf_config cfg;
@@ -77,8 +93,7 @@ Test(probe, instance_type_flag_strips_ml_prefix)
 
     cfg_for(&cfg, "p5.48xlarge");
     snprintf(cfg.instance_type, sizeof(cfg.instance_type), "ml.p4d.24xlarge");
-    memset(&node, 0, sizeof(node));
-    pf_probe_instance(&cfg, &node, NULL);
+    instance_of(&cfg, NULL, &node);
     cr_assert_str_eq(node.instance_type, "p4d.24xlarge");
     cr_assert_str_eq(node.instance_source, "flag");
 }
@@ -89,25 +104,29 @@ Test(probe, instance_type_from_dmi_product_name)
     struct pf_node node;
 
     cfg_for(&cfg, "p6-b200.48xlarge");
-    memset(&node, 0, sizeof(node));
-    pf_probe_instance(&cfg, &node, NULL);
+    instance_of(&cfg, NULL, &node);
     cr_assert_str_eq(node.instance_type, "p6-b200.48xlarge");
     cr_assert_str_eq(node.instance_source, "dmi");
 }
 
 Test(probe, normalize_accepts_types_and_rejects_product_names)
 {
-    char out[64];
+    static const struct { const char *in, *want; } cases[] = {
+        { "p5.48xlarge\n", "p5.48xlarge" },
+        { " ml.trn1.32xlarge ", "trn1.32xlarge" },
+        { "Standard PC (Q35 + ICH9, 2009)", NULL },   /* NULL: rejected */
+        { "HVM domU", NULL },
+        { "p5.", NULL },
+        { "", NULL },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char out[64];
+        bool ok = pf_instance_type_normalize(cases[i].in, out, sizeof(out));
 
-    cr_assert(pf_instance_type_normalize("p5.48xlarge\n", out, sizeof(out)));
-    cr_assert_str_eq(out, "p5.48xlarge");
-    cr_assert(pf_instance_type_normalize(" ml.trn1.32xlarge ", out, sizeof(out)));
-    cr_assert_str_eq(out, "trn1.32xlarge");
-    cr_assert_not(pf_instance_type_normalize("Standard PC (Q35 + ICH9, 2009)",
-                                             out, sizeof(out)));
-    cr_assert_not(pf_instance_type_normalize("HVM domU", out, sizeof(out)));
-    cr_assert_not(pf_instance_type_normalize("p5.", out, sizeof(out)));
-    cr_assert_not(pf_instance_type_normalize("", out, sizeof(out)));
+        cr_assert_eq(ok, cases[i].want != NULL, "case '%s'", cases[i].in);
+        if (cases[i].want)
+            cr_assert_str_eq(out, cases[i].want, "case '%s'", cases[i].in);
+    }
 }
 
 /* A non-AWS DMI vendor means IMDS is never asked, even with IMDS on: the
@@ -118,11 +137,8 @@ Test(probe, non_amazon_dmi_never_asks_imds)
     struct pf_node node;
 
     cfg_for(&cfg, "plain");
-    cfg.no_imds = false;
-    snprintf(cfg.imds_endpoint, sizeof(cfg.imds_endpoint),
-             "http://127.0.0.1:35001");
-    memset(&node, 0, sizeof(node));
-    pf_probe_instance(&cfg, &node, NULL);
+    imds_at(&cfg, 35001);
+    instance_of(&cfg, NULL, &node);
     cr_assert_str_eq(node.instance_type, "");
     cr_assert_str_eq(node.instance_source, "none");
     cr_assert(strstr(node.instance_note, "DMI vendor 'QEMU' is not Amazon EC2"),
@@ -140,13 +156,10 @@ Test(probe, unreadable_dmi_asks_imds_and_records_failure)
 
     cr_assert_not_null(mkdtemp(dir));
     cfg_for(&cfg, NULL);
-    cfg.no_imds = false;
     snprintf(cfg.sysfs_root, sizeof(cfg.sysfs_root), "%s", dir);
-    snprintf(cfg.imds_endpoint, sizeof(cfg.imds_endpoint),
-             "http://127.0.0.1:35002");
-    memset(&node, 0, sizeof(node));
+    imds_at(&cfg, 35002);
     t0 = pf_now_ms();
-    pf_probe_instance(&cfg, &node, NULL);
+    instance_of(&cfg, NULL, &node);
     rmdir(dir);
     cr_assert_lt(pf_now_ms() - t0, 1500);
     cr_assert_str_eq(node.instance_source, "none");
@@ -429,14 +442,23 @@ static const char *helper(const char *name)
     return path;
 }
 
+/* pf_probe_net_plugin with NCCL_NET_PLUGIN set to plugin (NULL: unset). */
+static void plugin_of(const char *plugin, struct pf_node *node)
+{
+    if (plugin)
+        setenv("NCCL_NET_PLUGIN", plugin, 1);
+    else
+        unsetenv("NCCL_NET_PLUGIN");
+    memset(node, 0, sizeof(*node));
+    pf_probe_net_plugin(node);
+}
+
 Test(probe, net_plugin_by_path_reports_its_api)
 {
     struct pf_node node;
     const char *fake = helper("libnccl-net-fake.so");
 
-    memset(&node, 0, sizeof(node));
-    setenv("NCCL_NET_PLUGIN", fake, 1);
-    pf_probe_net_plugin(&node);
+    plugin_of(fake, &node);
     cr_assert_str_eq(node.net_plugin_name, fake);
     cr_assert_str_eq(node.net_plugin_path, fake);
     cr_assert_eq(node.net_plugin_api, 9);
@@ -447,9 +469,7 @@ Test(probe, net_plugin_missing_names_both_tries)
 {
     struct pf_node node;
 
-    memset(&node, 0, sizeof(node));
-    setenv("NCCL_NET_PLUGIN", "pfnosuch", 1);
-    pf_probe_net_plugin(&node);
+    plugin_of("pfnosuch", &node);
     cr_assert_str_eq(node.net_plugin_path, "");
     cr_assert_eq(node.net_plugin_api, 0);
     cr_assert_str_eq(node.net_plugin_name, "pfnosuch");
@@ -460,9 +480,7 @@ Test(probe, net_plugin_missing_names_both_tries)
               "%s", node.net_plugin_error);
 
     /* Unset: only NCCL's default name, no second try. */
-    unsetenv("NCCL_NET_PLUGIN");
-    memset(&node, 0, sizeof(node));
-    pf_probe_net_plugin(&node);
+    plugin_of(NULL, &node);
     cr_assert_str_eq(node.net_plugin_name, "libnccl-net.so");
     cr_assert_eq(node.net_plugin_path[0], '\0');
     cr_assert(strstr(node.net_plugin_error, "libnccl-net.so: cannot open") ==
@@ -474,9 +492,7 @@ Test(probe, net_plugin_with_missing_dependency_says_which)
 {
     struct pf_node node;
 
-    memset(&node, 0, sizeof(node));
-    setenv("NCCL_NET_PLUGIN", helper("libnccl-net-broken.so"), 1);
-    pf_probe_net_plugin(&node);
+    plugin_of(helper("libnccl-net-broken.so"), &node);
     cr_assert_str_eq(node.net_plugin_path, "");
     cr_assert(strstr(node.net_plugin_error, "libpf-plugin-dep.so: cannot open "
                                             "shared object file"),
@@ -487,9 +503,7 @@ Test(probe, library_without_plugin_table_is_not_a_plugin)
 {
     struct pf_node node;
 
-    memset(&node, 0, sizeof(node));
-    setenv("NCCL_NET_PLUGIN", fake_fabric(), 1);
-    pf_probe_net_plugin(&node);
+    plugin_of(fake_fabric(), &node);
     cr_assert_str_eq(node.net_plugin_path, fake_fabric());
     cr_assert_eq(node.net_plugin_api, 0);
     cr_assert(strstr(node.net_plugin_error, "exports no ncclNetPlugin_v2..v11 "
@@ -508,23 +522,18 @@ Test(probe, instance_type_from_the_node_label_when_dmi_is_absent)
 
     cr_assert_not_null(mkdtemp(dir));
     cfg_for(&cfg, NULL);
-    cfg.no_imds = false;
     snprintf(cfg.sysfs_root, sizeof(cfg.sysfs_root), "%s", dir);
-    snprintf(cfg.imds_endpoint, sizeof(cfg.imds_endpoint),
-             "http://127.0.0.1:35003");
-    memset(&node, 0, sizeof(node));
-    pf_probe_instance(&cfg, &node, "ml.p5en.48xlarge");
+    imds_at(&cfg, 35003);
+    instance_of(&cfg, "ml.p5en.48xlarge", &node);
     cr_assert_str_eq(node.instance_type, "p5en.48xlarge");
     cr_assert_str_eq(node.instance_source, "label");
-    memset(&node, 0, sizeof(node));
-    pf_probe_instance(&cfg, &node, "not a type");
+    instance_of(&cfg, "not a type", &node);
     cr_assert_str_eq(node.instance_source, "none");
     cr_assert(strstr(node.instance_note, "IMDS"), "note: %s", node.instance_note);
     rmdir(dir);
 
     cfg_for(&cfg, "p6-b200.48xlarge");
-    memset(&node, 0, sizeof(node));
-    pf_probe_instance(&cfg, &node, "p5.48xlarge");
+    instance_of(&cfg, "p5.48xlarge", &node);
     cr_assert_str_eq(node.instance_type, "p6-b200.48xlarge");
     cr_assert_str_eq(node.instance_source, "dmi");
 }
@@ -533,13 +542,14 @@ Test(probe, instance_type_from_the_node_label_when_dmi_is_absent)
  * this host's. */
 Test(probe, provider_names_known_to_libfabric)
 {
-    cr_assert(pf_provider_name_known("efa", 3));
-    cr_assert(pf_provider_name_known("TCP", 3));
-    cr_assert(pf_provider_name_known("ofi_rxm", 7));
-    cr_assert(pf_provider_name_known("efa-direct", 10));
-    cr_assert_not(pf_provider_name_known("tpc", 3));
-    cr_assert_not(pf_provider_name_known("ofi_", 4));
-    cr_assert_not(pf_provider_name_known("efax", 4));
+    static const struct { const char *name; bool known; } cases[] = {
+        { "efa", true },     { "TCP", true },   { "ofi_rxm", true },
+        { "efa-direct", true },
+        { "tpc", false },    { "ofi_", false }, { "efax", false },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        cr_assert_eq(pf_provider_name_known(cases[i].name, strlen(cases[i].name)),
+                     cases[i].known, "case %s", cases[i].name);
 }
 
 Test(probe, config_names_nothing_is_a_usage_error)
