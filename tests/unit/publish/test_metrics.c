@@ -82,6 +82,22 @@ static double value_of(const char *text, const char *start)
     return sp ? strtod(sp + 1, NULL) : NAN;
 }
 
+/* A sample line's start and the value it must carry. */
+struct sample { const char *line; double want; };
+
+static void samples_are(const char *text, const struct sample *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        cr_assert_eq(value_of(text, s[i].line), s[i].want, "case %s in:\n%s",
+                     s[i].line, text);
+}
+
+static void free_run(struct pf_run *run)
+{
+    pf_catalog_free(&run->catalog);
+    free(run);
+}
+
 Test(metrics, every_family_has_help_and_type_even_without_samples)
 {
     struct pf_run *run = node_run();
@@ -105,8 +121,7 @@ Test(metrics, every_family_has_help_and_type_even_without_samples)
                  1700000000.5);
     cr_assert_eq(text[strlen(text) - 1], '\n');
     free(text);
-    pf_catalog_free(&run->catalog);
-    free(run);
+    free_run(run);
 }
 
 Test(metrics, status_is_one_hot_and_verdict_labels_carry_reason_and_class)
@@ -114,65 +129,63 @@ Test(metrics, status_is_one_hot_and_verdict_labels_carry_reason_and_class)
     struct pf_run *run = node_run();
     char *text = pf_metrics_text(run, 1);
     int ones = 0;
+    static const struct sample want[] = {
+        { "efa_preflight_status{status=\"fail\"}", 1 },
+        { "efa_preflight_status{status=\"pass\"}", 0 },
+        { "efa_preflight_exit_code", 1 },
+        { "efa_preflight_efa_devices_expected", 32 },
+        { "efa_preflight_efa_port_up{device=\"rdmap16s27\"}", 1 },
+        { "efa_preflight_efa_port_up{device=\"rdmap17s27\"}", 0 },
+    };
 
     /* Two EFA devices of p5's 32: a node failure. */
     cr_assert_eq(run->verdict.cls, PF_CLASS_NODE);
     for (const char *s = text; (s = strstr(s, "\nefa_preflight_status{")); s++)
         ones += strstr(s, "} 1\n") == strchr(s, '}');
     cr_assert_eq(ones, 1);
-    cr_assert_eq(value_of(text, "efa_preflight_status{status=\"fail\"}"), 1);
-    cr_assert_eq(value_of(text, "efa_preflight_status{status=\"pass\"}"), 0);
-    cr_assert_eq(value_of(text, "efa_preflight_exit_code"), 1);
     cr_assert_not_null(strstr(text, "efa_preflight_verdict_info{reason=\""
                                     "EFADeviceCountMismatch\",class=\"node\","
                                     "command=\"node\",instance_type=\""
                                     "p5.48xlarge\",version=\"" PF_VERSION
                                     "\"} 1\n"), "%s", text);
-    cr_assert_eq(value_of(text, "efa_preflight_efa_devices_expected"), 32);
-    cr_assert_eq(value_of(text, "efa_preflight_efa_port_up{device=\"rdmap16s27\"}"), 1);
-    cr_assert_eq(value_of(text, "efa_preflight_efa_port_up{device=\"rdmap17s27\"}"), 0);
+    samples_are(text, want, sizeof(want) / sizeof(want[0]));
     free(text);
-    pf_catalog_free(&run->catalog);
-    free(run);
+    free_run(run);
 }
 
 Test(metrics, busbw_in_bytes_per_second_per_size_with_the_floor)
 {
     struct pf_run *run = node_run();
     char *text;
+    static const struct sample sweep[] = {
+        { "efa_preflight_busbw_bytes_per_second{bytes=\"67108864\","
+          "placement=\"out_of_place\"}", 120.5e9 },
+        { "efa_preflight_busbw_bytes_per_second{bytes=\"1024\","
+          "placement=\"in_place\"}", 1.25e9 },
+        { "efa_preflight_busbw_peak_bytes_per_second", 121.75e9 },
+        { "efa_preflight_busbw_average_bytes_per_second", 61.25e9 },
+        { "efa_preflight_busbw_floor_bytes_per_second", 100e9 },
+        { "efa_preflight_busbw_judged_bytes_per_second", 121.75e9 },
+        { "efa_preflight_busbw_floor_message_size_bytes", 67108864 },
+    }, from_1k[] = {
+        { "efa_preflight_busbw_judged_bytes_per_second", 1.5e9 },
+        { "efa_preflight_busbw_floor_message_size_bytes", 1024 },
+        { "efa_preflight_collective_duration_seconds", 3.5 },
+        { "efa_preflight_collective_nodes", 2 },
+    };
 
     add_collective(run);
     text = pf_metrics_text(run, 1);
-    cr_assert_eq(value_of(text, "efa_preflight_busbw_bytes_per_second{bytes="
-                                "\"67108864\",placement=\"out_of_place\"}"),
-                 120.5e9);
-    cr_assert_eq(value_of(text, "efa_preflight_busbw_bytes_per_second{bytes="
-                                "\"1024\",placement=\"in_place\"}"), 1.25e9);
-    cr_assert_eq(value_of(text, "efa_preflight_busbw_peak_bytes_per_second"),
-                 121.75e9);
-    cr_assert_eq(value_of(text, "efa_preflight_busbw_average_bytes_per_second"),
-                 61.25e9);
-    cr_assert_eq(value_of(text, "efa_preflight_busbw_floor_bytes_per_second"),
-                 100e9);
-    cr_assert_eq(value_of(text, "efa_preflight_busbw_judged_bytes_per_second"),
-                 121.75e9);
-    cr_assert_eq(value_of(text, "efa_preflight_busbw_floor_message_size_bytes"),
-                 67108864);
+    samples_are(text, sweep, sizeof(sweep) / sizeof(sweep[0]));
     free(text);
     /* A floor from 1 KiB on: the best row at or above it is judged. */
     run->cfg.min_busbw_from_bytes = 1024;
     run->coll.rows[1].oop_busbw = run->coll.rows[1].ip_busbw = 0.5;
     pf_test_judged(run);
     text = pf_metrics_text(run, 1);
-    cr_assert_eq(value_of(text, "efa_preflight_busbw_judged_bytes_per_second"),
-                 1.5e9, "%s", text);
-    cr_assert_eq(value_of(text, "efa_preflight_busbw_floor_message_size_bytes"),
-                 1024);
-    cr_assert_eq(value_of(text, "efa_preflight_collective_duration_seconds"), 3.5);
-    cr_assert_eq(value_of(text, "efa_preflight_collective_nodes"), 2);
+    samples_are(text, from_1k, sizeof(from_1k) / sizeof(from_1k[0]));
     free(text);
-    pf_catalog_free(&run->catalog);
-    free(run);
+    free_run(run);
 }
 
 Test(metrics, per_nic_counter_deltas_over_every_window)
@@ -182,6 +195,15 @@ Test(metrics, per_nic_counter_deltas_over_every_window)
     uint32_t all = (1u << PF_HWC_TX_BYTES) | (1u << PF_HWC_RX_BYTES) |
                    (1u << PF_HWC_RX_DROPS) | (1u << PF_HWC_RETRANS_TIMEOUT_EVENTS);
     char *text;
+    static const struct sample nics[] = {
+        { "efa_preflight_nic_sweep_bytes{device=\"rdmap16s27\"}", 1000 },
+        { "efa_preflight_nic_errors{device=\"rdmap16s27\"}", 0 },
+        { "efa_preflight_nic_errors{device=\"rdmap17s27\"}", 7 },
+        { "efa_preflight_nic_error_events{device=\"rdmap17s27\","
+          "counter=\"retrans_timeout_events\"}", 3 },
+        { "efa_preflight_nic_error_events{device=\"rdmap17s27\","
+          "counter=\"rx_drops\"}", 4 },
+    };
 
     add_collective(run);
     text = pf_metrics_text(run, 1);
@@ -204,19 +226,11 @@ Test(metrics, per_nic_counter_deltas_over_every_window)
     s->win[1].nic[0].present &= ~(1u << PF_HWC_RX_DROPS);
     s->win[0].nic[0].d[PF_HWC_RX_DROPS] = 9;
     text = pf_metrics_text(run, 1);
-    cr_assert_eq(value_of(text, "efa_preflight_nic_sweep_bytes{device=\"rdmap16s27\"}"),
-                 1000, "%s", text);
-    cr_assert_eq(value_of(text, "efa_preflight_nic_errors{device=\"rdmap16s27\"}"), 0);
-    cr_assert_eq(value_of(text, "efa_preflight_nic_errors{device=\"rdmap17s27\"}"), 7);
-    cr_assert_eq(value_of(text, "efa_preflight_nic_error_events{device=\"rdmap17s27\","
-                                "counter=\"retrans_timeout_events\"}"), 3);
-    cr_assert_eq(value_of(text, "efa_preflight_nic_error_events{device=\"rdmap17s27\","
-                                "counter=\"rx_drops\"}"), 4);
+    samples_are(text, nics, sizeof(nics) / sizeof(nics[0]));
     cr_assert_null(line_of(text, "efa_preflight_nic_error_events{device=\"rdmap16s27\""),
                    "a counter that did not rise (or was not read throughout) has no sample");
     free(text);
-    pf_catalog_free(&run->catalog);
-    free(run);
+    free_run(run);
 }
 
 Test(metrics, label_values_are_escaped)
@@ -234,27 +248,28 @@ Test(metrics, label_values_are_escaped)
     cr_assert_not_null(strstr(text, "instance_type=\"p\\\"5\\\\x\\ny\""),
                        "%s", text);
     free(text);
-    pf_catalog_free(&run->catalog);
-    free(run);
+    free_run(run);
 }
 
 Test(metrics, pushgateway_url_groups_by_job_and_instance)
 {
+    static const struct { const char *base, *instance, *want; } cases[] = {
+        { "http://pgw:9091/", "ip-10-0-0-7.ec2",
+          "http://pgw:9091/metrics/job/efa_preflight/instance/ip-10-0-0-7.ec2" },
+        /* '/' and other characters: Pushgateway's base64url form. */
+        { "http://pgw:9091", "a/b",
+          "http://pgw:9091/metrics/job/efa_preflight/instance@base64/YS9i" },
+        { "http://pgw:9091", "",
+          "http://pgw:9091/metrics/job/efa_preflight/instance@base64/=" },
+    };
     char url[512], err[PF_ERRLEN];
 
-    cr_assert_eq(pf_metrics_push_url("http://pgw:9091/", "ip-10-0-0-7.ec2",
-                                     url, sizeof(url), err), PF_OK);
-    cr_assert_str_eq(url, "http://pgw:9091/metrics/job/efa_preflight/"
-                          "instance/ip-10-0-0-7.ec2");
-    /* '/' and other characters: Pushgateway's base64url form. */
-    cr_assert_eq(pf_metrics_push_url("http://pgw:9091", "a/b", url,
-                                     sizeof(url), err), PF_OK);
-    cr_assert_str_eq(url, "http://pgw:9091/metrics/job/efa_preflight/"
-                          "instance@base64/YS9i");
-    cr_assert_eq(pf_metrics_push_url("http://pgw:9091", "", url, sizeof(url),
-                                     err), PF_OK);
-    cr_assert_str_eq(url, "http://pgw:9091/metrics/job/efa_preflight/"
-                          "instance@base64/=");
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        cr_assert_eq(pf_metrics_push_url(cases[i].base, cases[i].instance, url,
+                                         sizeof(url), err), PF_OK,
+                     "case '%s'", cases[i].instance);
+        cr_assert_str_eq(url, cases[i].want, "case '%s'", cases[i].instance);
+    }
     cr_assert_eq(pf_metrics_push_url("http://pgw:9091", "node", url, 20, err),
                  PF_ERR_USAGE);
 }
@@ -304,6 +319,12 @@ Test(metrics, every_sample_carries_the_node_label)
     struct pf_run *run = node_run();
     char *text;
     int samples = 0;
+    static const struct sample labelled[] = {
+        { "efa_preflight_exit_code{node=\"host-a\"}", 1 },
+        { "efa_preflight_status{node=\"host-a\",status=\"fail\"}", 1 },
+        { "efa_preflight_busbw_bytes_per_second{node=\"host-a\","
+          "bytes=\"1024\",placement=\"in_place\"}", 1.25e9 },
+    };
 
     add_collective(run);
     snprintf(run->node.hostname, sizeof(run->node.hostname), "host-a");
@@ -318,17 +339,12 @@ Test(metrics, every_sample_carries_the_node_label)
                   "a sample without node=\"host-a\" first: %.80s", l);
     }
     cr_assert_geq(samples, 20);
-    cr_assert_eq(value_of(text, "efa_preflight_exit_code{node=\"host-a\"}"), 1,
-                 "%s", text);
-    cr_assert_eq(value_of(text, "efa_preflight_status{node=\"host-a\",status=\"fail\"}"), 1);
-    cr_assert_eq(value_of(text, "efa_preflight_busbw_bytes_per_second{node=\"host-a\","
-                                "bytes=\"1024\",placement=\"in_place\"}"), 1.25e9);
+    samples_are(text, labelled, sizeof(labelled) / sizeof(labelled[0]));
     free(text);
     snprintf(run->cfg.node_name, sizeof(run->cfg.node_name), "ip-10-0-0-7\"x");
     text = pf_metrics_text(run, 1);
     cr_assert_not_null(strstr(text, "\nefa_preflight_efa_devices{node=\"ip-10-0-0-7\\\"x\"} 2\n"),
                        "--node-name wins, escaped: %s", text);
     free(text);
-    pf_catalog_free(&run->catalog);
-    free(run);
+    free_run(run);
 }
