@@ -39,6 +39,15 @@ static void set_peers(struct pf_run *run, const char *spec)
     cr_assert(run->cfg.peers);
 }
 
+/* pf_discover refuses the run with exactly want. */
+static void discover_fails(struct pf_run *run, const char *want)
+{
+    char err[PF_ERRLEN];
+
+    cr_assert_eq(pf_discover(run, err), PF_ERR_USAGE, "want %s", want);
+    cr_assert_str_eq(err, want);
+}
+
 /* "10.254.H.L:30100,..." for n ranks (heap). */
 static char *peer_spec(int n)
 {
@@ -72,37 +81,38 @@ Test(peers, parses_hosts_ports_and_ipv6_in_rank_order)
     free(p);
 }
 
-static void bad(const char *spec, const char *want)
-{
-    struct pf_peer *p = (struct pf_peer *)1;
-    char err[PF_ERRLEN];
-    int n = 7;
-
-    cr_assert_eq(pf_parse_peers(spec, &p, &n, err), PF_ERR_USAGE, "%s", spec);
-    cr_assert_str_eq(err, want);
-    cr_assert_null(p);
-    cr_assert_eq(n, 0);
-}
-
 Test(peers, bad_entries_are_named)
 {
-    bad("", "--peers is empty: give host:port of every rank, comma-separated, "
-            "in rank order");
-    bad("a:1,,b:2", "--peers entry 2 is empty (stray comma?)");
-    bad("a:1,b", "--peers entry 2 'b': missing :port");
-    bad("a:1,b:0", "--peers entry 2 'b:0': port '0' is not a number in 1..65535");
-    bad("a:65536", "--peers entry 1 'a:65536': port '65536' is not a number in "
-                   "1..65535");
-    bad("a:12x", "--peers entry 1 'a:12x': port '12x' is not a number in "
-                 "1..65535");
-    bad("a:-5", "--peers entry 1 'a:-5': port '-5' is not a number in 1..65535");
-    bad(":30", "--peers entry 1 ':30': empty host");
-    bad("a:1,b c:2", "--peers entry 2 'b c:2': host has an invalid character ' '");
-    bad("fd00::1:30", "--peers entry 1 'fd00::1:30': IPv6 addresses need "
-                      "brackets, e.g. [fd00::1]:29600");
-    bad("[fd00::1:30", "--peers entry 1 '[fd00::1:30': missing ']'");
-    bad("[fd00::1]30", "--peers entry 1 '[fd00::1]30': missing :port after ']'");
-    bad("a:1,", "--peers entry 2 is empty (stray comma?)");
+    static const struct { const char *spec, *want; } cases[] = {
+        { "", "--peers is empty: give host:port of every rank, "
+              "comma-separated, in rank order" },
+        { "a:1,,b:2", "--peers entry 2 is empty (stray comma?)" },
+        { "a:1,b", "--peers entry 2 'b': missing :port" },
+        { "a:1,b:0", "--peers entry 2 'b:0': port '0' is not a number in 1..65535" },
+        { "a:65536", "--peers entry 1 'a:65536': port '65536' is not a number in "
+                     "1..65535" },
+        { "a:12x", "--peers entry 1 'a:12x': port '12x' is not a number in "
+                   "1..65535" },
+        { "a:-5", "--peers entry 1 'a:-5': port '-5' is not a number in 1..65535" },
+        { ":30", "--peers entry 1 ':30': empty host" },
+        { "a:1,b c:2", "--peers entry 2 'b c:2': host has an invalid character ' '" },
+        { "fd00::1:30", "--peers entry 1 'fd00::1:30': IPv6 addresses need "
+                        "brackets, e.g. [fd00::1]:29600" },
+        { "[fd00::1:30", "--peers entry 1 '[fd00::1:30': missing ']'" },
+        { "[fd00::1]30", "--peers entry 1 '[fd00::1]30': missing :port after ']'" },
+        { "a:1,", "--peers entry 2 is empty (stray comma?)" },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct pf_peer *p = (struct pf_peer *)1;
+        char err[PF_ERRLEN];
+        int n = 7;
+
+        cr_assert_eq(pf_parse_peers(cases[i].spec, &p, &n, err), PF_ERR_USAGE,
+                     "case '%s'", cases[i].spec);
+        cr_assert_str_eq(err, cases[i].want, "case '%s'", cases[i].spec);
+        cr_assert_null(p, "case '%s'", cases[i].spec);
+        cr_assert_eq(n, 0, "case '%s'", cases[i].spec);
+    }
 }
 
 Test(peers, a_list_of_1024_ranks_is_parsed_in_rank_order)
@@ -171,13 +181,11 @@ Test(static_bootstrap, a_1024_rank_group_from_flag_env_and_yaml_is_validated)
         cr_assert_eq(strncmp(run->peers.run_id, "static-", 7), 0);
         /* --world-size is checked against the list, whatever its length */
         run->cfg.world_size = 1025;
-        cr_assert_eq(pf_discover(run, err), PF_ERR_USAGE);
-        cr_assert_str_eq(err, "--world-size 1025 but --peers lists 1024 ranks");
+        discover_fails(run, "--world-size 1025 but --peers lists 1024 ranks");
         run->cfg.world_size = 0;
         run->cfg.rank = 1024;
-        cr_assert_eq(pf_discover(run, err), PF_ERR_USAGE);
-        cr_assert_str_eq(err, "--rank 1024 is outside 0..1023 (--peers lists "
-                              "1024 ranks)");
+        discover_fails(run, "--rank 1024 is outside 0..1023 (--peers lists "
+                            "1024 ranks)");
         free_run(run);
     }
     free(yaml);
@@ -218,19 +226,15 @@ Test(static_bootstrap, fills_peers_and_derives_a_stable_run_id)
 Test(static_bootstrap, rank_and_world_size_are_checked)
 {
     struct pf_run *run = new_run(PF_BOOT_STATIC);
-    char err[PF_ERRLEN];
 
     set_peers(run, "h1:1,h2:1,h3:1");
-    cr_assert_eq(pf_discover(run, err), PF_ERR_USAGE);
-    cr_assert_str_eq(err, "--bootstrap static needs --rank (0..2: this "
-                          "process's position in --peers)");
+    discover_fails(run, "--bootstrap static needs --rank (0..2: this "
+                        "process's position in --peers)");
     run->cfg.rank = 3;
-    cr_assert_eq(pf_discover(run, err), PF_ERR_USAGE);
-    cr_assert_str_eq(err, "--rank 3 is outside 0..2 (--peers lists 3 ranks)");
+    discover_fails(run, "--rank 3 is outside 0..2 (--peers lists 3 ranks)");
     run->cfg.rank = 1;
     run->cfg.world_size = 4;
-    cr_assert_eq(pf_discover(run, err), PF_ERR_USAGE);
-    cr_assert_str_eq(err, "--world-size 4 but --peers lists 3 ranks");
+    discover_fails(run, "--world-size 4 but --peers lists 3 ranks");
     cr_assert_null(run->peers.list);
     free_run(run);
 }
@@ -255,9 +259,8 @@ Test(local_bootstrap, ranks_on_loopback_with_the_launchers_run_id)
                  run->peers.run_id);
     cr_assert_gt(strlen(run->peers.run_id), strlen(want));
     run->cfg.rank = -1;
-    cr_assert_eq(pf_discover(run, err), PF_ERR_USAGE);
-    cr_assert_str_eq(err, "--bootstrap local: rank -1 is outside 0..2 "
-                          "(efa-preflight local sets it)");
+    discover_fails(run, "--bootstrap local: rank -1 is outside 0..2 "
+                        "(efa-preflight local sets it)");
     free_run(run);
 }
 
@@ -266,11 +269,9 @@ Test(discover, unknown_bootstrap_is_a_usage_error)
     /* The config refuses a word it does not know (test_config.c): here
      * a value past the last one. */
     struct pf_run *run = new_run((enum pf_bootstrap)99);
-    char err[PF_ERRLEN];
 
-    cr_assert_eq(pf_discover(run, err), PF_ERR_USAGE);
-    cr_assert_str_eq(err, "--bootstrap '?': expected auto, local, "
-                          "static, mpi or k8s");
+    discover_fails(run, "--bootstrap '?': expected auto, local, "
+                        "static, mpi or k8s");
     free_run(run);
 }
 
@@ -316,18 +317,21 @@ Test(local_launcher, free_port_is_bindable)
     cr_assert_lt(port, 65536);
 }
 
-/* In a child: exit with the code the test scripted for this rank. */
-static int spawn_with(struct pf_run *run, void (*rank_body)(int), int *code)
+/* Spawns run->cfg.ranks ranks, each a child running rank_body (which
+ * exits with the code the test scripted for it); the launcher's code. */
+static int spawned(struct pf_run *run, void (*rank_body)(int))
 {
     char err[PF_ERRLEN];
     bool is_child = false;
-    pf_err rc = pf_local_spawn(run, &is_child, code, err);
+    int code = -1;
+    pf_err rc = pf_local_spawn(run, &is_child, &code, err);
 
     if (is_child) {
         rank_body(run->cfg.rank);
         _exit(99);
     }
-    return rc;
+    cr_assert_eq(rc, PF_OK, "%s", err);
+    return code;
 }
 
 static void exit_rank(int rank) { _exit(rank == 0 ? 1 : 0); }
@@ -335,12 +339,10 @@ static void exit_rank(int rank) { _exit(rank == 0 ? 1 : 0); }
 Test(local_launcher, exit_code_is_rank_0s_and_ranks_get_their_settings)
 {
     struct pf_run *run = new_run(PF_BOOT_AUTO);
-    int code = -1;
 
     run->cfg.ranks = 3;
     run->cfg.port = 0;
-    cr_assert_eq(spawn_with(run, exit_rank, &code), PF_OK);
-    cr_assert_eq(code, 1);
+    cr_assert_eq(spawned(run, exit_rank), 1);
     cr_assert_gt(run->cfg.port, 0, "a free port was picked for the ranks");
     free_run(run);
 }
@@ -355,12 +357,10 @@ static void crash_rank(int rank)
 Test(local_launcher, crashed_rank_makes_the_run_an_infrastructure_failure)
 {
     struct pf_run *run = new_run(PF_BOOT_AUTO);
-    int code = -1;
 
     run->cfg.ranks = 3;
     run->cfg.port = 30721;
-    cr_assert_eq(spawn_with(run, crash_rank, &code), PF_OK);
-    cr_assert_eq(code, PF_EXIT_INFRA);
+    cr_assert_eq(spawned(run, crash_rank), PF_EXIT_INFRA);
     free_run(run);
 }
 
@@ -375,13 +375,11 @@ Test(local_launcher, hung_rank_is_stopped_after_timeout_plus_grace, .timeout = 2
 {
     struct pf_run *run = new_run(PF_BOOT_AUTO);
     int64_t t0 = pf_now_ms();
-    int code = -1;
 
     run->cfg.ranks = 2;
     run->cfg.port = 30722;
     run->cfg.timeout_s = 1;
-    cr_assert_eq(spawn_with(run, hang_rank, &code), PF_OK);
-    cr_assert_eq(code, PF_EXIT_INFRA);
+    cr_assert_eq(spawned(run, hang_rank), PF_EXIT_INFRA);
     cr_assert_geq(pf_now_ms() - t0, 6000);
     cr_assert_lt(pf_now_ms() - t0, 9000);
     free_run(run);
@@ -395,13 +393,13 @@ Test(local_launcher, exit_codes_are_read_even_when_sigchld_was_ignored,
     struct pf_run *run = new_run(PF_BOOT_AUTO);
     struct sigaction ign = { .sa_handler = SIG_IGN }, old;
     int64_t t0 = pf_now_ms();
-    int code = -1;
+    int code;
 
     run->cfg.ranks = 2;
     run->cfg.port = 30723;
     run->cfg.timeout_s = 2;
     cr_assert_eq(sigaction(SIGCHLD, &ign, &old), 0);
-    cr_assert_eq(spawn_with(run, exit_rank, &code), PF_OK);
+    code = spawned(run, exit_rank);
     sigaction(SIGCHLD, &old, NULL);
     cr_assert_eq(code, 1, "rank 0 exited 1, the launcher answered %d", code);
     cr_assert_lt(pf_now_ms() - t0, 2000, "the launcher waited for ranks "
@@ -435,27 +433,32 @@ Test(local_launcher, one_rank_runs_in_place_without_fork)
 
 Test(local_launcher, the_host_limit_that_binds_is_named)
 {
-    struct pf_host_room h = { .mem_avail = 16ull << 30 };
-    char why[256];
+    static const struct {
+        const char *name;
+        struct pf_host_room h;
+        int want;
+        const char *why;              /* NULL: not checked */
+    } cases[] = {
+        { "memory", { .mem_avail = 16ull << 30 }, 64,
+          "memory: 16384 MiB available, about 256 MiB per rank for messages "
+          "up to 67108864 bytes (two buffers and the process)" },
+        { "nproc", { .mem_avail = 16ull << 30, .nproc = 200 }, 50,
+          "RLIMIT_NPROC (ulimit -u) 200: each rank may run up to 4 tasks" },
+        { "nofile", { .mem_avail = 16ull << 30, .nproc = 200, .nofile = 160 }, 32,
+          "RLIMIT_NOFILE (ulimit -n) 160: rank 0 keeps a connection to every "
+          "rank plus 128 spare descriptors" },
+        { "too few files", { .mem_avail = 16ull << 30, .nproc = 200, .nofile = 100 },
+          0, NULL },
+        { "no limit", { 0 }, INT_MAX, "no host limit applies" },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char why[256];
 
-    cr_assert_eq(pf_local_room(&h, 64ull << 20, why, sizeof(why)), 64);
-    cr_assert_str_eq(why, "memory: 16384 MiB available, about 256 MiB per "
-                          "rank for messages up to 67108864 bytes (two "
-                          "buffers and the process)");
-    h.nproc = 200;
-    cr_assert_eq(pf_local_room(&h, 64ull << 20, why, sizeof(why)), 50);
-    cr_assert_str_eq(why, "RLIMIT_NPROC (ulimit -u) 200: each rank may run "
-                          "up to 4 tasks");
-    h.nofile = 160;
-    cr_assert_eq(pf_local_room(&h, 64ull << 20, why, sizeof(why)), 32);
-    cr_assert_str_eq(why, "RLIMIT_NOFILE (ulimit -n) 160: rank 0 keeps a "
-                          "connection to every rank plus 128 spare "
-                          "descriptors");
-    h.nofile = 100;
-    cr_assert_eq(pf_local_room(&h, 64ull << 20, why, sizeof(why)), 0);
-    h = (struct pf_host_room){ 0 };
-    cr_assert_eq(pf_local_room(&h, 64ull << 20, why, sizeof(why)), INT_MAX);
-    cr_assert_str_eq(why, "no host limit applies");
+        cr_assert_eq(pf_local_room(&cases[i].h, 64ull << 20, why, sizeof(why)),
+                     cases[i].want, "case %s", cases[i].name);
+        if (cases[i].why)
+            cr_assert_str_eq(why, cases[i].why, "case %s", cases[i].name);
+    }
 }
 
 /* build/unit_tests -> build/double/libgpu-double.so as CUDA and NCCL */
