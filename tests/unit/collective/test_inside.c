@@ -22,53 +22,54 @@ static void phases(int bad, int slow, double *secs, long *wrong)
         }
 }
 
-Test(inside, a_corrupting_gpu_has_both_links_wrong_and_is_blamed)
-{
-    double secs[3 * N];
-    long wrong[3 * N];
+/* What pf_inside_blame makes of the phases. */
+struct blamed {
     struct pf_link links[N];
     bool culprit[N];
     char note[320];
+};
 
-    phases(5, -1, secs, wrong);
-    cr_assert_eq(pf_inside_blame(N, secs, wrong, true, 1 << 20, 3, links,
-                                 culprit, note, sizeof(note)), 1);
-    cr_assert(culprit[5]);
-    cr_assert_eq(links[4].wrong, 6);
-    cr_assert_eq(links[5].wrong, 6);
-    cr_assert_eq(links[0].wrong, 0);
-    cr_assert_eq(links[7].a, 7);
-    cr_assert_eq(links[7].b, 0);
+/* The phases of bad and slow, 1 MiB 3 times, data checked or not, blamed
+ * into *b; the number of culprits. */
+static int blame(int bad, int slow, bool data, struct blamed *b)
+{
+    double secs[3 * N];
+    long wrong[3 * N];
+
+    phases(bad, slow, secs, wrong);
+    return pf_inside_blame(N, secs, wrong, data, 1 << 20, 3, b->links,
+                           b->culprit, b->note, sizeof(b->note));
+}
+
+Test(inside, a_corrupting_gpu_has_both_links_wrong_and_is_blamed)
+{
+    struct blamed got;
+
+    cr_assert_eq(blame(5, -1, true, &got), 1);
+    cr_assert(got.culprit[5]);
+    cr_assert_eq(got.links[4].wrong, 6);
+    cr_assert_eq(got.links[5].wrong, 6);
+    cr_assert_eq(got.links[0].wrong, 0);
+    cr_assert_eq(got.links[7].a, 7);
+    cr_assert_eq(got.links[7].b, 0);
 }
 
 Test(inside, a_slow_gpu_is_blamed_by_its_two_slow_links)
 {
-    double secs[3 * N];
-    long wrong[3 * N];
-    struct pf_link links[N];
-    bool culprit[N];
-    char note[320];
+    struct blamed got;
 
-    phases(-1, 2, secs, wrong);
-    cr_assert_eq(pf_inside_blame(N, secs, wrong, false, 1 << 20, 3, links,
-                                 culprit, note, sizeof(note)), 1);
-    cr_assert(culprit[2]);
-    cr_assert_float_eq(links[1].gbps, (1 << 20) * 3 / 10.0 / 1e9, 1e-12);
-    cr_assert_float_eq(links[3].gbps, (1 << 20) * 3 / 1.0 / 1e9, 1e-12);
+    cr_assert_eq(blame(-1, 2, false, &got), 1);
+    cr_assert(got.culprit[2]);
+    cr_assert_float_eq(got.links[1].gbps, (1 << 20) * 3 / 10.0 / 1e9, 1e-12);
+    cr_assert_float_eq(got.links[3].gbps, (1 << 20) * 3 / 1.0 / 1e9, 1e-12);
 }
 
 Test(inside, links_alike_blame_nobody)
 {
-    double secs[3 * N];
-    long wrong[3 * N];
-    struct pf_link links[N];
-    bool culprit[N];
-    char note[320];
+    struct blamed got;
 
-    phases(-1, -1, secs, wrong);
-    cr_assert_eq(pf_inside_blame(N, secs, wrong, false, 1 << 20, 3, links,
-                                 culprit, note, sizeof(note)), 0);
+    cr_assert_eq(blame(-1, -1, false, &got), 0);
     for (int i = 0; i < N; i++)
-        cr_assert(!culprit[i]);
-    cr_assert(strstr(note, "alike"), "%s", note);
+        cr_assert(!got.culprit[i]);
+    cr_assert(strstr(got.note, "alike"), "%s", got.note);
 }
