@@ -121,7 +121,7 @@ Test(wire, partial_frame_waits_only_until_the_deadline)
     t0 = pf_now_ms();
     cr_assert_eq(pf_wire_recv(&b, &m, pf_deadline_in(300), err), PF_ERR_TIMEOUT);
     cr_assert_geq(pf_now_ms() - t0, 290);
-    cr_assert_lt(pf_now_ms() - t0, 800);
+    cr_assert_lt(pf_now_ms() - t0, 2000);   /* room for a busy machine */
     pf_conn_close(&a);
     pf_conn_close(&b);
 }

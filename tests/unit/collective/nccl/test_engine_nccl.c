@@ -393,7 +393,7 @@ Test(nccl_engine, init_that_never_completes_is_aborted_on_time)
     cr_assert_eq(open_engine(&e, 1024, 300, err), PF_ERR_TIMEOUT);
     int64_t took = pf_now_ms() - t0;
     cr_assert_geq(took, 300);
-    cr_assert_lt(took, 2000, "took %lld ms", (long long)took);
+    cr_assert_lt(took, 3000, "took %lld ms", (long long)took);
     cr_assert(strstr(err, "NCCL communicator init"), "%s", err);
     cr_assert_eq(trace_count("abort rank"), 2);
     cr_assert_eq(trace_count("destroy rank"), 0);
@@ -430,7 +430,7 @@ Test(nccl_engine, async_error_mid_sweep_aborts_and_stays_failed)
     int64_t t0 = pf_now_ms();
     cr_assert_eq(e.ops->run(&e, 256, false, 3, &secs, pf_deadline_in(5000),
                             err), PF_ERR_ENGINE);
-    cr_assert_lt(pf_now_ms() - t0, 1000);      /* not the deadline */
+    cr_assert_lt(pf_now_ms() - t0, 2500);      /* not the deadline */
     cr_assert(strstr(err, "remote process exited"), "%s", err);
     cr_assert(strstr(err, "double: injected remote error"), "%s", err);
     cr_assert_eq(trace_count("abort rank"), 4);     /* children, parents */
@@ -455,7 +455,7 @@ Test(nccl_engine, collective_that_never_completes_is_aborted_on_time)
                             err), PF_ERR_TIMEOUT);
     int64_t took = pf_now_ms() - t0;
     cr_assert_geq(took, 250);
-    cr_assert_lt(took, 1500, "took %lld ms", (long long)took);
+    cr_assert_lt(took, 3000, "took %lld ms", (long long)took);
     cr_assert(strstr(err, "all_reduce of 1024 bytes"), "%s", err);
     cr_assert_eq(trace_count("abort rank"), 4);
     e.ops->close(&e);
@@ -474,7 +474,7 @@ Test(nccl_engine, lost_peer_aborts_without_waiting_for_the_deadline)
     int64_t t0 = pf_now_ms();
     cr_assert_eq(e.ops->run(&e, 256, false, 1, &secs, pf_deadline_in(20000),
                             err), PF_ERR_LOST);
-    cr_assert_lt(pf_now_ms() - t0, 2000);
+    cr_assert_lt(pf_now_ms() - t0, 5000);      /* not the 20 s deadline */
     cr_assert(strstr(err, "rank 1 (10.254.0.2) hung up"), "%s", err);
     cr_assert_eq(trace_count("abort rank"), 4);
     e.ops->close(&e);
@@ -618,7 +618,7 @@ Test(nccl_engine, split_that_never_completes_is_aborted_on_time)
     setenv("PF_DOUBLE_FAULT", "split_hang", 1);
     int64_t t0 = pf_now_ms();
     cr_assert_eq(open_engine(&e, 64, 300, err), PF_ERR_TIMEOUT);
-    cr_assert_lt(pf_now_ms() - t0, 2000);
+    cr_assert_lt(pf_now_ms() - t0, 3000);
     cr_assert(strstr(err, "NCCL communicator split"), "%s", err);
     cr_assert_eq(trace_count("abort rank"), 2);     /* the parents */
     cr_assert_null(e.impl);
