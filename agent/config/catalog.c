@@ -249,6 +249,23 @@ static bool key_seen_before(struct ctx *c, yaml_node_t *map,
     return false;
 }
 
+/* Pair p of map, an instance's fields or a floor's: its key node k, the
+ * key (text, given once) and its value v. what names the keys in errors
+ * ("field", "floor field"). */
+static pf_err field_at(struct ctx *c, yaml_node_t *map, yaml_node_pair_t *p,
+                       const char *inst, const char *what, yaml_node_t **k,
+                       const char **key, yaml_node_t **v)
+{
+    *k = yaml_document_get_node(c->doc, p->key);
+    *v = yaml_document_get_node(c->doc, p->value);
+    *key = scalar(*k);
+    if (!*key)
+        return at(c, *k, "%s: %s names must be text", inst, what);
+    if (key_seen_before(c, map, p, *key, false))
+        return at(c, *k, "%s: %s '%s' given twice", inst, what, *key);
+    return PF_OK;
+}
+
 static pf_err get_int(struct ctx *c, yaml_node_t *v, const char *inst,
                       const char *key, int lo, int hi, int *out)
 {
@@ -322,15 +339,12 @@ static pf_err get_floor(struct ctx *c, yaml_node_t *x, const char *inst,
                   "busbw_gbps, from_bytes, verified, source", inst);
     for (yaml_node_pair_t *p = x->data.mapping.pairs.start;
          p < x->data.mapping.pairs.top; p++) {
-        yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
-        yaml_node_t *v = yaml_document_get_node(c->doc, p->value);
-        const char *key = scalar(k);
-        pf_err rc;
+        yaml_node_t *k, *v;
+        const char *key;
+        pf_err rc = field_at(c, x, p, inst, "floor field", &k, &key, &v);
 
-        if (!key)
-            return at(c, k, "%s: floor keys must be text", inst);
-        if (key_seen_before(c, x, p, key, false))
-            return at(c, k, "%s: floor field '%s' given twice", inst, key);
+        if (rc != PF_OK)
+            return rc;
         if (!strcmp(key, "busbw_gbps")) {
             rc = get_gbps(c, v, inst, "busbw_gbps", &f->busbw_gbps);
             have_gbps = true;
@@ -478,15 +492,12 @@ static pf_err parse_instance(struct ctx *c, yaml_node_t *map,
         return at(c, map, "%s: entry must be a mapping of fields", it->name);
     for (yaml_node_pair_t *p = map->data.mapping.pairs.start;
          p < map->data.mapping.pairs.top; p++) {
-        yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
-        yaml_node_t *v = yaml_document_get_node(c->doc, p->value);
-        const char *key = scalar(k);
-        pf_err rc;
+        yaml_node_t *k, *v;
+        const char *key;
+        pf_err rc = field_at(c, map, p, it->name, "field", &k, &key, &v);
 
-        if (!key)
-            return at(c, k, "%s: field names must be scalars", it->name);
-        if (key_seen_before(c, map, p, key, false))
-            return at(c, k, "%s: field '%s' given twice", it->name, key);
+        if (rc != PF_OK)
+            return rc;
         if (!strcmp(key, "efa"))
             rc = get_int(c, v, it->name, key, 0, PF_MAX_EFA, &it->efa_count);
         else if (!strcmp(key, "accelerators"))
