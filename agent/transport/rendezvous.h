@@ -63,7 +63,9 @@
 #include "../net/wire.h"
 
 #define PF_RDV_MAGIC 0x50465256u      /* "PFRV" */
-#define PF_RDV_VERSION 4           /* 2: PING/PONG, 3: BEAT, 4: BUSY */
+/* 2: PING/PONG, 3: BEAT, 4: BUSY, 5: the host engine's tcp eager limit
+ * (host_ep.c), which rxm requires every peer to share */
+#define PF_RDV_VERSION 5
 #define PF_RDV_NONCE PF_SEAL_NONCE
 #define PF_RDV_MAC PF_SEAL_MAC
 #define PF_RDV_CENSUS_MS 1000     /* a live member answers a PING by then */

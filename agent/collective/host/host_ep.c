@@ -537,6 +537,24 @@ static pf_err handshake(struct host *h, int64_t deadline, char *err)
     return PF_OK;
 }
 
+/* rxm over tcp places a message straight into the posted receive buffer
+ * (dynamic receive buffers, on by default), and then sends eagerly only
+ * up to its eager limit, 16 KiB by default: every larger chunk took a
+ * rendezvous, a request, an RMA read and a done message, three trips per
+ * ring step, where eager is one, with no copy more and no buffer pool
+ * larger (8 ranks at 1 MiB: 0.63 -> 1.94 of MPI,
+ * bench/results/host_allreduce.md). So every ring chunk goes eager. rxm
+ * refuses a connection from a peer with another limit, which is why the
+ * rendezvous version changed with it; a value the user set stays (and
+ * must then be set on every rank). */
+static void set_eager_limit(void)
+{
+    char bytes[24];
+
+    snprintf(bytes, sizeof(bytes), "%u", PF_HOST_CHUNK_BYTES);
+    setenv("FI_OFI_RXM_EAGER_LIMIT", bytes, 0);
+}
+
 pf_err pf_host_ep_open(struct host *h, int64_t deadline, char *err)
 {
     const char *prov = h->args.provider && h->args.provider[0]
@@ -549,8 +567,10 @@ pf_err pf_host_ep_open(struct host *h, int64_t deadline, char *err)
      * (36 MiB a lane, bench/results/host_allreduce.md). libfabric reads it
      * when its providers load, which on a node without EFA (the only
      * place rxm is used) is here; a value the user set stays. */
-    if (!is_efa(prov) && strcmp(prov, "shm"))
+    if (!is_efa(prov) && strcmp(prov, "shm")) {
         setenv("FI_OFI_RXM_MSG_RX_SIZE", "128", 0);
+        set_eager_limit();
+    }
     if ((rc = pf_fi_load(&h->fi, h->args.libfabric_path, err)) != PF_OK)
         return rc;
     if ((rc = get_rails(h, err)) != PF_OK)

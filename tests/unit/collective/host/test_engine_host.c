@@ -22,6 +22,8 @@ struct job {
     pf_err *rc;                       /* shared: one per rank */
     int quit_rank;                    /* leaves right after open, -1 none */
     int deadline_ms;
+    char (*eager)[24];                /* shared: FI_OFI_RXM_EAGER_LIMIT after
+                                         open, one per rank */
 };
 
 static struct pf_run *new_run(const char *provider)
@@ -51,6 +53,9 @@ static int one_rank(struct pf_boot *b, void *arg)
     rc = pf_test_engine_open(&e, run, b, j->count, deadline, err);
     if (rc == PF_OK && b->rank == j->quit_rank)
         _exit(0);                     /* vanish without closing anything */
+    snprintf(j->eager[b->rank], sizeof(j->eager[0]), "%s",
+             getenv("FI_OFI_RXM_EAGER_LIMIT") ? getenv("FI_OFI_RXM_EAGER_LIMIT")
+                                              : "unset");
     for (int ip = 0; ip < 2 && rc == PF_OK; ip++) {
         rc = e.ops->fill(&e, j->count, ip, err);
         if (rc == PF_OK)
@@ -78,6 +83,7 @@ static void run_job(struct job *j, int world)
     int codes[16];
     j->wrong = pf_test_shared(sizeof(long) * 16);
     j->rc = pf_test_shared(sizeof(pf_err) * 16);
+    j->eager = pf_test_shared(sizeof(j->eager[0]) * 16);
     if (!j->deadline_ms)
         j->deadline_ms = 30000;
     for (int r = 0; r < world; r++) {
@@ -100,6 +106,41 @@ Test(engine_host, tcp_ring_exact_for_2_to_4_ranks, .timeout = 120)
             cr_assert_eq(j.rc[r], PF_OK, "n=%d rank %d rc %d", n, r, j.rc[r]);
             cr_assert_eq(j.wrong[r], 0, "n=%d rank %d wrong %ld", n, r,
                          j.wrong[r]);
+        }
+    }
+}
+
+/* Ring chunks go eager over rxm (one trip, not a rendezvous' three); a
+ * limit the user set stays, and the ring stays exact either way. */
+Test(engine_host, tcp_sends_ring_chunks_eagerly_unless_the_user_says,
+     .timeout = 120)
+{
+    char chunk[24];
+    const struct {
+        const char *provider, *user, *want;
+        int ranks;
+    } cases[] = {
+        { "tcp", NULL, chunk, 3 },
+        { "tcp", "65536", "65536", 3 },   /* larger chunks: rendezvous */
+        { "shm", NULL, "unset", 2 },      /* not rxm: left alone */
+    };
+
+    snprintf(chunk, sizeof(chunk), "%u", PF_HOST_CHUNK_BYTES);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct job j = { .provider = cases[i].provider,
+                         .count = 3 * (PF_HOST_CHUNK_BYTES / 4) + 5,
+                         .corrupt_rank = -1, .quit_rank = -1 };
+        if (cases[i].user)
+            setenv("FI_OFI_RXM_EAGER_LIMIT", cases[i].user, 1);
+        else
+            unsetenv("FI_OFI_RXM_EAGER_LIMIT");
+        run_job(&j, cases[i].ranks);
+        for (int r = 0; r < cases[i].ranks; r++) {
+            cr_assert_eq(j.rc[r], PF_OK, "case %zu rank %d rc %d", i, r,
+                         j.rc[r]);
+            cr_assert_eq(j.wrong[r], 0, "case %zu rank %d", i, r);
+            cr_assert_str_eq(j.eager[r], cases[i].want, "case %zu rank %d", i,
+                             r);
         }
     }
 }
