@@ -43,9 +43,10 @@
  * one 128 KiB chunk per segment (1 MiB over 8 ranks) left the ring one
  * message deep, each step waiting for the last. */
 #define PF_HOST_MIN_CHUNK_BYTES (64u << 10)
-/* Cutting to keep depth columns busy stops at this: below it each message
- * is rxm's segmented (SAR) protocol, and four 128 KiB messages ran slower
- * than one of 512 KiB (bench/results/host_allreduce.md). */
+/* Cutting to keep depth columns busy stops at this: more, smaller messages
+ * cost more than the overlap gains, with every chunk eager as well (64 KiB
+ * here: 8 ranks at 4 MiB 1.12 of MPI against 1.93,
+ * bench/results/host_allreduce.md). */
 #define PF_HOST_MIN_DEPTH_CHUNK_BYTES (256u << 10)
 /* Lanes per address when the cores allow (fabric_lanes 0): each holds
  * tens of MiB of provider buffers, and the RSS bar (3 x buffer + 16 MiB)
