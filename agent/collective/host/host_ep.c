@@ -62,6 +62,10 @@ static struct fi_info *hints_for(struct host *h, const char *want)
     hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_ALLOCATED |
                                   FI_MR_VIRT_ADDR | FI_MR_PROV_KEY;
     hints->domain_attr->threading = FI_THREAD_DOMAIN;
+    /* A send completes when the peer has the data, not when a socket
+     * took it (set_eager_limit says why). */
+    if (!is_efa(want) && strcmp(want, "shm"))
+        hints->tx_attr->op_flags = FI_TRANSMIT_COMPLETE;
     hints->fabric_attr->prov_name = strdup(want);
     return hints;
 }
@@ -543,9 +547,19 @@ static pf_err handshake(struct host *h, int64_t deadline, char *err)
  * rendezvous, a request, an RMA read and a done message, three trips per
  * ring step, where eager is one, with no copy more and no buffer pool
  * larger (8 ranks at 1 MiB: 0.63 -> 1.94 of MPI,
- * bench/results/host_allreduce.md). So every ring chunk goes eager. rxm
- * refuses a connection from a peer with another limit, which is why the
- * rendezvous version changed with it; a value the user set stays (and
+ * bench/results/host_allreduce.md). So every ring chunk goes eager.
+ *
+ * An eager send would complete once a socket took it, and a rank whose
+ * sends to a slow NIC's link completed early would start the next
+ * operation ahead of its neighbours, waiting on its healthy rails for
+ * them: the time each rail is judged by would then blame a good NIC.
+ * hints_for asks for FI_TRANSMIT_COMPLETE, which tcp meets with an
+ * acknowledgement from the peer, so a send completes when the data
+ * arrived, as over EFA (8 ranks at 1 MiB in one call: 1.31 of MPI, not
+ * 1.81; in the bar's run 1.61).
+ *
+ * rxm refuses a connection from a peer with another limit, which is why
+ * the rendezvous version changed with it; a value the user set stays (and
  * must then be set on every rank). */
 static void set_eager_limit(void)
 {
