@@ -4,12 +4,13 @@
  * arrays (a chunk, cache-resident, what a rail thread sums right after
  * the socket or NIC wrote it) and 64 MiB arrays (memory-bound). GB/s
  * counts the summed vector (n x 4 bytes per pass, out of place d = a + b;
- * memory traffic is three times that); median of 5 timed rounds. Thread
+ * memory traffic is three times that); per sweep the median of 5 timed
+ * rounds, and the table the median of REPEAT (default 3) sweeps. Thread
  * k is pinned to the k-th CPU in an order that takes one CPU of each
  * physical core before any core's second hyperthread, so T threads are
  * T cores while T <= cores.
  *
- *   make build/bench/host_reduce && build/bench/host_reduce [T ...]
+ *   make build/bench/host_reduce && [REPEAT=N] build/bench/host_reduce [T ...]
  */
 #include <pthread.h>
 #include <sched.h>
@@ -174,12 +175,24 @@ static double measure(int nt, size_t bytes, int passes)
     return (double)nt * (double)bytes * passes / t[ROUNDS / 2] / 1e9;
 }
 
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(v[0]), cmp);
+    return v[n / 2];
+}
+
 int main(int argc, char **argv)
 {
     int counts[16] = { 1, 2, 4, 8 }, nc = 4;
-    double base[2] = { 0, 0 };
-    int fail = 0;
+    const char *rep_env = getenv("REPEAT");
+    int repeat = rep_env ? atoi(rep_env) : 3;
+    static double g[16][2][64];       /* count, footprint, sweep */
+    double base[2];
 
+    if (repeat < 1 || repeat > 64) {
+        fprintf(stderr, "host_reduce: REPEAT '%s' is not 1..64\n", rep_env);
+        return 2;
+    }
     if (argc > 1) {
         nc = 0;
         for (int i = 1; i < argc && nc < 16; i++) {
@@ -192,26 +205,30 @@ int main(int argc, char **argv)
             nc++;
         }
     }
+    /* Whole sweeps, repeated: a VM's speed drifts (turbo, neighbours),
+     * and alternating the counts spreads the drift over all of them. */
+    for (int rep = 0; rep < repeat; rep++)
+        for (int i = 0; i < nc; i++) {
+            g[i][0][rep] = measure(counts[i], 1u << 20, 1000);
+            g[i][1][rep] = measure(counts[i], 64u << 20, 16);
+            if (g[i][0][rep] < 0 || g[i][1][rep] < 0) {
+                fprintf(stderr, "host_reduce: %d threads: failed or wrong "
+                        "sums\n", counts[i]);
+                return 1;
+            }
+        }
     printf("| threads | 1 MiB arrays: GB/s | per thread | x 1 thread | "
            "64 MiB arrays: GB/s | per thread | x 1 thread |\n");
     printf("|---:|---:|---:|---:|---:|---:|---:|\n");
+    base[0] = median(g[0][0], repeat);
+    base[1] = median(g[0][1], repeat);
     for (int i = 0; i < nc; i++) {
         int nt = counts[i];
-        double g[2] = { measure(nt, 1u << 20, 200), measure(nt, 64u << 20, 4) };
+        double m0 = median(g[i][0], repeat), m1 = median(g[i][1], repeat);
 
-        if (g[0] < 0 || g[1] < 0) {
-            fprintf(stderr, "host_reduce: %d threads: failed or wrong sums\n",
-                    nt);
-            fail = 1;
-            continue;
-        }
-        if (nt == 1) {
-            base[0] = g[0];
-            base[1] = g[1];
-        }
-        printf("| %d | %.1f | %.1f | %.2f | %.1f | %.1f | %.2f |\n", nt,
-               g[0], g[0] / nt, base[0] > 0 ? g[0] / base[0] : 0,
-               g[1], g[1] / nt, base[1] > 0 ? g[1] / base[1] : 0);
+        printf("| %d | %.1f | %.1f | %.2f | %.1f | %.1f | %.2f |\n", nt, m0,
+               m0 / nt, m0 / base[0], m1, m1 / nt, m1 / base[1]);
     }
-    return fail;
+    printf("\nmedians of %d sweeps; the first count is the base\n", repeat);
+    return 0;
 }
