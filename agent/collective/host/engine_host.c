@@ -219,9 +219,12 @@ static void on_complete(struct host *h, struct host_op *op)
     col_advance(h, op->col);
 }
 
+/* FI_ECANCELED too: the engine cancels nothing while it runs, so a
+ * canceled operation is one the provider dropped with its connection
+ * (tcp cancels a send still waiting for the peer's acknowledgement). */
 static bool is_conn_error(int e)
 {
-    return e == FI_ECONNRESET || e == FI_ECONNREFUSED ||
+    return e == FI_ECONNRESET || e == FI_ECONNREFUSED || e == FI_ECANCELED ||
            e == FI_ECONNABORTED || e == FI_ENOTCONN || e == EPIPE ||
            e == FI_EHOSTUNREACH || e == FI_ENETUNREACH || e == FI_EIO;
 }
