@@ -36,6 +36,13 @@ static bool is_efa(const char *prov)
            (n == 10 && !strncmp(prov, "efa-direct", 10));
 }
 
+/* tcp (or sockets), reached through rxm: addresses, lanes and rxm's
+ * settings apply. */
+static bool is_socket(const char *prov)
+{
+    return !is_efa(prov) && strcmp(prov, "shm");
+}
+
 /* Socket-based providers must bind the address the peers reach us on (the
  * rendezvous address), not whatever interface comes first; efa and shm
  * choose their own. */
@@ -64,7 +71,7 @@ static struct fi_info *hints_for(struct host *h, const char *want)
     hints->domain_attr->threading = FI_THREAD_DOMAIN;
     /* A send completes when the peer has the data, not when a socket
      * took it (set_eager_limit says why). */
-    if (!is_efa(want) && strcmp(want, "shm"))
+    if (is_socket(want))
         hints->tx_attr->op_flags = FI_TRANSMIT_COMPLETE;
     hints->fabric_attr->prov_name = strdup(want);
     return hints;
@@ -166,7 +173,7 @@ static pf_err get_rails(struct host *h, char *err)
     const char *want = h->args.provider && h->args.provider[0]
                            ? h->args.provider : "efa";
     const char *addrs = h->args.fabric_addrs ? h->args.fabric_addrs : "";
-    bool sockets = !is_efa(want) && strcmp(want, "shm");
+    bool sockets = is_socket(want);
     int naddrs = 1, lanes = 1;
     pf_err rc = PF_OK;
 
@@ -581,7 +588,7 @@ pf_err pf_host_ep_open(struct host *h, int64_t deadline, char *err)
      * (36 MiB a lane, bench/results/host_allreduce.md). libfabric reads it
      * when its providers load, which on a node without EFA (the only
      * place rxm is used) is here; a value the user set stays. */
-    if (!is_efa(prov) && strcmp(prov, "shm")) {
+    if (is_socket(prov)) {
         setenv("FI_OFI_RXM_MSG_RX_SIZE", "128", 0);
         set_eager_limit();
     }
