@@ -1,6 +1,7 @@
 /* Straggler localisation (straggler.h): the decisions, then the re-test
  * over the bootstrap and the engine's pair op. */
 #include "straggler.h"
+#include "plan.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -631,16 +632,21 @@ static void decide(const struct pf_run *run, const struct pf_engine *e,
     if (largest > 0)
         per_op *= (double)p->bytes / (double)largest;
     rounds = pf_straggler_nphases(world) + 1;
-    need_s = rounds * (PAIR_ITERS + 1) * per_op * world /
-             (2.0 * (world - 1)) + 1.0;
+    per_op *= world / (2.0 * (world - 1));
     left_s = (double)pf_ms_left(deadline) / 1000.0;
-    if (left_s < need_s) {
+    /* Fewer iterations rather than no localisation: one exchange per pair
+     * already tells a slow or wrong link (time plan, plan.h). */
+    p->iters = pf_plan_pair_iters(left_s, rounds, per_op, PAIR_ITERS);
+    if (p->iters == 0) {
+        need_s = rounds * 2 * per_op + 1.0;
         snprintf(p->why, sizeof(p->why), "%.1f s left before the deadline, "
                  "the pairwise test needs about %.1f s", left_s, need_s);
         return;
     }
+    if (p->iters < PAIR_ITERS)
+        pf_info("pairwise: %d iteration(s) a pair instead of %d, to fit "
+                "the %.1f s left", p->iters, PAIR_ITERS, left_s);
     p->mode = PLAN_PAIRWISE;
-    p->iters = PAIR_ITERS;
 }
 
 /* What one rank measured in one round, gathered from every rank. */

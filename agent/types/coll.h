@@ -159,6 +159,21 @@ struct pf_nics {
     char rail_note[384];              /* what the per-rail timings found */
 };
 
+/* The time plan (collective/plan.h): how the deadline left when the
+ * group formed is split between the sweep and the localisation after it;
+ * made once, logged, and read by both. */
+struct pf_time_plan {
+    double total_s;                   /* the run's timeout */
+    double before_s;                  /* spent before the sweep: probe,
+                                         discovery, rendezvous, fabric */
+    double sweep_s;                   /* the sweep's share */
+    double after_s;                   /* the pairwise phase's and the
+                                         re-tests' share (the rest) */
+    double publish_s;                 /* kept for publishing */
+    int64_t sweep_end;                /* ms clock: no new size past it */
+    char sweep_cut[200];              /* why the sweep stopped early, or "" */
+};
+
 struct pf_coll {
     bool ran;
     char engine[16];                  /* nccl|host: its printed name */
@@ -173,6 +188,7 @@ struct pf_coll {
     double avg_busbw;                 /* mean over rows, nccl-tests footer */
     double peak_busbw;                /* best busbw of the largest size */
     struct pf_judgement judgement;    /* the floor and the busbw judged */
+    struct pf_time_plan plan;         /* the deadline's split */
     long wrong_total;
     double *rank_seconds;             /* per bootstrap rank, time of the
                                          largest size; heap, NULL = no sweep
