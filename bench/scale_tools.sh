@@ -120,7 +120,8 @@ cat > "$dir/bin/agent-libs" <<'EOF'
 d=$(cd "$(dirname "$0")/.." && pwd)
 use=$d/agentlib.use
 rm -rf "$use" && mkdir -p "$use" || exit 1
-have=$(ldconfig -p 2>/dev/null | awk '/x86-64/ { print $1 }' | sort -u)
+ldc=$(command -v ldconfig || echo /sbin/ldconfig)   # sbin may not be on PATH
+have=$("$ldc" -p 2>/dev/null | awk '/x86-64/ { print $1 }' | sort -u)
 want="$d/efa-preflight"
 [ -e "$d/agentlib/libfabric.so.1" ] && want="$want $d/agentlib/libfabric.so.1"
 for round in 1 2 3 4 5 6 7 8; do
