@@ -22,7 +22,8 @@
 #                             of them that the host lacks (ldconfig -p), so
 #                             the host's own newer copies keep winning
 #   DIR/certs/                a CA and a server certificate for the fake API
-#                             server on 10.254.0.1 (k8s mode; valid 2 days;
+#                             server on 10.254.{0,64,128,192}.1 (k8s mode;
+#                             valid 2 days;
 #                             scale_netns makes fresh ones where openssl is)
 #
 # usage: bench/scale_tools.sh [DIR]      (default: .scale-tools in the repo)
@@ -143,8 +144,10 @@ echo "$use"
 EOF
 chmod +x "$dir/bin/agent-libs"
 
-# certificates for the fake API server on the pod network's 10.254.0.1
-"$root/tests/fakes/apiserver/mkcerts.sh" "$dir/certs" "IP:127.0.0.1,IP:10.254.0.1" ||
+# certificates for the fake API server on the hub bridge of any --net-base
+# and --one-link (10.254.{0,64,128,192}.1)
+"$root/tests/fakes/apiserver/mkcerts.sh" "$dir/certs" \
+    "IP:127.0.0.1,IP:10.254.0.1,IP:10.254.64.1,IP:10.254.128.1,IP:10.254.192.1" ||
     die "certificates"
 
 # checks: the wrappers run with nothing but their own libraries beside glibc
