@@ -104,6 +104,8 @@ done
 
 # B. the agent and its libraries
 cp -L "$build/efa-preflight" "$dir/efa-preflight" || die "copy the agent"
+# which build this is (run this script again after each build)
+echo "$(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown) $(date -u +%FT%TZ)" > "$dir/AGENT_BUILD"
 copy_deps "$dir/agentlib" "$dir/efa-preflight"
 fab=$(ldconfig -p | awk '$1 == "libfabric.so.1" && /x86-64/ { print $NF; exit }')
 if [ -n "$fab" ]; then
@@ -160,5 +162,5 @@ for t in ip tc nft; do
 done
 LD_LIBRARY_PATH=$("$dir/bin/agent-libs") "$dir/efa-preflight" version >/dev/null ||
     die "the copied agent does not run"
-echo "ok agent: $("$dir/efa-preflight" version)"
+echo "ok agent: $("$dir/efa-preflight" version), from $(cat "$dir/AGENT_BUILD")"
 echo "$dir: $(du -sh "$dir" | cut -f1) ($(ls "$dir/lib" | wc -l) tool libraries, $(ls "$dir/agentlib" | wc -l) agent libraries)"
