@@ -16,6 +16,10 @@ struct pf_rank_id {
     char bus[20];                     /* the GPU's PCI bus id, "" */
     char nic[64];                     /* the NIC(s) it used (host engine:
                                          EFA devices or addresses), "" */
+    int64_t pair_wrong;               /* elements of its results that were
+                                         wrong in the pairwise test between
+                                         processes (NCCL pairs GPU i with
+                                         GPU i: its GPU's own share) */
 };
 
 /* What the engine found out about the fabric it ran over: an engine fills

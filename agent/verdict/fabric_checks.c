@@ -189,9 +189,11 @@ static void data_check(struct pf_run *run, long pair_wrong)
          * at fault is named when one was singled out. */
         if (pf_verdict_inside(run, true, seen))
             return;
+        /* Why nobody inside it was named (2 ranks: one link). */
         pf_verdict_add(&run->verdict, "data", COND, PF_FAIL,
                        PF_R_DataCorruption, "", "this node (every rank of the "
-                       "run) corrupts data: %s", seen);
+                       "run) corrupts data: %s%s%s", seen,
+                       s->note[0] ? "; " : "", s->note);
         return;
     }
     if (ndata == 0) {
@@ -203,12 +205,15 @@ static void data_check(struct pf_run *run, long pair_wrong)
     }
     mine = own_culprit(run, PF_LINK_DATA);
     if (mine >= 0) {
+        char gpus[256];
+        /* The GPUs of this node whose results were wrong, when known. */
+        pf_inside_words(run, PF_LINK_DATA, gpus, sizeof(gpus));
         pf_verdict_add(&run->verdict, "data", COND, PF_FAIL,
                        PF_R_DataCorruption, "", "this node (rank %d, %s%s) "
-                       "corrupts data: %s; %s", mine,
+                       "corrupts data%s%s: %s; %s", mine,
                        rank_desc(run, mine, who, sizeof(who)),
-                       mine == s->self ? "" : ", a rank on this node", seen,
-                       s->note);
+                       mine == s->self ? "" : ", a rank on this node",
+                       gpus[0] ? " at " : "", gpus, seen, s->note);
         return;
     }
     culprit_list(run, PF_LINK_DATA, all, sizeof(all));

@@ -64,6 +64,8 @@ struct nccl_rank {
                                          re-test, NULL outside it */
     float *send, *recv;               /* device, max_count each */
     float *stage[2];                  /* pinned host, CHUNK_ELEMS each */
+    long pair_wrong;                  /* wrong elements of its results in
+                                         the pairwise test, every round */
 };
 
 struct nccl_engine {
@@ -1179,6 +1181,7 @@ static pf_err nccl_pair(struct pf_engine *e, int peer, int round,
         pair_want(g, i, want);
         rc = check_rank(g, i, count, want, &w, err);
         *wrong += w;
+        g->r[i].pair_wrong += w;
     }
     free(want);
     *seconds = worst;
@@ -1337,6 +1340,7 @@ static int nccl_describe(struct pf_engine *e, struct pf_rank_id *out,
         out[i].rank = g->r[i].rank;
         out[i].gpu = g->r[i].dev;
         snprintf(out[i].bus, sizeof(out[i].bus), "%s", g->r[i].bus);
+        out[i].pair_wrong = g->r[i].pair_wrong;
     }
     return n;
 }

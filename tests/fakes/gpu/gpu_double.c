@@ -32,7 +32,13 @@
  *                             split_hang  the split never completes
  *   PF_DOUBLE_FAULT_AT=K      default 0
  *   PF_DOUBLE_CORRUPT=R:N     after each all_reduce, add 1 to the first N
- *                             elements of rank R's result
+ *                             elements of the result on the GPU that holds
+ *                             rank R of the run's communicator (the first
+ *                             one a process inits while it has no other):
+ *                             in every communicator that GPU is part of
+ *                             (its split, the pairwise test's 2-rank
+ *                             ones), as a faulty GPU of one node would;
+ *                             the other processes (nodes) stay clean
  *   PF_DOUBLE_CORRUPT_GPU=D:N the same for every result that lands on
  *                             (physical) GPU D, whatever the communicator:
  *                             a GPU whose memory corrupts what it receives
@@ -148,7 +154,9 @@ static struct {
     struct pending *queue;       /* cross-process ops, launch order */
     size_t qhead, qlen, qcap;
     char last_error[256];        /* what ncclGetLastError says */
-} dbl;
+    unique_id world;             /* the run's communicator's id */
+    int corrupt_dev;             /* PF_DOUBLE_CORRUPT's GPU here, -1 */
+} dbl = { .corrupt_dev = -1 };
 
 /* ------------------------------------------------------------ helpers */
 
@@ -252,7 +260,7 @@ static void deliver(struct op *o, const float *sum)
     int bad_rank = -1, bad_gpu = -1;
 
     if (corrupt && sscanf(corrupt, "%d:%ld", &bad_rank, &bad_n) != 2)
-        bad_rank = -1;
+        bad_n = 0;
     if (corrupt_gpu && sscanf(corrupt_gpu, "%d:%ld", &bad_gpu, &gpu_n) != 2)
         bad_gpu = -1;
     o->c->ops++;
@@ -263,7 +271,7 @@ static void deliver(struct op *o, const float *sum)
         return;
     }
     memcpy(o->recv, sum, o->count * sizeof(float));
-    if (o->c->rank == bad_rank)
+    if (dbl.corrupt_dev >= 0 && o->c->dev == dbl.corrupt_dev)
         for (long i = 0; i < bad_n && (size_t)i < o->count; i++)
             o->recv[i] += 1.0f;
     if (o->c->dev == bad_gpu)
@@ -687,6 +695,30 @@ int ncclGetUniqueId(unique_id *id)
     return NCCL_OK;
 }
 
+/* PF_DOUBLE_CORRUPT names a rank of the run's communicator: the first
+ * one inited while no other lives (the run's ranks of this process join
+ * it in one group). The GPU holding that rank here is the faulty one,
+ * whatever communicator runs on it later. */
+static void resolve_corrupt(const unique_id *id, int rank, int dev)
+{
+    const char *corrupt = getenv("PF_DOUBLE_CORRUPT");
+    bool alive = false;
+    int bad_rank = -1;
+    long n = 0;
+
+    for (int i = 0; i < MAX_COMMS && !alive; i++)
+        alive = dbl.comms[i].used;
+    if (!alive) {
+        dbl.world = *id;
+        dbl.corrupt_dev = -1;
+    }
+    if (corrupt && sscanf(corrupt, "%d:%ld", &bad_rank, &n) == 2 &&
+        rank == bad_rank && !memcmp(id, &dbl.world, sizeof(*id))) {
+        dbl.corrupt_dev = dev;
+        trace("corrupt rank %d on GPU %d", rank, dev);
+    }
+}
+
 /* The 2.18 layout prefix: size, magic, version, blocking. */
 struct config_head {
     size_t size;
@@ -708,6 +740,7 @@ int ncclCommInitRankConfig(struct comm **out, int nranks, unique_id id,
             c = &dbl.comms[i];
     if (!c)
         return NCCL_SYSTEM;
+    resolve_corrupt(&id, rank, physical(dbl.cur_dev));
     *c = (struct comm){ .used = true, .id = id, .rank = rank,
                         .nranks = nranks, .dev = physical(dbl.cur_dev),
                         .blocking = !cfg || cfg->blocking != 0,
