@@ -72,7 +72,9 @@ static const char *rank_desc(const struct pf_run *run, int r, char *buf,
     char host[2 * PF_NAME_MAX + 4], id[160];
 
     rank_host(run, r, host, sizeof(host));
-    pf_inside_proc(run, r, id, sizeof(id));   /* one node: GPU or NIC */
+    id[0] = '\0';
+    if (run->coll.nnodes == 1)                  /* one node: GPU or NIC */
+        pf_inside_proc(run, r, id, sizeof(id));
     if (p->list && r >= 0 && r < p->world && p->list[r].pod[0])
         snprintf(buf, len, "pod %s, %s%s%s", p->list[r].pod, host,
                  id[0] ? ", " : "", id);
@@ -205,9 +207,10 @@ static void data_check(struct pf_run *run, long pair_wrong)
     }
     mine = own_culprit(run, PF_LINK_DATA);
     if (mine >= 0) {
-        char gpus[256];
-        /* The GPUs of this node whose results were wrong, when known. */
-        pf_inside_words(run, PF_LINK_DATA, gpus, sizeof(gpus));
+        char gpus[256] = "";
+        /* A node of several GPUs: those whose results were wrong. */
+        if (c->nranks > s->nprocs)
+            pf_inside_words(run, PF_LINK_DATA, gpus, sizeof(gpus));
         pf_verdict_add(&run->verdict, "data", COND, PF_FAIL,
                        PF_R_DataCorruption, "", "this node (rank %d, %s%s) "
                        "corrupts data%s%s: %s; %s", mine,

@@ -6,7 +6,13 @@
 # exit 0 with 0 wrong elements, see 320 ranks on 40 nodes and drive 8 of
 # them itself; the whole group finishes within 60 s (about 2 s here). A
 # group of 17 x 16 (272 ranks, the count that once failed with "272 global
-# ranks exceed 256") passes the same way. A port from the kernel per group
+# ranks exceed 256") passes the same way. Then a faulty GPU follows its
+# node and device, as on real hardware: 4 nodes x 2 GPUs with
+# PF_DOUBLE_CORRUPT=5:4 (rank 5 = node-2's GPU 1) and =0:4 (node-0's
+# GPU 0) -> the pairwise test's 2-rank communicators see it too, node 2
+# (node 0) exits 1 DataCorruption naming rank 5 (0) with its GPU index and
+# bus id, in collective.inside.culprits as well, and every other node exits
+# 4 PeerDataCorruption naming that node. A port from the kernel per group
 # (lib_port.sh).
 set -u
 root=${PF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -64,3 +70,45 @@ for s in $segs; do
     [ ! -e "/dev/shm/$s" ] || fail "shared-memory segment $s left behind"
 done
 echo "ok   the $(wc -l <<<"$segs") shared-memory segments the groups met in (the pairwise test's included) are gone from /dev/shm"
+
+faulty() { # global rank of the corrupting GPU, its node, its GPU index
+    local bad=$1 node=$2 gpu=$3 secs rc
+    rm -f "$tmp/trace2"
+    secs=$(PF_DOUBLE_TRACE=$tmp/trace2 PF_DOUBLE_CORRUPT=$bad:4 \
+        "$root/tests/fakes/gpu/run_nodes.sh" 4 2 "$(pf_free_port)" "$tmp/nodes" "${flags[@]}")
+    rc=$?
+    [ $rc -eq 0 ] || fail "run_nodes.sh exited $rc: $secs"
+    [ "$(grep -c '^corrupt rank' "$tmp/trace2")" = 1 ] &&
+        grep -q "^corrupt rank $bad on GPU $gpu\$" "$tmp/trace2" ||
+        fail "the double resolved PF_DOUBLE_CORRUPT=$bad:4 as: $(grep '^corrupt' "$tmp/trace2")"
+    python3 - "$tmp/nodes" "$bad" "$node" "$gpu" <<'EOF' || fail "GPU $gpu of node $node corrupting: see above"
+import json, sys
+out, bad, node, gpu = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+errs = []
+for i in range(4):
+    code = int(open("%s/t%d" % (out, i)).read().split("\n")[-2].split()[0])
+    r = json.load(open("%s/r%d.json" % (out, i)))
+    data = [(c["reason"], c["message"]) for c in r["checks"] if c["name"] == "data"]
+    inside = r["collective"]["inside"]
+    if i == node:
+        want = ("this node (rank %d, node-%d, 127.0.0.1) corrupts data at rank %d "
+                "(GPU %d, bus 0000:%02x:00.0): " % (node, node, bad, gpu, 0x18 + gpu))
+        ok = (code == 1 and len(data) == 1 and data[0][0] == "DataCorruption"
+              and data[0][1].startswith(want) and inside["culprits"] == [bad]
+              and [x["rank"] for x in inside["ranks"]] == [2 * node, 2 * node + 1])
+    else:
+        want = "rank %d (node-%d, 127.0.0.1) corrupts data, not this node (rank %d)" % (node, node, i)
+        ok = (code == 4 and len(data) == 1 and data[0][0] == "PeerDataCorruption"
+              and data[0][1].startswith(want) and inside["culprits"] == [])
+    if not ok:
+        errs.append("process %d: exit %d, data %s, inside.culprits %s" % (i, code, data, inside["culprits"]))
+for e in errs:
+    print(e)
+sys.exit(1 if errs else 0)
+EOF
+}
+
+faulty 5 2 1
+echo "ok   4 nodes x 2 GPUs, GPU 1 of node 2 corrupting (PF_DOUBLE_CORRUPT=5:4): node 2 exits 1 naming rank 5 (GPU 1, bus 0000:19:00.0), the others exit 4 naming node 2"
+faulty 0 0 0
+echo "ok   the same with GPU 0 of node 0 (rank 0 of every pair communicator's low end): only node 0 is named"
