@@ -17,6 +17,8 @@
 #   both bad pairs, is the one named.
 # 8: `--ranks 2`: one link, nobody inside can be singled out, and the
 #   message says so.
+# 9: `local --ranks 3` on the NCCL engine (the double, one GPU a process),
+#   GPU 2 corrupting -> named by GPU index and bus id.
 # Ports: free ones on loopback (--port 0).
 set -u
 root=${PF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -152,3 +154,20 @@ got=$(check data)
     fail "2 ranks, rank 1 corrupting: data check is: $got"
 [ "$(inside)" = "(None, None, [])" ] || fail "2 ranks: inside = $(inside)"
 echo "ok   local --ranks 2, rank 1 corrupting: the node fails, and the message says one link cannot tell which end"
+
+# 9. the NCCL engine on the GPU double, 3 processes of one GPU each on this
+#    node, GPU 2 corrupting what it receives (PF_DOUBLE_CORRUPT=2:4 follows
+#    the GPU into the pairwise test's 2-rank communicators)
+rm -f "$tmp/r.json"
+env EFA_PREFLIGHT_CUDART="$double" EFA_PREFLIGHT_NCCL="$double" \
+    PF_DOUBLE_GPUS=3 PF_DOUBLE_CORRUPT=2:4 \
+    timeout -k 5 90 "$bin" local --ranks 3 --no-imds --expect-efa 0 \
+    --timeout 60 -b 8 -e 64K -n 2 -w 1 --report "$tmp/r.json" \
+    >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ $rc -eq 1 ] || fail "3 NCCL processes, GPU 2 corrupting: exit $rc, want 1"
+got=$(check data)
+[[ "$got" == "fail DataCorruption this node corrupts data at rank 2 (GPU 2, bus 0000:1a:00.0): pairwise inside this node: "* ]] ||
+    fail "3 NCCL processes, GPU 2 corrupting: data check is: $got"
+[ "$(inside)" = "('pairwise', 'data', [2])" ] || fail "3 NCCL processes: inside = $(inside)"
+echo "ok   local --ranks 3 on the NCCL engine, GPU 2 corrupting: named by index and bus id, inside.culprits [2]"
