@@ -12,7 +12,8 @@
 # GPU 0) -> the pairwise test's 2-rank communicators see it too, node 2
 # (node 0) exits 1 DataCorruption naming rank 5 (0) with its GPU index and
 # bus id, in collective.inside.culprits as well, and every other node exits
-# 4 PeerDataCorruption naming that node. A port from the kernel per group
+# 4 PeerDataCorruption naming that node; and 8 x 2 with two corrupting GPUs
+# on two nodes (=3:4,8:4), both named. A port from the kernel per group
 # (lib_port.sh).
 set -u
 root=${PF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -71,33 +72,38 @@ for s in $segs; do
 done
 echo "ok   the $(wc -l <<<"$segs") shared-memory segments the groups met in (the pairwise test's included) are gone from /dev/shm"
 
-faulty() { # global rank of the corrupting GPU, its node, its GPU index
-    local bad=$1 node=$2 gpu=$3 secs rc
+faulty() { # nodes, the corrupting GPUs' global ranks (comma-separated; 2 GPUs a node)
+    local nodes=$1 bad=$2 secs rc
     rm -f "$tmp/trace2"
-    secs=$(PF_DOUBLE_TRACE=$tmp/trace2 PF_DOUBLE_CORRUPT=$bad:4 \
-        "$root/tests/fakes/gpu/run_nodes.sh" 4 2 "$(pf_free_port)" "$tmp/nodes" "${flags[@]}")
+    secs=$(PF_DOUBLE_TRACE=$tmp/trace2 PF_DOUBLE_CORRUPT=$(sed 's/,/:4,/g; s/$/:4/' <<<"$bad") \
+        "$root/tests/fakes/gpu/run_nodes.sh" "$nodes" 2 "$(pf_free_port)" "$tmp/nodes" "${flags[@]}")
     rc=$?
     [ $rc -eq 0 ] || fail "run_nodes.sh exited $rc: $secs"
-    [ "$(grep -c '^corrupt rank' "$tmp/trace2")" = 1 ] &&
-        grep -q "^corrupt rank $bad on GPU $gpu\$" "$tmp/trace2" ||
-        fail "the double resolved PF_DOUBLE_CORRUPT=$bad:4 as: $(grep '^corrupt' "$tmp/trace2")"
-    python3 - "$tmp/nodes" "$bad" "$node" "$gpu" <<'EOF' || fail "GPU $gpu of node $node corrupting: see above"
+    python3 - "$tmp/nodes" "$nodes" "$bad" "$tmp/trace2" <<'EOF' || fail "GPUs $bad corrupting: see above"
 import json, sys
-out, bad, node, gpu = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+out, n, bad, trace = sys.argv[1], int(sys.argv[2]), [int(x) for x in sys.argv[3].split(",")], sys.argv[4]
 errs = []
-for i in range(4):
+# the double resolves each rank once, on its node, to its GPU
+got = sorted(l.strip() for l in open(trace) if l.startswith("corrupt rank"))
+want = sorted("corrupt rank %d on GPU %d" % (b, b % 2) for b in bad)
+if got != want:
+    errs.append("the double resolved %s, want %s" % (got, want))
+culprit = {b // 2: b for b in bad}
+for i in range(n):
     code = int(open("%s/t%d" % (out, i)).read().split("\n")[-2].split()[0])
     r = json.load(open("%s/r%d.json" % (out, i)))
     data = [(c["reason"], c["message"]) for c in r["checks"] if c["name"] == "data"]
     inside = r["collective"]["inside"]
-    if i == node:
+    if i in culprit:
+        b = culprit[i]
         want = ("this node (rank %d, node-%d, 127.0.0.1) corrupts data at rank %d "
-                "(GPU %d, bus 0000:%02x:00.0): " % (node, node, bad, gpu, 0x18 + gpu))
+                "(GPU %d, bus 0000:%02x:00.0): " % (i, i, b, b % 2, 0x18 + b % 2))
         ok = (code == 1 and len(data) == 1 and data[0][0] == "DataCorruption"
-              and data[0][1].startswith(want) and inside["culprits"] == [bad]
-              and [x["rank"] for x in inside["ranks"]] == [2 * node, 2 * node + 1])
+              and data[0][1].startswith(want) and inside["culprits"] == [b]
+              and [x["rank"] for x in inside["ranks"]] == [2 * i, 2 * i + 1])
     else:
-        want = "rank %d (node-%d, 127.0.0.1) corrupts data, not this node (rank %d)" % (node, node, i)
+        want = ", ".join("rank %d (node-%d, 127.0.0.1)" % (k, k) for k in sorted(culprit))
+        want += " corrupt%s data, not this node (rank %d)" % ("" if len(culprit) > 1 else "s", i)
         ok = (code == 4 and len(data) == 1 and data[0][0] == "PeerDataCorruption"
               and data[0][1].startswith(want) and inside["culprits"] == [])
     if not ok:
@@ -108,7 +114,9 @@ sys.exit(1 if errs else 0)
 EOF
 }
 
-faulty 5 2 1
+faulty 4 5
 echo "ok   4 nodes x 2 GPUs, GPU 1 of node 2 corrupting (PF_DOUBLE_CORRUPT=5:4): node 2 exits 1 naming rank 5 (GPU 1, bus 0000:19:00.0), the others exit 4 naming node 2"
-faulty 0 0 0
+faulty 4 0
 echo "ok   the same with GPU 0 of node 0 (rank 0 of every pair communicator's low end): only node 0 is named"
+faulty 8 3,10
+echo "ok   8 nodes x 2 GPUs, GPU 1 of node 1 and GPU 0 of node 5 corrupting: both nodes exit 1 naming their GPU, the other 6 exit 4 naming both"

@@ -31,14 +31,16 @@
  *                             split_error ncclCommSplit fails
  *                             split_hang  the split never completes
  *   PF_DOUBLE_FAULT_AT=K      default 0
- *   PF_DOUBLE_CORRUPT=R:N     after each all_reduce, add 1 to the first N
+ *   PF_DOUBLE_CORRUPT=R:N[,R:N...]
+ *                             after each all_reduce, add 1 to the first N
  *                             elements of the result on the GPU that holds
  *                             rank R of the run's communicator (the first
  *                             one a process inits while it has no other):
  *                             in every communicator that GPU is part of
  *                             (its split, the pairwise test's 2-rank
  *                             ones), as a faulty GPU of one node would;
- *                             the other processes (nodes) stay clean
+ *                             the other processes (nodes) stay clean. A
+ *                             list makes several GPUs faulty.
  *   PF_DOUBLE_CORRUPT_GPU=D:N the same for every result that lands on
  *                             (physical) GPU D, whatever the communicator:
  *                             a GPU whose memory corrupts what it receives
@@ -69,6 +71,7 @@
 #include "meet.h"
 
 #define MAX_COMMS 64
+#define MAX_DEVS 256
 #define MAX_STREAMS 256
 #define MAX_OPS 256
 #define ID_BYTES 128
@@ -155,8 +158,9 @@ static struct {
     size_t qhead, qlen, qcap;
     char last_error[256];        /* what ncclGetLastError says */
     unique_id world;             /* the run's communicator's id */
-    int corrupt_dev;             /* PF_DOUBLE_CORRUPT's GPU here, -1 */
-} dbl = { .corrupt_dev = -1 };
+    long corrupt_n[MAX_DEVS];    /* PF_DOUBLE_CORRUPT's elements per
+                                    physical GPU here, 0 = clean */
+} dbl;
 
 /* ------------------------------------------------------------ helpers */
 
@@ -254,13 +258,12 @@ static void log_line(int dev, const char *fmt, ...)
  * the environment asks for. */
 static void deliver(struct op *o, const float *sum)
 {
-    const char *corrupt = getenv("PF_DOUBLE_CORRUPT");
     const char *corrupt_gpu = getenv("PF_DOUBLE_CORRUPT_GPU");
-    long at = atol(env_or("PF_DOUBLE_FAULT_AT", "0")), bad_n = 0, gpu_n = 0;
-    int bad_rank = -1, bad_gpu = -1;
+    long at = atol(env_or("PF_DOUBLE_FAULT_AT", "0")), gpu_n = 0;
+    long bad_n = o->c->dev >= 0 && o->c->dev < MAX_DEVS
+                     ? dbl.corrupt_n[o->c->dev] : 0;
+    int bad_gpu = -1;
 
-    if (corrupt && sscanf(corrupt, "%d:%ld", &bad_rank, &bad_n) != 2)
-        bad_n = 0;
     if (corrupt_gpu && sscanf(corrupt_gpu, "%d:%ld", &bad_gpu, &gpu_n) != 2)
         bad_gpu = -1;
     o->c->ops++;
@@ -271,9 +274,8 @@ static void deliver(struct op *o, const float *sum)
         return;
     }
     memcpy(o->recv, sum, o->count * sizeof(float));
-    if (dbl.corrupt_dev >= 0 && o->c->dev == dbl.corrupt_dev)
-        for (long i = 0; i < bad_n && (size_t)i < o->count; i++)
-            o->recv[i] += 1.0f;
+    for (long i = 0; i < bad_n && (size_t)i < o->count; i++)
+        o->recv[i] += 1.0f;
     if (o->c->dev == bad_gpu)
         for (long i = 0; i < gpu_n && (size_t)i < o->count; i++)
             o->recv[i] += 1.0f;
@@ -695,27 +697,34 @@ int ncclGetUniqueId(unique_id *id)
     return NCCL_OK;
 }
 
-/* PF_DOUBLE_CORRUPT names a rank of the run's communicator: the first
- * one inited while no other lives (the run's ranks of this process join
- * it in one group). The GPU holding that rank here is the faulty one,
- * whatever communicator runs on it later. */
+/* PF_DOUBLE_CORRUPT names ranks of the run's communicator: the first one
+ * inited while no other lives (the run's ranks of this process join it in
+ * one group). The GPU holding such a rank here is faulty, whatever
+ * communicator runs on it later. */
 static void resolve_corrupt(const unique_id *id, int rank, int dev)
 {
-    const char *corrupt = getenv("PF_DOUBLE_CORRUPT");
+    const char *p = getenv("PF_DOUBLE_CORRUPT");
     bool alive = false;
-    int bad_rank = -1;
-    long n = 0;
 
     for (int i = 0; i < MAX_COMMS && !alive; i++)
         alive = dbl.comms[i].used;
     if (!alive) {
         dbl.world = *id;
-        dbl.corrupt_dev = -1;
+        memset(dbl.corrupt_n, 0, sizeof(dbl.corrupt_n));
     }
-    if (corrupt && sscanf(corrupt, "%d:%ld", &bad_rank, &n) == 2 &&
-        rank == bad_rank && !memcmp(id, &dbl.world, sizeof(*id))) {
-        dbl.corrupt_dev = dev;
-        trace("corrupt rank %d on GPU %d", rank, dev);
+    if (memcmp(id, &dbl.world, sizeof(*id)) || dev < 0 || dev >= MAX_DEVS)
+        return;
+    while (p && *p) {
+        int bad_rank = -1;
+        long n = 0;
+        if (sscanf(p, "%d:%ld", &bad_rank, &n) == 2 && rank == bad_rank &&
+            n > 0) {
+            dbl.corrupt_n[dev] = n;
+            trace("corrupt rank %d on GPU %d", rank, dev);
+        }
+        p = strchr(p, ',');
+        if (p)
+            p++;
     }
 }
 
