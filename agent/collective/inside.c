@@ -290,12 +290,36 @@ static unsigned retest_blames(const struct pf_straggler *s, int p)
     return 0;
 }
 
+/* Whether rank r of process p (one of several) is at fault for kinds, by
+ * its own share of the pairwise test (each GPU pairs with the same GPU of
+ * the partner): wrong data in its results, or its exchanges taking
+ * PF_STRAG_TIME_RATIO times the median of the process's other GPUs'. */
+static bool gpu_at_fault(const struct pf_inside *in, int p, int r,
+                         unsigned kinds)
+{
+    double *others, median, mine = in->ids[r].pair_seconds;
+    int n = 0;
+
+    if ((kinds & PF_LINK_DATA) && in->ids[r].pair_wrong > 0)
+        return true;
+    if (!(kinds & PF_LINK_SLOW) || !(mine > 0) ||
+        !(others = calloc((size_t)in->nids, sizeof(*others))))
+        return false;
+    for (int k = 0; k < in->nids; k++)
+        if (k != r && in->ids[k].proc == p)
+            others[n++] = in->ids[k].pair_seconds > 0
+                              ? in->ids[k].pair_seconds : 0;
+    qsort(others, (size_t)n, sizeof(*others), by_value);
+    median = n == 0 ? mine
+             : n % 2 ? others[n / 2] : (others[n / 2 - 1] + others[n / 2]) / 2;
+    free(others);
+    return mine > PF_STRAG_TIME_RATIO * median;
+}
+
 /* The ranks of each process the re-test between processes singled out
  * (in->ids known for them) into in->culprits: its one rank, or, when it
- * drives several GPUs and carried wrong data, those whose own results
- * were wrong in the pairwise test (each GPU pairs with the same GPU of
- * the partner, so the wrong ones are its GPUs'); a slow process of
- * several GPUs cannot be split this way. */
+ * drives several GPUs, those at fault by their own share of the pairwise
+ * test (gpu_at_fault); none when that does not single any out. */
 static pf_err from_retest(struct pf_run *run, char *err)
 {
     struct pf_coll *c = &run->coll;
@@ -310,20 +334,14 @@ static pf_err from_retest(struct pf_run *run, char *err)
     if (!who)
         return pf_fail(err, PF_ERR_NOMEM, "inside: out of memory");
     for (int k = 0; k < s->nculprits; k++) {
-        int p = s->culprits[k], mine = 0, wrong = 0;
+        int p = s->culprits[k], mine = 0;
         unsigned kinds = retest_blames(s, p);
         for (int r = 0; r < in->nids; r++)
-            if (in->ids[r].proc == p) {
-                mine++;
-                wrong += in->ids[r].pair_wrong > 0;
-            }
-        for (int r = 0; r < in->nids; r++) {
-            if (in->ids[r].proc != p)
-                continue;
-            if (mine == 1 || ((kinds & PF_LINK_DATA) && wrong > 0 &&
-                              in->ids[r].pair_wrong > 0))
+            mine += in->ids[r].proc == p;
+        for (int r = 0; r < in->nids; r++)
+            if (in->ids[r].proc == p &&
+                (mine == 1 || gpu_at_fault(in, p, r, kinds)))
                 who[n++] = r;
-        }
     }
     free(in->culprits);
     in->culprits = who;

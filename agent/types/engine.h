@@ -20,6 +20,8 @@ struct pf_rank_id {
                                          wrong in the pairwise test between
                                          processes (NCCL pairs GPU i with
                                          GPU i: its GPU's own share) */
+    double pair_seconds;              /* its own timed exchanges in that
+                                         test, summed over the rounds */
 };
 
 /* What the engine found out about the fabric it ran over: an engine fills

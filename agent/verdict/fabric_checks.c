@@ -145,13 +145,17 @@ static void straggler_check(struct pf_run *run, const char *ring)
     const struct pf_straggler *s = &run->coll.strag;
     int mine = own_culprit(run, PF_LINK_SLOW);
     int nslow = count_culprits(run, PF_LINK_SLOW);
-    char who[3 * PF_NAME_MAX], all[1024];
+    char who[3 * PF_NAME_MAX], all[1024], gpus[256] = "";
 
+    /* A node of several GPUs: the slow ones, when they stand out. */
+    if (mine == s->self && run->coll.nranks > s->nprocs)
+        pf_inside_words(run, PF_LINK_SLOW, gpus, sizeof(gpus));
     if (mine == s->self)
         pf_verdict_add(&run->verdict, "busbw", COND, PF_FAIL,
                        PF_R_StragglerNode, "", "this node (rank %d, %s) is "
-                       "the straggler: %s; %s", mine,
-                       rank_desc(run, mine, who, sizeof(who)), ring, s->note);
+                       "the straggler%s%s: %s; %s", mine,
+                       rank_desc(run, mine, who, sizeof(who)),
+                       gpus[0] ? " at " : "", gpus, ring, s->note);
     else if (mine >= 0)
         pf_verdict_add(&run->verdict, "busbw", COND, PF_FAIL,
                        PF_R_StragglerNode, "", "this node (%s) runs the "

@@ -66,6 +66,7 @@ struct nccl_rank {
     float *stage[2];                  /* pinned host, CHUNK_ELEMS each */
     long pair_wrong;                  /* wrong elements of its results in
                                          the pairwise test, every round */
+    double pair_seconds;              /* its timed exchanges there, summed */
 };
 
 struct nccl_engine {
@@ -1173,6 +1174,8 @@ static pf_err nccl_pair(struct pf_engine *e, int peer, int round,
             rc = cuda_fail(g, err, "cudaEventElapsedTime", g->r[i].dev, ce);
         else if (ms / 1e3 > worst)
             worst = ms / 1e3;
+        if (ce == PF_CUDA_SUCCESS)
+            g->r[i].pair_seconds += ms / 1e3;
     }
     if (rc == PF_OK && !(want = malloc(CHUNK_BYTES)))
         rc = pf_fail(err, PF_ERR_NOMEM, "pairwise test: out of memory");
@@ -1341,6 +1344,7 @@ static int nccl_describe(struct pf_engine *e, struct pf_rank_id *out,
         out[i].gpu = g->r[i].dev;
         snprintf(out[i].bus, sizeof(out[i].bus), "%s", g->r[i].bus);
         out[i].pair_wrong = g->r[i].pair_wrong;
+        out[i].pair_seconds = g->r[i].pair_seconds;
     }
     return n;
 }

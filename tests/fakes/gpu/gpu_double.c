@@ -41,6 +41,15 @@
  *                             ones), as a faulty GPU of one node would;
  *                             the other processes (nodes) stay clean. A
  *                             list makes several GPUs faulty.
+ *   PF_DOUBLE_SLOW=R:MBPS[,R:MBPS...]
+ *                             the GPU holding rank R (resolved as above)
+ *                             moves MBPS MB/s: each all_reduce of B bytes
+ *                             on it ends B / MBPS later on its streams'
+ *                             clock, so the events timing it (the
+ *                             pairwise test's too, in every communicator
+ *                             on that GPU) say so; nothing sleeps, and its
+ *                             partners' timings are left alone (the
+ *                             engine takes the slower end of a pair)
  *   PF_DOUBLE_CORRUPT_GPU=D:N the same for every result that lands on
  *                             (physical) GPU D, whatever the communicator:
  *                             a GPU whose memory corrupts what it receives
@@ -72,6 +81,7 @@
 
 #define MAX_COMMS 64
 #define MAX_DEVS 256
+#define LAG_HISTORY 256
 #define MAX_STREAMS 256
 #define MAX_OPS 256
 #define ID_BYTES 128
@@ -86,6 +96,10 @@ typedef struct { char internal[ID_BYTES]; } unique_id;
 struct stream {
     bool used;
     bool stuck;                  /* work queued that never completes */
+    double lag;                  /* seconds its clock is behind: a slow
+                                    GPU's all_reduces so far */
+    double lag_at[LAG_HISTORY];  /* lag once `completed` reached i, at
+                                    i % LAG_HISTORY */
     uint64_t queued, completed;  /* cross-process all_reduces */
 };
 
@@ -160,6 +174,8 @@ static struct {
     unique_id world;             /* the run's communicator's id */
     long corrupt_n[MAX_DEVS];    /* PF_DOUBLE_CORRUPT's elements per
                                     physical GPU here, 0 = clean */
+    double slow_bps[MAX_DEVS];   /* PF_DOUBLE_SLOW's bytes/s per
+                                    physical GPU, 0 = full speed */
 } dbl;
 
 /* ------------------------------------------------------------ helpers */
@@ -274,11 +290,31 @@ static void deliver(struct op *o, const float *sum)
         return;
     }
     memcpy(o->recv, sum, o->count * sizeof(float));
+    if (o->c->dev >= 0 && o->c->dev < MAX_DEVS && dbl.slow_bps[o->c->dev] > 0)
+        o->s->lag += (double)(o->count * sizeof(float)) /
+                     dbl.slow_bps[o->c->dev];
     for (long i = 0; i < bad_n && (size_t)i < o->count; i++)
         o->recv[i] += 1.0f;
     if (o->c->dev == bad_gpu)
         for (long i = 0; i < gpu_n && (size_t)i < o->count; i++)
             o->recv[i] += 1.0f;
+}
+
+/* One more cross-process all_reduce of s done: its clock then. */
+static void done_one(struct stream *s)
+{
+    s->completed++;
+    s->lag_at[s->completed % LAG_HISTORY] = s->lag;
+}
+
+/* s's lag once its op number `target` was done (the current one when that
+ * is too long ago to remember): an event seen late still gets the clock
+ * of when its work ended. */
+static double lag_when(const struct stream *s, uint64_t target)
+{
+    if (target == 0 || s->completed - target >= LAG_HISTORY)
+        return target == 0 ? 0 : s->lag;
+    return s->lag_at[target % LAG_HISTORY];
 }
 
 /* ------------------------------------------- ranks in other processes */
@@ -396,7 +432,7 @@ static void fail_pending(struct pending *p, const char *why)
     for (int k = 0; k < p->n; k++) {
         p->m[k].c->state = NCCL_SYSTEM;
         p->m[k].s->stuck = true;
-        p->m[k].s->completed++;
+        done_one(p->m[k].s);
     }
 }
 
@@ -434,7 +470,7 @@ static void progress(void)
         const float *sum = meet_result(p->q->meet, p->seq);
         for (int k = 0; k < p->n; k++) {
             deliver(&p->m[k], sum);
-            p->m[k].s->completed++;
+            done_one(p->m[k].s);
         }
         meet_leave(p->q->meet, p->seq, p->n);
         pop_pending();
@@ -452,7 +488,7 @@ static void drop_pending(struct comm *c)
                 k++;
                 continue;
             }
-            p->m[k].s->completed++;
+            done_one(p->m[k].s);
             p->m[k] = p->m[--p->n];
         }
     }
@@ -608,7 +644,7 @@ int cudaEventDestroy(struct event *e) { free(e); return SUCCESS; }
 
 int cudaEventRecord(struct event *e, struct stream *s)
 {
-    e->t = now_s();
+    e->t = now_s() + (s ? s->lag : 0);
     e->s = s;
     e->recorded = true;
     e->target = s ? s->queued : 0;
@@ -628,7 +664,7 @@ int cudaEventQuery(struct event *e)
         return ERR_NOT_READY;
     }
     if (!e->timed) {                  /* first seen done: its time */
-        e->t = now_s();
+        e->t = now_s() + lag_when(e->s, e->target);
         e->timed = true;
     }
     return SUCCESS;
@@ -697,13 +733,34 @@ int ncclGetUniqueId(unique_id *id)
     return NCCL_OK;
 }
 
-/* PF_DOUBLE_CORRUPT names ranks of the run's communicator: the first one
- * inited while no other lives (the run's ranks of this process join it in
- * one group). The GPU holding such a rank here is faulty, whatever
- * communicator runs on it later. */
-static void resolve_corrupt(const unique_id *id, int rank, int dev)
+/* PF_DOUBLE_CORRUPT and PF_DOUBLE_SLOW name ranks of the run's
+ * communicator: the first one inited while no other lives (the run's ranks
+ * of this process join it in one group). The GPU holding such a rank here
+ * is faulty, whatever communicator runs on it later. */
+/* For each "R:X" of the list in variable name whose R is rank: X. */
+static void each_fault(const char *name, int rank, int dev,
+                       void (*set)(int dev, double x))
 {
-    const char *p = getenv("PF_DOUBLE_CORRUPT");
+    const char *p = getenv(name);
+
+    while (p && *p) {
+        int r = -1;
+        double x = 0;
+        if (sscanf(p, "%d:%lf", &r, &x) == 2 && r == rank && x > 0) {
+            set(dev, x);
+            trace("%s rank %d on GPU %d", name, rank, dev);
+        }
+        p = strchr(p, ',');
+        if (p)
+            p++;
+    }
+}
+
+static void set_corrupt(int dev, double n) { dbl.corrupt_n[dev] = (long)n; }
+static void set_slow(int dev, double mbps) { dbl.slow_bps[dev] = mbps * 1e6; }
+
+static void resolve_faults(const unique_id *id, int rank, int dev)
+{
     bool alive = false;
 
     for (int i = 0; i < MAX_COMMS && !alive; i++)
@@ -711,21 +768,12 @@ static void resolve_corrupt(const unique_id *id, int rank, int dev)
     if (!alive) {
         dbl.world = *id;
         memset(dbl.corrupt_n, 0, sizeof(dbl.corrupt_n));
+        memset(dbl.slow_bps, 0, sizeof(dbl.slow_bps));
     }
     if (memcmp(id, &dbl.world, sizeof(*id)) || dev < 0 || dev >= MAX_DEVS)
         return;
-    while (p && *p) {
-        int bad_rank = -1;
-        long n = 0;
-        if (sscanf(p, "%d:%ld", &bad_rank, &n) == 2 && rank == bad_rank &&
-            n > 0) {
-            dbl.corrupt_n[dev] = n;
-            trace("corrupt rank %d on GPU %d", rank, dev);
-        }
-        p = strchr(p, ',');
-        if (p)
-            p++;
-    }
+    each_fault("PF_DOUBLE_CORRUPT", rank, dev, set_corrupt);
+    each_fault("PF_DOUBLE_SLOW", rank, dev, set_slow);
 }
 
 /* The 2.18 layout prefix: size, magic, version, blocking. */
@@ -749,7 +797,7 @@ int ncclCommInitRankConfig(struct comm **out, int nranks, unique_id id,
             c = &dbl.comms[i];
     if (!c)
         return NCCL_SYSTEM;
-    resolve_corrupt(&id, rank, physical(dbl.cur_dev));
+    resolve_faults(&id, rank, physical(dbl.cur_dev));
     *c = (struct comm){ .used = true, .id = id, .rank = rank,
                         .nranks = nranks, .dev = physical(dbl.cur_dev),
                         .blocking = !cfg || cfg->blocking != 0,
