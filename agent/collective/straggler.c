@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "inside.h"
 #include "nics.h"
 #include "../config/catalog.h"
 #include "../util/clock.h"
@@ -917,7 +918,9 @@ static pf_err pairwise(struct pf_run *run, struct pf_engine *e,
         wrong[i] = s->links[i].wrong;
     }
     slow_below = p->floor > 0 ? p->floor
-                 : p->relative ? pf_links_relative_floor(n, gbps) : 0;
+                 : !p->relative ? 0
+                 : run->coll.nnodes == 1 ? pf_inside_relative_floor(n, gbps)
+                 : pf_links_relative_floor(n, gbps);
     for (int i = 0; i < n; i++) {
         struct pf_link *l = &s->links[i];
         l->bad = ring_bad[i] = pf_link_judge(l->gbps, l->wrong, slow_below);
@@ -969,6 +972,12 @@ static pf_err pairwise(struct pf_run *run, struct pf_engine *e,
     s->pair_rounds = nph + plan[0];
     count = pf_pairs_blame(n, gbps, wrong, ring_bad, conf, nconf, slow_below,
                            culprit, s->note, sizeof(s->note));
+    /* One node of 3 ranks: none has two good links to confirm against,
+     * but every link is inside the node, so a good one clears both ends
+     * (from 4 ranks on the confirmation decides, as across nodes). */
+    if (count == 0 && nconf == 0 && n == 3 && run->coll.nnodes == 1)
+        count = pf_inside_ring_blame(n, gbps, wrong, ring_bad, culprit,
+                                     s->note, sizeof(s->note));
     if (count == 0 && why[0]) {
         size_t used = strlen(s->note);
         snprintf(s->note + used, sizeof(s->note) - used, " (not confirmed: "

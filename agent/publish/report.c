@@ -234,8 +234,9 @@ static cJSON *straggler_json(const struct pf_run *run)
     return o;
 }
 
-/* Inside one node (collective/inside.h): who each rank is, and what the
- * pairwise test of one process's GPUs found. */
+/* The ranks at fault inside a node (collective/inside.h): who each rank
+ * described is (on several nodes only this node's, when it was blamed),
+ * and which ones were singled out. */
 static cJSON *inside_json(const struct pf_run *run)
 {
     const struct pf_inside *in = &run->coll.inside;
@@ -247,7 +248,10 @@ static cJSON *inside_json(const struct pf_run *run)
     arr = cJSON_AddArrayToObject(o, "ranks");
     for (int r = 0; r < in->nids && in->ids; r++) {
         const struct pf_rank_id *id = &in->ids[r];
-        cJSON *x = cJSON_CreateObject();
+        cJSON *x;
+        if (id->proc < 0)
+            continue;                 /* another node's, not described */
+        x = cJSON_CreateObject();
         cJSON_AddNumberToObject(x, "rank", id->rank);
         cJSON_AddNumberToObject(x, "process", id->proc);
         pf_json_add_number_if(x, "gpu", id->gpu >= 0, id->gpu);

@@ -98,16 +98,20 @@ struct pf_straggler {
                                          of kind), heap */
 };
 
-/* Inside one node (collective/inside.h): when every rank runs on this
- * node, who each global rank is, and which ones the pairwise test of one
- * process's GPUs singled out (the pairwise re-test of pf_straggler works
- * between processes, so it cannot split one process's GPUs). */
+/* The ranks at fault inside a node (collective/inside.h). When every rank
+ * runs on this node: who each global rank is, and which ones the pairwise
+ * re-test between processes (pf_straggler) or the pairwise test of one
+ * process's GPUs singled out. On a run of several nodes: this node's own
+ * ranks when the re-test blamed it, and which of its GPUs saw the wrong
+ * data. */
 struct pf_inside {
-    int nids;                         /* 0 = more than one node */
-    struct pf_rank_id *ids;           /* by global rank, heap */
-    char method[16];                  /* ""|gpu-pairs */
-    char kind[8];                     /* data|slow, as pf_straggler.kind */
-    char note[320];                   /* what the GPU pairs showed */
+    int nids;                         /* 0 = nobody described */
+    struct pf_rank_id *ids;           /* by global rank (proc -1: not
+                                         described), heap */
+    char method[16];                  /* ""|gpu-pairs|pairwise */
+    char kind[12];                    /* data|slow|slow+data, as
+                                         pf_straggler.kind */
+    char note[320];                   /* what the test showed */
     int nlinks;
     struct pf_link *links;            /* a, b: global ranks; heap */
     int nculprits;
