@@ -43,7 +43,7 @@ static const struct pf_reason_info table[PF_R_COUNT] = {
     [PF_R_EFANICRecovered] = { "EFANICRecovered", PF_CLASS_OK, NIC, "" },
     [PF_R_RevalidationRequested] = { "RevalidationRequested", PF_CLASS_OK,
                                      "", "" },
-    [PF_R_GPUHealthy] = { "GPUHealthy", PF_CLASS_OK, GPU, "" },
+    [PF_R_GPUsHealthy] = { "GPUsHealthy", PF_CLASS_OK, GPU, "" },
 
     [PF_R_UnknownInstanceType] = {
         "UnknownInstanceType", PF_CLASS_WARN, DEV,

@@ -62,7 +62,7 @@ enum pf_reason {
     PF_R_EFANICsHealthy,
     PF_R_EFANICRecovered,
     PF_R_RevalidationRequested,
-    PF_R_GPUHealthy,
+    PF_R_GPUsHealthy,
     /* warnings */
     PF_R_UnknownInstanceType,
     PF_R_HugePagesUnavailable,

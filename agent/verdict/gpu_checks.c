@@ -113,7 +113,7 @@ static void check_nvml(struct ctx *c)
     if (h->cuda_driver_version > 0)
         snprintf(cuda, sizeof(cuda), "%d.%d", h->cuda_driver_version / 1000,
                  (h->cuda_driver_version % 1000) / 10);
-    pf_verdict_add(c->v, "gpu_nvml", COND, PF_PASS, PF_R_GPUHealthy, "",
+    pf_verdict_add(c->v, "gpu_nvml", COND, PF_PASS, PF_R_GPUsHealthy, "",
                    "NVML: %d GPU(s), driver %s (CUDA %s), read in %.0f ms; "
                    "not read on some GPU: %s", h->count,
                    h->driver_version[0] ? h->driver_version : "?", cuda,
