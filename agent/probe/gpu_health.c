@@ -618,6 +618,8 @@ void pf_gpu_watch_read(struct pf_gpu_session **sp, struct pf_gpu_health *out)
         out->gpus[i].nvl_after = out->gpus[i].nvl_before;
         out->gpus[i].pcie_replay_after = out->gpus[i].pcie_replay_before;
         out->gpus[i].clocks_after = out->gpus[i].clocks_before;
+        out->gpus[i].clocks_after_read =
+            out->gpus[i].f[PF_GF_CLOCK_EVENTS] == PF_GFS_OK;
     }
     arm_events(s, out);
     s->t0 = t0;
