@@ -100,3 +100,36 @@ got=$(check gpu_xid)
 got=$(json '(r["node"]["gpu_health"]["window"], r["collective"]["ran"] if "ran" in r["collective"] else None)')
 [[ "$got" == "('all_reduce', "* ]] || fail "XID 48: counters not read around the all_reduce: $got"
 echo "ok   local: XID 48 on GPU 3 during the all_reduce fails with GPUXid"
+
+# 6. the monitor: GPU fields as metrics every interval, a held fault after
+#    --monitor-raise bad intervals (no API server: nothing is written)
+printf 'gpu.2.remap_pending 1\ngpu.5.ecc notsupported\n' >"$tmp/fixture"
+env EFA_PREFLIGHT_NVML="$nvml" PF_NVML_FIXTURE="$tmp/fixture" \
+    KUBERNETES_SERVICE_HOST= timeout -k 5 60 "$bin" monitor --no-imds \
+    --instance-type p5e.48xlarge --sysfs-root "$tmp/root" --dev-root "$tmp/root" \
+    --interval 0.2 --monitor-intervals 3 --monitor-raise 2 --no-publish \
+    --metrics-textfile "$tmp/m.prom" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ $rc -eq 0 ] || fail "monitor: exit $rc"
+grep -q 'efa_preflight_gpu_row_remap_pending{node="[^"]*",gpu="2",bus_id="00000000:38:00.0",serial="1650000000002",[^}]*} 1$' "$tmp/m.prom" ||
+    fail "monitor: no remap-pending sample for GPU 2"
+grep -q 'efa_preflight_gpu_healthy{node="[^"]*",gpu="2",[^}]*} 0$' "$tmp/m.prom" ||
+    fail "monitor: GPU 2 not held unhealthy after 2 bad intervals"
+grep -q 'efa_preflight_gpu_ecc_volatile_uncorrected_total{node="[^"]*",gpu="5"' "$tmp/m.prom" &&
+    fail "monitor: a sample for a field GPU 5 does not support"
+grep -q "GPURowRemapPending GPU 2 (00000000:38:00.0, serial 1650000000002): row remap pending for 2 interval(s)" "$tmp/err" ||
+    fail "monitor: the raised fault was not logged"
+if command -v promtool >/dev/null; then
+    promtool check metrics <"$tmp/m.prom" >"$tmp/promtool.log" 2>&1 ||
+        fail "promtool: $(cat "$tmp/promtool.log")"
+fi
+echo "ok   monitor: GPU fields exported, a pending remap held after 2 intervals, unsupported fields left out"
+
+# 7. history shows the GPU verdict of each run
+mkdir -p "$tmp/hist"
+node "gpu.2.remap_pending 1" --history-dir "$tmp/hist"
+node "gpus 8" --history-dir "$tmp/hist"
+"$bin" history --history-dir "$tmp/hist" >"$tmp/h.txt" 2>&1 || fail "history failed"
+got=$(awk 'NR > 2 && $1 ~ /^20/ {print $2, $4, $5}' "$tmp/h.txt" | tr '\n' ';')
+[ "$got" = "pass - pass;fail GPURowRemapPending fail;" ] || fail "history rows: $got"
+echo "ok   history: each run's GPU health in the GPUS column"
