@@ -112,11 +112,13 @@ void pf_mon_gpu_step(struct pf_mon_gpu *m)
         } else if (st->faulted && r == PF_R_None &&
                    st->good >= m->clear_after) {
             struct pf_mon_change *ch = &m->changes[m->nchanges++];
+            char was[sizeof(st->why)];
+            snprintf(was, sizeof(was), "%s", st->why);
             memset(ch, 0, sizeof(*ch));
             ch->raised = false;
             ch->reason = PF_R_GPUsHealthy;
             snprintf(ch->msg, sizeof(ch->msg), "%s: %s cleared after %d good "
-                     "interval(s)", label, st->why, st->good);
+                     "interval(s)", label, was, st->good);
             st->faulted = false;
             st->reason = PF_R_None;
             st->why[0] = '\0';
