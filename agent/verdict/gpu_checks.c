@@ -70,11 +70,18 @@ struct ctx {
     const char *during;               /* "during the all_reduce" | ... */
 };
 
+/* Whether GPUs are expected or seen here: --expect-gpus (0 = none
+ * expected) over the type's accelerator kind; GPUs CUDA found count
+ * either way. */
 static bool gpu_type(const struct pf_run *run)
 {
     const struct pf_instance *it = run->instance;
-    return (it && !strcmp(it->accel_kind, "gpu")) || run->cfg.expect_gpus > 0 ||
-           run->node.gpu_count > 0;
+
+    if (run->node.gpu_count > 0)
+        return true;
+    if (run->cfg.expect_gpus >= 0)
+        return run->cfg.expect_gpus > 0;
+    return it && !strcmp(it->accel_kind, "gpu");
 }
 
 /* The GPUs whose field f read, and the count of those that did not. */
