@@ -9,7 +9,7 @@ static cJSON *xids_json(const struct pf_xid_list *l)
 {
     cJSON *arr = cJSON_CreateArray();
 
-    for (int k = 0; k < l->n; k++) {
+    for (int k = 0; k < l->n && k < PF_MAX_XIDS; k++) {
         const struct pf_xid_info *xi = pf_xid_info(l->x[k].xid);
         cJSON *x = cJSON_CreateObject();
         cJSON_AddNumberToObject(x, "xid", l->x[k].xid);

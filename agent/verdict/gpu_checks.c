@@ -84,18 +84,24 @@ static bool gpu_type(const struct pf_run *run)
     return it && !strcmp(it->accel_kind, "gpu");
 }
 
+/* The GPUs stored (the probe never stores more than PF_MAX_GPUS). */
+static int nstored(const struct pf_gpu_health *h)
+{
+    return h->stored < PF_MAX_GPUS ? h->stored : PF_MAX_GPUS;
+}
+
 /* The GPUs whose field f read, and the count of those that did not. */
 static int unsupported_on(const struct pf_gpu_health *h, enum pf_gpu_field f)
 {
     int n = 0;
-    for (int i = 0; i < h->stored; i++)
+    for (int i = 0; i < nstored(h); i++)
         n += !h->gpus[i].lost && h->gpus[i].f[f] != PF_GFS_OK;
     return n;
 }
 
 static bool any_read(const struct pf_gpu_health *h, enum pf_gpu_field f)
 {
-    for (int i = 0; i < h->stored; i++)
+    for (int i = 0; i < nstored(h); i++)
         if (h->gpus[i].f[f] == PF_GFS_OK)
             return true;
     return false;
@@ -132,10 +138,10 @@ static void check_bus(struct ctx *c)
     struct named l = { .n = 0 };
     char more[40];
 
-    for (int i = 0; i < c->h->stored; i++) {
+    for (int i = 0; i < nstored(c->h); i++) {
         const struct pf_gpu_state *g = &c->h->gpus[i];
         bool x79 = false;
-        for (int k = 0; k < g->xid_run.n; k++)
+        for (int k = 0; k < g->xid_run.n && k < PF_MAX_XIDS; k++)
             x79 = x79 || g->xid_run.x[k].xid == 79;
         if (g->lost)
             named_add(&l, g, "lost (%s said GPU_IS_LOST)", g->lost_in);
@@ -158,7 +164,7 @@ static int xid_text(const struct pf_xid_list *l, int kind, char *out,
     int n = 0;
 
     out[0] = '\0';
-    for (int k = 0; k < l->n; k++) {
+    for (int k = 0; k < l->n && k < PF_MAX_XIDS; k++) {
         const struct pf_xid_info *xi = pf_xid_info(l->x[k].xid);
         int w;
         if (kind >= 0 && (int)xi->kind != kind)
@@ -182,7 +188,7 @@ static void check_xid(struct ctx *c)
     size_t su = 0;
     int nstray_node = 0;
 
-    for (int i = 0; i < h->stored; i++) {
+    for (int i = 0; i < nstored(h); i++) {
         const struct pf_gpu_state *g = &h->gpus[i];
         if (xid_text(&g->xid_run, PF_XID_NODE, t, sizeof(t)))
             named_add(&fail, g, "%s %s", t, c->during);
@@ -191,7 +197,7 @@ static void check_xid(struct ctx *c)
         else if (xid_text(&g->xid_boot, PF_XID_NODE, t, sizeof(t)))
             named_add(&warn, g, "%s in the kernel log since boot", t);
     }
-    for (int i = 0; i < h->nstray; i++) {
+    for (int i = 0; i < h->nstray && i < PF_MAX_XIDS; i++) {
         const struct pf_xid_info *xi = pf_xid_info(h->stray[i].xid);
         int w;
         if (xi->kind != PF_XID_NODE)
@@ -234,7 +240,7 @@ static void check_ecc(struct ctx *c)
     struct named fail = { .n = 0 }, warn = { .n = 0 }, off = { .n = 0 };
     char more[40];
 
-    for (int i = 0; i < c->h->stored; i++) {
+    for (int i = 0; i < nstored(c->h); i++) {
         const struct pf_gpu_state *g = &c->h->gpus[i];
         if (g->f[PF_GF_ECC_VOLATILE] == PF_GFS_OK && g->ecc_volatile_unc)
             named_add(&fail, g, "%llu uncorrectable ECC error(s) since the "
@@ -272,7 +278,7 @@ static void check_remap(struct ctx *c)
     char more[40];
     unsigned corr = 0, unc = 0;
 
-    for (int i = 0; i < c->h->stored; i++) {
+    for (int i = 0; i < nstored(c->h); i++) {
         const struct pf_gpu_state *g = &c->h->gpus[i];
         bool rows = g->f[PF_GF_REMAPPED_ROWS] == PF_GFS_OK;
         if (rows && g->remap_failure)
@@ -340,7 +346,7 @@ static void check_nvlink(struct ctx *c)
                        expect > 0 ? " although the type has NVLink" : "");
         return;
     }
-    for (int i = 0; i < c->h->stored; i++) {
+    for (int i = 0; i < nstored(c->h); i++) {
         const struct pf_gpu_state *g = &c->h->gpus[i];
         if (g->f[PF_GF_NVLINK_STATE] != PF_GFS_OK)
             continue;
@@ -380,7 +386,7 @@ static void check_nvlink_errors(struct ctx *c)
                            "GPU or driver");
         return;
     }
-    for (int i = 0; i < c->h->stored; i++) {
+    for (int i = 0; i < nstored(c->h); i++) {
         const struct pf_gpu_state *g = &c->h->gpus[i];
         uint64_t rec, rep, crc;
         if (g->f[PF_GF_NVLINK_ERRORS] != PF_GFS_OK)
@@ -424,7 +430,7 @@ static void check_pcie(struct ctx *c)
                        "PCIe link state not supported by this GPU or driver");
         return;
     }
-    for (int i = 0; i < c->h->stored; i++) {
+    for (int i = 0; i < nstored(c->h); i++) {
         const struct pf_gpu_state *g = &c->h->gpus[i];
         bool maxr = g->f[PF_GF_PCIE_MAX] == PF_GFS_OK;
         unsigned width = g->pcie_width_run ? g->pcie_width_run : g->pcie_width;
@@ -468,7 +474,7 @@ static void check_pcie_replays(struct ctx *c)
 
     if (!any_read(c->h, PF_GF_PCIE_REPLAY))
         return;
-    for (int i = 0; i < c->h->stored; i++) {
+    for (int i = 0; i < nstored(c->h); i++) {
         const struct pf_gpu_state *g = &c->h->gpus[i];
         if (g->f[PF_GF_PCIE_REPLAY] == PF_GFS_OK &&
             g->pcie_replay_after > g->pcie_replay_before)
@@ -506,7 +512,7 @@ static void check_clocks(struct ctx *c)
                        "driver");
         return;
     }
-    for (int i = 0; i < c->h->stored; i++) {
+    for (int i = 0; i < nstored(c->h); i++) {
         const struct pf_gpu_state *g = &c->h->gpus[i];
         uint64_t a = g->clocks_before & CLOCK_FAULTS;
         uint64_t b = g->clocks_after_read ? g->clocks_after & CLOCK_FAULTS : 0;
@@ -582,7 +588,7 @@ static void check_modes(struct ctx *c)
     struct named off = { .n = 0 }, mig = { .n = 0 };
     char more[40];
 
-    for (int i = 0; i < c->h->stored; i++) {
+    for (int i = 0; i < nstored(c->h); i++) {
         const struct pf_gpu_state *g = &c->h->gpus[i];
         if (g->f[PF_GF_PERSISTENCE] == PF_GFS_OK && !g->persistence)
             named_add(&off, g, "persistence mode off");
