@@ -172,11 +172,14 @@ static void read_memory(struct pf_gpu_session *s, int i,
     }
 }
 
-/* Link states: links 0, 1, ... until NVML refuses the index (or a GPU
- * without NVLink says not supported). */
+/* Link states: links 0, 1, ... until NVML refuses the index. A link it
+ * says it does not support (a gap some SKUs have) is skipped, not counted;
+ * a GPU without NVLink says so for link 0. */
 static void read_links(struct pf_gpu_session *s, int i, struct pf_gpu_state *g)
 {
     g->nvlinks = g->nvlinks_active = 0;
+    memset(g->nvlink_present, 0, sizeof(g->nvlink_present));
+    memset(g->nvlink_active, 0, sizeof(g->nvlink_active));
     if (!s->lib.nvmlDeviceGetNvLinkState) {
         g->f[PF_GF_NVLINK_STATE] = PF_GFS_UNSUPPORTED;
         return;
@@ -185,18 +188,21 @@ static void read_links(struct pf_gpu_session *s, int i, struct pf_gpu_state *g)
         pf_nvml_enable_t on = 0;
         pf_nvml_return_t r = s->lib.nvmlDeviceGetNvLinkState(s->dev[i], l, &on);
 
-        if (l > 0 && (r == PF_NVML_ERROR_INVALID_ARGUMENT ||
-                      r == PF_NVML_ERROR_NOT_SUPPORTED))
-            break;                    /* past the GPU's last link */
         if (r == PF_NVML_ERROR_INVALID_ARGUMENT)
-            r = PF_NVML_ERROR_NOT_SUPPORTED; /* no link 0: no NVLink */
+            break;                    /* past the GPU's last link */
+        if (r == PF_NVML_ERROR_NOT_SUPPORTED)
+            continue;
         if (!note(&s->lib, g, PF_GF_NVLINK_STATE, r,
                   "nvmlDeviceGetNvLinkState"))
             break;
+        g->nvlink_present[l] = true;
         g->nvlink_active[l] = on == PF_NVML_FEATURE_ENABLED;
         g->nvlinks++;
         g->nvlinks_active += g->nvlink_active[l];
     }
+    /* no link answered: the GPU has no NVLink (or NVML cannot tell) */
+    if (g->nvlinks == 0 && g->f[PF_GF_NVLINK_STATE] != PF_GFS_ERROR)
+        g->f[PF_GF_NVLINK_STATE] = PF_GFS_UNSUPPORTED;
 }
 
 static void read_link_errs(struct pf_gpu_session *s, int i,
@@ -212,7 +218,7 @@ static void read_link_errs(struct pf_gpu_session *s, int i,
     memset(out, 0, sizeof(*out));
     if (g->nvlinks == 0 || g->lost)
         return;
-    for (int l = 0; l < g->nvlinks; l++) {
+    for (int l = 0; l < PF_MAX_NVLINKS; l++) {
         if (!g->nvlink_active[l])
             continue;
         for (int k = 0; k < 4; k++) {

@@ -72,6 +72,7 @@ struct pf_gpu_state {
 
     int nvlinks;                      /* links NVML answered for */
     int nvlinks_active;
+    bool nvlink_present[PF_MAX_NVLINKS]; /* NVML answered for link l */
     bool nvlink_active[PF_MAX_NVLINKS];
     struct pf_nvlink_errs nvl_before, nvl_after;
 

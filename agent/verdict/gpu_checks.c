@@ -317,9 +317,9 @@ static void down_links(const struct pf_gpu_state *g, char *out, size_t len)
     size_t used = 0;
 
     out[0] = '\0';
-    for (int l = 0; l < g->nvlinks && l < PF_MAX_NVLINKS; l++) {
+    for (int l = 0; l < PF_MAX_NVLINKS; l++) {
         int w;
-        if (g->nvlink_active[l])
+        if (!g->nvlink_present[l] || g->nvlink_active[l])
             continue;
         w = snprintf(out + used, len - used, "%s%d", used ? "," : "", l);
         if (w < 0 || (size_t)w >= len - used)
@@ -444,11 +444,13 @@ static void check_pcie(struct ctx *c)
         else if (maxr && width < g->pcie_max_width)
             named_add(&fail, g, "x%u of x%u", width, g->pcie_max_width);
         /* The generation idles down: the maximum against the slot, the
-         * current one only as read under load. */
+         * current one only as read under load. Both only warn until a real
+         * node shows what NVML's maximum (the GPU's and the upstream
+         * port's) reads under a hypervisor. */
         else if (ex && ex->pcie_gen && maxr &&
                  g->pcie_max_gen < (unsigned)ex->pcie_gen)
-            named_add(verified ? &fail : &est, g, "Gen%u at most, the type's "
-                      "slot is Gen%d", g->pcie_max_gen, ex->pcie_gen);
+            named_add(&est, g, "Gen%u at most, the type's slot is Gen%d",
+                      g->pcie_max_gen, ex->pcie_gen);
         else if (g->pcie_gen_run && maxr && g->pcie_gen_run < g->pcie_max_gen)
             named_add(&warn, g, "Gen%u of Gen%u right after the all_reduce",
                       g->pcie_gen_run, g->pcie_max_gen);

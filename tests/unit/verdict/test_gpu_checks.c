@@ -307,12 +307,13 @@ Test(gpu_checks, pcie_trained_at_x8_fails)
     free_run(run);
 }
 
-Test(gpu_checks, pcie_gen4_at_most_in_a_gen5_slot_fails)
+Test(gpu_checks, pcie_gen4_at_most_in_a_gen5_slot_warns)
 {
+    /* a warning until a real p5 shows what NVML's maximum reads there */
     struct pf_run *run = run_with("pcie_gen4", "p5e.48xlarge",
                                   "gpu.2.pcie_max_gen 4\ngpu.2.pcie_gen 4\n",
                                   NULL, true);
-    expect(run, "pcie", PF_FAIL, PF_R_PCIeDowntrained, 1, "Gen4 at most");
+    expect(run, "pcie", PF_WARN, PF_R_PCIeDowntrained, 0, "Gen4 at most");
     free_run(run);
 }
 
