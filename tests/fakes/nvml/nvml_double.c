@@ -24,6 +24,7 @@
  *     pcie_gen_after, clocks_after
  *                          what the second and later reads return
  *     xid N                one XID event waiting for the event set
+ *     nvlink_gap L         link L answers NOT_SUPPORTED (a gap)
  *   gpu.I.FIELD notsupported
  *                          NVML_ERROR_NOT_SUPPORTED for FIELD: serial,
  *                          uuid, pci, ecc_mode, ecc, retired,
@@ -50,7 +51,8 @@ enum key {
     K_REMAP_FAILURE, K_NVLINKS, K_NVLINK_ACTIVE, K_PCIE_GEN, K_PCIE_WIDTH,
     K_PCIE_MAX_GEN, K_PCIE_MAX_WIDTH, K_PCIE_REPLAY, K_PERSIST, K_MIG,
     K_CLOCKS, K_NVL_REC_STEP, K_NVL_REP_STEP, K_NVL_CRC_STEP,
-    K_REPLAY_STEP, K_PCIE_GEN_AFTER, K_CLOCKS_AFTER, K_XID, K_COUNT
+    K_REPLAY_STEP, K_PCIE_GEN_AFTER, K_CLOCKS_AFTER, K_XID, K_NVLINK_GAP,
+    K_COUNT
 };
 static const char *const key_names[K_COUNT] = {
     "lost", "handle_lost", "ecc_mode", "ecc_volatile", "ecc_aggregate",
@@ -60,6 +62,7 @@ static const char *const key_names[K_COUNT] = {
     "pcie_max_width", "pcie_replay", "persistence", "mig", "clocks",
     "nvlink_recovery_step", "nvlink_replay_step", "nvlink_crc_step",
     "pcie_replay_step", "pcie_gen_after", "clocks_after", "xid",
+    "nvlink_gap",
 };
 
 enum nsf {
@@ -123,6 +126,7 @@ static void defaults(void)
         g->v[K_PERSIST] = 1;
         g->v[K_PCIE_GEN_AFTER] = -1;
         g->v[K_CLOCKS_AFTER] = -1;
+        g->v[K_NVLINK_GAP] = -1;
         snprintf(g->serial, sizeof(g->serial), "16500000000%02d", i);
         snprintf(g->uuid, sizeof(g->uuid),
                  "GPU-00000000-0000-0000-0000-0000000000%02d", i);
@@ -351,6 +355,8 @@ nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t d, unsigned link, int *on)
     DEV(d, N_NVLINK);
     if (link >= (unsigned)d->v[K_NVLINKS])
         return d->v[K_NVLINKS] == 0 ? E_NOTSUP : E_ARG;
+    if ((long long)link == d->v[K_NVLINK_GAP])
+        return E_NOTSUP;
     active = d->v[K_NVLINK_ACTIVE] < 0 ? d->v[K_NVLINKS] : d->v[K_NVLINK_ACTIVE];
     *on = (long long)link < active;
     return OK;

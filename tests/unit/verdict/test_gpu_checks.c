@@ -271,6 +271,17 @@ Test(gpu_checks, nvlink_down_against_the_catalog)
     free_run(run);
 }
 
+Test(gpu_checks, an_nvlink_gap_is_not_a_link_down)
+{
+    /* link 5 not supported: 17 links, none of them named down */
+    struct pf_run *run = run_with("nvlink_gap", "x9.unknown",
+                                  "gpu.2.nvlink_gap 5\n", NULL, true);
+    cr_assert_eq(run->node.gpuh.gpus[2].nvlinks, 17);
+    cr_assert_eq(run->node.gpuh.gpus[2].nvlinks_active, 17);
+    cr_assert_eq(check(run, "nvlink")->status, PF_PASS);
+    free_run(run);
+}
+
 Test(gpu_checks, nvlink_not_judged_without_a_catalog_count)
 {
     struct pf_run *run = run_with("nvlink_unknown", "x9.unknown",
