@@ -457,15 +457,12 @@ static struct pf_gpu_session *session_open(struct pf_gpu_health *h)
         struct pf_gpu_state *g = &h->gpus[i];
         g->index = i;
         r = s->lib.nvmlDeviceGetHandleByIndex_v2((unsigned)i, &s->dev[i]);
+        /* GPU_IS_LOST marks it lost (note); another refusal (no
+         * permission: a GPU this container was not given) leaves it
+         * unread, never blamed */
         if (r != PF_NVML_SUCCESS) {
             s->dev[i] = NULL;
             note(&s->lib, g, PF_GF_PCI, r, "nvmlDeviceGetHandleByIndex_v2");
-            /* a GPU NVML counts but cannot open is gone from the bus */
-            if (!g->lost) {
-                g->lost = true;
-                snprintf(g->lost_in, sizeof(g->lost_in),
-                         "nvmlDeviceGetHandleByIndex_v2");
-            }
         }
     }
     return s;

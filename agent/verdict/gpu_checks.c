@@ -148,12 +148,22 @@ static void check_bus(struct ctx *c)
         else if (x79)
             named_add(&l, g, "XID 79 (fell off the bus) %s", c->during);
     }
-    if (l.n)
+    if (l.n) {
         pf_verdict_add(c->v, "gpu_bus", COND, PF_FAIL, PF_R_GPUFellOffBus, "",
                        "%s%s", l.text, named_more(&l, more, sizeof(more)));
-    else
-        pf_verdict_add(c->v, "gpu_bus", COND, PF_PASS, PF_R_None, "",
-                       "all %d GPU(s) answer NVML", c->h->stored);
+        return;
+    }
+    /* a GPU NVML lists but would not open for another reason than
+     * GPU_IS_LOST (no permission: not given to this container) */
+    for (int i = 0; i < nstored(c->h); i++) {
+        const struct pf_gpu_state *g = &c->h->gpus[i];
+        if (g->f[PF_GF_PCI] == PF_GFS_ERROR)
+            named_add(&l, g, "not opened (%s)", g->field_err);
+    }
+    pf_verdict_add(c->v, "gpu_bus", COND, PF_PASS, PF_R_None, "",
+                   "%d of %d GPU(s) answer NVML%s%s%s", nstored(c->h) - l.n,
+                   nstored(c->h), l.n ? "; " : "", l.text,
+                   named_more(&l, more, sizeof(more)));
 }
 
 /* "79 (GPU has fallen off the bus) x2, 13 x1" of one kind or all. */

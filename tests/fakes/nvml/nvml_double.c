@@ -13,7 +13,8 @@
  *     serial, uuid, bus    names (default serial 1650000000I, bus
  *                          00000000:1I:00.0)
  *     lost 1               every call on it: NVML_ERROR_GPU_IS_LOST
- *     handle_lost 1        nvmlDeviceGetHandleByIndex_v2 says so
+ *     handle_lost 1        nvmlDeviceGetHandleByIndex_v2 says so (4: it
+ *                          says NVML_ERROR_NO_PERMISSION instead)
  *     ecc_mode, ecc_volatile, ecc_aggregate, retired_sbe, retired_dbe,
  *     retired_pending, remap_corr, remap_unc, remap_pending,
  *     remap_failure, nvlinks (18), nvlink_active (all), pcie_gen (5),
@@ -259,7 +260,7 @@ nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned i, nvmlDevice_t *d)
     if (i >= (unsigned)st.n)
         return E_ARG;
     if (st.g[i].v[K_HANDLE_LOST])
-        return E_LOST;
+        return st.g[i].v[K_HANDLE_LOST] == 4 ? 4 : E_LOST;
     *d = &st.g[i];
     return OK;
 }

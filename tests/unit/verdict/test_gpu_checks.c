@@ -167,6 +167,18 @@ Test(gpu_checks, handle_that_cannot_open_is_lost)
     free_run(run);
 }
 
+Test(gpu_checks, a_gpu_this_container_may_not_open_is_not_blamed)
+{
+    struct pf_run *run = run_with("noperm", "p5e.48xlarge",
+                                  "gpu.5.handle_lost 4\n", NULL, true);
+    cr_assert_eq(check(run, "gpu_bus")->status, PF_PASS);
+    cr_assert_eq(run->node.gpuh.gpus[5].f[PF_GF_PCI], PF_GFS_ERROR);
+    cr_assert(strstr(run->node.gpuh.gpus[5].field_err, "(4)"), "%s",
+              run->node.gpuh.gpus[5].field_err);
+    cr_assert_eq(run->verdict.exit_code, 0);
+    free_run(run);
+}
+
 Test(gpu_checks, volatile_uncorrectable_ecc_fails)
 {
     struct pf_run *run = run_with("ecc", "p5e.48xlarge",
