@@ -18,6 +18,10 @@
 # verdict, the probe's time and RSS.
 #
 # usage: bench/gpu_health.sh [out-dir]
+#   on the GPU machine, with the agent and the libraries it needs there in
+#   carry/ (see bench/results/gpu_h200x2.md):
+#   export LD_LIBRARY_PATH=$PWD/carry:$LD_LIBRARY_PATH
+#   PF_BIN=$PWD/carry/efa-preflight bash bench/gpu_health.sh $OUT
 # env:   PF_BIN (carry/efa-preflight), REPEAT (5), MAX_BYTES (1G);
 #        EFA_PREFLIGHT_NCCL / EFA_PREFLIGHT_CUDART default to the machine's
 #        torch wheels, as bench/gpu_one.sh does.
@@ -30,6 +34,12 @@ repeat=${REPEAT:-5}
 max=${MAX_BYTES:-1G}
 mkdir -p "$out"
 [ -x "$bin" ] || { echo "no agent at $bin (set PF_BIN)"; exit 2; }
+# The agent is built on the project machine (Debian 12): carry what this
+# host lacks (libyaml-0.so.2, libcjson.so.1, libmicrohttpd.so.12) beside it.
+if ldd "$bin" | grep -q 'not found'; then
+    ldd "$bin" | grep 'not found'
+    echo "copy these next to $bin and add its folder to LD_LIBRARY_PATH"; exit 2
+fi
 export NCCL_NVLS_ENABLE=0
 sp=$(python3 -c 'import nvidia, os; print(list(nvidia.__path__)[0])' 2>/dev/null)
 [ -z "${EFA_PREFLIGHT_NCCL:-}" ] && [ -f "$sp/nccl/lib/libnccl.so.2" ] &&
