@@ -20,6 +20,7 @@
 
 #include "../config/config.h"
 #include "../discover/discover.h"
+#include "../probe/gpu_health.h"
 #include "../transport/bootstrap.h"
 #include "../util/clock.h"
 #include "../util/log.h"
@@ -191,7 +192,11 @@ pf_err pf_collective(struct pf_run *run, char *err)
                          (double)(pf_run_deadline(run) - deadline) / 1000.0);
             /* Read even when the sweep fails: errors on a NIC may be why. */
             pf_nics_begin(run, &watch);
+            pf_gpu_health_begin(run);
             rc = pf_sweep(run, &engine, boot, deadline, msg);
+            /* right after the sweep: the GPUs' clocks and PCIe links are
+             * still as the load left them */
+            pf_gpu_health_end(run);
             pf_nics_end(run, &watch, "sweep", -1);
             if (nrails > 0 && pf_rails_read(&engine, rails1) == nrails)
                 pf_rails_sweep(&c->nics, run->cfg.nic_slow_ratio, rails0,

@@ -11,6 +11,7 @@
 #include "../config/config.h"
 #include "../probe/hw_counters.h"
 #include "../util/json.h"
+#include "report_gpu.h"
 #include "../util/sanitize.h"
 #include "../util/version.h"
 #include "../verdict/verdict.h"
@@ -126,6 +127,8 @@ static cJSON *node_json(const struct pf_node *n)
         cJSON_AddNumberToObject(g, "memory_bytes", (double)n->gpus[i].mem_bytes);
         cJSON_AddItemToArray(arr, g);
     }
+
+    cJSON_AddItemToObject(node, "gpu_health", pf_report_gpu_health(&n->gpuh));
 
     o = cJSON_AddObjectToObject(node, "nccl");
     cJSON_AddBoolToObject(o, "loaded", n->nccl_loaded);
@@ -443,7 +446,8 @@ static const char *headline(const struct pf_verdict *v)
  * (Unknown), null when no check fed it. */
 static cJSON *verdict_json(const struct pf_verdict *v)
 {
-    static const char *const conds[] = { PF_COND_DEVICES, PF_COND_FABRIC };
+    static const char *const conds[] = { PF_COND_DEVICES, PF_COND_FABRIC,
+                                         PF_COND_GPU };
     cJSON *o = cJSON_CreateObject(), *c;
 
     cJSON_AddStringToObject(o, "status", pf_class_status_word(v->cls));

@@ -8,6 +8,8 @@
 
 /* Node checks (EFADevicesReady): node_checks.c */
 void pf_verdict_node(struct pf_run *run);
+/* GPU health checks (GPUHealthy) from run->node.gpuh: gpu_checks.c. */
+void pf_verdict_gpu(struct pf_run *run);
 /* Collective checks (EFAFabricReady): fabric_checks.c */
 void pf_verdict_fabric(struct pf_run *run);
 /* Per-NIC checks (EFANICIdle, EFANICErrors, EFANICSlow): nic_checks.c,
