@@ -403,8 +403,11 @@ static void check_nvlink_errors(struct ctx *c)
             continue;
         rec = rise(g->nvl_before.recovery, g->nvl_after.recovery);
         rep = rise(g->nvl_before.replay, g->nvl_after.replay);
-        crc = rise(g->nvl_before.crc_flit, g->nvl_after.crc_flit) +
-              rise(g->nvl_before.crc_data, g->nvl_after.crc_data);
+        /* CRC data errors are left out: on healthy H200s (NV18, driver
+         * 580) they rise by about 190 a second per GPU under an
+         * all_reduce with no replay or recovery (bench/results/
+         * gpu_health.md), so they say nothing about a bad link. */
+        crc = rise(g->nvl_before.crc_flit, g->nvl_after.crc_flit);
         if (rec)
             named_add(&fail, g, "+%llu recovery, +%llu replay, +%llu CRC %s",
                       (unsigned long long)rec, (unsigned long long)rep,

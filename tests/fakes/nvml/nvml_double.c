@@ -378,7 +378,7 @@ nvmlReturn_t nvmlDeviceGetNvLinkErrorCounter(nvmlDevice_t d, unsigned link,
     switch (counter) {
     case 0: step = d->v[K_NVL_REP_STEP]; break;
     case 1: step = d->v[K_NVL_REC_STEP]; break;
-    case 2: case 3: step = d->v[K_NVL_CRC_STEP]; break;
+    case 2: case 3: step = d->v[K_NVL_CRC_STEP]; break;   /* flit, data */
     }
     *v = link == 0 ? (unsigned long long)(step * d->nvl_reads) : 0;
     return OK;

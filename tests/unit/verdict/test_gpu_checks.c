@@ -317,7 +317,7 @@ Test(gpu_checks, nvlink_crc_during_the_all_reduce_warns)
     struct pf_run *run = run_with("nvlink_crc", "p5e.48xlarge",
                                   "gpu.2.nvlink_crc_step 3\n", NULL, true);
     expect(run, "nvlink_errors", PF_WARN, PF_R_NVLinkErrors, 0,
-           "+6 CRC during the all_reduce");
+           "+3 CRC during the all_reduce");
     free_run(run);
 }
 
