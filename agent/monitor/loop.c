@@ -204,6 +204,11 @@ int pf_monitor_run(struct pf_run *run, struct pf_mon_ctl *ctl)
             break;
         }
         reason = pf_mon_condition(&health, msg, sizeof(msg));
+        for (int c = 0; c < health.n; c++)
+            if (health.nics[c].pending[0])
+                pf_info("monitor: %s: %s: not a fault before %d reads in a row",
+                        health.nics[c].name, health.nics[c].pending,
+                        rules.raise_after);
         for (int c = 0; c < health.nchanges; c++) {
             const struct pf_mon_change *ch = &health.changes[c];
             pf_warn("monitor: %s %s", pf_reason_name(ch->reason), ch->msg);
