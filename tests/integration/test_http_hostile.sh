@@ -10,7 +10,8 @@
 #  3. SIGTERM with 300 connections open: exit 0 within 1 s;
 #  4. TLS 1.0, 1.1 and a CBC suite refused, TLS 1.2 with AES-GCM and 1.3
 #     served (Python's ssl; the same client reaches a TLS 1.0 server of
-#     its own, so the refusals are the webhook's);
+#     its own, so the refusals are the webhook's); a renegotiation
+#     (openssl s_client) closes the connection;
 #  5. framing: two different Content-Length headers 400, chunked 411 (a
 #     60 KB chunk extension too), before any body byte is read;
 #  6. the certificate path replaced by a FIFO: handshakes go on with the old
@@ -182,6 +183,14 @@ v, c = handshake(client(V.TLSv1_3, V.TLSv1_3), port)
 assert v == "TLSv1.3", (v, c)
 print("ok   TLS 1.0, 1.1 and CBC refused (this client speaks 1.0 to a server that allows it); 1.2 %s and 1.3 served" % "ECDHE-ECDSA-AES128-GCM-SHA256")
 EOF
+
+# Client-initiated renegotiation (TLS 1.2): the connection is closed, a
+# request after it gets no answer.
+out=$( (printf 'R\n'; sleep 1; printf 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n'; sleep 1) |
+      timeout 10 openssl s_client -connect "127.0.0.1:$port" -tls1_2 2>&1)
+grep -q RENEGOTIATING <<<"$out" || fail "openssl s_client did not try to renegotiate: $out"
+grep -q "^HTTP/1.1 200" <<<"$out" && fail "a request was answered after a renegotiation"
+echo "ok   client-initiated renegotiation: the connection closed, nothing answered after it"
 
 # 5. Framing, on the raw TLS stream.
 python3 - "$port" <<'EOF' || fail "framing"
