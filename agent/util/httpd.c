@@ -396,9 +396,10 @@ static struct pf_conn *oldest_locked(struct pf_httpd *h, const struct pf_conn *s
             continue;
         if (client && !same_client(&pc->addr, client))
             continue;
-        if (!pc->st && (!headless || pc->since_ms < headless->since_ms))
+        /* <=: the list is newest first, so of equal times the earliest wins */
+        if (!pc->st && (!headless || pc->since_ms <= headless->since_ms))
             headless = pc;
-        if (age >= PF_HTTPD_EVICT_AGE_MS && (!any || pc->since_ms < any->since_ms))
+        if (age >= PF_HTTPD_EVICT_AGE_MS && (!any || pc->since_ms <= any->since_ms))
             any = pc;
     }
     return headless ? headless : any;

@@ -319,8 +319,10 @@ Test(httpd, past_the_per_client_limit_the_longest_waiting_is_cut_for_a_new_one)
     struct pf_httpd_opts o = { .per_ip_limit = 4 };
     struct pf_httpd *h = plain(&o);
     int port = pf_httpd_port(h), fds[6];
-    for (int i = 0; i < 6; i++) /* idle: no headers ever */
+    for (int i = 0; i < 6; i++) { /* idle: no headers ever */
         fds[i] = dial(port);
+        pf_sleep_ms(20);
+    }
     pf_sleep_ms(400);           /* older than the 0.25 s a new client is spared */
     char url[128];
     struct buf b;
