@@ -36,6 +36,7 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -su
     fail "openssl req"
 
 start_webhook() {
+    rm -f "$t/out"   # the port is read from it: not the previous server's
     "$PF_BIN" webhook --webhook-addr 127.0.0.1 --webhook-port 0 \
         --tls-cert-file "$t/tls.crt" --tls-key-file "$t/tls.key" \
         --agent-image repo/efa-preflight:agent --namespace efa-preflight -v >"$t/out" 2>"$t/err" &
@@ -153,6 +154,8 @@ def handshake(ctx, p):
         with socket.create_connection(("127.0.0.1", p), timeout=5) as s:
             with ctx.wrap_socket(s) as ss:
                 return ss.version(), ss.cipher()[0]
+    except ConnectionRefusedError as e:
+        sys.exit("FAIL: nothing listens on %d: %s" % (p, e))
     except (ssl.SSLError, OSError) as e:
         return None, str(e)
 V = ssl.TLSVersion
