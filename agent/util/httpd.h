@@ -7,13 +7,13 @@
  * calls the handler once per complete request, and sends what it returns.
  *
  * Hostile clients (slowloris, unfinished bodies, floods) are held by:
- *   - a per-client (IP address) connection limit, and a total one;
+ *   - a per-client (IP address) connection limit, and a total one: past
+ *     either, the connection waiting longest for its request is shut down
+ *     (libmicrohttpd refuses only at 1.5 and 1.25 times them), so a new
+ *     connection (a legitimate client's) is served, not refused;
  *   - a deadline per request: from the accept, or the end of the previous
  *     answer on the connection, to the last byte of this answer; bytes that
  *     trickle in do not extend it. A connection past it is shut down;
- *   - when the connections of one client or of all come near their limit,
- *     the one waiting longest for its request is shut down first, so a new
- *     connection (a legitimate client's) is taken;
  *   - a bound on the body bytes held across all connections: past it, the
  *     connection holding the most is shut down;
  *   - framing that is not plain: a body must come with one Content-Length
