@@ -296,7 +296,8 @@ Test(httpd, a_trickling_request_is_cut_at_its_deadline)
     struct pf_httpd_opts o = { .request_timeout_s = 1 };
     struct pf_httpd *h = plain(&o);
     int fd = dial(pf_httpd_port(h));
-    send_all(fd, "POST /x HTTP/1.1\r\nHost: a\r\n", 29);
+    const char *head = "POST /x HTTP/1.1\r\nHost: a\r\n";
+    send_all(fd, head, strlen(head));
     /* a header byte every 100 ms: an idle timer would never fire */
     int64_t start = pf_now_ms(), cut = 0;
     while (pf_now_ms() - start < 4000) {
