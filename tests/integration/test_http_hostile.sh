@@ -109,14 +109,19 @@ base=$(rss)
 hostile "$port" 127.0.1.1-30 1 --tls idle=75 headers=75 body=75 bigbody=75
 legit review 8
 peak=$(rss)
-[ "$peak" -lt $((48 * 1024)) ] || fail "RSS $((peak / 1024)) MiB with 300 hostile connections (48 MiB bound)"
 hostile_stop
 after=$(rss)
-for _ in $(seq 50); do
-    [ "$after" -le $((base + 4096)) ] && break
-    sleep 0.1; after=$(rss)
-done
-[ "$after" -le $((base + 4096)) ] || fail "RSS $((after / 1024)) MiB after the clients left (baseline $((base / 1024)) MiB)"
+# Under ASan (make asan) memory is the sanitizer's: its bounds are not ours.
+if ldd "$PF_BIN" 2>/dev/null | grep -q 'libasan'; then
+    echo "note: an ASan build: the RSS bounds are not checked"
+else
+    [ "$peak" -lt $((48 * 1024)) ] || fail "RSS $((peak / 1024)) MiB with 300 hostile connections (48 MiB bound)"
+    for _ in $(seq 50); do
+        [ "$after" -le $((base + 4096)) ] && break
+        sleep 0.1; after=$(rss)
+    done
+    [ "$after" -le $((base + 4096)) ] || fail "RSS $((after / 1024)) MiB after the clients left (baseline $((base / 1024)) MiB)"
+fi
 echo "ok   300 hostile connections from 30 addresses: reviews answered; RSS $((base / 1024)) -> $((peak / 1024)) -> $((after / 1024)) MiB"
 
 # 2. The same address as the legitimate client, opened once.

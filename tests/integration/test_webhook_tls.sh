@@ -166,10 +166,15 @@ nopatch "a Pod whose containers are not a list"
 head -c $((1 << 20)) /dev/zero | tr '\0' ' ' >"$t/big"
 code=$(post "$t/big")
 [ "$code" = 413 ] || fail "1 MiB review answered $code, not 413"
+# (the answer is sent before the body is read and the connection closed:
+# a client still sending may see the reset first, 000)
 code=$(curl -sS --max-time 10 --cacert "$ca" -o /dev/null -w '%{http_code}' \
     -H 'Transfer-Encoding: chunked' --data-binary @"$t/big" "$url/mutate" 2>/dev/null)
-[ "$code" = 411 ] || fail "1 MiB chunked review answered $code, not 411"
-echo "ok   1 MiB review: 413 with a length, 411 chunked"
+case $code in 411|000) ;; *) fail "1 MiB chunked review answered $code, not 411" ;; esac
+code=$(curl -sS --max-time 10 --cacert "$ca" -o /dev/null -w '%{http_code}' \
+    -H 'Transfer-Encoding: chunked' --data-binary '{}' "$url/mutate" 2>/dev/null)
+[ "$code" = 411 ] || fail "a small chunked review answered $code, not 411"
+echo "ok   1 MiB review: 413 with a length; chunked: 411"
 head -c $((8 << 20)) /dev/zero | tr '\0' ' ' >"$t/huge"
 for te in "" "Transfer-Encoding: chunked"; do
     code=$(curl -sS --max-time 10 --cacert "$ca" -o /dev/null -w '%{http_code}' ${te:+-H "$te"} \
