@@ -5,3 +5,10 @@
 .PHONY: bench-monitor
 bench-monitor: $(BIN)
 	BUILD=$(BUILD) bench/monitor_cost
+
+# monitor with 300 hostile connections open (issue 37): latency of legitimate
+# requests, RSS, SIGTERM exit (bench/http_hostile; results in
+# bench/results/monitor.md).
+.PHONY: bench-monitor-hostile
+bench-monitor-hostile: $(BIN)
+	PF_BIN=$(BIN) bench/http_hostile monitor

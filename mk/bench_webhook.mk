@@ -9,3 +9,10 @@ bench: bench-webhook
 
 bench-webhook: $(BIN)
 	PF_BIN=$(BIN) bench/webhook_latency
+
+# webhook with 300 hostile connections open (issue 37): latency of legitimate
+# requests, RSS, SIGTERM exit (bench/http_hostile; results in
+# bench/results/webhook.md).
+.PHONY: bench-webhook-hostile
+bench-webhook-hostile: $(BIN)
+	PF_BIN=$(BIN) bench/http_hostile webhook

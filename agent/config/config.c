@@ -245,7 +245,7 @@ static const struct opt_spec options[] = {
     { "monitor_intervals", 0, OPT_INT, F(monitor_intervals), 0, INT_MAX, NULL, C_MON,
       "stop after this many intervals (0: run until SIGTERM)" },
     { "monitor_raise", 0, OPT_INT, F(monitor_raise), 1, 1000, NULL, C_MON,
-      "bad intervals in a row before a NIC's error rate sets EFANICHealthy False" },
+      "bad reads in a row (a port down, a device gone, an error counter rising) before a NIC fault sets EFANICHealthy False or taints; fewer are only logged" },
     { "monitor_clear", 0, OPT_INT, F(monitor_clear), 1, 1000, NULL, C_MON,
       "good intervals in a row before a NIC fault clears" },
     { "monitor_thresholds", 0, OPT_TEXT, F(monitor_thresholds), 0, 0, NULL, C_MON,

@@ -206,6 +206,17 @@ pf_err pf_mon_expose(const char *node_name, const struct pf_mon_snap *s,
     for (int i = 0; i < h->n; i++)
         nic_sample(b, "efa_preflight_nic_healthy", node, h->nics[i].name,
                    h->nics[i].faulted ? 0 : 1);
+    family(b, "efa_preflight_nic_bad_reads", "gauge",
+           "Reads in a row on which this NIC looked bad (port down, gone, "
+           "a counter rising); a fault from --monitor-raise reads.");
+    for (int i = 0; i < h->n; i++) {
+        const struct pf_mon_nic_state *ns = &h->nics[i];
+        int bad = ns->down_streak > ns->gone_streak ? ns->down_streak : ns->gone_streak;
+        for (int r = 0; r < rules->n; r++)
+            if (ns->streak[r] > bad)
+                bad = ns->streak[r];
+        nic_sample(b, "efa_preflight_nic_bad_reads", node, ns->name, bad);
+    }
     family(b, "efa_preflight_nic_judged_rate", "gauge",
            "Last interval's rise per second of each judged error counter.");
     for (int i = 0; i < h->n; i++) {

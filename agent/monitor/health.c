@@ -1,15 +1,17 @@
 /* Per-NIC health with hysteresis (monitor.h).
  *
- * A NIC is faulted when
- *   - a judged counter rose faster than its rate for K intervals in a row
- *     (EFANICErrorRate; a single spike is a bad interval, not a fault),
+ * A NIC is faulted when, on K reads in a row (K = --monitor-raise, the
+ * same for every fault),
+ *   - a judged counter rose faster than its rate (EFANICErrorRate),
  *   - a port is not ACTIVE (EFANICLinkDown), or
- *   - it was seen and is gone (EFANICDeviceGone);
- * the node is faulted when it has fewer EFA devices than its type for K
- * intervals (EFANICDeviceGone, no NIC named). A fault clears after M good intervals
- * in a row. States (port, presence) are judged at once: a link that is
- * down is down; only rates need hysteresis, because counters move in
- * bursts.
+ *   - it was seen before and is not in sysfs (EFANICDeviceGone);
+ * the node is faulted when it has fewer EFA devices than its type on K
+ * reads (EFANICDeviceGone, no NIC named). A fault clears after M good reads
+ * in a row. Fewer than K bad reads are a suspicion, not a fault: noted
+ * (pending, logged, on /metrics as efa_preflight_nic_bad_reads) and nothing
+ * more: no change, so no condition flip, Event, taint or re-validation. A
+ * sysfs read that races a driver reset, or a port that renegotiates, must
+ * not taint a healthy node (a false failure costs more than a late one).
  *
  * Counters that speak of the remote side (retransmit timeouts,
  * unresponsive and impaired remotes) rising on more than half of the
@@ -220,8 +222,10 @@ pf_err pf_mon_judge(struct pf_mon_health *h, const struct pf_mon_rules *rules,
 
     h->nchanges = 0;
     h->intervals++;
-    for (int i = 0; i < h->n; i++)
+    for (int i = 0; i < h->n; i++) {
         h->nics[i].seen = false;
+        h->nics[i].pending[0] = '\0';
+    }
     bad_nic = calloc((size_t)(cur->n ? cur->n : 1), sizeof(*bad_nic));
     if (!bad_nic)
         return pf_fail(err, PF_ERR_SYS, "out of memory");
@@ -278,11 +282,25 @@ pf_err pf_mon_judge(struct pf_mon_health *h, const struct pf_mon_rules *rules,
             free(bad_nic);
             return PF_ERR_SYS;
         }
+        bool bad = bad_nic[i];
+        s->gone_streak = 0;
         if (!nic->port_active) {
-            reason = PF_R_EFANICLinkDown;
-            snprintf(why, sizeof(why), "port %s", nic->port_state);
+            bad = true;
+            if (++s->down_streak >= rules->raise_after) {
+                reason = PF_R_EFANICLinkDown;
+                snprintf(why, sizeof(why), "port %s", nic->port_state);
+            } else {
+                snprintf(s->pending, sizeof(s->pending), "port %s on %d of %d reads",
+                         nic->port_state, s->down_streak, rules->raise_after);
+            }
+        } else {
+            s->down_streak = 0;
         }
         for (int r = 0; r < rules->n && reason == PF_R_None; r++) {
+            if (s->streak[r] && s->streak[r] < rules->raise_after && !s->pending[0])
+                snprintf(s->pending, sizeof(s->pending),
+                         "%s rising at %.1f/s on %d of %d reads", rules->r[r].counter,
+                         s->rate[r], s->streak[r], rules->raise_after);
             if (s->streak[r] < rules->raise_after)
                 continue;
             reason = remote_counter(rules->r[r].counter) && cur->n > 1 &&
@@ -294,8 +312,9 @@ pf_err pf_mon_judge(struct pf_mon_health *h, const struct pf_mon_rules *rules,
                      s->rate[r], s->streak[r], rules->r[r].per_s);
         }
         if (reason != PF_R_None) {
+            s->pending[0] = '\0';
             rc = raise_fault(h, s, reason, why, err);
-        } else if (bad_nic[i]) {
+        } else if (bad) {
             s->good = 0;              /* bad, not yet K in a row */
         } else if (s->faulted && ++s->good >= rules->clear_after) {
             char msg[320];
@@ -316,13 +335,22 @@ pf_err pf_mon_judge(struct pf_mon_health *h, const struct pf_mon_rules *rules,
     }
     free(bad_nic);
 
-    /* A NIC seen before and not now: gone, at once. */
+    /* A NIC seen before and not now: gone once it stays away K reads. */
     for (int i = 0; i < h->n; i++) {
         struct pf_mon_nic_state *s = &h->nics[i];
         if (s->seen)
             continue;
-        for (int r = 0; r < rules->n; r++)
+        for (int r = 0; r < rules->n; r++) {
             s->streak[r] = 0;
+            s->rate[r] = -1;
+        }
+        s->down_streak = 0;
+        s->good = 0;
+        if (++s->gone_streak < rules->raise_after) {
+            snprintf(s->pending, sizeof(s->pending), "not in /sys/class/infiniband on "
+                     "%d of %d reads", s->gone_streak, rules->raise_after);
+            continue;
+        }
         if (raise_fault(h, s, PF_R_EFANICDeviceGone,
                         "the device is no longer in /sys/class/infiniband",
                         err) != PF_OK)

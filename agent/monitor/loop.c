@@ -243,6 +243,11 @@ int pf_monitor_run(struct pf_run *run, struct pf_mon_ctl *ctl)
                                  err) != PF_OK)
                 pf_warn("monitor: node %s: taint: %s", node_name, err);
         }
+        for (int c = 0; c < health.n; c++)
+            if (health.nics[c].pending[0])
+                pf_info("monitor: %s: %s: not a fault before %d reads in a row",
+                        health.nics[c].name, health.nics[c].pending,
+                        rules.raise_after);
         for (int c = 0; c < health.nchanges; c++) {
             const struct pf_mon_change *ch = &health.changes[c];
             pf_warn("monitor: %s %s", pf_reason_name(ch->reason), ch->msg);

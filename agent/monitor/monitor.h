@@ -4,8 +4,9 @@
  * against the instance type, port state, /dev/infiniband, the module) and
  * every counter file of every device (ports/N/hw_counters/ and the
  * device-level hw_counters/), then
- *   judges   a few error counters per NIC with hysteresis (health.c): K bad
- *            intervals in a row raise a fault, M good ones clear it;
+ *   judges   every NIC with hysteresis (health.c): a port down, a device
+ *            gone or an error counter rising on K reads in a row raise a
+ *            fault, M good ones clear it; fewer than K are only noted;
  *   exports  every counter in the Prometheus text format (expo.c), served
  *            on /metrics and written to the textfile when asked;
  *   writes   the EFANICHealthy condition (PF_COND_NICS) and an Event per change, and marks
@@ -103,6 +104,10 @@ struct pf_mon_nic_state {
     double *rate;                     /* per rule: last interval's rate, /s;
                                          -1 = not judged (counter absent) */
     bool seen;                        /* in the last read */
+    int down_streak;                  /* reads in a row with a port down */
+    int gone_streak;                  /* reads in a row without the device */
+    char pending[160];                /* this read's bad sign, fewer than K
+                                         in a row: logged, not a fault */
 };
 
 /* A fault raised or cleared in one interval: an Event each. */

@@ -119,8 +119,12 @@ pf_err pf_mon_serve(const char *listen, struct pf_mon_ctl *ctl,
     o.bind_addr = host;
     o.port = port;
     o.max_body = 1024;               /* GETs only */
+    o.max_buffered = 64 * 1024;
     o.threads = 1;
-    o.conn_limit = 64;
+    /* Prometheus and the kubelet's probes: a few connections each; a
+     * client holding more is cut before it keeps a scrape out. */
+    o.conn_limit = 512;
+    o.per_ip_limit = 16;
     o.handler = handle;
     o.ctx = ctl;
     rc = pf_httpd_start(&o, out, err);

@@ -1,14 +1,20 @@
 /* Embedded HTTP(S) server: libmicrohttpd for HTTP, GnuTLS for the
  * certificate callback that lets a rotated key pair be served without a
- * restart (see httpd.h). */
+ * restart, and a reaper thread that holds every connection to its
+ * deadline and the server to its bounds (see httpd.h). */
 #include "httpd.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <malloc.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <netdb.h>
@@ -29,6 +35,50 @@
  * far past any handshake (connections time out much sooner). */
 #define PF_HTTPD_RETIRE_MS (10 * 60 * 1000)
 #define PF_HTTPD_RECHECK_MS 1000
+/* How often the reaper looks at deadlines: a connection past its deadline
+ * lives at most this much longer. */
+#define PF_HTTPD_REAP_MS 100
+/* A connection is shut down to make room only once it has waited this long
+ * for its request's headers, or for the whole request: a client that has
+ * just connected is never the one cut. */
+#define PF_HTTPD_EVICT_HEAD_MS 250
+#define PF_HTTPD_EVICT_AGE_MS 1000
+/* Body buffers this large are mapped, not taken from malloc's arenas: their
+ * pages are resident only as the bytes arrive, and go back to the kernel
+ * when the request ends (malloc would keep them in a thread's arena). */
+#define PF_HTTPD_MAP_MIN (64 * 1024)
+
+/* TLS 1.2 and 1.3 only, AEAD suites only (AES-GCM, ChaCha20-Poly1305) with
+ * ECDHE, and renegotiation only the safe kind, which the server never
+ * starts and libmicrohttpd answers by closing. */
+const char pf_httpd_tls_priorities[] =
+    "NONE:+VERS-TLS1.3:+VERS-TLS1.2:+AEAD:+ECDHE-RSA:+ECDHE-ECDSA:"
+    "+AES-128-GCM:+AES-256-GCM:+CHACHA20-POLY1305:+SIGN-ALL:+GROUP-ALL:"
+    "+COMP-NULL:+CTYPE-ALL:%SAFE_RENEGOTIATION";
+
+/* One open connection, from libmicrohttpd's "started" notice to its
+ * "closed" one (the socket is still open then: shut down under conn_mu,
+ * it is the connection's own). */
+struct pf_conn {
+    struct pf_httpd *h;
+    int fd;
+    struct sockaddr_storage addr;
+    int64_t since_ms;          /* the current request's clock: the accept, or
+                                  the end of the previous answer */
+    size_t buffered;           /* body bytes its request holds */
+    bool cut;                  /* shut down by us, waiting for the close */
+    struct pf_req_state *st;   /* its request, NULL between requests */
+    struct pf_conn *prev, *next;
+};
+
+struct pf_req_state {
+    struct pf_conn *conn;  /* NULL once the connection has gone */
+    char *buf;
+    size_t len, cap;       /* cap: Content-Length + 1 */
+    bool mapped;           /* buf is an mmap of cap bytes */
+    size_t discarded;      /* bytes of an oversize body read and thrown away */
+    int too_big;           /* answer 413 once the body is in */
+};
 
 struct pf_keypair {
     gnutls_pcert_st *pcerts;
@@ -56,6 +106,18 @@ struct pf_httpd {
     struct pf_file_id cert_id, key_id; /* of the last pair tried, loaded or not */
     int64_t next_check_ms;
     unsigned generation;
+
+    /* connections and buffered bytes */
+    pthread_mutex_t conn_mu;   /* guards everything below */
+    pthread_cond_t reap_cv;    /* CLOCK_MONOTONIC; wakes the reaper to stop */
+    pthread_t reaper;
+    bool reaper_started, stopping;
+    struct pf_conn *conns;
+    unsigned nconns;
+    size_t buffered;
+    unsigned long timed_out, evicted;
+    unsigned closed_since_trim;
+    int64_t last_trim_ms;
 };
 
 /* ---- key pairs --------------------------------------------------------- */
@@ -72,27 +134,45 @@ static void keypair_free(struct pf_keypair *kp)
     free(kp);
 }
 
+/* Opened without blocking and read only when a regular file: a FIFO or a
+ * device put in a certificate's place must not hang the handshake that
+ * holds the key-pair lock. */
 static pf_err read_whole(const char *path, gnutls_datum_t *out, char *msg)
 {
     out->data = NULL;
     out->size = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) /* a file the operator named: a configuration error */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) /* a file the operator named: a configuration error */
         return pf_fail(msg, PF_ERR_CONFIG, "%s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return pf_fail(msg, PF_ERR_CONFIG, "%s: not a regular file", path);
+    }
     size_t cap = 4096, len = 0;
     unsigned char *buf = malloc(cap);
     for (;;) {
         if (!buf) {
-            fclose(f);
+            close(fd);
             return pf_fail(msg, PF_ERR_NOMEM, "%s: out of memory", path);
         }
-        size_t n = fread(buf + len, 1, cap - len, f);
-        len += n;
-        if (len < cap)
+        ssize_t n = read(fd, buf + len, cap - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int err = errno;
+            free(buf);
+            close(fd);
+            return pf_fail(msg, PF_ERR_IO, "%s: %s", path, strerror(err));
+        }
+        if (n == 0)
             break;
+        len += (size_t)n;
+        if (len < cap)
+            continue;
         if (cap >= (size_t)16 << 20) { /* no PEM pair is this big */
             free(buf);
-            fclose(f);
+            close(fd);
             return pf_fail(msg, PF_ERR_CONFIG, "%s: larger than 16 MiB", path);
         }
         cap *= 2;
@@ -101,12 +181,7 @@ static pf_err read_whole(const char *path, gnutls_datum_t *out, char *msg)
             free(buf);
         buf = nb;
     }
-    int rerr = ferror(f);
-    fclose(f);
-    if (rerr) {
-        free(buf);
-        return pf_fail(msg, PF_ERR_IO, "%s: read error", path);
-    }
+    close(fd);
     out->data = buf;
     out->size = (unsigned)len;
     return PF_OK;
@@ -260,12 +335,14 @@ static int cert_cb(gnutls_session_t session, const gnutls_datum_t *req_ca_dn,
     (void)nreqs;
     (void)algos;
     (void)nalgos;
-    /* libmicrohttpd stores its connection as the session's pointer; our
-     * server is that connection's socket context (set in notify_conn). */
+    /* libmicrohttpd stores its connection as the session's pointer; ours
+     * (which names the server) is that connection's socket context, set in
+     * notify_conn. */
     struct MHD_Connection *c = gnutls_session_get_ptr(session);
     const union MHD_ConnectionInfo *ci =
         c ? MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT) : NULL;
-    struct pf_httpd *h = ci ? ci->socket_context : NULL;
+    struct pf_conn *pc = ci ? ci->socket_context : NULL;
+    struct pf_httpd *h = pc ? pc->h : NULL;
     if (!h)
         return -1;
     pthread_mutex_lock(&h->mu);
@@ -277,29 +354,259 @@ static int cert_cb(gnutls_session_t session, const gnutls_datum_t *req_ca_dn,
     return 0;
 }
 
+/* ---- connections: deadlines and room ------------------------------------ */
+
+static void cut_locked(struct pf_httpd *h, struct pf_conn *pc, bool timed_out)
+{
+    /* The socket is libmicrohttpd's; shutting it down wakes its poll with
+     * an end of stream, and it closes the connection as a client's hang-up. */
+    (void)shutdown(pc->fd, SHUT_RDWR);
+    pc->cut = true;
+    if (timed_out)
+        h->timed_out++;
+    else
+        h->evicted++;
+}
+
+static bool same_client(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+    if (a->ss_family != b->ss_family)
+        return false;
+    if (a->ss_family == AF_INET)
+        return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+               ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+    if (a->ss_family == AF_INET6)
+        return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+                       &((const struct sockaddr_in6 *)b)->sin6_addr, 16);
+    return true;
+}
+
+/* Under conn_mu: the connection (of client, when given) to cut to make
+ * room: the oldest that has not sent its request's headers for
+ * PF_HTTPD_EVICT_HEAD_MS (idle, trickling, a handshake that stalls), else
+ * the oldest that has waited PF_HTTPD_EVICT_AGE_MS for its request; NULL
+ * if none. A client that has just connected is never the one cut. */
+static struct pf_conn *oldest_locked(struct pf_httpd *h, const struct pf_conn *self,
+                                     const struct sockaddr_storage *client, int64_t now)
+{
+    struct pf_conn *headless = NULL, *any = NULL;
+    for (struct pf_conn *pc = h->conns; pc; pc = pc->next) {
+        int64_t age = now - pc->since_ms;
+        if (pc == self || pc->cut || age < PF_HTTPD_EVICT_HEAD_MS)
+            continue;
+        if (client && !same_client(&pc->addr, client))
+            continue;
+        /* <=: the list is newest first, so of equal times the earliest wins */
+        if (!pc->st && (!headless || pc->since_ms <= headless->since_ms))
+            headless = pc;
+        if (age >= PF_HTTPD_EVICT_AGE_MS && (!any || pc->since_ms <= any->since_ms))
+            any = pc;
+    }
+    return headless ? headless : any;
+}
+
+/* Room is made below libmicrohttpd's own limits, which refuse a new
+ * connection before we see it: ours are the ones asked for, its are half
+ * (per client) and a quarter (in all) above. */
+static unsigned hard_ip(unsigned per_ip)
+{
+    return per_ip + per_ip / 2;
+}
+
+static unsigned hard_total(unsigned limit)
+{
+    return limit + limit / 4;
+}
+
+/* Under conn_mu: past a limit, cut the connection waiting longest for its
+ * request (the new one, self, never); how many connections of client (or
+ * in all) are open and not cut is counted first. */
+static void make_room_locked(struct pf_httpd *h, const struct pf_conn *self,
+                             const struct sockaddr_storage *client, int64_t now)
+{
+    unsigned same = 0, live = 0;
+    for (struct pf_conn *pc = h->conns; pc; pc = pc->next) {
+        if (pc->cut)
+            continue;
+        live++;
+        if (client && same_client(&pc->addr, client))
+            same++;
+    }
+    struct pf_conn *victim = NULL;
+    if (client && same > h->o.per_ip_limit)
+        victim = oldest_locked(h, self, client, now);
+    if (!victim && live > h->o.conn_limit)
+        victim = oldest_locked(h, self, NULL, now);
+    if (victim) {
+        pf_debug("http: %u connections (%u from one client): the one waiting "
+                 "%lld ms for its request is closed to make room", live, same,
+                 (long long)(now - victim->since_ms));
+        cut_locked(h, victim, false);
+    }
+}
+
 static void notify_conn(void *cls, struct MHD_Connection *c, void **socket_ctx,
                         enum MHD_ConnectionNotificationCode code)
 {
-    (void)c;
-    if (code == MHD_CONNECTION_NOTIFY_STARTED)
-        *socket_ctx = cls;
+    struct pf_httpd *h = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *fi =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        const union MHD_ConnectionInfo *ai =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        struct pf_conn *pc = calloc(1, sizeof *pc);
+        if (!pc || !fi) { /* cannot be held to a deadline: not served */
+            free(pc);
+            *socket_ctx = NULL;
+            if (fi)
+                (void)shutdown(fi->connect_fd, SHUT_RDWR);
+            return;
+        }
+        pc->h = h;
+        pc->fd = fi->connect_fd;
+        if (ai && ai->client_addr)
+            memcpy(&pc->addr, ai->client_addr,
+                   ai->client_addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                                          : sizeof(struct sockaddr_in));
+        pthread_mutex_lock(&h->conn_mu);
+        pc->since_ms = pf_now_ms();
+        pc->next = h->conns;
+        if (h->conns)
+            h->conns->prev = pc;
+        h->conns = pc;
+        h->nconns++;
+        make_room_locked(h, pc, &pc->addr, pc->since_ms);
+        pthread_mutex_unlock(&h->conn_mu);
+        *socket_ctx = pc;
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        struct pf_conn *pc = *socket_ctx;
+        if (!pc)
+            return;
+        pthread_mutex_lock(&h->conn_mu);
+        if (pc->prev)
+            pc->prev->next = pc->next;
+        else
+            h->conns = pc->next;
+        if (pc->next)
+            pc->next->prev = pc->prev;
+        h->nconns--;
+        h->closed_since_trim++;
+        if (pc->st) /* its request ends after it: it must not reach back */
+            pc->st->conn = NULL;
+        pthread_mutex_unlock(&h->conn_mu);
+        free(pc);
+        *socket_ctx = NULL;
+    }
+}
+
+/* The reaper: every PF_HTTPD_REAP_MS, connections past their deadline are
+ * shut down; once many have closed, freed heap pages go back to the kernel
+ * (the server's memory returns to its baseline after a flood). */
+static void *reaper_main(void *arg)
+{
+    struct pf_httpd *h = arg;
+    const int64_t budget = (int64_t)h->o.request_timeout_s * 1000;
+    pthread_mutex_lock(&h->conn_mu);
+    while (!h->stopping) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_nsec += PF_HTTPD_REAP_MS * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&h->reap_cv, &h->conn_mu, &ts);
+        if (h->stopping)
+            break;
+        int64_t now = pf_now_ms();
+        unsigned live = 0;
+        for (struct pf_conn *pc = h->conns; pc; pc = pc->next) {
+            if (!pc->cut && now - pc->since_ms > budget) {
+                pf_debug("http: a request past its %u s deadline: connection closed",
+                         h->o.request_timeout_s);
+                cut_locked(h, pc, true);
+            }
+            live += !pc->cut;
+        }
+        /* Over a limit with no new connection to notice it (libmicrohttpd
+         * refused them at its own): make room here, a few per round. */
+        for (int i = 0; i < 16 && live > h->o.conn_limit; i++, live--)
+            make_room_locked(h, NULL, NULL, now);
+        if (live > h->o.per_ip_limit)
+            for (struct pf_conn *pc = h->conns; pc; pc = pc->next)
+                if (!pc->cut)
+                    make_room_locked(h, NULL, &pc->addr, now);
+        if (h->closed_since_trim >= 32 && h->nconns < 8 &&
+            now - h->last_trim_ms >= 1000) {
+            h->closed_since_trim = 0;
+            h->last_trim_ms = now;
+            pthread_mutex_unlock(&h->conn_mu);
+            malloc_trim(0);
+            pthread_mutex_lock(&h->conn_mu);
+        }
+    }
+    pthread_mutex_unlock(&h->conn_mu);
+    return NULL;
 }
 
 /* ---- requests ---------------------------------------------------------- */
 
-struct pf_req_state {
-    char *buf;
-    size_t len, cap;
-    size_t discarded;   /* bytes of an oversize body read and thrown away */
-    int too_big;        /* answer 413 once the body is in */
-};
-
 /* An oversize body is read and dropped up to this many bytes, then answered
  * 413: a client still sending would otherwise see its connection reset
- * instead of the status. Beyond it the connection is closed. */
+ * instead of the status. Beyond it the body is refused unread. */
 static size_t discard_limit(const struct pf_httpd *h)
 {
     return h->o.max_body > SIZE_MAX / 8 ? SIZE_MAX : 8 * h->o.max_body;
+}
+
+/* Count n more body bytes for st. Past max_buffered, the connection holding
+ * the most is shut down to make room (its bytes are freed as it closes);
+ * past half as much again, this request is the one refused. */
+static bool take_bytes(struct pf_httpd *h, struct pf_req_state *st, size_t n)
+{
+    bool ok = true;
+    pthread_mutex_lock(&h->conn_mu);
+    if (h->buffered + n > h->o.max_buffered) {
+        struct pf_conn *victim = NULL;
+        for (struct pf_conn *pc = h->conns; pc; pc = pc->next)
+            if (pc != st->conn && !pc->cut && pc->buffered &&
+                (!victim || pc->buffered > victim->buffered))
+                victim = pc;
+        if (victim) {
+            pf_debug("http: %zu body bytes held: the connection holding %zu is "
+                     "closed to make room", h->buffered, victim->buffered);
+            cut_locked(h, victim, false);
+        }
+        if (h->buffered + n > h->o.max_buffered + h->o.max_buffered / 2)
+            ok = false;
+    }
+    if (ok) {
+        h->buffered += n;
+        if (st->conn)
+            st->conn->buffered += n;
+    } else {
+        h->evicted++;
+    }
+    pthread_mutex_unlock(&h->conn_mu);
+    return ok;
+}
+
+static void req_free(struct pf_httpd *h, struct pf_req_state *st)
+{
+    pthread_mutex_lock(&h->conn_mu);
+    h->buffered -= st->len;
+    if (st->conn) {
+        st->conn->buffered -= st->len;
+        st->conn->st = NULL;
+        /* the next request on this connection gets a whole deadline */
+        st->conn->since_ms = pf_now_ms();
+    }
+    pthread_mutex_unlock(&h->conn_mu);
+    if (st->mapped)
+        munmap(st->buf, st->cap);
+    else
+        free(st->buf);
+    free(st);
 }
 
 static enum MHD_Result send_resp(struct MHD_Connection *c, int status,
@@ -325,6 +632,80 @@ static enum MHD_Result send_text(struct MHD_Connection *c, int status, const cha
     return send_resp(c, status, "text/plain", b, strlen(b));
 }
 
+struct framing {
+    unsigned lengths;      /* Content-Length headers */
+    bool differ;           /* with different values */
+    const char *first;
+    const char *te;        /* Transfer-Encoding */
+};
+
+static enum MHD_Result scan_header(void *cls, enum MHD_ValueKind kind,
+                                   const char *key, const char *value)
+{
+    (void)kind;
+    struct framing *f = cls;
+    if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH)) {
+        if (f->lengths++ && strcmp(f->first, value ? value : ""))
+            f->differ = true;
+        else if (!f->first)
+            f->first = value ? value : "";
+    } else if (!strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING)) {
+        f->te = value ? value : "";
+    }
+    return MHD_YES;
+}
+
+/* The headers are in: refuse what cannot be framed plainly or is too big,
+ * before a byte of the body is read. Returns 0 to go on, else a status. */
+static int check_framing(struct pf_httpd *h, struct MHD_Connection *c,
+                         struct pf_req_state *st, const char **why)
+{
+    struct framing f = { 0 };
+    MHD_get_connection_values(c, MHD_HEADER_KIND, scan_header, &f);
+    if (f.differ) {
+        *why = "two different Content-Length headers\n";
+        return 400;
+    }
+    if (f.te) {
+        /* RFC 9112 6.1: chunked with a length is a smuggling attempt, and a
+         * body of unknown length cannot be bounded before it is read. */
+        *why = f.lengths ? "Transfer-Encoding and Content-Length together\n"
+               : "send the body with a Content-Length (chunked bodies are not "
+                 "accepted)\n";
+        return f.lengths ? 400 : 411;
+    }
+    if (!f.lengths)
+        return 0;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(f.first, &end, 10);
+    if (errno || end == f.first || *end || v > discard_limit(h)) {
+        *why = "request body too large\n";
+        return 413;
+    }
+    if (v > h->o.max_body) {
+        st->too_big = 1;
+    } else if (v) {
+        st->cap = (size_t)v + 1;
+    }
+    return 0;
+}
+
+static bool body_alloc(struct pf_req_state *st)
+{
+    if (st->cap >= PF_HTTPD_MAP_MIN) {
+        void *p = mmap(NULL, st->cap, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            return false;
+        st->buf = p;
+        st->mapped = true;
+    } else {
+        st->buf = malloc(st->cap);
+    }
+    return st->buf != NULL;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
                                   const char *url, const char *method,
                                   const char *version, const char *upload,
@@ -334,57 +715,46 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
     struct pf_httpd *h = cls;
     struct pf_req_state *st = *con_cls;
     if (!st) {
-        /* Headers only: refuse an announced oversize body before reading it. */
-        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-                                                     MHD_HTTP_HEADER_CONTENT_LENGTH);
-        int too_big = 0;
-        if (cl) {
-            char *end;
-            errno = 0;
-            unsigned long long v = strtoull(cl, &end, 10);
-            if (errno || end == cl || v > discard_limit(h))
-                return send_text(c, 413, "request body too large\n");
-            too_big = v > h->o.max_body;
-        }
         st = calloc(1, sizeof *st);
         if (!st)
             return MHD_NO;
-        st->too_big = too_big;
-        *con_cls = st;
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        pthread_mutex_lock(&h->conn_mu);
+        st->conn = ci ? ci->socket_context : NULL;
+        if (st->conn)
+            st->conn->st = st;
+        pthread_mutex_unlock(&h->conn_mu);
+        *con_cls = st; /* freed in on_completed, whatever happens next */
+        const char *why = NULL;
+        int status = check_framing(h, c, st, &why);
+        if (status) {
+            pf_debug("http: %s %s: %d %s", method, url, status, why);
+            return send_text(c, status, why);
+        }
         return MHD_YES;
     }
     if (*upload_len) {
-        if (!st->too_big && *upload_len > h->o.max_body - st->len) {
-            st->too_big = 1; /* a chunked body grew past the bound */
-            free(st->buf);
-            st->buf = NULL;
-            st->discarded = st->len;
-            st->len = st->cap = 0;
-        }
+        size_t n = *upload_len;
+        *upload_len = 0;
         if (st->too_big) {
-            st->discarded += *upload_len;
-            *upload_len = 0;
-            if (st->discarded > discard_limit(h)) {
-                pf_debug("http: %s %s: body past %zu bytes, connection closed", method,
-                         url, discard_limit(h));
-                return MHD_NO;
-            }
+            st->discarded += n;
             return MHD_YES;
         }
-        if (st->len + *upload_len + 1 > st->cap) {
-            size_t ncap = st->cap ? st->cap : 4096;
-            while (ncap < st->len + *upload_len + 1)
-                ncap *= 2;
-            char *nb = realloc(st->buf, ncap);
-            if (!nb)
-                return MHD_NO;
-            st->buf = nb;
-            st->cap = ncap;
+        /* Content-Length bounds what MHD hands over; a body longer than it
+         * would be the next request's bytes, which MHD never passes here. */
+        if (!st->cap || n > st->cap - 1 - st->len)
+            return MHD_NO;
+        if (!st->buf && !body_alloc(st))
+            return MHD_NO;
+        if (!take_bytes(h, st, n)) {
+            pf_debug("http: %s %s: the server's body bytes are spent: connection "
+                     "closed", method, url);
+            return MHD_NO;
         }
-        memcpy(st->buf + st->len, upload, *upload_len);
-        st->len += *upload_len;
+        memcpy(st->buf + st->len, upload, n);
+        st->len += n;
         st->buf[st->len] = '\0';
-        *upload_len = 0;
         return MHD_YES;
     }
     if (st->too_big)
@@ -413,13 +783,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode code)
 {
-    (void)cls;
     (void)c;
     (void)code;
     struct pf_req_state *st = *con_cls;
     if (st) {
-        free(st->buf);
-        free(st);
+        req_free(cls, st);
         *con_cls = NULL;
     }
 }
@@ -452,7 +820,45 @@ static void httpd_free(struct pf_httpd *h)
     free(h->cert_path);
     free(h->key_path);
     pthread_mutex_destroy(&h->mu);
+    pthread_mutex_destroy(&h->conn_mu);
+    pthread_cond_destroy(&h->reap_cv);
     free(h);
+}
+
+static void reaper_stop(struct pf_httpd *h)
+{
+    if (!h->reaper_started)
+        return;
+    pthread_mutex_lock(&h->conn_mu);
+    h->stopping = true;
+    pthread_cond_broadcast(&h->reap_cv);
+    pthread_mutex_unlock(&h->conn_mu);
+    pthread_join(h->reaper, NULL);
+    h->reaper_started = false;
+}
+
+/* Every connection is a descriptor: raise the soft limit to what the
+ * connection limit needs, or serve fewer connections than asked. */
+static void fit_fd_limit(struct pf_httpd *h)
+{
+    struct rlimit rl;
+    const rlim_t need = (rlim_t)hard_total(h->o.conn_limit) + 64;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= need)
+        return;
+    rlim_t want = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > need ? need : rl.rlim_max;
+    if (want > rl.rlim_cur) {
+        rl.rlim_cur = want;
+        (void)setrlimit(RLIMIT_NOFILE, &rl);
+        (void)getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (rl.rlim_cur < need) {
+        unsigned fit = rl.rlim_cur > 64 + 20 ? (unsigned)((rl.rlim_cur - 64) * 4 / 5) : 16;
+        pf_warn("http server: %u connections asked, %u fit the open-file limit (%llu)",
+                h->o.conn_limit, fit, (unsigned long long)rl.rlim_cur);
+        h->o.conn_limit = fit;
+        if (h->o.per_ip_limit > fit)
+            h->o.per_ip_limit = fit;
+    }
 }
 
 pf_err pf_httpd_start(const struct pf_httpd_opts *o, struct pf_httpd **out, char *msg)
@@ -469,16 +875,35 @@ pf_err pf_httpd_start(const struct pf_httpd_opts *o, struct pf_httpd **out, char
     struct pf_httpd *h = calloc(1, sizeof *h);
     if (!h)
         return pf_fail(msg, PF_ERR_NOMEM, "out of memory");
+    pthread_condattr_t ca;
     pthread_mutex_init(&h->mu, NULL);
+    pthread_mutex_init(&h->conn_mu, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&h->reap_cv, &ca);
+    pthread_condattr_destroy(&ca);
     h->o = *o;
     if (!h->o.max_body)
         h->o.max_body = 64 * 1024;
+    if (!h->o.max_buffered) {
+        h->o.max_buffered = (size_t)16 << 20;
+        if (h->o.max_body <= SIZE_MAX / 2 && 2 * h->o.max_body > h->o.max_buffered)
+            h->o.max_buffered = 2 * h->o.max_body;
+    }
     if (!h->o.threads)
         h->o.threads = 2;
-    if (!h->o.conn_timeout_s)
-        h->o.conn_timeout_s = 10;
+    if (!h->o.request_timeout_s)
+        h->o.request_timeout_s = 10;
     if (!h->o.conn_limit)
-        h->o.conn_limit = 256;
+        h->o.conn_limit = 1024;
+    if (!h->o.per_ip_limit)
+        h->o.per_ip_limit = 128;
+    if (h->o.per_ip_limit > h->o.conn_limit)
+        h->o.per_ip_limit = h->o.conn_limit;
+    /* libmicrohttpd splits the limit between its threads */
+    if (h->o.conn_limit < h->o.threads)
+        h->o.conn_limit = h->o.threads;
+    fit_fd_limit(h);
     const int tls = o->tls_cert != NULL;
     pf_err e;
     if (tls) {
@@ -518,23 +943,36 @@ pf_err pf_httpd_start(const struct pf_httpd_opts *o, struct pf_httpd **out, char
     h->port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
                                        : ntohs(((struct sockaddr_in *)&ss)->sin_port);
 
-    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+    if (pthread_create(&h->reaper, NULL, reaper_main, h) != 0) {
+        close(fd);
+        e = pf_fail(msg, PF_ERR_SYS, "http server: cannot start a thread");
+        goto fail;
+    }
+    h->reaper_started = true;
+
+    /* ITC: MHD_stop_daemon wakes its threads at once instead of waiting
+     * for their poll to time out (seconds with many connections open). */
+    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC;
     if (tls)
         flags |= MHD_USE_TLS;
-    /* The logger first, so MHD's own start-up complaints reach it too.
-     * The last two options are TLS only: without TLS the list ends before
-     * them. */
-    h->d = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_request, h,
-        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
-        MHD_OPTION_LISTEN_SOCKET, fd,
-        MHD_OPTION_THREAD_POOL_SIZE, h->o.threads,
-        MHD_OPTION_CONNECTION_TIMEOUT, h->o.conn_timeout_s,
-        MHD_OPTION_CONNECTION_LIMIT, h->o.conn_limit,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-        tls ? MHD_OPTION_NOTIFY_CONNECTION : MHD_OPTION_END, notify_conn, h,
-        MHD_OPTION_HTTPS_CERT_CALLBACK, cert_cb,
-        MHD_OPTION_END);
+    /* The logger first, so MHD's own start-up complaints reach it too. */
+    struct MHD_OptionItem opts[] = {
+        { MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, h },
+        { MHD_OPTION_LISTEN_SOCKET, fd, NULL },
+        { MHD_OPTION_THREAD_POOL_SIZE, h->o.threads, NULL },
+        { MHD_OPTION_CONNECTION_TIMEOUT, h->o.request_timeout_s, NULL },
+        { MHD_OPTION_CONNECTION_LIMIT, hard_total(h->o.conn_limit), NULL },
+        { MHD_OPTION_PER_IP_CONNECTION_LIMIT, hard_ip(h->o.per_ip_limit), NULL },
+        { MHD_OPTION_CONNECTION_MEMORY_LIMIT, 32 * 1024, NULL },
+        { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, h },
+        { MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)notify_conn, h },
+        { tls ? MHD_OPTION_HTTPS_CERT_CALLBACK : MHD_OPTION_END, 0, (void *)cert_cb },
+        { tls ? MHD_OPTION_HTTPS_PRIORITIES : MHD_OPTION_END, 0,
+          (void *)pf_httpd_tls_priorities },
+        { MHD_OPTION_END, 0, NULL },
+    };
+    h->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h,
+                            MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
     if (!h->d) {
         close(fd);
         e = pf_fail(msg, PF_ERR_SYS, "http server: libmicrohttpd did not start on port %d%s",
@@ -544,6 +982,7 @@ pf_err pf_httpd_start(const struct pf_httpd_opts *o, struct pf_httpd **out, char
     *out = h;
     return PF_OK;
 fail:
+    reaper_stop(h);
     httpd_free(h);
     return e;
 }
@@ -563,10 +1002,24 @@ unsigned pf_httpd_cert_generation(struct pf_httpd *h)
     return g;
 }
 
+void pf_httpd_stats(struct pf_httpd *h, struct pf_httpd_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!h)
+        return;
+    pthread_mutex_lock(&h->conn_mu);
+    out->conns = h->nconns;
+    out->buffered = h->buffered;
+    out->timed_out = h->timed_out;
+    out->evicted = h->evicted;
+    pthread_mutex_unlock(&h->conn_mu);
+}
+
 void pf_httpd_stop(struct pf_httpd *h)
 {
     if (!h)
         return;
+    reaper_stop(h);
     if (h->d)
         MHD_stop_daemon(h->d); /* joins its threads and closes the socket */
     httpd_free(h);

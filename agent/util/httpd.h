@@ -3,13 +3,28 @@
  *
  * The caller gives one handler; the server buffers the request body up to a
  * bound (413 beyond it: a body up to 8 times the bound is read and dropped
- * first, so the client sees the status; a larger one is refused unread, or
- * its connection closed when it has no length), calls
- * the handler once per complete request, and sends what it returns. With TLS
- * the certificate and key are PEM files that are re-read when either changes
+ * first, so the client sees the status; a larger one is refused unread),
+ * calls the handler once per complete request, and sends what it returns.
+ *
+ * Hostile clients (slowloris, unfinished bodies, floods) are held by:
+ *   - a per-client (IP address) connection limit, and a total one: past
+ *     either, the connection waiting longest for its request is shut down
+ *     (libmicrohttpd refuses only at 1.5 and 1.25 times them), so a new
+ *     connection (a legitimate client's) is served, not refused;
+ *   - a deadline per request: from the accept, or the end of the previous
+ *     answer on the connection, to the last byte of this answer; bytes that
+ *     trickle in do not extend it. A connection past it is shut down;
+ *   - a bound on the body bytes held across all connections: past it, the
+ *     connection holding the most is shut down;
+ *   - framing that is not plain: a body must come with one Content-Length
+ *     (chunked: 411, two different lengths: 400), so its size is known
+ *     before a byte of it is read.
+ * With TLS: TLS 1.2 and 1.3 with AEAD suites only, no renegotiation. The
+ * certificate and key are PEM files that are re-read when either changes
  * (cert-manager and kubelet secret mounts rotate them in place), checked at
  * most once a second during handshakes: no restart. A half-written pair
- * (key not matching the certificate) is ignored and the old pair served. */
+ * (key not matching the certificate) or a path that is not a regular file
+ * (a FIFO, a device) is ignored and the old pair served. */
 #ifndef PF_HTTPD_H
 #define PF_HTTPD_H
 
@@ -42,9 +57,13 @@ struct pf_httpd_opts {
     const char *tls_cert;      /* PEM chain file; NULL (with tls_key) = plain HTTP */
     const char *tls_key;       /* PEM private key file */
     size_t max_body;           /* bytes; 0 = 64 KiB */
+    size_t max_buffered;       /* body bytes held across all connections;
+                                  0 = the larger of 16 MiB and 2 x max_body */
     unsigned threads;          /* worker threads; 0 = 2 */
-    unsigned conn_timeout_s;   /* idle connection timeout; 0 = 10 */
-    unsigned conn_limit;       /* open connections; 0 = 256 */
+    unsigned request_timeout_s; /* a request's whole time (see above); 0 = 10 */
+    unsigned conn_limit;       /* open connections; 0 = 1024 (fewer when
+                                  RLIMIT_NOFILE cannot be raised for them) */
+    unsigned per_ip_limit;     /* open connections of one client; 0 = 128 */
     pf_http_handler handler;
     void *ctx;
 };
@@ -63,7 +82,19 @@ int pf_httpd_port(const struct pf_httpd *h);
  * each rotation picked up; 0 without TLS). For tests and logs. */
 unsigned pf_httpd_cert_generation(struct pf_httpd *h);
 
-/* Stop accepting, finish or close open connections, free everything. */
+/* What the server holds now and what it cut, for tests and benchmarks. */
+struct pf_httpd_stats {
+    unsigned conns;            /* open connections */
+    size_t buffered;           /* body bytes held */
+    unsigned long timed_out;   /* connections shut down past their deadline */
+    unsigned long evicted;     /* shut down to make room (connections, bytes) */
+};
+void pf_httpd_stats(struct pf_httpd *h, struct pf_httpd_stats *out);
+
+/* The TLS priority string the server uses (GnuTLS syntax). */
+extern const char pf_httpd_tls_priorities[];
+
+/* Stop accepting, close open connections at once, free everything. */
 void pf_httpd_stop(struct pf_httpd *h);
 
 #endif

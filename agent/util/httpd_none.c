@@ -29,3 +29,11 @@ void pf_httpd_stop(struct pf_httpd *h)
 {
     (void)h;
 }
+
+void pf_httpd_stats(struct pf_httpd *h, struct pf_httpd_stats *out)
+{
+    (void)h;
+    *out = (struct pf_httpd_stats){ 0 };
+}
+
+const char pf_httpd_tls_priorities[] = "";

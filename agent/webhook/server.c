@@ -190,6 +190,9 @@ pf_err pf_webhook_start(const struct pf_webhook_opts *o, struct pf_webhook **out
         .tls_key = w->o.tls_key,
         .max_body = o->max_body,
         .threads = o->threads,
+        /* One API server sends up to its mutating in-flight limit (200 by
+         * default) reviews at once, each on its own connection. */
+        .per_ip_limit = 256,
         .handler = handle,
         .ctx = w,
     };
