@@ -66,18 +66,28 @@ double pf_coll_judged_busbw(const struct pf_coll *c,
                             uint64_t *at_bytes)
 {
     int nrows = c->nrows < PF_MAX_ROWS ? c->nrows : PF_MAX_ROWS;
+    uint64_t from = pf_floor_rule_min_bytes(rule);
     double best = -1;
 
     *at_bytes = 0;
-    if (nrows > 0 && !rule->from_bytes) {
+    if (nrows > 0 && !from) {
         /* No size named: the best of the largest size, as always. */
         *at_bytes = c->rows[nrows - 1].bytes;
         return c->peak_busbw;
     }
-    for (int i = 0; i < nrows; i++) {
+    /* A floor by size: the largest size swept that has one, held to the
+     * floor at that size. One size: the best row from it on. */
+    for (int i = nrows - 1; rule->nsizes > 0 && i >= 0; i--) {
+        const struct pf_row *r = &c->rows[i];
+        if (r->bytes >= from) {
+            *at_bytes = r->bytes;
+            return r->oop_busbw > r->ip_busbw ? r->oop_busbw : r->ip_busbw;
+        }
+    }
+    for (int i = 0; rule->nsizes == 0 && i < nrows; i++) {
         const struct pf_row *r = &c->rows[i];
         double bw = r->oop_busbw > r->ip_busbw ? r->oop_busbw : r->ip_busbw;
-        if (r->bytes >= rule->from_bytes && bw > best) {
+        if (r->bytes >= from && bw > best) {
             best = bw;
             *at_bytes = r->bytes;
         }
@@ -550,13 +560,15 @@ static double mean(const double *v, int n)
     return n > 0 ? s / n : 0;
 }
 
-/* The size the pairs are judged at: the smallest swept size the 2-node
- * floor holds from (the largest size when it names none); 0 when no size
+/* The size the pairs are judged at: the smallest swept size from the
+ * 2-node floor's own size on (the largest size when it names none), else
+ * the largest swept size at which its size curve holds; 0 when no size
  * swept reaches it. */
 static uint64_t pair_judged_bytes(const struct pf_coll *c,
                                   const struct pf_floor_rule *rule)
 {
     int nrows = c->nrows < PF_MAX_ROWS ? c->nrows : PF_MAX_ROWS;
+    uint64_t min = pf_floor_rule_min_bytes(rule);
 
     if (nrows < 1)
         return 0;
@@ -564,6 +576,9 @@ static uint64_t pair_judged_bytes(const struct pf_coll *c,
         return c->rows[nrows - 1].bytes;
     for (int i = 0; i < nrows; i++)
         if (c->rows[i].bytes >= rule->from_bytes)
+            return c->rows[i].bytes;
+    for (int i = nrows - 1; i >= 0; i--)
+        if (min && c->rows[i].bytes >= min)
             return c->rows[i].bytes;
     return 0;
 }
@@ -614,7 +629,7 @@ static void decide(const struct pf_run *run, const struct pf_engine *e,
     if (c->nnodes >= 2 && pf_coll_floor_at(run, 2, &rule2) > 0)
         judged_bytes = pair_judged_bytes(c, &rule2);
     if (judged_bytes) {
-        p->floor = rule2.gbps;
+        p->floor = pf_floor_rule_at(&rule2, judged_bytes);
         p->bytes = judged_bytes;
     } else {
         p->relative = p->below;

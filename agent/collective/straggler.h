@@ -38,9 +38,11 @@ double pf_coll_floor(const struct pf_run *run, struct pf_floor_rule *rule);
  * floor at 2 nodes, whatever the run's size. */
 double pf_coll_floor_at(const struct pf_run *run, int nnodes,
                         struct pf_floor_rule *rule);
-/* The busbw the floor is judged against: the best of the rows at or above
- * the floor's size (the largest row when it names none), both in and out of
- * place; -1 when no row reaches it. *at_bytes is that row's size. */
+/* The busbw the floor is judged against, the better of in and out of
+ * place: with a floor by size (rule->nsizes), the largest row that has a
+ * floor; else the best of the rows at or above the floor's size (the
+ * largest row when it names none); -1 when no row reaches it. *at_bytes is
+ * that row's size. */
 double pf_coll_judged_busbw(const struct pf_coll *c,
                             const struct pf_floor_rule *rule,
                             uint64_t *at_bytes);

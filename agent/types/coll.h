@@ -42,11 +42,15 @@ struct pf_sweep_plan {
  * pf_floor_for) and the busbw held against it. The re-tests, the verdict
  * and publishing read it; none applies the rule again. */
 struct pf_judgement {
-    struct pf_floor_rule floor;       /* floor.gbps 0 = no floor */
-    double busbw_gbps;                /* the best busbw, in or out of place,
+    struct pf_floor_rule floor;       /* floor.gbps 0 = no floor; with a
+                                         curve by size, gbps is the floor
+                                         at busbw_bytes */
+    double busbw_gbps;                /* in or out of place, the better:
+                                         a floor by size, at the largest
+                                         row that has one; else the best
                                          of the rows at or above
                                          floor.from_bytes (the largest
-                                         size's best when it names none);
+                                         size's when it names none);
                                          -1 = no row reaches it */
     uint64_t busbw_bytes;             /* the size of that row; 0 = none */
     bool judged;                      /* a floor applies and a row reaches
