@@ -71,6 +71,13 @@ static const struct pf_reason_info table[PF_R_COUNT] = {
         "look at dmesg | grep efa; errors that move again during a run fail "
         "it with EFANICErrors" },
 
+    [PF_R_BandwidthDegraded] = {
+        "BandwidthDegraded", PF_CLASS_WARN, FAB,
+        "this node's pair links ran below the fleet's baseline (a fraction of "
+        "the median of healthy runs of its type) though above the catalog "
+        "floor: check its EFA devices, PCIe and NCCL's transport log, and "
+        "compare with `efa-preflight baseline`; --degraded-fails makes it "
+        "a failure" },
     [PF_R_TaintCapReached] = {
         "TaintCapReached", PF_CLASS_WARN, "",
         "more nodes failed than --max-tainted lets carry the taint or "

@@ -72,6 +72,7 @@ enum pf_reason {
     PF_R_TaintCapReached,
     PF_R_TaintBudgetUnavailable,
     PF_R_EFANICCountersUnavailable,
+    PF_R_BandwidthDegraded,
     /* node failures */
     PF_R_NotAnEFAInstance,
     PF_R_EFAModuleNotLoaded,

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "nics.h"
+#include "../baseline/baseline.h"
 #include "../config/catalog.h"
 #include "../util/clock.h"
 #include "../util/log.h"
@@ -35,7 +36,13 @@ struct plan {                         /* rank 0's decision, broadcast */
                                          link (no floor applies) */
     int32_t iters;
     uint64_t bytes;
-    double floor;                     /* the 2-node floor, 0 = none */
+    double floor;                     /* what a link must reach: the
+                                         larger of the two below, 0 = none */
+    double catalog_floor;             /* the 2-node floor, 0 = none */
+    double base_floor;                /* fraction x the baseline's median */
+    double base_median;
+    int32_t base_runs;
+    int32_t pad;
     char why[160];                    /* why not pairwise */
 };
 
@@ -583,6 +590,90 @@ static uint64_t pair_judged_bytes(const struct pf_coll *c,
     return 0;
 }
 
+/* The fleet's baseline for the pairs at p->bytes: with PF_BASE_MIN_RUNS
+ * runs or more, links are held to the larger of the catalog floor and
+ * cfg.baseline_fraction x its median (a link between the two is degraded,
+ * not failed, unless --degraded-fails). */
+static void held_to_baseline(const struct pf_run *run, struct plan *p)
+{
+    const struct pf_coll *c = &run->coll;
+    const char *type = run->instance ? run->instance->name
+                                     : run->node.instance_type;
+    const struct pf_base_entry *e;
+    double thr;
+
+    if (!type[0] || run->cfg.baseline_fraction <= 0 ||
+        (c->fabric.provider_is_fallback && !run->cfg.debug_floor_any_provider))
+        return;
+    e = pf_base_find(&run->baseline, type, c->engine, "pair", 2, p->bytes);
+    if (!e)
+        return;
+    p->base_median = pf_base_median(e);
+    p->base_runs = e->n;
+    if (e->n < PF_BASE_MIN_RUNS)
+        return;
+    thr = run->cfg.baseline_fraction * p->base_median;
+    if (thr > p->floor) {
+        p->base_floor = thr;
+        p->floor = thr;
+        p->relative = 0;
+    }
+}
+
+/* What the links were held to, in words, into s->held. */
+static void note_held(const struct pf_run *run, const struct plan *p,
+                      struct pf_base_held *h)
+{
+    memset(h, 0, sizeof(*h));
+    h->catalog_gbps = p->catalog_floor;
+    h->median_gbps = p->base_median;
+    h->runs = p->base_runs;
+    h->fraction = run->cfg.baseline_fraction;
+    h->floor_gbps = p->base_floor;
+    h->bytes = p->bytes;
+    h->applied = p->base_floor > 0;
+    if (h->applied)
+        snprintf(h->note, sizeof(h->note), "links held to %.3f GB/s = %.2f x "
+                 "the fleet's median pair link %.3f GB/s (%d runs, %s), above "
+                 "the catalog floor %.3f GB/s", p->base_floor, h->fraction,
+                 p->base_median, p->base_runs, run->baseline.source,
+                 p->catalog_floor);
+    else if (p->base_runs >= PF_BASE_MIN_RUNS)
+        snprintf(h->note, sizeof(h->note), "the catalog floor %.3f GB/s is "
+                 "above %.2f x the fleet's median %.3f GB/s (%d runs): the "
+                 "catalog floor judges", p->catalog_floor, h->fraction,
+                 p->base_median, p->base_runs);
+    else if (p->base_runs > 0)
+        snprintf(h->note, sizeof(h->note), "baseline has %d run(s) for these "
+                 "pairs, fewer than %d: the catalog floor alone judges",
+                 p->base_runs, PF_BASE_MIN_RUNS);
+    else
+        snprintf(h->note, sizeof(h->note), "no baseline for these pairs "
+                 "(%s): the catalog floor alone judges",
+                 run->baseline.note[0] ? run->baseline.note
+                 : "no key for this type and size");
+}
+
+/* Culprits held to the baseline only: those whose confirmation link met
+ * the catalog floor are degraded, not slow. */
+static void split_degraded(const struct plan *p, int n,
+                           const struct pf_confirm *conf, int nconf,
+                           unsigned *culprit)
+{
+    if (p->base_floor <= 0)
+        return;
+    for (int r = 0; r < n; r++) {
+        bool below_catalog = false;
+        if (!(culprit[r] & PF_LINK_SLOW))
+            continue;
+        for (int k = 0; k < nconf; k++)
+            if (conf[k].suspect == r && conf[k].gbps < p->catalog_floor)
+                below_catalog = true;
+        if (!below_catalog)
+            culprit[r] = (culprit[r] & ~PF_LINK_SLOW) | PF_LINK_DEGRADED;
+    }
+}
+
 /* Rank 0: nothing to do, timings only (and why), or the pairwise test. */
 static void decide(const struct pf_run *run, const struct pf_engine *e,
                    int world, bool rails_slow, int64_t deadline,
@@ -638,6 +729,8 @@ static void decide(const struct pf_run *run, const struct pf_engine *e,
     p->bytes = p->bytes / sizeof(float) * sizeof(float);
     if (p->bytes == 0)
         p->bytes = sizeof(float);
+    p->catalog_floor = p->floor;
+    held_to_baseline(run, p);
     /* A ring all_reduce of B bytes moves 2(n-1)/n x B over every link;
      * an exchange moves its bytes each way: scale the measured time of the
      * largest size, then warm-up + iters per round, for the neighbour
@@ -850,6 +943,7 @@ static pf_err keep_culprits(struct pf_run *run, int n, const unsigned *flags,
         if ((flags[r] & PF_LINK_SLOW) && run->coll.slow_rank < 0)
             run->coll.slow_rank = r;
     }
+    kinds &= PF_LINK_SLOW | PF_LINK_DATA;
     if (kinds)
         snprintf(s->kind, sizeof(s->kind), "%s",
                  kinds == (PF_LINK_SLOW | PF_LINK_DATA) ? "slow+data"
@@ -978,6 +1072,7 @@ static pf_err pairwise(struct pf_run *run, struct pf_engine *e,
     s->pair_rounds = nph + plan[0];
     count = pf_pairs_blame(n, gbps, wrong, ring_bad, conf, nconf, slow_below,
                            culprit, s->note, sizeof(s->note));
+    split_degraded(p, n, conf, nconf, culprit);
     if (count == 0 && why[0]) {
         size_t used = strlen(s->note);
         snprintf(s->note + used, sizeof(s->note) - used, " (not confirmed: "
@@ -1056,7 +1151,9 @@ pf_err pf_straggler_retest(struct pf_run *run, struct pf_engine *e,
         pf_info("straggler: %s", s->note);
         return PF_OK;
     }
-    if (p.bytes == 0 || p.iters <= 0 || p.iters > 64 || !(p.floor >= 0))
+    if (p.bytes == 0 || p.iters <= 0 || p.iters > 64 || !(p.floor >= 0) ||
+        !(p.catalog_floor >= 0) || !(p.base_floor >= 0) ||
+        !(p.base_median >= 0))
         return pf_fail(err, PF_ERR_PROTOCOL, "straggler re-test: rank 0 "
                        "sent a bad plan (%llu bytes x %d)",
                        (unsigned long long)p.bytes, p.iters);
@@ -1069,6 +1166,7 @@ pf_err pf_straggler_retest(struct pf_run *run, struct pf_engine *e,
     }
     s->pair_bytes = p.bytes;
     s->pair_iters = p.iters;
+    note_held(run, &p, &s->held);
     if (p.data) {
         pf_info("straggler: %ld wrong elements: pairwise re-test of %d ring "
                 "links with the data checked", run->coll.wrong_total,
@@ -1080,7 +1178,8 @@ pf_err pf_straggler_retest(struct pf_run *run, struct pf_engine *e,
     } else {
         pf_info("pairwise: each of %d nodes judged by its own links: %d ring "
                 "links tested against %s", run->coll.nnodes, b->world,
-                p.floor > 0 ? "the 2-node floor" : "their data only");
+                p.base_floor > 0 ? "the fleet baseline"
+                : p.floor > 0 ? "the 2-node floor" : "their data only");
     }
     rc = pairwise(run, e, b, &p, deadline, err);
     if (rc == PF_OK)

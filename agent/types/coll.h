@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "../reasons.h"
+#include "baseline.h"
 #include "catalog.h"
 #include "config.h"
 #include "engine.h"
@@ -64,6 +65,8 @@ struct pf_judgement {
  * confirmation links follow them. */
 #define PF_LINK_SLOW 1u               /* below the pair floor */
 #define PF_LINK_DATA 2u               /* carried wrong data */
+#define PF_LINK_DEGRADED 4u           /* above the catalog floor, below the
+                                         fleet baseline (culprits only) */
 
 struct pf_link {
     int a, b;                         /* bootstrap ranks */
@@ -100,6 +103,8 @@ struct pf_straggler {
     int *culprits;                    /* nculprits bootstrap ranks, heap */
     unsigned *culprit_bad;            /* per culprit PF_LINK_* (NULL: each
                                          of kind), heap */
+    struct pf_base_held held;         /* the fleet baseline the links were
+                                         held to, if any */
 };
 
 /* Inside one node (collective/inside.h): when every rank runs on this
