@@ -360,3 +360,50 @@ pf_err pf_base_load_file(const char *path, struct pf_baseline *b, char *err)
     free(buf);
     return rc;
 }
+
+double pf_base_pair_floor(const struct pf_baseline *b, const char *type,
+                          const char *engine, uint64_t bytes, double catalog,
+                          double fraction, struct pf_base_held *h)
+{
+    const struct pf_base_entry *e =
+        type && type[0] ? pf_base_find(b, type, engine, "pair", 2, bytes)
+                        : NULL;
+    struct pf_base_held mine;
+    double thr;
+
+    if (!h)
+        h = &mine;
+    memset(h, 0, sizeof(*h));
+    h->catalog_gbps = catalog;
+    h->fraction = fraction;
+    h->bytes = bytes;
+    if (!e) {
+        snprintf(h->note, sizeof(h->note), "no baseline for these pairs "
+                 "(%s): the catalog floor alone judges",
+                 b->note[0] ? b->note : "no key for this type and size");
+        return catalog;
+    }
+    h->median_gbps = pf_base_median(e);
+    h->runs = e->n;
+    if (e->n < PF_BASE_MIN_RUNS) {
+        snprintf(h->note, sizeof(h->note), "the baseline has %d run(s) for "
+                 "these pairs, fewer than %d: the catalog floor alone "
+                 "judges", e->n, PF_BASE_MIN_RUNS);
+        return catalog;
+    }
+    thr = fraction * h->median_gbps;
+    if (fraction <= 0 || thr <= catalog) {
+        snprintf(h->note, sizeof(h->note), "the catalog floor %.3f GB/s is "
+                 "at or above %.2f x the fleet's median %.3f GB/s (%d runs): "
+                 "the catalog floor judges", catalog, fraction,
+                 h->median_gbps, e->n);
+        return catalog;
+    }
+    h->applied = true;
+    h->floor_gbps = thr;
+    snprintf(h->note, sizeof(h->note), "links held to %.3f GB/s = %.2f x the "
+             "fleet's median pair link %.3f GB/s (%d runs, %s), above the "
+             "catalog floor %.3f GB/s", thr, fraction, h->median_gbps, e->n,
+             b->source[0] ? b->source : "baseline", catalog);
+    return thr;
+}

@@ -104,6 +104,24 @@ double pf_coll_judged_busbw(const struct pf_coll *c,
 
 /* ------------------------------------------------------------ decisions */
 
+void pf_pairs_split_degraded(int n, const struct pf_confirm *conf, int nconf,
+                             double catalog_floor, double base_floor,
+                             unsigned *culprit)
+{
+    if (base_floor <= 0 || base_floor <= catalog_floor)
+        return;
+    for (int r = 0; r < n; r++) {
+        bool below_catalog = false;
+        if (!(culprit[r] & PF_LINK_SLOW))
+            continue;
+        for (int k = 0; k < nconf; k++)
+            if (conf[k].suspect == r && conf[k].gbps < catalog_floor)
+                below_catalog = true;
+        if (!below_catalog)
+            culprit[r] = (culprit[r] & ~PF_LINK_SLOW) | PF_LINK_DEGRADED;
+    }
+}
+
 int pf_straggler_nphases(int n)
 {
     if (n < 2)
@@ -590,88 +608,55 @@ static uint64_t pair_judged_bytes(const struct pf_coll *c,
     return 0;
 }
 
-/* The fleet's baseline for the pairs at p->bytes: with PF_BASE_MIN_RUNS
- * runs or more, links are held to the larger of the catalog floor and
- * cfg.baseline_fraction x its median (a link between the two is degraded,
- * not failed, unless --degraded-fails). */
+/* The fleet's baseline for the pairs at p->bytes (pf_base_pair_floor):
+ * a link between the catalog floor and the baseline is degraded, not
+ * failed, unless --degraded-fails. */
 static void held_to_baseline(const struct pf_run *run, struct plan *p)
 {
     const struct pf_coll *c = &run->coll;
     const char *type = run->instance ? run->instance->name
                                      : run->node.instance_type;
-    const struct pf_base_entry *e;
-    double thr;
+    struct pf_base_held h;
+    double f;
 
-    if (!type[0] || run->cfg.baseline_fraction <= 0 ||
-        (c->fabric.provider_is_fallback && !run->cfg.debug_floor_any_provider))
+    if (c->fabric.provider_is_fallback && !run->cfg.debug_floor_any_provider)
         return;
-    e = pf_base_find(&run->baseline, type, c->engine, "pair", 2, p->bytes);
-    if (!e)
-        return;
-    p->base_median = pf_base_median(e);
-    p->base_runs = e->n;
-    if (e->n < PF_BASE_MIN_RUNS)
-        return;
-    thr = run->cfg.baseline_fraction * p->base_median;
-    if (thr > p->floor) {
-        p->base_floor = thr;
-        p->floor = thr;
+    f = pf_base_pair_floor(&run->baseline, type, c->engine, p->bytes,
+                           p->floor, run->cfg.baseline_fraction, &h);
+    p->base_median = h.median_gbps;
+    p->base_runs = h.runs;
+    if (h.applied) {
+        p->base_floor = f;
+        p->floor = f;
         p->relative = 0;
     }
 }
 
-/* What the links were held to, in words, into s->held. */
+/* What the links were held to, on every rank from the plan. */
 static void note_held(const struct pf_run *run, const struct plan *p,
                       struct pf_base_held *h)
 {
-    memset(h, 0, sizeof(*h));
-    h->catalog_gbps = p->catalog_floor;
-    h->median_gbps = p->base_median;
-    h->runs = p->base_runs;
-    h->fraction = run->cfg.baseline_fraction;
-    h->floor_gbps = p->base_floor;
-    h->bytes = p->bytes;
-    h->applied = p->base_floor > 0;
-    if (h->applied)
-        snprintf(h->note, sizeof(h->note), "links held to %.3f GB/s = %.2f x "
-                 "the fleet's median pair link %.3f GB/s (%d runs, %s), above "
-                 "the catalog floor %.3f GB/s", p->base_floor, h->fraction,
-                 p->base_median, p->base_runs, run->baseline.source,
-                 p->catalog_floor);
-    else if (p->base_runs >= PF_BASE_MIN_RUNS)
-        snprintf(h->note, sizeof(h->note), "the catalog floor %.3f GB/s is "
-                 "above %.2f x the fleet's median %.3f GB/s (%d runs): the "
-                 "catalog floor judges", p->catalog_floor, h->fraction,
-                 p->base_median, p->base_runs);
-    else if (p->base_runs > 0)
-        snprintf(h->note, sizeof(h->note), "baseline has %d run(s) for these "
-                 "pairs, fewer than %d: the catalog floor alone judges",
-                 p->base_runs, PF_BASE_MIN_RUNS);
-    else
-        snprintf(h->note, sizeof(h->note), "no baseline for these pairs "
-                 "(%s): the catalog floor alone judges",
-                 run->baseline.note[0] ? run->baseline.note
-                 : "no key for this type and size");
-}
+    struct pf_baseline one = { 0 };
+    struct pf_base_entry e = { 0 };
 
-/* Culprits held to the baseline only: those whose confirmation link met
- * the catalog floor are degraded, not slow. */
-static void split_degraded(const struct plan *p, int n,
-                           const struct pf_confirm *conf, int nconf,
-                           unsigned *culprit)
-{
-    if (p->base_floor <= 0)
-        return;
-    for (int r = 0; r < n; r++) {
-        bool below_catalog = false;
-        if (!(culprit[r] & PF_LINK_SLOW))
-            continue;
-        for (int k = 0; k < nconf; k++)
-            if (conf[k].suspect == r && conf[k].gbps < p->catalog_floor)
-                below_catalog = true;
-        if (!below_catalog)
-            culprit[r] = (culprit[r] & ~PF_LINK_SLOW) | PF_LINK_DEGRADED;
+    /* Rank 0 alone holds the baseline: the plan carries its median. */
+    snprintf(one.source, sizeof(one.source), "%s",
+             run->baseline.source[0] ? run->baseline.source : "rank 0's");
+    snprintf(one.note, sizeof(one.note), "%s", run->baseline.note);
+    if (p->base_runs > 0) {
+        snprintf(e.type, sizeof(e.type), "x");
+        snprintf(e.engine, sizeof(e.engine), "%s", run->coll.engine);
+        snprintf(e.kind, sizeof(e.kind), "pair");
+        e.nodes = 2;
+        e.bytes = p->bytes;
+        e.n = p->base_runs < PF_BASE_K ? p->base_runs : PF_BASE_K;
+        for (int i = 0; i < e.n; i++)
+            e.v[i] = p->base_median;
+        one.e = &e;
+        one.n = one.cap = 1;
     }
+    pf_base_pair_floor(&one, "x", run->coll.engine, p->bytes,
+                       p->catalog_floor, run->cfg.baseline_fraction, h);
 }
 
 /* Rank 0: nothing to do, timings only (and why), or the pairwise test. */
@@ -1072,7 +1057,8 @@ static pf_err pairwise(struct pf_run *run, struct pf_engine *e,
     s->pair_rounds = nph + plan[0];
     count = pf_pairs_blame(n, gbps, wrong, ring_bad, conf, nconf, slow_below,
                            culprit, s->note, sizeof(s->note));
-    split_degraded(p, n, conf, nconf, culprit);
+    pf_pairs_split_degraded(n, conf, nconf, p->catalog_floor, p->base_floor,
+                            culprit);
     if (count == 0 && why[0]) {
         size_t used = strlen(s->note);
         snprintf(s->note + used, sizeof(s->note) - used, " (not confirmed: "

@@ -114,6 +114,14 @@ int pf_pairs_blame(int n, const double *ring_gbps, const long *ring_wrong,
                    int nconf, double slow_below, unsigned *culprit,
                    char *note, size_t len);
 
+/* After pf_pairs_blame with the links held to base_floor (a fleet
+ * baseline above catalog_floor): a slow culprit whose confirmation link
+ * met the catalog floor is PF_LINK_DEGRADED instead (a warning, not a
+ * proven fault of the fabric). Nothing when base_floor <= catalog_floor. */
+void pf_pairs_split_degraded(int n, const struct pf_confirm *conf, int nconf,
+                             double catalog_floor, double base_floor,
+                             unsigned *culprit);
+
 /* secs[r] = rank r's time per all_reduce. Returns the rank that took
  * PF_STRAG_TIME_RATIO times the next slowest, else -1; note as above. */
 int pf_straggler_from_times(int n, const double *secs, char *note,

@@ -835,3 +835,41 @@ Test(straggler, links_judged_by_floor_or_median)
     /* half the median link 0.95 */
     cr_assert_float_eq(pf_links_relative_floor(5, g), 0.475, 1e-9);
 }
+
+/* Four ranks, rank 2's links at 60 % of the others' (60 vs 100 GB/s):
+ * held to the baseline (0.8 x 100 = 80) rank 2 is singled out and, its
+ * confirmation link above the catalog floor (50), degraded rather than
+ * slow; the catalog floor alone singles out nobody; links at 95 % pass. */
+Test(straggler, degraded_node_held_to_the_baseline)
+{
+    double ring[4] = { 100, 60, 60, 100 }, ok[4] = { 100, 95, 95, 100 };
+    long wrong[4] = { 0 };
+    unsigned bad[4], culprit[4];
+    struct pf_confirm conf[1] = { { 2, 0, 0, 60, 0 } };
+    char note[320];
+
+    for (int i = 0; i < 4; i++)
+        bad[i] = pf_link_judge(ring[i], 0, 80);
+    conf[0].bad = pf_link_judge(60, 0, 80);
+    cr_assert_eq(pf_pairs_blame(4, ring, wrong, bad, conf, 1, 80, culprit,
+                                note, sizeof(note)), 1, "%s", note);
+    cr_assert_eq(culprit[2], PF_LINK_SLOW);
+    pf_pairs_split_degraded(4, conf, 1, 50, 80, culprit);
+    cr_assert_eq(culprit[2], PF_LINK_DEGRADED);
+    cr_assert_eq(culprit[0] | culprit[1] | culprit[3], 0);
+    /* below the catalog floor too: slow, a proven fault */
+    conf[0].gbps = 40;
+    culprit[2] = PF_LINK_SLOW;
+    pf_pairs_split_degraded(4, conf, 1, 50, 80, culprit);
+    cr_assert_eq(culprit[2], PF_LINK_SLOW);
+    /* the catalog floor alone (50): nobody */
+    for (int i = 0; i < 4; i++)
+        bad[i] = pf_link_judge(ring[i], 0, 50);
+    cr_assert_eq(pf_pairs_blame(4, ring, wrong, bad, NULL, 0, 50, culprit,
+                                note, sizeof(note)), 0, "%s", note);
+    /* 95 %: nobody */
+    for (int i = 0; i < 4; i++)
+        bad[i] = pf_link_judge(ok[i], 0, 80);
+    cr_assert_eq(pf_pairs_blame(4, ok, wrong, bad, NULL, 0, 80, culprit,
+                                note, sizeof(note)), 0, "%s", note);
+}
