@@ -154,9 +154,10 @@ cJSON *pf_base_entry_json(const struct pf_base_entry *e)
     cJSON_AddNumberToObject(o, "bytes", (double)e->bytes);
     v = cJSON_AddArrayToObject(o, "values");
     for (int i = 0; v && i < e->n && i < PF_BASE_K; i++) {
-        /* Three decimals: enough for GB/s, and the object stays small. */
+        /* Six significant digits: enough for GB/s, short, and a value
+         * above 0 stays above 0. */
         char num[32];
-        snprintf(num, sizeof(num), "%.3f", e->v[i]);
+        snprintf(num, sizeof(num), "%.6g", e->v[i]);
         cJSON_AddItemToArray(v, cJSON_CreateRaw(num));
     }
     cJSON_AddNumberToObject(o, "runs", (double)e->runs);
