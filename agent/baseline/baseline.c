@@ -394,17 +394,17 @@ double pf_base_pair_floor(const struct pf_baseline *b, const char *type,
     }
     thr = fraction * h->median_gbps;
     if (fraction <= 0 || thr <= catalog) {
-        snprintf(h->note, sizeof(h->note), "the catalog floor %.3f GB/s is "
-                 "at or above %.2f x the fleet's median %.3f GB/s (%d runs): "
+        snprintf(h->note, sizeof(h->note), "the catalog floor %.4g GB/s is "
+                 "at or above %.2f x the fleet's median %.4g GB/s (%d runs): "
                  "the catalog floor judges", catalog, fraction,
                  h->median_gbps, e->n);
         return catalog;
     }
     h->applied = true;
     h->floor_gbps = thr;
-    snprintf(h->note, sizeof(h->note), "links held to %.3f GB/s = %.2f x the "
-             "fleet's median pair link %.3f GB/s (%d runs, %s), above the "
-             "catalog floor %.3f GB/s", thr, fraction, h->median_gbps, e->n,
+    snprintf(h->note, sizeof(h->note), "links held to %.4g GB/s = %.2f x the "
+             "fleet's median pair link %.4g GB/s (%d runs, %s), above the "
+             "catalog floor %.4g GB/s", thr, fraction, h->median_gbps, e->n,
              b->source[0] ? b->source : "baseline", catalog);
     return thr;
 }

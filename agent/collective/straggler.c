@@ -43,6 +43,7 @@ struct plan {                         /* rank 0's decision, broadcast */
     double base_median;
     int32_t base_runs;
     int32_t pad;
+    char base_src[128];               /* where rank 0's baseline is from */
     char why[160];                    /* why not pairwise */
 };
 
@@ -625,6 +626,9 @@ static void held_to_baseline(const struct pf_run *run, struct plan *p)
                            p->floor, run->cfg.baseline_fraction, &h);
     p->base_median = h.median_gbps;
     p->base_runs = h.runs;
+    snprintf(p->base_src, sizeof(p->base_src), "%s",
+             run->baseline.source[0] ? run->baseline.source
+                                     : run->baseline.note);
     if (h.applied) {
         p->base_floor = f;
         p->floor = f;
@@ -639,10 +643,10 @@ static void note_held(const struct pf_run *run, const struct plan *p,
     struct pf_baseline one = { 0 };
     struct pf_base_entry e = { 0 };
 
-    /* Rank 0 alone holds the baseline: the plan carries its median. */
-    snprintf(one.source, sizeof(one.source), "%s",
-             run->baseline.source[0] ? run->baseline.source : "rank 0's");
-    snprintf(one.note, sizeof(one.note), "%s", run->baseline.note);
+    /* Rank 0 alone holds the baseline: the plan carries its median and
+     * where it came from. */
+    snprintf(one.source, sizeof(one.source), "%s", p->base_src);
+    snprintf(one.note, sizeof(one.note), "%s", p->base_src);
     if (p->base_runs > 0) {
         snprintf(e.type, sizeof(e.type), "x");
         snprintf(e.engine, sizeof(e.engine), "%s", run->coll.engine);
@@ -1114,6 +1118,7 @@ pf_err pf_straggler_retest(struct pf_run *run, struct pf_engine *e,
         return rc;
     }
     p.why[sizeof(p.why) - 1] = '\0';
+    p.base_src[sizeof(p.base_src) - 1] = '\0';
     if (p.rails && p.mode != PLAN_PAIRWISE)
         snprintf(run->coll.nics.rail_note, sizeof(run->coll.nics.rail_note),
                  "not localised per rail: %s", p.why);

@@ -347,7 +347,7 @@ static void baseline_check(struct pf_run *run)
         if (l->a != mine && l->b != mine)
             continue;
         used += (size_t)snprintf(links + used, sizeof(links) - used,
-                                 "%s%s %d-%d %.3f GB/s", used ? ", " : "",
+                                 "%s%s %d-%d %.4g GB/s", used ? ", " : "",
                                  l->confirm ? "with a node proven good"
                                             : "link", l->a, l->b, l->gbps);
     }
@@ -355,12 +355,10 @@ static void baseline_check(struct pf_run *run)
     pf_verdict_add(&run->verdict, "baseline", COND,
                    run->cfg.degraded_fails ? PF_FAIL : PF_WARN,
                    PF_R_BandwidthDegraded, "", "this node (rank %d): %s at "
-                   "%s, below %.3f GB/s = %.2f x the fleet's median pair "
-                   "link %.3f GB/s (%d runs, %s); the catalog floor %.3f GB/s "
+                   "%s, below %.4g GB/s = %.2f x the fleet's median pair "
+                   "link %.4g GB/s (%d runs); the catalog floor %.4g GB/s "
                    "alone would have passed it", mine, links, size,
                    h->floor_gbps, h->fraction, h->median_gbps, h->runs,
-                   run->baseline.source[0] ? run->baseline.source
-                                           : "the baseline",
                    h->catalog_gbps);
 }
 

@@ -126,7 +126,7 @@ Test(baseline, pair_at_60_percent_flagged_95_not)
     cr_assert_float_eq(thr, 80, 1e-9);
     cr_assert(h.applied);
     cr_assert_eq(h.runs, 5);
-    cr_assert(strstr(h.note, "0.80 x the fleet's median pair link 100.000"),
+    cr_assert(strstr(h.note, "0.80 x the fleet's median pair link 100 GB/s"),
               "%s", h.note);
     cr_assert(60 < thr, "60 %% of the median is below the bar");
     cr_assert(95 >= thr, "95 %% of the median passes");
