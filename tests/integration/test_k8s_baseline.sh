@@ -4,7 +4,7 @@
 # resourceVersion preconditions: 409 Conflict on a stale one, 409
 # AlreadyExists on a create race). WRITERS (default 12) leaders fold a
 # passed run's report at once (`efa-preflight baseline --fold`), each GET
-# answered 400 ms late so they all read the same version: every value lands
+# answered 150 ms late so they read the same versions: every value lands
 # exactly once (runs = WRITERS, the values those of the reports), at least
 # one write lost a race and was folded again, and the object stays small.
 # Then `baseline` prints it, `baseline --json` is a --baseline file, a
@@ -21,7 +21,7 @@ cat > "$T/faults.json" <<'JSON'
 [{"method": "GET", "path": "^/api/v1/namespaces/efa-preflight/configmaps/race$",
   "reply_latency_ms": 2000, "count": 2},
  {"method": "GET", "path": "^/api/v1/namespaces/efa-preflight/configmaps/efa-preflight-baseline$",
-  "reply_latency_ms": 400, "count": 1000000}]
+  "reply_latency_ms": 150, "count": 1000000}]
 JSON
 pfk8s_server 127.0.0.1 "$T/objects.json" --faults "$T/faults.json" --dump ""
 
