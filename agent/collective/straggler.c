@@ -620,8 +620,11 @@ static void held_to_baseline(const struct pf_run *run, struct plan *p)
     struct pf_base_held h;
     double f;
 
-    if (c->fabric.provider_is_fallback && !run->cfg.debug_floor_any_provider)
+    if (c->fabric.provider_is_fallback && !run->cfg.debug_floor_any_provider) {
+        snprintf(p->base_src, sizeof(p->base_src), "provider %s is not EFA",
+                 c->fabric.provider);
         return;
+    }
     f = pf_base_pair_floor(&run->baseline, type, c->engine, p->bytes,
                            p->floor, run->cfg.baseline_fraction, &h);
     p->base_median = h.median_gbps;
