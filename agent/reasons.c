@@ -73,11 +73,9 @@ static const struct pf_reason_info table[PF_R_COUNT] = {
 
     [PF_R_BandwidthDegraded] = {
         "BandwidthDegraded", PF_CLASS_WARN, FAB,
-        "this node's pair links ran below the fleet's baseline (a fraction of "
-        "the median of healthy runs of its type) though above the catalog "
-        "floor: check its EFA devices, PCIe and NCCL's transport log, and "
-        "compare with `efa-preflight baseline`; --degraded-fails makes it "
-        "a failure" },
+        "its pair links are below the fleet's baseline, above the catalog "
+        "floor: check its EFA devices, PCIe and NCCL's transport log; "
+        "compare with `efa-preflight baseline`" },
     [PF_R_TaintCapReached] = {
         "TaintCapReached", PF_CLASS_WARN, "",
         "more nodes failed than --max-tainted lets carry the taint or "
