@@ -226,9 +226,11 @@ static const struct opt_spec options[] = {
     { "publish", 0, OPT_BOOL, F(publish), 0, 0, NULL, C_RUN | C_MON,
       "k8s: write labels, conditions, event and taint on the Node" },
     /* the fleet baseline */
-    { "baseline_configmap", 0, OPT_STR, F(baseline_configmap), 0, 0, NULL, C_RUN | C_BASE,
+    { "baseline_configmap", 0, OPT_STR, F(baseline_configmap), 0, 0, NULL,
+      C_RUN | C_WEBHOOK | C_BASE,
       "k8s: namespace/name of the ConfigMap holding the fleet's baseline "
-      "(the last 16 passed runs per type, size and node count; \"\": off)" },
+      "(the last 16 passed runs per type, size and node count; \"\": off; "
+      "webhook: the injected gate's)" },
     { "baseline", 0, OPT_STR, F(baseline_file), 0, 0, NULL, C_COLL | C_BASE,
       "a fleet baseline as JSON (what 'baseline --json' prints), used with "
       "or instead of the ConfigMap and --history-dir" },
