@@ -262,8 +262,11 @@ static void bandwidth_check(struct pf_run *run)
     }
     if (floor > 0 && judged < 0) {
         /* Small messages are latency-bound: a large-message floor says
-         * nothing about them, so no pass and no fail. */
+         * nothing about them, so no pass and no fail. A floor by size
+         * holds from its smallest size. */
         human_bytes(size, sizeof(size), last->bytes);
+        if (rule->nsizes > 0)
+            human_bytes(from, sizeof(from), rule->sizes[0].bytes);
         pf_verdict_add(&run->verdict, "busbw", COND, PF_WARN,
                        PF_R_BandwidthNotJudged, "",
                        "bandwidth not judged: largest size %s below the "
