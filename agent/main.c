@@ -6,6 +6,7 @@
  *   efa-preflight catalog   print the effective instance catalog
  *   efa-preflight reasons   print the table of reasons [--json|--markdown]
  *   efa-preflight history   this node's past runs, newest first
+ *   efa-preflight baseline  the fleet's baseline per type and size
  *   efa-preflight webhook   admission webhook that injects the gate
  *   efa-preflight monitor   NIC counters and health between jobs (DaemonSet)
  *   efa-preflight version
@@ -20,6 +21,8 @@
 #include <unistd.h>
 
 #include "pf.h"
+#include "baseline/baseline.h"
+#include "baseline/command.h"
 #include "collective/collective.h"
 #include "config/catalog.h"
 #include "config/config.h"
@@ -58,6 +61,9 @@ static const struct {
     { "history", PF_CMD_HISTORY, PREP_CONFIG, pf_history_command,
       "this node's past runs from --history-dir, "
       "newest first, with a busbw trend [--json]" },
+    { "baseline", PF_CMD_BASELINE, PREP_CONFIG, pf_baseline_command,
+      "the fleet's baseline per type and size, from the "
+      "ConfigMap, --baseline or --history-dir [--json|--reset]" },
     { "webhook", PF_CMD_WEBHOOK, PREP_CONFIG, pf_webhook_command,
       "mutating admission webhook: injects the gate into "
       "every Pod that requests EFA" },
@@ -84,6 +90,7 @@ static void usage(FILE *out)
 static void run_free(struct pf_run *run)
 {
     pf_coll_free(&run->coll);
+    pf_base_free(&run->baseline);
     pf_peers_free(&run->peers);
     pf_catalog_free(&run->catalog);
     pf_config_free(&run->cfg);

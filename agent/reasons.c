@@ -73,6 +73,11 @@ static const struct pf_reason_info table[PF_R_COUNT] = {
         "look at dmesg | grep efa; errors that move again during a run fail "
         "it with EFANICErrors" },
 
+    [PF_R_BandwidthDegraded] = {
+        "BandwidthDegraded", PF_CLASS_WARN, FAB,
+        "its pair links are below the fleet's baseline, above the catalog "
+        "floor: check its EFA devices, PCIe and NCCL's transport log; "
+        "compare with `efa-preflight baseline`" },
     [PF_R_TaintCapReached] = {
         "TaintCapReached", PF_CLASS_WARN, "",
         "more nodes failed than --max-tainted lets carry the taint or "

@@ -79,6 +79,7 @@ enum pf_reason {
     PF_R_GPUECCDisabled,
     PF_R_GPUPersistenceModeOff,
     PF_R_PCIeReplaysRising,
+    PF_R_BandwidthDegraded,
     /* node failures */
     PF_R_NotAnEFAInstance,
     PF_R_EFAModuleNotLoaded,

@@ -239,6 +239,9 @@ void pf_coll_judge(struct pf_run *run)
     pf_coll_floor(run, &j->floor);
     j->busbw_gbps = pf_coll_judged_busbw(&run->coll, &j->floor,
                                          &j->busbw_bytes);
+    /* A floor by size is held at the size judged. */
+    if (j->floor.nsizes > 0 && j->busbw_bytes > 0)
+        j->floor.gbps = pf_floor_rule_at(&j->floor, j->busbw_bytes);
     j->judged = j->floor.gbps > 0 && j->busbw_gbps >= 0;
 }
 

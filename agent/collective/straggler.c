@@ -10,6 +10,7 @@
 
 #include "inside.h"
 #include "nics.h"
+#include "../baseline/baseline.h"
 #include "../config/catalog.h"
 #include "../util/clock.h"
 #include "../util/log.h"
@@ -37,7 +38,14 @@ struct plan {                         /* rank 0's decision, broadcast */
                                          link (no floor applies) */
     int32_t iters;
     uint64_t bytes;
-    double floor;                     /* the 2-node floor, 0 = none */
+    double floor;                     /* what a link must reach: the
+                                         larger of the two below, 0 = none */
+    double catalog_floor;             /* the 2-node floor, 0 = none */
+    double base_floor;                /* fraction x the baseline's median */
+    double base_median;
+    int32_t base_runs;
+    int32_t pad;
+    char base_src[128];               /* where rank 0's baseline is from */
     char why[160];                    /* why not pairwise */
 };
 
@@ -68,18 +76,28 @@ double pf_coll_judged_busbw(const struct pf_coll *c,
                             uint64_t *at_bytes)
 {
     int nrows = c->nrows < PF_MAX_ROWS ? c->nrows : PF_MAX_ROWS;
+    uint64_t from = pf_floor_rule_min_bytes(rule);
     double best = -1;
 
     *at_bytes = 0;
-    if (nrows > 0 && !rule->from_bytes) {
+    if (nrows > 0 && !from) {
         /* No size named: the best of the largest size, as always. */
         *at_bytes = c->rows[nrows - 1].bytes;
         return c->peak_busbw;
     }
-    for (int i = 0; i < nrows; i++) {
+    /* A floor by size: the largest size swept that has one, held to the
+     * floor at that size. One size: the best row from it on. */
+    for (int i = nrows - 1; rule->nsizes > 0 && i >= 0; i--) {
+        const struct pf_row *r = &c->rows[i];
+        if (r->bytes >= from) {
+            *at_bytes = r->bytes;
+            return r->oop_busbw > r->ip_busbw ? r->oop_busbw : r->ip_busbw;
+        }
+    }
+    for (int i = 0; rule->nsizes == 0 && i < nrows; i++) {
         const struct pf_row *r = &c->rows[i];
         double bw = r->oop_busbw > r->ip_busbw ? r->oop_busbw : r->ip_busbw;
-        if (r->bytes >= rule->from_bytes && bw > best) {
+        if (r->bytes >= from && bw > best) {
             best = bw;
             *at_bytes = r->bytes;
         }
@@ -88,6 +106,24 @@ double pf_coll_judged_busbw(const struct pf_coll *c,
 }
 
 /* ------------------------------------------------------------ decisions */
+
+void pf_pairs_split_degraded(int n, const struct pf_confirm *conf, int nconf,
+                             double catalog_floor, double base_floor,
+                             unsigned *culprit)
+{
+    if (base_floor <= 0 || base_floor <= catalog_floor)
+        return;
+    for (int r = 0; r < n; r++) {
+        bool below_catalog = false;
+        if (!(culprit[r] & PF_LINK_SLOW))
+            continue;
+        for (int k = 0; k < nconf; k++)
+            if (conf[k].suspect == r && conf[k].gbps < catalog_floor)
+                below_catalog = true;
+        if (!below_catalog)
+            culprit[r] = (culprit[r] & ~PF_LINK_SLOW) | PF_LINK_DEGRADED;
+    }
+}
 
 int pf_straggler_nphases(int n)
 {
@@ -552,13 +588,15 @@ static double mean(const double *v, int n)
     return n > 0 ? s / n : 0;
 }
 
-/* The size the pairs are judged at: the smallest swept size the 2-node
- * floor holds from (the largest size when it names none); 0 when no size
+/* The size the pairs are judged at: the smallest swept size from the
+ * 2-node floor's own size on (the largest size when it names none), else
+ * the largest swept size at which its size curve holds; 0 when no size
  * swept reaches it. */
 static uint64_t pair_judged_bytes(const struct pf_coll *c,
                                   const struct pf_floor_rule *rule)
 {
     int nrows = c->nrows < PF_MAX_ROWS ? c->nrows : PF_MAX_ROWS;
+    uint64_t min = pf_floor_rule_min_bytes(rule);
 
     if (nrows < 1)
         return 0;
@@ -567,7 +605,67 @@ static uint64_t pair_judged_bytes(const struct pf_coll *c,
     for (int i = 0; i < nrows; i++)
         if (c->rows[i].bytes >= rule->from_bytes)
             return c->rows[i].bytes;
+    for (int i = nrows - 1; i >= 0; i--)
+        if (min && c->rows[i].bytes >= min)
+            return c->rows[i].bytes;
     return 0;
+}
+
+/* The fleet's baseline for the pairs at p->bytes (pf_base_pair_floor):
+ * a link between the catalog floor and the baseline is degraded, not
+ * failed, unless --degraded-fails. */
+static void held_to_baseline(const struct pf_run *run, struct plan *p)
+{
+    const struct pf_coll *c = &run->coll;
+    const char *type = run->instance ? run->instance->name
+                                     : run->node.instance_type;
+    struct pf_base_held h;
+    double f;
+
+    if (c->fabric.provider_is_fallback && !run->cfg.debug_floor_any_provider) {
+        snprintf(p->base_src, sizeof(p->base_src), "provider %s is not EFA",
+                 c->fabric.provider);
+        return;
+    }
+    f = pf_base_pair_floor(&run->baseline, type, c->engine, p->bytes,
+                           p->floor, run->cfg.baseline_fraction, &h);
+    p->base_median = h.median_gbps;
+    p->base_runs = h.runs;
+    snprintf(p->base_src, sizeof(p->base_src), "%s",
+             run->baseline.source[0] ? run->baseline.source
+                                     : run->baseline.note);
+    if (h.applied) {
+        p->base_floor = f;
+        p->floor = f;
+        p->relative = 0;
+    }
+}
+
+/* What the links were held to, on every rank from the plan. */
+static void note_held(const struct pf_run *run, const struct plan *p,
+                      struct pf_base_held *h)
+{
+    struct pf_baseline one = { 0 };
+    struct pf_base_entry e = { 0 };
+
+    /* Rank 0 alone holds the baseline: the plan carries its median and
+     * where it came from. */
+    snprintf(one.source, sizeof(one.source), "%s", p->base_src);
+    snprintf(one.note, sizeof(one.note), "%s", p->base_src);
+    if (p->base_runs > 0) {
+        snprintf(e.type, sizeof(e.type), "x");
+        snprintf(e.engine, sizeof(e.engine), "%s", run->coll.engine);
+        snprintf(e.kind, sizeof(e.kind), "pair");
+        e.nodes = 2;
+        e.bytes = p->bytes;
+        e.n = p->base_runs < PF_BASE_K ? p->base_runs : PF_BASE_K;
+        for (int i = 0; i < e.n; i++)
+            e.v[i] = p->base_median;
+        one.e = &e;
+        one.n = one.cap = 1;
+    }
+    pf_base_pair_floor(&one, "x", run->coll.engine, p->bytes,
+                       p->catalog_floor, run->cfg.baseline_fraction, h);
 }
 
 /* Rank 0: nothing to do, timings only (and why), or the pairwise test. */
@@ -616,7 +714,7 @@ static void decide(const struct pf_run *run, const struct pf_engine *e,
     if (c->nnodes >= 2 && pf_coll_floor_at(run, 2, &rule2) > 0)
         judged_bytes = pair_judged_bytes(c, &rule2);
     if (judged_bytes) {
-        p->floor = rule2.gbps;
+        p->floor = pf_floor_rule_at(&rule2, judged_bytes);
         p->bytes = judged_bytes;
     } else {
         p->relative = p->below;
@@ -625,6 +723,8 @@ static void decide(const struct pf_run *run, const struct pf_engine *e,
     p->bytes = p->bytes / sizeof(float) * sizeof(float);
     if (p->bytes == 0)
         p->bytes = sizeof(float);
+    p->catalog_floor = p->floor;
+    held_to_baseline(run, p);
     /* A ring all_reduce of B bytes moves 2(n-1)/n x B over every link;
      * an exchange moves its bytes each way: scale the measured time of the
      * largest size, then warm-up + iters per round, for the neighbour
@@ -842,6 +942,7 @@ static pf_err keep_culprits(struct pf_run *run, int n, const unsigned *flags,
         if ((flags[r] & PF_LINK_SLOW) && run->coll.slow_rank < 0)
             run->coll.slow_rank = r;
     }
+    kinds &= PF_LINK_SLOW | PF_LINK_DATA;
     if (kinds)
         snprintf(s->kind, sizeof(s->kind), "%s",
                  kinds == (PF_LINK_SLOW | PF_LINK_DATA) ? "slow+data"
@@ -978,6 +1079,8 @@ static pf_err pairwise(struct pf_run *run, struct pf_engine *e,
     if (count == 0 && nconf == 0 && n == 3 && run->coll.nnodes == 1)
         count = pf_inside_ring_blame(n, gbps, wrong, ring_bad, culprit,
                                      s->note, sizeof(s->note));
+    pf_pairs_split_degraded(n, conf, nconf, p->catalog_floor, p->base_floor,
+                            culprit);
     if (count == 0 && why[0]) {
         size_t used = strlen(s->note);
         snprintf(s->note + used, sizeof(s->note) - used, " (not confirmed: "
@@ -1033,6 +1136,7 @@ pf_err pf_straggler_retest(struct pf_run *run, struct pf_engine *e,
         return rc;
     }
     p.why[sizeof(p.why) - 1] = '\0';
+    p.base_src[sizeof(p.base_src) - 1] = '\0';
     if (p.rails && p.mode != PLAN_PAIRWISE)
         snprintf(run->coll.nics.rail_note, sizeof(run->coll.nics.rail_note),
                  "not localised per rail: %s", p.why);
@@ -1056,7 +1160,9 @@ pf_err pf_straggler_retest(struct pf_run *run, struct pf_engine *e,
         pf_info("straggler: %s", s->note);
         return PF_OK;
     }
-    if (p.bytes == 0 || p.iters <= 0 || p.iters > 64 || !(p.floor >= 0))
+    if (p.bytes == 0 || p.iters <= 0 || p.iters > 64 || !(p.floor >= 0) ||
+        !(p.catalog_floor >= 0) || !(p.base_floor >= 0) ||
+        !(p.base_median >= 0))
         return pf_fail(err, PF_ERR_PROTOCOL, "straggler re-test: rank 0 "
                        "sent a bad plan (%llu bytes x %d)",
                        (unsigned long long)p.bytes, p.iters);
@@ -1069,6 +1175,7 @@ pf_err pf_straggler_retest(struct pf_run *run, struct pf_engine *e,
     }
     s->pair_bytes = p.bytes;
     s->pair_iters = p.iters;
+    note_held(run, &p, &s->held);
     if (p.data) {
         pf_info("straggler: %ld wrong elements: pairwise re-test of %d ring "
                 "links with the data checked", run->coll.wrong_total,
@@ -1080,7 +1187,8 @@ pf_err pf_straggler_retest(struct pf_run *run, struct pf_engine *e,
     } else {
         pf_info("pairwise: each of %d nodes judged by its own links: %d ring "
                 "links tested against %s", run->coll.nnodes, b->world,
-                p.floor > 0 ? "the 2-node floor" : "their data only");
+                p.base_floor > 0 ? "the fleet baseline"
+                : p.floor > 0 ? "the 2-node floor" : "their data only");
     }
     rc = pairwise(run, e, b, &p, deadline, err);
     if (rc == PF_OK)

@@ -38,9 +38,11 @@ double pf_coll_floor(const struct pf_run *run, struct pf_floor_rule *rule);
  * floor at 2 nodes, whatever the run's size. */
 double pf_coll_floor_at(const struct pf_run *run, int nnodes,
                         struct pf_floor_rule *rule);
-/* The busbw the floor is judged against: the best of the rows at or above
- * the floor's size (the largest row when it names none), both in and out of
- * place; -1 when no row reaches it. *at_bytes is that row's size. */
+/* The busbw the floor is judged against, the better of in and out of
+ * place: with a floor by size (rule->nsizes), the largest row that has a
+ * floor; else the best of the rows at or above the floor's size (the
+ * largest row when it names none); -1 when no row reaches it. *at_bytes is
+ * that row's size. */
 double pf_coll_judged_busbw(const struct pf_coll *c,
                             const struct pf_floor_rule *rule,
                             uint64_t *at_bytes);
@@ -111,6 +113,14 @@ int pf_pairs_blame(int n, const double *ring_gbps, const long *ring_wrong,
                    const unsigned *ring_bad, const struct pf_confirm *conf,
                    int nconf, double slow_below, unsigned *culprit,
                    char *note, size_t len);
+
+/* After pf_pairs_blame with the links held to base_floor (a fleet
+ * baseline above catalog_floor): a slow culprit whose confirmation link
+ * met the catalog floor is PF_LINK_DEGRADED instead (a warning, not a
+ * proven fault of the fabric). Nothing when base_floor <= catalog_floor. */
+void pf_pairs_split_degraded(int n, const struct pf_confirm *conf, int nconf,
+                             double catalog_floor, double base_floor,
+                             unsigned *culprit);
 
 /* secs[r] = rank r's time per all_reduce. Returns the rank that took
  * PF_STRAG_TIME_RATIO times the next slowest, else -1; note as above. */

@@ -160,6 +160,89 @@ static bool curve_points(const struct pf_instance *it, int nodes,
     return *lo != NULL;
 }
 
+/* A floor point's sizes: its own list, else its one size (from_bytes),
+ * else none (a bare number: busbw_gbps at any size). */
+static int eff_sizes(const struct pf_floor *f, struct pf_size_floor *out)
+{
+    if (f->nsizes > 0) {
+        int n = f->nsizes < PF_MAX_SIZE_FLOORS ? f->nsizes : PF_MAX_SIZE_FLOORS;
+        memcpy(out, f->sizes, (size_t)n * sizeof(*out));
+        return n;
+    }
+    if (!f->from_bytes)
+        return 0;
+    out[0] = (struct pf_size_floor){ f->from_bytes, f->busbw_gbps };
+    return 1;
+}
+
+double pf_size_floor_at(const struct pf_size_floor *s, int n, uint64_t bytes)
+{
+    if (n <= 0 || bytes < s[0].bytes)
+        return 0;
+    for (int i = 0; i + 1 < n; i++) {
+        if (bytes >= s[i + 1].bytes)
+            continue;
+        /* busbw grows roughly by a step per doubling of the message
+         * (2x p4d: 44, 66, 75 GB/s at 64 MiB, 256 MiB, 1 GiB): linear in
+         * log2 size, as the node curve is in log2 N. */
+        double t = (log2((double)bytes) - log2((double)s[i].bytes)) /
+                   (log2((double)s[i + 1].bytes) - log2((double)s[i].bytes));
+        return s[i].gbps + t * (s[i + 1].gbps - s[i].gbps);
+    }
+    return s[n - 1].gbps;     /* flat beyond the last: never more asked */
+}
+
+/* A point's floor at a size: a bare number holds at every size. */
+static double point_at(const struct pf_floor *f, const struct pf_size_floor *s,
+                       int n, uint64_t bytes)
+{
+    return n ? pf_size_floor_at(s, n, bytes) : f->busbw_gbps;
+}
+
+static int by_bytes(const void *a, const void *b)
+{
+    const struct pf_size_floor *x = a, *y = b;
+    return (x->bytes > y->bytes) - (x->bytes < y->bytes);
+}
+
+/* Between two node points the curve by size: at every size either names
+ * from where both have a floor, each point's own size curve, linear in
+ * log2 N between them. */
+static void interp_sizes(const struct pf_floor *lo, const struct pf_floor *hi,
+                         double t, struct pf_floor *out)
+{
+    struct pf_size_floor a[PF_MAX_SIZE_FLOORS], b[PF_MAX_SIZE_FLOORS];
+    struct pf_size_floor u[2 * PF_MAX_SIZE_FLOORS];
+    int na = eff_sizes(lo, a), nb = eff_sizes(hi, b), nu = 0;
+    uint64_t first = 0;
+
+    if (na && a[0].bytes > first)
+        first = a[0].bytes;
+    if (nb && b[0].bytes > first)
+        first = b[0].bytes;
+    for (int i = 0; i < na + nb; i++) {
+        uint64_t x = i < na ? a[i].bytes : b[i - na].bytes;
+        bool dup = false;
+        for (int k = 0; k < nu; k++)
+            dup = dup || u[k].bytes == x;
+        if (x >= first && !dup)
+            u[nu++].bytes = x;
+    }
+    qsort(u, (size_t)nu, sizeof(u[0]), by_bytes);
+    out->nsizes = 0;
+    for (int k = 0; k < nu && out->nsizes < PF_MAX_SIZE_FLOORS; k++) {
+        double x = point_at(lo, a, na, u[k].bytes);
+        double y = point_at(hi, b, nb, u[k].bytes);
+        out->sizes[out->nsizes++] =
+            (struct pf_size_floor){ u[k].bytes, x + t * (y - x) };
+    }
+    out->busbw_gbps = out->from_bytes
+        ? pf_size_floor_at(out->sizes, out->nsizes, out->from_bytes)
+        : lo->busbw_gbps + t * (hi->busbw_gbps - lo->busbw_gbps);
+    if (out->nsizes <= 1)
+        out->nsizes = 0;      /* one size: from_bytes and busbw_gbps say it */
+}
+
 bool pf_instance_floor(const struct pf_instance *it, int nodes,
                        struct pf_floor *out)
 {
@@ -175,20 +258,42 @@ bool pf_instance_floor(const struct pf_instance *it, int nodes,
         return true;
     }
     /* Busbw falls roughly by a constant step per doubling of the node
-     * count (p5: ~340, ~270, ~156 GB/s at 2, 8, 125 nodes): linear in
-     * log2 N. */
+     * count (p5 at 1 GiB: ~435, 274, 220 GB/s at 2, 8, 32 nodes): linear
+     * in log2 N. */
     t = (log2(nodes) - log2(lo->nodes)) / (log2(hi->nodes) - log2(lo->nodes));
     out->nodes = nodes;
-    out->busbw_gbps = lo->busbw_gbps + t * (hi->busbw_gbps - lo->busbw_gbps);
     /* Held from the larger of the two sizes; 0 (the largest swept) is
      * never larger than a size the sweep must reach anyway. */
     out->from_bytes = lo->from_bytes > hi->from_bytes ? lo->from_bytes
                                                       : hi->from_bytes;
+    interp_sizes(lo, hi, t, out);
     out->verified = lo->verified && hi->verified;
     snprintf(out->source, sizeof(out->source), "linear in log2 N between "
              "the %d-node floor (%g GB/s) and the %d-node floor (%g GB/s)",
              lo->nodes, lo->busbw_gbps, hi->nodes, hi->busbw_gbps);
     return true;
+}
+
+uint64_t pf_floor_rule_min_bytes(const struct pf_floor_rule *r)
+{
+    return r->nsizes > 0 ? r->sizes[0].bytes : r->from_bytes;
+}
+
+double pf_floor_rule_at(const struct pf_floor_rule *r, uint64_t bytes)
+{
+    if (r->gbps <= 0)
+        return 0;
+    if (r->nsizes > 0)
+        return pf_size_floor_at(r->sizes, r->nsizes, bytes);
+    return bytes >= r->from_bytes ? r->gbps : 0;
+}
+
+/* The rule's size curve from a floor point (none for one size). */
+static void rule_sizes(struct pf_floor_rule *r, const struct pf_floor *f)
+{
+    r->nsizes = eff_sizes(f, r->sizes);
+    if (r->nsizes <= 1)
+        r->nsizes = 0;
 }
 
 const struct pf_floor *pf_instance_host_floor(const struct pf_instance *it,
@@ -324,8 +429,61 @@ static pf_err get_gbps(struct ctx *c, yaml_node_t *x, const char *inst,
     return PF_OK;
 }
 
+/* sizes: {size: GB/s}, the point's floor at other message sizes. */
+static pf_err get_sizes(struct ctx *c, yaml_node_t *v, const char *inst,
+                        struct pf_floor *f)
+{
+    if (!v || v->type != YAML_MAPPING_NODE)
+        return at(c, v, "%s: 'sizes' must be a mapping of message size: GB/s",
+                  inst);
+    for (yaml_node_pair_t *p = v->data.mapping.pairs.start;
+         p < v->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
+        yaml_node_t *x = yaml_document_get_node(c->doc, p->value);
+        const char *sz = scalar(k);
+        char sub[PF_ERRLEN];
+        struct pf_size_floor e;
+
+        if (!sz || pf_parse_size(sz, &e.bytes, sub) != PF_OK || !e.bytes)
+            return at(c, k, "%s: sizes key '%s' is not a size (K, M, G)",
+                      inst, sz ? sz : "");
+        if (get_gbps(c, x, inst, "a sizes floor", &e.gbps) != PF_OK)
+            return PF_ERR_CONFIG;
+        if (e.gbps <= 0)
+            return at(c, x, "%s: a sizes floor must be above 0 GB/s", inst);
+        for (int i = 0; i < f->nsizes; i++)
+            if (f->sizes[i].bytes == e.bytes)
+                return at(c, k, "%s: size '%s' given twice", inst, sz);
+        if (f->nsizes >= PF_MAX_SIZE_FLOORS - 1)
+            return at(c, k, "%s: more than %d sizes", inst,
+                      PF_MAX_SIZE_FLOORS - 1);
+        f->sizes[f->nsizes++] = e;
+    }
+    return PF_OK;
+}
+
+/* The point's size curve: from_bytes/busbw_gbps and its sizes, sorted;
+ * a size twice, or sizes without from_bytes, is an error. */
+static pf_err finish_sizes(struct ctx *c, yaml_node_t *x, const char *inst,
+                           struct pf_floor *f)
+{
+    if (!f->nsizes)
+        return PF_OK;
+    if (!f->from_bytes)
+        return at(c, x, "%s: 'sizes' needs from_bytes (the size the default "
+                  "sweep reaches)", inst);
+    for (int i = 0; i < f->nsizes; i++)
+        if (f->sizes[i].bytes == f->from_bytes)
+            return at(c, x, "%s: sizes repeats from_bytes (its floor is "
+                      "busbw_gbps)", inst);
+    f->sizes[f->nsizes++] =
+        (struct pf_size_floor){ f->from_bytes, f->busbw_gbps };
+    qsort(f->sizes, (size_t)f->nsizes, sizeof(f->sizes[0]), by_bytes);
+    return PF_OK;
+}
+
 /* One floor: a bare number (GB/s, judged at the largest size swept) or
- * {busbw_gbps, from_bytes, verified, source}. */
+ * {busbw_gbps, from_bytes, sizes, verified, source}. */
 static pf_err get_floor(struct ctx *c, yaml_node_t *x, const char *inst,
                         struct pf_floor *f)
 {
@@ -336,7 +494,7 @@ static pf_err get_floor(struct ctx *c, yaml_node_t *x, const char *inst,
         return get_gbps(c, x, inst, "floor", &f->busbw_gbps);
     if (!x || x->type != YAML_MAPPING_NODE)
         return at(c, x, "%s: a floor is a number (GB/s) or a mapping with "
-                  "busbw_gbps, from_bytes, verified, source", inst);
+                  "busbw_gbps, from_bytes, sizes, verified, source", inst);
     for (yaml_node_pair_t *p = x->data.mapping.pairs.start;
          p < x->data.mapping.pairs.top; p++) {
         yaml_node_t *k, *v;
@@ -359,16 +517,18 @@ static pf_err get_floor(struct ctx *c, yaml_node_t *x, const char *inst,
             rc = get_bool(c, v, inst, "verified", &f->verified);
         } else if (!strcmp(key, "source")) {
             rc = get_str(c, v, inst, "source", f->source, sizeof(f->source));
+        } else if (!strcmp(key, "sizes")) {
+            rc = get_sizes(c, v, inst, f);
         } else {
             return at(c, k, "%s: unknown floor field '%s' (busbw_gbps, "
-                      "from_bytes, verified, source)", inst, key);
+                      "from_bytes, sizes, verified, source)", inst, key);
         }
         if (rc != PF_OK)
             return rc;
     }
     if (!have_gbps)
         return at(c, x, "%s: a floor needs busbw_gbps", inst);
-    return PF_OK;
+    return finish_sizes(c, x, inst, f);
 }
 
 static int by_nodes(const void *a, const void *b)
@@ -751,6 +911,19 @@ static void print_floors(FILE *out, const char *key, const struct pf_floor *fl,
                 "verified: %s", fl[f].nodes, fl[f].busbw_gbps,
                 (unsigned long long)fl[f].from_bytes,
                 fl[f].verified ? "true" : "false");
+        if (fl[f].nsizes > 1) {
+            bool first = true;
+            fprintf(out, ", sizes: {");
+            for (int k = 0; k < fl[f].nsizes; k++) {
+                if (fl[f].sizes[k].bytes == fl[f].from_bytes)
+                    continue;
+                fprintf(out, "%s%llu: %g", first ? "" : ", ",
+                        (unsigned long long)fl[f].sizes[k].bytes,
+                        fl[f].sizes[k].gbps);
+                first = false;
+            }
+            fprintf(out, "}");
+        }
         if (fl[f].source[0]) {
             fprintf(out, ", source: ");
             print_quoted(out, fl[f].source);
@@ -760,6 +933,7 @@ static void print_floors(FILE *out, const char *key, const struct pf_floor *fl,
 }
 
 static void print_effective(const struct pf_catalog *cat, FILE *out);
+static void print_by_size(const struct pf_catalog *cat, FILE *out);
 
 static bool gpu_stated(const struct pf_gpu_expect *g)
 {
@@ -824,6 +998,7 @@ void pf_catalog_print(const struct pf_catalog *cat, FILE *out)
         }
     }
     print_effective(cat, out);
+    print_by_size(cat, out);
 }
 
 const int pf_floor_show_nodes[] = { 2, 8, 32, 128, 512, 1024 };
@@ -880,6 +1055,53 @@ static void print_effective(const struct pf_catalog *cat, FILE *out)
     }
 }
 
+static void size_text(char *out, size_t len, uint64_t b)
+{
+    if (b >= (1ull << 30) && !(b % (1ull << 30)))
+        snprintf(out, len, "%lluG", (unsigned long long)(b >> 30));
+    else if (b >= (1ull << 20) && !(b % (1ull << 20)))
+        snprintf(out, len, "%lluM", (unsigned long long)(b >> 20));
+    else
+        snprintf(out, len, "%llu", (unsigned long long)b);
+}
+
+/* The curves by message size where a type names more than one: the floor
+ * at each size a point names, at the node counts of the table above. */
+static void print_by_size(const struct pf_catalog *cat, FILE *out)
+{
+    bool head = false;
+
+    for (int i = 0; i < cat->n; i++) {
+        const struct pf_instance *it = &cat->items[i];
+        bool any = false;
+        for (int f = 0; f < it->nfloors; f++)
+            any = any || it->floors[f].nsizes > 1;
+        if (!any)
+            continue;
+        if (!head)
+            fprintf(out, "# Floors by message size (GB/s): judged at the "
+                    "largest size swept that has one,\n# linear in log2 "
+                    "size between two, flat beyond the last.\n");
+        head = true;
+        for (int k = 0; k < pf_floor_show_count; k++) {
+            struct pf_floor fl;
+            struct pf_size_floor sz[PF_MAX_SIZE_FLOORS];
+            int n;
+            if (!pf_instance_floor(it, pf_floor_show_nodes[k], &fl))
+                continue;
+            n = eff_sizes(&fl, sz);
+            fprintf(out, "# %-22s %5d nodes:", it->name, pf_floor_show_nodes[k]);
+            for (int s = 0; s < n; s++) {
+                char t[16];
+                size_text(t, sizeof(t), sz[s].bytes);
+                fprintf(out, " %s %s%.1f", t, fl.verified ? "" : "~",
+                        sz[s].gbps);
+            }
+            fputc('\n', out);
+        }
+    }
+}
+
 static cJSON *floor_json(const struct pf_floor *f, const char *key)
 {
     cJSON *o = cJSON_CreateObject();
@@ -889,6 +1111,15 @@ static cJSON *floor_json(const struct pf_floor *f, const char *key)
     cJSON_AddNumberToObject(o, "from_bytes", (double)f->from_bytes);
     cJSON_AddBoolToObject(o, "verified", f->verified);
     pf_json_add_text(o, "source", f->source);
+    if (f->nsizes > 1) {
+        cJSON *sizes = cJSON_AddArrayToObject(o, "sizes");
+        for (int k = 0; k < f->nsizes && k < PF_MAX_SIZE_FLOORS; k++) {
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddNumberToObject(e, "bytes", (double)f->sizes[k].bytes);
+            cJSON_AddNumberToObject(e, "busbw_gbps", f->sizes[k].gbps);
+            cJSON_AddItemToArray(sizes, e);
+        }
+    }
     return o;
 }
 
@@ -979,6 +1210,7 @@ void pf_floor_for(const struct pf_config *cfg, const struct pf_instance *it,
 
     memset(out, 0, sizeof(*out));
     if (cfg->min_busbw_gbps > 0) {
+        /* One size, the user's: no curve. */
         out->gbps = cfg->min_busbw_gbps;
         out->from_bytes = cfg->min_busbw_from_bytes;
         snprintf(out->src, sizeof(out->src), "--min-busbw-gbps");
@@ -1009,6 +1241,7 @@ void pf_floor_for(const struct pf_config *cfg, const struct pf_instance *it,
         out->gbps = f->busbw_gbps;
         out->from_bytes = f->from_bytes;
         out->verified = f->verified;
+        rule_sizes(out, f);
         snprintf(out->src, sizeof(out->src), "catalog host floor for %s over "
                  "%d NIC(s)%s", it->name, nics,
                  f->verified ? "" : ", estimated");
@@ -1023,6 +1256,7 @@ void pf_floor_for(const struct pf_config *cfg, const struct pf_instance *it,
     out->gbps = pt.busbw_gbps;
     out->from_bytes = pt.from_bytes;
     out->verified = pt.verified;
+    rule_sizes(out, &pt);
     if (lo != hi)
         snprintf(where, sizeof(where), ", between its %d- and %d-node points",
                  lo->nodes, hi->nodes);

@@ -39,6 +39,15 @@ bool pf_catalog_suggest(const struct pf_catalog *cat, const char *type,
 bool pf_instance_floor(const struct pf_instance *it, int nodes,
                        struct pf_floor *out);
 
+/* A size curve (ascending) at bytes: linear in log2 size between two
+ * points, flat beyond the last, 0 below the first or when n is 0. */
+double pf_size_floor_at(const struct pf_size_floor *s, int n, uint64_t bytes);
+/* A rule's floor at a message size: its size curve, or gbps from
+ * from_bytes on; 0 where none holds. */
+double pf_floor_rule_at(const struct pf_floor_rule *r, uint64_t bytes);
+/* The smallest size at which the rule holds (0: any). */
+uint64_t pf_floor_rule_min_bytes(const struct pf_floor_rule *r);
+
 /* The node counts `catalog` shows the effective floor at. */
 extern const int pf_floor_show_nodes[];
 extern const int pf_floor_show_count;

@@ -38,11 +38,13 @@ enum opt_type { OPT_STR, OPT_INT, OPT_DOUBLE, OPT_BOOL, OPT_SIZE, OPT_ENUM,
 #define C_HISTORY (1u << PF_CMD_HISTORY)
 #define C_WEBHOOK (1u << PF_CMD_WEBHOOK)
 #define C_MON (1u << PF_CMD_MONITOR)
+#define C_BASE (1u << PF_CMD_BASELINE)
 #define C_CHECKS (C_NODE | C_RUN | C_LOCAL)
 #define C_COLL (C_RUN | C_LOCAL)
 /* What the monitor reads like `node` does (the probe, the catalog). */
 #define C_PROBE (C_CHECKS | C_MON)
-#define C_ALL (C_CHECKS | C_CATALOG | C_VERSION | C_HISTORY | C_WEBHOOK | C_MON)
+#define C_ALL (C_CHECKS | C_CATALOG | C_VERSION | C_HISTORY | C_WEBHOOK | C_MON | \
+               C_BASE)
 
 struct opt_spec {
     const char *key;      /* YAML key; flag = key with '-', env = upper */
@@ -88,7 +90,7 @@ static const struct opt_spec options[] = {
     { "libfabric_path", 0, OPT_STR, F(libfabric_path), 0, 0, NULL, C_CHECKS,
       "libfabric to dlopen (default: /opt/amazon/efa/lib{64,}, then the system's)" },
     /* output */
-    { "json", 0, OPT_BOOL, F(json), 0, 0, NULL, C_CHECKS | C_HISTORY | C_CATALOG,
+    { "json", 0, OPT_BOOL, F(json), 0, 0, NULL, C_CHECKS | C_HISTORY | C_CATALOG | C_BASE,
       "print the JSON report on stdout instead of the table (history: one "
       "summary per run; catalog: the catalog with its effective floors)" },
     { "report", 0, OPT_STR, F(report_file), 0, 0, NULL, C_CHECKS,
@@ -103,7 +105,7 @@ static const struct opt_spec options[] = {
     { "pushgateway", 0, OPT_STR, F(pushgateway), 0, 0, NULL, C_CHECKS,
       "also push them to this Prometheus Pushgateway URL (job efa_preflight, "
       "instance: the node)" },
-    { "history_dir", 0, OPT_STR, F(history_dir), 0, 0, NULL, C_CHECKS | C_HISTORY,
+    { "history_dir", 0, OPT_STR, F(history_dir), 0, 0, NULL, C_CHECKS | C_HISTORY | C_BASE,
       "keep each run's JSON report in this directory (read by 'history')" },
     { "history_keep", 0, OPT_INT, F(history_keep), 1, 100000, NULL, C_CHECKS,
       "reports kept in history_dir; the oldest are removed" },
@@ -184,11 +186,11 @@ static const struct opt_spec options[] = {
     { "debug_counters_after", 0, OPT_STR, F(debug_counters_after), 0, 0, NULL, C_COLL,
       "testing: read the NIC counters after each stage under this root (a fixture tree)" },
     /* kubernetes */
-    { "api_server", 0, OPT_STR, F(api_server), 0, 0, NULL, C_RUN | C_MON,
+    { "api_server", 0, OPT_STR, F(api_server), 0, 0, NULL, C_RUN | C_MON | C_BASE,
       "API server URL (default: in-cluster)" },
-    { "token_file", 0, OPT_STR, F(token_file), 0, 0, NULL, C_RUN | C_MON,
+    { "token_file", 0, OPT_STR, F(token_file), 0, 0, NULL, C_RUN | C_MON | C_BASE,
       "bearer token file (default: the service account's)" },
-    { "ca_file", 0, OPT_STR, F(ca_file), 0, 0, NULL, C_RUN | C_MON,
+    { "ca_file", 0, OPT_STR, F(ca_file), 0, 0, NULL, C_RUN | C_MON | C_BASE,
       "CA bundle for the API server (default: the service account's)" },
     { "pod_name", 0, OPT_STR, F(pod_name), 0, 0, NULL, C_RUN | C_MON,
       "own pod (default: $POD_NAME)" },
@@ -223,6 +225,26 @@ static const struct opt_spec options[] = {
       "valid-until = validated-at + this many hours (webhook: the injected gate's)" },
     { "publish", 0, OPT_BOOL, F(publish), 0, 0, NULL, C_RUN | C_MON,
       "k8s: write labels, conditions, event and taint on the Node" },
+    /* the fleet baseline */
+    { "baseline_configmap", 0, OPT_STR, F(baseline_configmap), 0, 0, NULL,
+      C_RUN | C_WEBHOOK | C_BASE,
+      "k8s: namespace/name of the ConfigMap holding the fleet's baseline "
+      "(the last 16 passed runs per type, size and node count; \"\": off; "
+      "webhook: the injected gate's)" },
+    { "baseline", 0, OPT_STR, F(baseline_file), 0, 0, NULL, C_COLL | C_BASE,
+      "a fleet baseline as JSON (what 'baseline --json' prints), used with "
+      "or instead of the ConfigMap and --history-dir" },
+    { "baseline_fraction", 0, OPT_DOUBLE, F(baseline_fraction), 0, 1, NULL, C_COLL,
+      "pair links below this x the baseline's median are BandwidthDegraded "
+      "(0: the baseline judges nothing)" },
+    { "degraded_fails", 0, OPT_BOOL, F(degraded_fails), 0, 0, NULL, C_COLL,
+      "BandwidthDegraded fails the node (default: a warning)" },
+    { "fold", 0, OPT_STR, F(baseline_fold), 0, 0, NULL, C_BASE,
+      "baseline: fold a passed run's JSON report (--report) into the "
+      "baseline ConfigMap, e.g. to seed it from past runs" },
+    { "reset", 0, OPT_BOOL, F(baseline_reset), 0, 0, NULL, C_BASE,
+      "baseline: delete the fleet's baseline ConfigMap (k8s) so it starts "
+      "again" },
     /* webhook */
     { "webhook_addr", 0, OPT_STR, F(webhook_addr), 0, 0, NULL, C_WEBHOOK,
       "webhook: address to listen on (default: every address)" },
@@ -332,6 +354,9 @@ void pf_config_defaults(struct pf_config *cfg)
              "efa-preflight/efa-preflight-taint-budget");
     cfg->on_fail_action = PF_FAIL_ACTION_NONE;
     cfg->valid_hours = 24;
+    snprintf(cfg->baseline_configmap, sizeof(cfg->baseline_configmap),
+             "efa-preflight/efa-preflight-baseline");
+    cfg->baseline_fraction = 0.8;
     cfg->publish = true;
     cfg->webhook_port = 8443;
     cfg->webhook_max_body = 512 * 1024;
@@ -479,7 +504,8 @@ static pf_err check_text(const struct opt_spec *o, const char *val,
                            "(http[s]://host:port[/path], no query)", where);
         return PF_OK;
     }
-    if (!strcmp(o->key, "taint_budget")) {
+    if (!strcmp(o->key, "taint_budget") ||
+        (!strcmp(o->key, "baseline_configmap") && n)) {
         char ns[PF_NAME_MAX], name[PF_NAME_MAX];
         const char *slash = strchr(val, '/');
         if (!slash || (size_t)(slash - val) >= sizeof(ns) ||
@@ -1075,6 +1101,7 @@ const char *pf_command_name(enum pf_command cmd)
     case PF_CMD_HISTORY: return "history";
     case PF_CMD_WEBHOOK: return "webhook";
     case PF_CMD_MONITOR: return "monitor";
+    case PF_CMD_BASELINE: return "baseline";
     }
     return "?";
 }

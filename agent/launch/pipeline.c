@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "interrupt.h"
+#include "../baseline/source.h"
 #include "../collective/collective.h"
 #include "../discover/discover.h"
 #include "../probe/gpu_health.h"
@@ -53,6 +54,9 @@ static int pipeline(struct pf_run *run, bool collective,
 
         rc = pf_discover(run, err);
         discovered = rc == PF_OK;
+        /* The fleet's baseline, for the leader that judges the links. */
+        if (discovered && (rc = pf_base_load(run, err)) != PF_OK)
+            return usage_exit(run, it, err);
         if (discovered)
             rc = pf_collective(run, err);
         else
@@ -142,6 +146,14 @@ int pf_run_stages(struct pf_run *run, bool collective)
 
 pf_err pf_prerun_checks(const struct pf_config *cfg, char *err)
 {
+    /* A bad --baseline file stops the run before any peer is waited for. */
+    if (cfg->baseline_file[0]) {
+        struct pf_baseline b = { 0 };
+        pf_err rc = pf_base_load_file(cfg->baseline_file, &b, err);
+        pf_base_free(&b);
+        if (rc != PF_OK)
+            return rc;
+    }
     static const char *const flags[] = { "--report", "--metrics-textfile",
                                          "--history-dir" };
     const char *paths[] = { cfg->report_file, cfg->metrics_textfile,

@@ -51,7 +51,7 @@ static int newest_first(const void *a, const void *b)
     return strcmp(*(char *const *)b, *(char *const *)a);
 }
 
-static void free_names(char **names, size_t n)
+void pf_history_names_free(char **names, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         free(names[i]);
@@ -59,7 +59,7 @@ static void free_names(char **names, size_t n)
 }
 
 /* Our file names in dir, newest first. */
-static pf_err list_names(const char *dir, char ***out, size_t *n, char *err)
+pf_err pf_history_list(const char *dir, char ***out, size_t *n, char *err)
 {
     DIR *d = opendir(dir);
     struct dirent *e;
@@ -94,7 +94,7 @@ static pf_err list_names(const char *dir, char ***out, size_t *n, char *err)
     return PF_OK;
 oom:
     closedir(d);
-    free_names(names, *n);
+    pf_history_names_free(names, *n);
     *n = 0;
     return pf_fail(err, PF_ERR_NOMEM, "history directory %s: out of memory",
                    dir);
@@ -132,7 +132,7 @@ pf_err pf_history_append(const char *dir, int keep, const char *json,
         pf_err_prefix(err, "history");
         return rc;
     }
-    rc = list_names(dir, &names, &n, err);
+    rc = pf_history_list(dir, &names, &n, err);
     if (rc != PF_OK)
         return rc;
     for (size_t i = keep > 0 ? (size_t)keep : 1; i < n && rc == PF_OK; i++) {
@@ -141,7 +141,7 @@ pf_err pf_history_append(const char *dir, int keep, const char *json,
             rc = pf_fail(err, PF_ERR_IO, "history: removing %s: %s", path,
                          strerror(errno));
     }
-    free_names(names, n);
+    pf_history_names_free(names, n);
     return rc;
 }
 
@@ -418,12 +418,12 @@ pf_err pf_history_print(const char *dir, bool json, bool utf8, FILE *out,
     if (!dir[0])
         return pf_fail(err, PF_ERR_USAGE, "no history directory: give "
                        "--history-dir DIR (or EFA_PREFLIGHT_HISTORY_DIR)");
-    rc = list_names(dir, &names, &n, err);
+    rc = pf_history_list(dir, &names, &n, err);
     if (rc != PF_OK)
         return rc;
     e = calloc(n ? n : 1, sizeof(*e));
     if (!e) {
-        free_names(names, n);
+        pf_history_names_free(names, n);
         return pf_fail(err, PF_ERR_NOMEM, "history: out of memory");
     }
     for (size_t i = 0; i < n; i++)
@@ -435,6 +435,6 @@ pf_err pf_history_print(const char *dir, bool json, bool utf8, FILE *out,
     else
         print_table(dir, e, n, utf8, out);
     free(e);
-    free_names(names, n);
+    pf_history_names_free(names, n);
     return rc;
 }

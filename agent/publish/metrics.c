@@ -21,7 +21,7 @@ enum fam {
     F_LAST_RUN, F_DURATION, F_STATUS, F_EXIT, F_VERDICT, F_BUSBW, F_PEAK,
     F_AVG, F_JUDGED, F_FLOOR, F_FLOOR_SIZE, F_COLL_DURATION, F_WRONG, F_RANKS,
     F_NODES, F_EFA, F_EFA_EXPECTED, F_PORT_UP, F_NIC_BYTES, F_NIC_ERRORS,
-    F_NIC_ERROR_EVENTS, F_COUNT
+    F_NIC_ERROR_EVENTS, F_BASE_MEDIAN, F_BASE_FLOOR, F_BASE_RUNS, F_COUNT
 };
 
 static const struct {
@@ -77,6 +77,16 @@ static const struct {
     [F_NIC_BYTES] = { "efa_preflight_nic_sweep_bytes",
                       "Bytes each EFA device moved during the sweep, from its "
                       "hardware counters (tx + rx)." },
+    [F_BASE_MEDIAN] = { "efa_preflight_baseline_pair_median_bytes_per_second",
+                        "The fleet baseline's median pair link at the size "
+                        "the pairs were tested at (label bytes); absent "
+                        "without a baseline." },
+    [F_BASE_FLOOR] = { "efa_preflight_baseline_pair_floor_bytes_per_second",
+                       "What each pair link was held to: the larger of the "
+                       "catalog floor and baseline_fraction x that median; "
+                       "absent when no pairwise test judged the links." },
+    [F_BASE_RUNS] = { "efa_preflight_baseline_pair_runs",
+                      "Runs behind that median (the baseline judges from 3)." },
     [F_NIC_ERRORS] = { "efa_preflight_nic_errors",
                        "Rise of each EFA device's error counters during the "
                        "collective (sweep and re-test), summed." },
@@ -317,6 +327,29 @@ static void collective_metrics(struct mbuf *b, const struct pf_run *run)
         sample(b, F_NODES, NULL, c->nnodes);
 }
 
+/* The fleet baseline the pair links were held to (baseline/). */
+static void baseline_metrics(struct mbuf *b, const struct pf_run *run)
+{
+    const struct pf_straggler *s = &run->coll.strag;
+    const struct pf_base_held *h = &s->held;
+    bool judged = !strcmp(s->method, "pairwise") && h->note[0];
+    char bytes[32];
+
+    snprintf(bytes, sizeof(bytes), "%llu", (unsigned long long)h->bytes);
+    head(b, F_BASE_MEDIAN);
+    if (judged && h->median_gbps > 0)
+        sample(b, F_BASE_MEDIAN, (const char *[]){ "bytes", bytes, NULL },
+               h->median_gbps * 1e9);
+    head(b, F_BASE_FLOOR);
+    if (judged && (h->applied || h->catalog_gbps > 0))
+        sample(b, F_BASE_FLOOR, (const char *[]){ "bytes", bytes, NULL },
+               (h->applied ? h->floor_gbps : h->catalog_gbps) * 1e9);
+    head(b, F_BASE_RUNS);
+    if (judged)
+        sample(b, F_BASE_RUNS, (const char *[]){ "bytes", bytes, NULL },
+               h->runs);
+}
+
 /* Per NIC, from the hardware counters read around the collective
  * (collective/nics.h), as the report's collective.nics.devices has them:
  * the sweep's bytes, and error counters summed over every window where
@@ -413,6 +446,7 @@ char *pf_metrics_text_of(const struct pf_run *run, const struct pf_verdict *v,
     verdict_metrics(&b, run, v, now_s);
     collective_metrics(&b, run);
     nic_metrics(&b, run);
+    baseline_metrics(&b, run);
     if (b.oom || !b.p) {
         free(b.p);
         return NULL;

@@ -19,6 +19,7 @@
 #include "../util/fsutil.h"
 #include "../util/log.h"
 #include "../verdict/verdict.h"
+#include "../baseline/source.h"
 #include "history.h"
 #include "metrics.h"
 #include "pushgateway.h"
@@ -262,6 +263,24 @@ static pf_err pushgateway_write(struct sink_ctx *x)
     return PF_OK;
 }
 
+/* The fleet baseline: after a run that passed, the leader (rank 0, the
+ * one that judged the links) folds its values into the ConfigMap. Like
+ * history and metrics, a failure is logged and changes nothing else. */
+static bool baseline_enabled(const struct sink_ctx *x)
+{
+    const struct pf_run *run = x->run;
+
+    return pf_publish_to_node(run) && run->cfg.baseline_configmap[0] &&
+           run->peers.rank == 0 && x->out->shown.exit_code == 0 &&
+           run->coll.ran;
+}
+
+static pf_err baseline_write(struct sink_ctx *x)
+{
+    pf_base_fold_run(x->run);
+    return PF_OK;
+}
+
 /* Walked in this order: the Node, the report file, stdout (the JSON
  * report or the table), then the monitoring sinks. */
 static const struct sink sinks[] = {
@@ -270,6 +289,7 @@ static const struct sink sinks[] = {
     { "json", json_enabled, json_write, SINK_READS_JSON },
     { "table", table_enabled, table_write, 0 },
     { "history", history_enabled, history_write, SINK_READS_JSON },
+    { "baseline", baseline_enabled, baseline_write, 0 },
     { "metrics_textfile", textfile_enabled, textfile_write, 0 },
     { "pushgateway", pushgateway_enabled, pushgateway_write, 0 },
 };

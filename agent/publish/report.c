@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../baseline/source.h"
 #include "../config/catalog.h"
 #include "../config/config.h"
 #include "../probe/hw_counters.h"
@@ -223,7 +224,8 @@ static cJSON *straggler_json(const struct pf_run *run)
         cJSON_AddNumberToObject(x, "rank", r);
         pf_json_add_text(x, "kind", bad == (PF_LINK_SLOW | PF_LINK_DATA) ? "slow+data"
                            : bad & PF_LINK_DATA ? "data"
-                           : bad & PF_LINK_SLOW ? "slow" : s->kind);
+                           : bad & PF_LINK_SLOW ? "slow"
+                           : bad & PF_LINK_DEGRADED ? "degraded" : s->kind);
         if (ro->list && r >= 0 && r < ro->world) {
             pf_json_add_text(x, "pod", ro->list[r].pod);
             pf_json_add_text(x, "node", ro->list[r].node);
@@ -494,6 +496,9 @@ char *pf_report_json_of(const struct pf_run *run, const struct pf_verdict *v)
     cJSON_AddItemToObject(root, "instance", pf_instance_json(run->instance));
     cJSON_AddItemToObject(root, "checks", checks_json(v));
     cJSON_AddItemToObject(root, "collective", collective_json(run));
+    /* What the fleet baseline held the links to, and what this run gives
+     * back to it (history and `baseline --fold` read it). */
+    cJSON_AddItemToObject(root, "baseline", pf_base_report_json(run));
     cJSON_AddItemToObject(root, "verdict", verdict_json(v));
     /* Hostnames, peer names, library and API messages: whatever they
      * held, the report is valid UTF-8 JSON without control characters. */

@@ -10,6 +10,14 @@
 /* Points of a floor curve (and host floors): a handful are given; room
  * for a user's finer curve. */
 #define PF_MAX_FLOORS 16
+/* Message sizes one floor point may name (busbw grows with the size). */
+#define PF_MAX_SIZE_FLOORS 8
+
+/* busbw floor at one message size. */
+struct pf_size_floor {
+    uint64_t bytes;
+    double gbps;
+};
 
 struct pf_floor {
     int nodes;                        /* the node count of this point (host
@@ -19,6 +27,11 @@ struct pf_floor {
                                          0 = at the largest size swept */
     bool verified;                    /* false where estimated */
     char source[200];                 /* the public figure it rests on */
+    /* The point by message size, ascending, from_bytes/busbw_gbps among
+     * them: linear in log2 size between two, flat beyond the last, none
+     * below the first. nsizes 0 = busbw_gbps at any size (from_bytes 0). */
+    int nsizes;
+    struct pf_size_floor sizes[PF_MAX_SIZE_FLOORS];
 };
 
 /* What a type's GPUs must show (catalog `gpu:`; verdict/gpu_checks.c). */
@@ -63,6 +76,10 @@ struct pf_floor_rule {
                                          largest size swept */
     bool verified;                    /* false: an estimate */
     char src[192];                    /* where it comes from, or why none */
+    /* The floor by message size (pf_floor.sizes; nsizes 0: gbps at every
+     * size from from_bytes): pf_floor_rule_at reads it. */
+    int nsizes;
+    struct pf_size_floor sizes[PF_MAX_SIZE_FLOORS];
 };
 
 struct pf_catalog {

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "../reasons.h"
+#include "baseline.h"
 #include "catalog.h"
 #include "config.h"
 #include "engine.h"
@@ -42,11 +43,15 @@ struct pf_sweep_plan {
  * pf_floor_for) and the busbw held against it. The re-tests, the verdict
  * and publishing read it; none applies the rule again. */
 struct pf_judgement {
-    struct pf_floor_rule floor;       /* floor.gbps 0 = no floor */
-    double busbw_gbps;                /* the best busbw, in or out of place,
+    struct pf_floor_rule floor;       /* floor.gbps 0 = no floor; with a
+                                         curve by size, gbps is the floor
+                                         at busbw_bytes */
+    double busbw_gbps;                /* in or out of place, the better:
+                                         a floor by size, at the largest
+                                         row that has one; else the best
                                          of the rows at or above
                                          floor.from_bytes (the largest
-                                         size's best when it names none);
+                                         size's when it names none);
                                          -1 = no row reaches it */
     uint64_t busbw_bytes;             /* the size of that row; 0 = none */
     bool judged;                      /* a floor applies and a row reaches
@@ -60,6 +65,8 @@ struct pf_judgement {
  * confirmation links follow them. */
 #define PF_LINK_SLOW 1u               /* below the pair floor */
 #define PF_LINK_DATA 2u               /* carried wrong data */
+#define PF_LINK_DEGRADED 4u           /* above the catalog floor, below the
+                                         fleet baseline (culprits only) */
 
 struct pf_link {
     int a, b;                         /* bootstrap ranks */
@@ -96,6 +103,8 @@ struct pf_straggler {
     int *culprits;                    /* nculprits bootstrap ranks, heap */
     unsigned *culprit_bad;            /* per culprit PF_LINK_* (NULL: each
                                          of kind), heap */
+    struct pf_base_held held;         /* the fleet baseline the links were
+                                         held to, if any */
 };
 
 /* The ranks at fault inside a node (collective/inside.h). When every rank

@@ -13,7 +13,7 @@
 
 enum pf_command { PF_CMD_NODE, PF_CMD_RUN, PF_CMD_LOCAL, PF_CMD_CATALOG,
                   PF_CMD_VERSION, PF_CMD_HISTORY, PF_CMD_WEBHOOK,
-                  PF_CMD_MONITOR };
+                  PF_CMD_MONITOR, PF_CMD_BASELINE };
 
 /* Options of a small closed set, parsed once (config/config.c): each
  * value is its word's place in the option's choices ("auto|nccl|host"),
@@ -118,6 +118,13 @@ struct pf_config {
                                          holding the marked nodes */
     int valid_hours;                  /* valid-until = validated-at + this */
     bool publish;                     /* write to the Node (k8s mode) */
+    /* the fleet baseline (agent/baseline/, docs/operate/baseline.md) */
+    char baseline_configmap[2 * PF_NAME_MAX]; /* "namespace/name"; "" = off */
+    char baseline_file[PF_PATH_MAX];  /* --baseline: a JSON summary */
+    double baseline_fraction;         /* links held to this x the median */
+    bool degraded_fails;              /* BandwidthDegraded fails the node */
+    bool baseline_reset;              /* `baseline --reset` */
+    char baseline_fold[PF_PATH_MAX];  /* `baseline --fold REPORT` */
 
     /* webhook (agent/webhook/): the gate's timeout, port, label prefix and
      * taint_on_failure are the options above, passed on to the gate */

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "../util/progress.h"
+#include "baseline.h"
 #include "catalog.h"
 #include "coll.h"
 #include "config.h"
@@ -34,6 +35,8 @@ struct pf_run {
     const struct pf_instance *instance; /* NULL = unknown type */
     struct pf_node node;
     struct pf_peers peers;
+    struct pf_baseline baseline;      /* the fleet's, read before the
+                                         collective (baseline/source.h) */
     struct pf_coll coll;
     struct pf_verdict verdict;
     char started_at[32];              /* RFC 3339 */

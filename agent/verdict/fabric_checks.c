@@ -274,8 +274,11 @@ static void bandwidth_check(struct pf_run *run)
     }
     if (floor > 0 && judged < 0) {
         /* Small messages are latency-bound: a large-message floor says
-         * nothing about them, so no pass and no fail. */
+         * nothing about them, so no pass and no fail. A floor by size
+         * holds from its smallest size. */
         human_bytes(size, sizeof(size), last->bytes);
+        if (rule->nsizes > 0)
+            human_bytes(from, sizeof(from), rule->sizes[0].bytes);
         pf_verdict_add(&run->verdict, "busbw", COND, PF_WARN,
                        PF_R_BandwidthNotJudged, "",
                        "bandwidth not judged: largest size %s below the "
@@ -285,7 +288,7 @@ static void bandwidth_check(struct pf_run *run)
         return;
     }
     if (floor > 0 && judged < floor) {
-        if (pairwise && s->nculprits > 0) {
+        if (pairwise && count_culprits(run, PF_LINK_SLOW | PF_LINK_DATA) > 0) {
             /* Someone was singled out (for wrong data): the ring's miss is
              * put down to them, not to the group. */
             culprit_list(run, PF_LINK_SLOW | PF_LINK_DATA, all, sizeof(all));
@@ -332,6 +335,48 @@ static void bandwidth_check(struct pf_run *run)
                    c->fabric.provider[0] ? c->fabric.provider : "-", floor_txt);
 }
 
+/* The fleet baseline the pair links were held to (baseline/): a culprit
+ * whose links met the catalog floor but not the baseline is degraded, a
+ * warning (a failure with --degraded-fails) naming its links and the
+ * baseline; otherwise the check says what the links were held to, or why
+ * the catalog floor alone judged them. */
+static void baseline_check(struct pf_run *run)
+{
+    const struct pf_straggler *s = &run->coll.strag;
+    const struct pf_base_held *h = &s->held;
+    int mine = own_culprit(run, PF_LINK_DEGRADED);
+    char links[640], size[32];
+    size_t used = 0;
+
+    if (strcmp(s->method, "pairwise") || !h->note[0])
+        return;
+    if (mine < 0) {
+        pf_verdict_add(&run->verdict, "baseline", COND, PF_PASS, PF_R_None,
+                       "", "%s", h->note);
+        return;
+    }
+    links[0] = '\0';
+    for (int i = 0; i < s->nlinks && s->links && used + 48 < sizeof(links);
+         i++) {
+        const struct pf_link *l = &s->links[i];
+        if (l->a != mine && l->b != mine)
+            continue;
+        used += (size_t)snprintf(links + used, sizeof(links) - used,
+                                 "%s%s %d-%d %.4g GB/s", used ? ", " : "",
+                                 l->confirm ? "with a node proven good"
+                                            : "link", l->a, l->b, l->gbps);
+    }
+    human_bytes(size, sizeof(size), h->bytes);
+    pf_verdict_add(&run->verdict, "baseline", COND,
+                   run->cfg.degraded_fails ? PF_FAIL : PF_WARN,
+                   PF_R_BandwidthDegraded, "", "this node (rank %d): %s at "
+                   "%s, below %.4g GB/s = %.2f x the fleet's median pair "
+                   "link %.4g GB/s (%d runs); the catalog floor %.4g GB/s "
+                   "alone would have passed it", mine, links, size,
+                   h->floor_gbps, h->fraction, h->median_gbps, h->runs,
+                   h->catalog_gbps);
+}
+
 /* Wrong elements the pairwise test saw on any link. */
 static long pair_wrong(const struct pf_straggler *s)
 {
@@ -370,6 +415,7 @@ void pf_verdict_fabric(struct pf_run *run)
          * Speed is judged whatever the data did: faults found together. */
         pf_verdict_nics(run);
         bandwidth_check(run);
+        baseline_check(run);
     }
     pf_verdict_transport(run);
 }

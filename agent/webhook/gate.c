@@ -196,6 +196,9 @@ static cJSON *gate_env(const cJSON *main_c, const struct pf_gate_opts *o)
     cJSON_AddItemToArray(env, env_value("EFA_PREFLIGHT_VALID_HOURS", num));
     if (o->taint_budget && o->taint_budget[0]) /* the release's, not the default name */
         cJSON_AddItemToArray(env, env_value("EFA_PREFLIGHT_TAINT_BUDGET", o->taint_budget));
+    if (o->baseline_configmap && o->baseline_configmap[0])
+        cJSON_AddItemToArray(env, env_value("EFA_PREFLIGHT_BASELINE_CONFIGMAP",
+                                            o->baseline_configmap));
     cJSON_AddItemToArray(env, env_value("EFA_PREFLIGHT_REPORT", GATE_DIR "/report.json"));
     bool huge_page_set = false;
     const cJSON *e;

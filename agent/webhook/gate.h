@@ -28,6 +28,8 @@ struct pf_gate_opts {
     int valid_hours;           /* its EFA_PREFLIGHT_VALID_HOURS */
     const char *taint_budget;  /* its EFA_PREFLIGHT_TAINT_BUDGET ("ns/name"; NULL or
                                   "" = the agent's default) */
+    const char *baseline_configmap; /* its EFA_PREFLIGHT_BASELINE_CONFIGMAP
+                                  (the same) */
 };
 
 enum pf_gate_decision {

@@ -6,7 +6,8 @@
 #  - a FIFO as --config, --catalog, --secret-file or --token-file: refused
 #    at once ("not a regular file (a FIFO)"), never a blocked read;
 #  - a config that is only "---" is empty, as an empty file is;
-#  - a CR/LF in --api-server is bad input (exit 2), not an API failure.
+#  - a CR/LF in --api-server is bad input (exit 2), not an API failure;
+#  - a FIFO or a bad entry as --baseline: exit 2 before any peer.
 set -u
 root=${PF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 bin=${PF_BIN:-$root/build/efa-preflight}
@@ -56,6 +57,16 @@ s=$(run_fast 3 2 "fifo: not a regular file (a FIFO)" "$bin" run --bootstrap k8s 
     --api-server https://127.0.0.1:9 --token-file "$tmp/fifo" --pod-name p --namespace n \
     --fabric-provider tcp --engine host --no-imds --timeout 20) || { echo "$s"; exit 1; }
 echo "ok   FIFO as --token-file: exit 2 in ${s}s"
+
+s=$(run_fast 3 2 "fifo: not a regular file (a FIFO)" "$bin" run --bootstrap static \
+    --peers 127.0.0.1:$port,127.0.0.1:$port --rank 0 --baseline "$tmp/fifo" \
+    --fabric-provider tcp --engine host --no-imds --timeout 20) || { echo "$s"; exit 1; }
+echo "ok   FIFO as --baseline: exit 2 in ${s}s"
+printf '{"version":1,"entries":[{"type":"p5.48xlarge","engine":"nccl","kind":"pair","nodes":2,"bytes":1,"values":["fast"],"runs":1}]}' >"$tmp/base.json"
+s=$(run_fast 3 2 "base.json: entries\[0\]: field 'values'" "$bin" run --bootstrap static \
+    --peers 127.0.0.1:$port,127.0.0.1:$port --rank 0 --baseline "$tmp/base.json" \
+    --fabric-provider tcp --engine host --no-imds --timeout 20) || { echo "$s"; exit 1; }
+echo "ok   a bad --baseline file: exit 2 naming the entry and field in ${s}s, before any peer"
 
 printf -- '---\n' >"$tmp/dash.yaml"
 "$bin" version --config "$tmp/dash.yaml" >/dev/null 2>"$tmp/err" || { cat "$tmp/err"; fail "a config of only '---' was refused"; }

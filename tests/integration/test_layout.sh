@@ -13,7 +13,8 @@
 #    nor any stage (it takes pf_webhook_opts from main) and only util/;
 #  - agent/monitor/ runs no collective and finds no peers: it never includes
 #    collective/, discover/, transport/ or verdict/;
-#  - the floor rule is applied by the collective alone: verdict/ and
+#  - the floor rule (and the fleet baseline's bar on the pair links,
+#    baseline/baseline.h) is applied by the collective alone: verdict/ and
 #    publish/ read run->coll.judgement and never call pf_floor_for,
 #    pf_coll_floor or pf_coll_judged_busbw;
 #  - util/, net/, webhook/, transport/, the collective harness and each
@@ -141,7 +142,8 @@ strict transport transport "$leaf reasons.h net/*.h types/boot.h types/peers.h"
 strict host collective/host "$engine_may"
 strict nccl collective/nccl "$engine_may"
 strict collective collective "$leaf reasons.h types/*.h transport/bootstrap.h
-    config/config.h config/catalog.h discover/discover.h probe/hw_counters.h"
+    config/config.h config/catalog.h discover/discover.h probe/hw_counters.h
+    baseline/baseline.h"
 export -f syntax; export cc
 xargs -P "${PF_LAYOUT_JOBS:-2}" -L 1 bash -c 'out=$(syntax "$0" "$1") || {
         printf "%s\n" "${1#"$0"/}: compiled with only the headers it may include:" "$out" | head -n 8; }' \

@@ -76,6 +76,8 @@ BUDGET = RELEASE + "-taint-budget"
 BUDGET_RULES = [
     {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": [BUDGET],
      "verbs": ["get", "update"]},
+    {"apiGroups": [""], "resources": ["configmaps"],
+     "resourceNames": [RELEASE + "-baseline"], "verbs": ["get", "update"]},
     {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]},
 ]
 

@@ -25,7 +25,9 @@ Label keys/values are validated (422 with a Status body). Faults are rules
 (JSON list) that match a method + path regex and inject latency, an HTTP
 status (429 + Retry-After, 500, 409, 410 ...), an ERROR event in a watch, a
 connection reset, or ("reply_lost") a request carried out whose answer is
-replaced by a reset, as when a proxy drops the reply to a POST that landed. Rules come from --faults FILE or POST /faults on the admin
+replaced by a reset, as when a proxy drops the reply to a POST that landed,
+or ("reply_latency_ms") a request carried out at once whose answer is held
+back (two readers of one version then write on it: a real race). Rules come from --faults FILE or POST /faults on the admin
 port, which also serves GET /state (objects, answered requests and, as
 "arrivals", every request when it came in), GET /log, POST /objects, POST /tokens,
 DELETE /objects. Every change is also written to --dump FILE (JSON).
@@ -316,6 +318,9 @@ class Handler(BaseHTTPRequestHandler):
 
     # -------------------------------------------------------------- replies
     def send_json(self, code, obj, extra=None):
+        if getattr(self, 'reply_latency', 0):
+            time.sleep(self.reply_latency / 1000.0)
+            self.reply_latency = 0
         if getattr(self, 'lose_reply', False):
             self.lose_reply = False
             return self.reset_connection()
@@ -423,6 +428,7 @@ class Handler(BaseHTTPRequestHandler):
                 return self.fail(code, reason, 'injected fault %d' % code,
                                  extra)
         self.lose_reply = bool(fault and fault.get('reply_lost'))
+        self.reply_latency = (fault or {}).get('reply_latency_ms', 0)
         try:
             self.route(method, path, q, body, fault)
         except (BrokenPipeError, ConnectionResetError):

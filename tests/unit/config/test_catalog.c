@@ -172,7 +172,7 @@ Test(catalog, curve_interpolates_in_log2_n)
     cr_assert_float_eq(f.busbw_gbps, 175, 1e-9);
     cr_assert_eq(f.nodes, 16);
     cr_assert_eq(f.from_bytes, 1ull << 30);
-    cr_assert_not(f.verified);                 /* the 32-node point is */
+    cr_assert(f.verified);       /* 8 and 32 nodes rest on public figures */
     cr_assert(strstr(f.source, "8-node") && strstr(f.source, "32-node"),
               "%s", f.source);
     cr_assert_float_eq(floor_gbps(p5, 64), 130, 1e-9);
@@ -186,7 +186,93 @@ Test(catalog, curve_interpolates_in_log2_n)
     /* on a point: the point itself */
     f = floor_at(p5, 8);
     cr_assert(f.verified);
-    cr_assert(strstr(f.source, "270"), "%s", f.source);
+    cr_assert(strstr(f.source, "274"), "%s", f.source);
+}
+
+/* A point by message size: linear in log2 size between two sizes, flat
+ * beyond the last, nothing below the first; between node points, each
+ * size interpolated as the node curve is. */
+Test(catalog, floor_interpolates_over_sizes)
+{
+    const struct pf_instance *p5 = pf_catalog_find(&cat, "p5.48xlarge");
+    struct pf_config cfg;
+    struct pf_floor_rule rule;
+    struct pf_floor f = floor_at(p5, 2);
+
+    cr_assert_eq(f.nsizes, 3);
+    cr_assert_eq(f.sizes[0].bytes, 256ull << 20);
+    cr_assert_float_eq(f.sizes[0].gbps, 200, 1e-9);
+    cr_assert_float_eq(f.sizes[2].gbps, 300, 1e-9);
+    pf_config_defaults(&cfg);
+    pf_floor_for(&cfg, p5, PF_ENGINE_NCCL, NULL, 2, 0, &rule);
+    cr_assert_float_eq(rule.gbps, 250, 1e-9);          /* at from_bytes */
+    cr_assert_eq(rule.from_bytes, 1ull << 30);
+    cr_assert_eq(pf_floor_rule_min_bytes(&rule), 256ull << 20);
+    cr_assert_float_eq(pf_floor_rule_at(&rule, 128ull << 20), 0, 1e-9);
+    cr_assert_float_eq(pf_floor_rule_at(&rule, 256ull << 20), 200, 1e-9);
+    /* 512 MiB: half of log2 256M..1G */
+    cr_assert_float_eq(pf_floor_rule_at(&rule, 512ull << 20), 225, 1e-9);
+    /* 2 GiB: a third of log2 1G..8G */
+    cr_assert_float_eq(pf_floor_rule_at(&rule, 2ull << 30), 250 + 50.0 / 3,
+                       1e-9);
+    cr_assert_float_eq(pf_floor_rule_at(&rule, 8ull << 30), 300, 1e-9);
+    cr_assert_float_eq(pf_floor_rule_at(&rule, 32ull << 30), 300, 1e-9);
+    /* 4 nodes, halfway in log2 between 2 and 8: each size the mean */
+    f = floor_at(p5, 4);
+    cr_assert_eq(f.nsizes, 3);
+    cr_assert_float_eq(f.sizes[0].gbps, 180, 1e-9);
+    cr_assert_float_eq(f.sizes[1].gbps, 225, 1e-9);
+    cr_assert_float_eq(f.sizes[2].gbps, 275, 1e-9);
+    /* --min-busbw-gbps is one size: no curve */
+    cfg.min_busbw_gbps = 10;
+    pf_floor_for(&cfg, p5, PF_ENGINE_NCCL, NULL, 2, 0, &rule);
+    cr_assert_eq(rule.nsizes, 0);
+    cr_assert_float_eq(pf_floor_rule_at(&rule, 8), 10, 1e-9);
+}
+
+/* Points whose sizes differ: the curve between them starts where both
+ * have a floor. */
+Test(catalog, sizes_between_points_start_where_both_hold)
+{
+    const char *o = "version: 1\ninstances:\n  x.sz:\n    floors:\n"
+                    "      2: {busbw_gbps: 100, from_bytes: 1G, "
+                    "sizes: {64M: 40, 4G: 120}}\n"
+                    "      8: {busbw_gbps: 60, from_bytes: 256M}\n";
+    struct pf_floor f;
+
+    override(o);
+    f = floor_at(pf_catalog_find(&cat, "x.sz"), 4);
+    cr_assert_eq(f.from_bytes, 1ull << 30);
+    /* 256M, 1G, 4G; the 8-node point is flat above 256M */
+    cr_assert_eq(f.nsizes, 3);
+    cr_assert_eq(f.sizes[0].bytes, 256ull << 20);
+    /* 2 nodes at 256M: 40 + (2/4) x 60 = 70; halfway to 60: 65 */
+    cr_assert_float_eq(f.sizes[0].gbps, 65, 1e-9);
+    cr_assert_float_eq(f.sizes[1].gbps, 80, 1e-9);
+    cr_assert_float_eq(f.sizes[2].gbps, 90, 1e-9);
+    cr_assert_float_eq(f.busbw_gbps, 80, 1e-9);
+}
+
+/* Sizes are checked like the rest of the catalog. */
+Test(catalog, bad_sizes_are_errors)
+{
+    static const char *const bad[] = {
+        "      2: {busbw_gbps: 100, from_bytes: 1G, sizes: {1G: 90}}\n",
+        "      2: {busbw_gbps: 100, sizes: {2G: 90}}\n",
+        "      2: {busbw_gbps: 100, from_bytes: 1G, sizes: {x: 90}}\n",
+        "      2: {busbw_gbps: 100, from_bytes: 1G, sizes: {2G: -1}}\n",
+        "      2: {busbw_gbps: 100, from_bytes: 1G, sizes: [2G]}\n",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char text[512], err[PF_ERRLEN] = "";
+        struct pf_catalog c = { 0 };
+        snprintf(text, sizeof(text), "version: 1\ninstances:\n  x.bad:\n"
+                 "    floors:\n%s", bad[i]);
+        cr_assert_eq(pf_catalog_parse(&c, "o.yaml", text, strlen(text), err),
+                     PF_ERR_CONFIG, "%s", bad[i]);
+        cr_assert(strstr(err, "o.yaml:"), "%s", err);
+        pf_catalog_free(&c);
+    }
 }
 
 Test(catalog, curve_is_flat_at_its_ends)
@@ -247,7 +333,9 @@ Test(catalog, override_changes_one_point)
     cr_assert_str_eq(f.source, "our 8-node baseline");
     cr_assert_float_eq(floor_gbps(p5, 2), 250, 1e-9);     /* kept */
     cr_assert_float_eq(floor_gbps(p5, 128), 110, 1e-9);   /* kept */
-    cr_assert_float_eq(floor_gbps(p5, 16), 165, 1e-9);    /* (180+150)/2 */
+    /* held from 2 GiB: the 32-node curve there is 150 + 1/3 x (225 - 150)
+     * (a third of log2 1G..8G), and 16 is halfway: (180 + 175) / 2 */
+    cr_assert_float_eq(floor_gbps(p5, 16), 177.5, 1e-9);
     cr_assert_eq(floor_at(p5, 16).from_bytes, 2ull << 30);
 
     /* the one floor rule follows */
@@ -307,7 +395,7 @@ Test(catalog, print_shows_effective_floors)
                      "           32          128          512         1024\n"),
               "%s", buf);
     cr_assert(strstr(buf, "# p5.48xlarge              250.0 (1G)   200.0 (1G)"
-                     "  ~150.0 (1G)   110.0 (1G)   ~70.0 (1G)   ~50.0 (1G)\n"),
+                     "   150.0 (1G)  ~110.0 (1G)   ~70.0 (1G)   ~50.0 (1G)\n"),
               "%s", buf);
     cr_assert(strstr(buf, "# p4d.24xlarge              40.0 (1G)   ~20.0 (1G)"),
               "%s", buf);

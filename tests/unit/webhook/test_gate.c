@@ -17,6 +17,7 @@ static const struct pf_gate_opts opts = {
     .taint_on_failure = true,
     .valid_hours = 12,
     .taint_budget = "ops/budget",
+    .baseline_configmap = "ops/base",
 };
 
 static cJSON *parse(const char *s)
@@ -181,6 +182,7 @@ Test(gate, one_container_gets_copy_then_gate_with_its_image_and_devices)
     cr_assert_str_eq(str_at(env_named(g, "EFA_PREFLIGHT_TAINT_ON_FAILURE"), "value"), "true");
     cr_assert_str_eq(str_at(env_named(g, "EFA_PREFLIGHT_VALID_HOURS"), "value"), "12");
     cr_assert_str_eq(str_at(env_named(g, "EFA_PREFLIGHT_TAINT_BUDGET"), "value"), "ops/budget");
+    cr_assert_str_eq(str_at(env_named(g, "EFA_PREFLIGHT_BASELINE_CONFIGMAP"), "value"), "ops/base");
     cr_assert_str_eq(str_at(g, "securityContext.capabilities.add.0"), "IPC_LOCK");
     /* the copy passes the "restricted" Pod Security level on its own */
     const cJSON *csc = at(cJSON_GetArrayItem(inits, 0), "securityContext");
