@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Print the README's generated tables (markdown).
+"""Print the generated tables of docs/reference/ (markdown).
 
   readme_tables.py labels [ROOT]        the labels the agent writes, from
                                         agent/publish/node_build.c's table
@@ -9,8 +9,9 @@
                                         is its "# why:" comment in
                                         templates/rbac.yaml
 
-The README holds each between <!-- NAME-table --> and <!-- end NAME-table -->
-markers; tests/integration/test_readme_tables.sh checks they are current.
+docs/reference/labels.md and docs/reference/rbac.md hold them between
+<!-- NAME-table --> and <!-- end NAME-table --> markers;
+tests/integration/test_readme_tables.sh checks they are current.
 """
 import os
 import re
