@@ -1,5 +1,5 @@
 /* The JSON report, schema PF_REPORT_SCHEMA, documented field by field in
- * docs/report-schema.md. Only facts and verdicts go in: no config values
+ * docs/reference/report.md (and report.schema.json). Only facts and verdicts go in: no config values
  * beyond the few that explain the verdict, never a token or secret. */
 #include "publish.h"
 
