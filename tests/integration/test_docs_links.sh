@@ -5,6 +5,8 @@
 #    that page (GitHub's slugs: lower case, punctuation dropped, spaces to
 #    '-', a repeated heading gets -1, -2...);
 #  - every page under docs/ is listed in docs/README.md, the index;
+#  - a docs page a source file, chart, script or test names (docs/....md)
+#    exists, so help texts, remedies and comments follow a page that moves;
 #  - README.md is at most 15 KB with `helm install` in its first 60 lines,
 #    and no file under docs/ is over 40 KB.
 # It runs on a doctored copy first, so it can fail.
@@ -75,6 +77,26 @@ for dp, _, fs in os.walk(docs):
         if f.endswith(".md") and p != index and p not in listed:
             bad.append("docs/README.md does not list %s" % os.path.relpath(p, root))
 
+# A docs page named anywhere in the sources, charts, manifests, scripts or
+# tests (a help text, a remedy, a comment) exists.
+for top in ("agent", "charts", "k8s", "scripts", "tests", "mk", "bench", ".ci", "Makefile", "Dockerfile"):
+    base = os.path.join(root, top)
+    files = [base] if os.path.isfile(base) else []
+    for dp, ds, fs in os.walk(base):
+        ds[:] = [x for x in ds if x != "node_modules"]   # npm's, not ours
+        files += [os.path.join(dp, f) for f in fs]
+    for f in files:
+        if os.path.basename(f) == "test_docs_links.sh":
+            continue                  # its doctored pages
+        try:
+            text = open(f, encoding="utf-8").read()
+        except (UnicodeDecodeError, OSError):
+            continue
+        for m in re.finditer(r"(?<![\w/.-])docs/[\w/.-]*\w\.(?:md|json)", text):
+            if not os.path.exists(os.path.join(root, m.group(0))):
+                bad.append("%s names %s, which does not exist"
+                           % (os.path.relpath(f, root), m.group(0)))
+
 # Sizes and the first screen.
 readme = os.path.join(root, "README.md")
 size = os.path.getsize(readme)
@@ -110,17 +132,20 @@ EOF
 printf '# A\n## The `b` section!\n## Twice\n## Twice\n[self](#twice-1) [gone](#no-such-heading)\n' \
     >"$tmp/r/docs/operate/a.md"
 head -c 41000 /dev/zero | tr '\0' 'x' >"$tmp/r/docs/operate/big.md"
+mkdir -p "$tmp/r/agent"
+echo '/* the reasons: docs/diagnosis.md; the index: docs/README.md */' >"$tmp/r/agent/x.c"
 out=$(check "$tmp/r")
 [ $? -ne 0 ] || fail "the doctored copy passed: $out"
 for want in "links to docs/nothere.md, which does not exist" \
             "links to #no-such-heading" \
             "docs/README.md does not list docs/operate/big.md" \
             "docs/operate/big.md is 41000 bytes" \
-            "no 'helm install' in its first 60 lines"; do
+            "no 'helm install' in its first 60 lines" \
+            "agent/x.c names docs/diagnosis.md, which does not exist"; do
     grep -qF "$want" <<<"$out" || fail "the doctored copy did not report '$want': $out"
 done
-grep -q 'twice-1\|the-b-section' <<<"$out" && fail "a good anchor was reported: $out"
-echo "ok   a dead link, a missing anchor, an unlisted or too large page, no helm install: caught"
+grep -q 'twice-1\|the-b-section\|docs/README.md, which' <<<"$out" && fail "a good anchor or page was reported: $out"
+echo "ok   a dead link or anchor, a source naming a page that is gone, an unlisted or too large page, no helm install: caught"
 
 # 2. The repository.
 out=$(check "$root") || { echo "$out"; fail "the docs have dead links or break the size rules"; }
