@@ -1,6 +1,7 @@
 #!/bin/bash
-# The labels and RBAC tables of docs/reference/ are generated, like the
-# config table:
+# The labels, RBAC and catalog tables of docs/reference/ are generated,
+# like the config table (the catalog's floor points from the binary's
+# embedded catalog):
 # the labels from the agent's own table (agent/publish/node_build.c, which
 # a unit test holds the Node patch to), the RBAC from the chart's render
 # (Helm's engine, tests/helm_render) with each rule's "# why:" comment. A
@@ -27,6 +28,16 @@ for k in $(grep -o 'add_label(labels, prefix, "[a-z-]*"' agent/publish/node_buil
     grep -q "^| \`$k\` |" <<<"$want" || fail "the agent writes $k, the labels table lacks it"
 done
 echo "ok   docs/reference/labels.md: the agent's $n labels"
+
+# The catalog's floor points, from the binary's own catalog.
+want=$(python3 scripts/readme_tables.py catalog "$PF_BIN") || fail "readme_tables.py catalog"
+if [ "$want" != "$(between catalog catalog.md)" ]; then
+    echo "FAIL docs/reference/catalog.md's table is stale; regenerate: python3 scripts/readme_tables.py catalog build/efa-preflight"
+    diff <(echo "$want") <(between catalog catalog.md) | head -20; exit 1
+fi
+n=$("$PF_BIN" catalog --json | python3 -c 'import json,sys; print(sum(len(i["floors"]) + len(i["host_floors"]) for i in json.load(sys.stdin)["instances"]))')
+[ "$(grep -c '^| [a-z0-9*.-]* | [0-9]' <<<"$want")" -eq "$n" ] || fail "the catalog table does not have the catalog's $n points"
+echo "ok   docs/reference/catalog.md: the catalog's $n floor points with their sources"
 
 command -v go >/dev/null && [ -d /usr/share/gocode/src/github.com/Masterminds/sprig ] || {
     echo "skip: the chart renderer needs golang-go and Helm's libraries (make deps)"; exit 77; }
