@@ -7,8 +7,9 @@
 #  - every page under docs/ is listed in docs/README.md, the index;
 #  - a docs page a source file, chart, script or test names (docs/....md)
 #    exists, so help texts, remedies and comments follow a page that moves;
-#  - README.md is at most 15 KB with `helm install` in its first 60 lines,
-#    and no file under docs/ is over 40 KB.
+#  - README.md is at most 15 KB with `helm install` and the gate snippet
+#    (initContainers:) in its first 60 lines, and no file under docs/ is
+#    over 40 KB.
 # It runs on a doctored copy first, so it can fail.
 set -u
 root=${PF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -105,6 +106,8 @@ if size > README_MAX:
 head = open(readme, encoding="utf-8").read().split("\n")[:HELM_LINE]
 if not any(l.startswith("helm install") for l in head):
     bad.append("README.md has no 'helm install' in its first %d lines" % HELM_LINE)
+if not any(l.strip() == "initContainers:" for l in head):
+    bad.append("README.md has no gate snippet (initContainers:) in its first %d lines" % HELM_LINE)
 for dp, _, fs in os.walk(docs):
     for f in fs:
         p = os.path.join(dp, f)
@@ -141,6 +144,7 @@ for want in "links to docs/nothere.md, which does not exist" \
             "docs/README.md does not list docs/operate/big.md" \
             "docs/operate/big.md is 41000 bytes" \
             "no 'helm install' in its first 60 lines" \
+            "no gate snippet (initContainers:) in its first 60 lines" \
             "agent/x.c names docs/diagnosis.md, which does not exist"; do
     grep -qF "$want" <<<"$out" || fail "the doctored copy did not report '$want': $out"
 done
@@ -149,4 +153,4 @@ echo "ok   a dead link or anchor, a source naming a page that is gone, an unlist
 
 # 2. The repository.
 out=$(check "$root") || { echo "$out"; fail "the docs have dead links or break the size rules"; }
-echo "ok   $(tail -n 1 <<<"$out"); README $(wc -c <"$root/README.md") bytes, helm install in its first 60 lines"
+echo "ok   $(tail -n 1 <<<"$out"); README $(wc -c <"$root/README.md") bytes, helm install and the gate in its first 60 lines"
