@@ -1,4 +1,4 @@
-/* The one table of reasons (reasons.h). docs/diagnosis.md's summary table
+/* The one table of reasons (reasons.h). docs/reference/reasons.md's table
  * is generated from it (`efa-preflight reasons --markdown`), and
  * tests/integration/test_diagnosis_doc.sh fails when the two drift. */
 #include "reasons.h"

@@ -202,7 +202,7 @@ void pf_reason_remedy(enum pf_reason r, bool warn, const char *arg,
                       char *out, size_t len);
 
 const char *pf_class_name(enum pf_reason_class c);
-/* Exit code of a run whose deciding failure has this class (README, "Exit codes"):
+/* Exit code of a run whose deciding failure has this class (docs/reference/exit-codes.md):
  * 0 pass, 1 node/fabric failure or a group failure nobody was blamed for,
  * 2 usage, 3 infrastructure, 4 a peer failed and this node did not. */
 int pf_class_exit_code(enum pf_reason_class c);

@@ -1,8 +1,8 @@
-# The README's reliability table (scripts/reliability_table.py), from the
+# The reliability table of docs/internals/reliability.md (scripts/reliability_table.py), from the
 # results the last `make test`, `make fuzz`/`fuzz-smoke` and `make asan`
 # left in $(BUILD)/test-logs, build/fuzz/fuzz-results and build/asan.
 # Criterion's JSON is refreshed here (about 20 s), the rest is only read.
-#   make reliability   print the table and update README.md between the
+#   make reliability   print the table and update that page between the
 #                      <!-- reliability-table --> markers
 .PHONY: reliability
 
@@ -11,4 +11,4 @@ $(BUILD)/test-logs/unit.json: $(BUILD)/unit_tests
 	$(BUILD)/unit_tests --jobs 2 --json=$@ >$(BUILD)/test-logs/unit.out 2>&1 || true
 
 reliability: $(BUILD)/test-logs/unit.json
-	python3 scripts/reliability_table.py --build $(BUILD) --readme README.md
+	python3 scripts/reliability_table.py --build $(BUILD) --doc docs/internals/reliability.md

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Print the README's generated tables (markdown).
+"""Print the generated tables of docs/reference/ (markdown).
 
   readme_tables.py labels [ROOT]        the labels the agent writes, from
                                         agent/publish/node_build.c's table
@@ -8,9 +8,13 @@
                                         efa-preflight); each rule's "why"
                                         is its "# why:" comment in
                                         templates/rbac.yaml
+  readme_tables.py catalog BINARY       every floor point of the embedded
+                                        catalog with its message size and
+                                        source (`BINARY catalog --json`)
 
-The README holds each between <!-- NAME-table --> and <!-- end NAME-table -->
-markers; tests/integration/test_readme_tables.sh checks they are current.
+docs/reference/labels.md, rbac.md and catalog.md hold them between
+<!-- NAME-table --> and <!-- end NAME-table --> markers;
+tests/integration/test_readme_tables.sh checks they are current.
 """
 import os
 import re
@@ -121,10 +125,51 @@ def rbac(rendered):
                                          why.replace("|", "\\|")))
 
 
+def size(n):
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n and n % (1 << shift) == 0:
+            return "%d %s" % (n >> shift, unit)
+    return "largest swept" if n == 0 else "%d B" % n
+
+
+def catalog(binary):
+    import json
+    import subprocess
+    doc = json.loads(subprocess.run([binary, "catalog", "--json"], check=True,
+                                    stdout=subprocess.PIPE).stdout)
+    cell = lambda t: str(t).replace("|", "\\|")
+    by_size = lambda f: ", ".join("%s: %g" % (size(p["bytes"]), p["busbw_gbps"])
+                                  for p in f.get("sizes") or [])
+    print("| type | nodes | floor (GB/s) | from | by size (GB/s) | verified | source |")
+    print("|---|---:|---:|---|---|---|---|")
+    none = []
+    for i in doc["instances"]:
+        if not i["floors"]:
+            none.append(i["name"])
+        for f in i["floors"]:
+            print("| %s | %d | %g | %s | %s | %s | %s |" % (
+                i["name"], f["nodes"], f["busbw_gbps"], size(f["from_bytes"]),
+                by_size(f), "yes" if f["verified"] else "no", cell(f["source"] or "")))
+    print()
+    print("Host engine (`host_floors`, by the NICs its ring striped over, from 2 nodes):")
+    print()
+    print("| type | NICs | floor (GB/s) | from | verified | source |")
+    print("|---|---:|---:|---|---|---|")
+    for i in doc["instances"]:
+        for f in i["host_floors"]:
+            print("| %s | %d | %g | %s | %s | %s |" % (
+                i["name"], f["nics"], f["busbw_gbps"], size(f["from_bytes"]),
+                "yes" if f["verified"] else "no", cell(f["source"] or "")))
+    print()
+    print("No NCCL floor: %s." % ", ".join(none))
+
+
 if __name__ == "__main__":
     if len(sys.argv) >= 2 and sys.argv[1] == "labels":
         labels(sys.argv[2] if len(sys.argv) > 2 else ".")
     elif len(sys.argv) == 3 and sys.argv[1] == "rbac":
         rbac(sys.argv[2])
+    elif len(sys.argv) == 3 and sys.argv[1] == "catalog":
+        catalog(sys.argv[2])
     else:
         sys.exit(__doc__)

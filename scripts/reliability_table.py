@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The README's reliability table, from the test suite's own results.
+"""The reliability table (docs/internals/reliability.md), from the test suite's own results.
 
 Reads what the last runs left behind and prints markdown:
   - $BUILD/test-logs/<test>.rc and .log   integration tests (run.sh writes
@@ -15,9 +15,9 @@ Nothing is run here and nothing is assumed: a test that has not run is
 shown as "not run", and the closing line says "not clean" unless every
 fault test passed and no sanitizer report appears in any log.
 
-  scripts/reliability_table.py [--build DIR] [--readme README.md]
+  scripts/reliability_table.py [--build DIR] [--doc docs/internals/reliability.md]
 
-With --readme the table replaces the text between the markers
+With --doc the table replaces the text between the markers
 <!-- reliability-table --> and <!-- end reliability-table --> in that file.
 """
 import argparse
@@ -342,8 +342,8 @@ def table(build):
     return "\n".join(lines) + "\n", not problems
 
 
-def replace_in(readme, text):
-    with open(readme) as f:
+def replace_in(page, text):
+    with open(page) as f:
         doc = f.read()
     block = BEGIN + "\n" + text + END
     if BEGIN in doc and END in doc:
@@ -352,21 +352,21 @@ def replace_in(readme, text):
         doc = doc[:start] + block + doc[end:]
     else:
         doc = doc.rstrip("\n") + "\n\n## Reliability\n\n" + block + "\n"
-    tmp = readme + ".tmp"
+    tmp = page + ".tmp"
     with open(tmp, "w") as f:
         f.write(doc)
-    os.replace(tmp, readme)
+    os.replace(tmp, page)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default=os.environ.get("BUILD", "build"))
-    ap.add_argument("--readme")
+    ap.add_argument("--doc", help="the page whose table markers to fill")
     args = ap.parse_args()
     text, clean = table(args.build)
     sys.stdout.write(text)
-    if args.readme:
-        replace_in(args.readme, text)
+    if args.doc:
+        replace_in(args.doc, text)
     return 0 if clean else 1
 
 

@@ -49,7 +49,7 @@ pf_err pf_k8s_podset_put(struct pf_k8s_podset *s, const struct pf_k8s_pod *p,
 void pf_k8s_podset_remove(struct pf_k8s_podset *s, const char *name);
 void pf_k8s_podset_free(struct pf_k8s_podset *s);
 
-/* --peer-selector if set, else the first of the README's labels the own
+/* --peer-selector if set, else the first of the labels (docs/internals/kubernetes.md) the own
  * pod carries (JobSet: jobset-name plus replicatedjob-name when present).
  * PF_ERR_USAGE when none is found. */
 pf_err pf_k8s_selector(const cJSON *own_pod, const char *cfg_selector,

@@ -1,6 +1,6 @@
 /* The group's owner, from the own pod alone: its labels (JobSet and Job
  * controllers stamp their uid on every pod) or its ownerReferences. The
- * rendezvous keys its HMAC with it when no secret file is given (README,
+ * rendezvous keys its HMAC with it when no secret file is given (docs/internals/hardening.md,
  * "Rendezvous security"). */
 #include "k8s_owner.h"
 

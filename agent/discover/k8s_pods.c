@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The README's order ("Peer discovery"): the most specific grouping
+/* docs/internals/kubernetes.md's order ("Peer discovery"): the most specific grouping
  * label wins. */
 static const char *const group_labels[] = {
     PF_K8S_JOBSET_NAME,

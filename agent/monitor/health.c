@@ -27,7 +27,7 @@
 #include <string.h>
 
 /* The counters judged by default, their rate per second, and whether a
- * rise speaks of the remote side (docs/counters.md says why each). */
+ * rise speaks of the remote side (docs/reference/counters.md says why each). */
 static const struct {
     const char *counter;
     double per_s;

@@ -86,7 +86,7 @@ struct pf_mon_rules {
     int clear_after;                  /* M */
 };
 
-/* The defaults (monitor.c's table, docs/counters.md says why each), then
+/* The defaults (monitor.c's table, docs/reference/counters.md says why each), then
  * spec's "counter=rate,..." on top. A name that is not a counter's file
  * name or a rate that is not a number is a usage error naming it. */
 pf_err pf_mon_rules_parse(const char *spec, int raise_after, int clear_after,

@@ -16,7 +16,7 @@
 /* ------------------------------------------------------------- families */
 
 /* Every family, in the order written. Its HELP/TYPE lines are what the
- * dashboard and docs tests hold the chart and docs/observability.md to. */
+ * dashboard and docs tests hold the chart and docs/reference/metrics.md to. */
 enum fam {
     F_LAST_RUN, F_DURATION, F_STATUS, F_EXIT, F_VERDICT, F_BUSBW, F_PEAK,
     F_AVG, F_JUDGED, F_FLOOR, F_FLOOR_SIZE, F_COLL_DURATION, F_WRONG, F_RANKS,

@@ -4,7 +4,7 @@
  * (--pushgateway, grouping key job/instance: pushgateway.h). Names follow Prometheus'
  * rules: the efa_preflight_ prefix, base units as suffixes (seconds,
  * bytes, bytes_per_second), and gauges throughout: every value describes
- * the last run, nothing counts up across runs. docs/observability.md lists
+ * the last run, nothing counts up across runs. docs/reference/metrics.md lists
  * them. */
 #ifndef PF_METRICS_H
 #define PF_METRICS_H

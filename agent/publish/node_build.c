@@ -134,7 +134,7 @@ cJSON *pf_node_labels_patch(const char *prefix, const struct pf_node_labels *l)
 }
 
 /* Every label the agent writes, by name under the prefix, in the order
- * written, with its values and meaning: the README's labels table is
+ * written, with its values and meaning: docs/reference/labels.md's table is
  * printed from this table (scripts/readme_tables.py, checked by
  * test_readme_tables), and a unit test holds pf_node_labels_patch to it.
  * verdict: the label speaks for a verdict and is dropped while none

@@ -28,7 +28,7 @@ pf_err pf_publish(const struct pf_run *run, struct pf_publish_outcome *out,
 void pf_publish_table(const struct pf_run *run, FILE *out);
 void pf_publish_table_of(const struct pf_run *run, const struct pf_verdict *v,
                          FILE *out);
-/* Returns a malloc'd JSON document (schema docs/report-schema.md). */
+/* Returns a malloc'd JSON document (schema docs/reference/report.md). */
 char *pf_report_json(const struct pf_run *run);
 char *pf_report_json_of(const struct pf_run *run, const struct pf_verdict *v);
 /* What became of our mark (taint, HyperPod label) on a node proven

@@ -1,5 +1,5 @@
 /* The JSON report, schema PF_REPORT_SCHEMA, documented field by field in
- * docs/report-schema.md. Only facts and verdicts go in: no config values
+ * docs/reference/report.md (and report.schema.json). Only facts and verdicts go in: no config values
  * beyond the few that explain the verdict, never a token or secret. */
 #include "publish.h"
 
@@ -153,9 +153,12 @@ static cJSON *checks_json(const struct pf_verdict *v)
         const struct pf_check *c = &v->checks[i];
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "name", c->name);
-        cJSON_AddStringToObject(o, "condition", c->condition);
+        /* No condition (the taint check) and no reason word (a check
+         * that passed with nothing to name) are null, as every string
+         * of the report that does not apply (docs/reference/report.md). */
+        pf_json_add_text(o, "condition", c->condition);
         cJSON_AddStringToObject(o, "status", pf_status_name(c->status));
-        cJSON_AddStringToObject(o, "reason", pf_reason_name(c->reason));
+        pf_json_add_text(o, "reason", pf_reason_name(c->reason));
         cJSON_AddStringToObject(o, "message", c->message);
         pf_json_add_text(o, "remedy", c->remedy);
         cJSON_AddItemToArray(arr, o);

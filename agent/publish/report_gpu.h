@@ -1,4 +1,4 @@
-/* The report's node.gpu_health (docs/report-schema.md): what NVML and the
+/* The report's node.gpu_health (docs/reference/report.md): what NVML and the
  * kernel log said of every GPU, each field with its outcome. */
 #ifndef PF_REPORT_GPU_H
 #define PF_REPORT_GPU_H

@@ -43,7 +43,7 @@ static void warn_mixed_types(const struct pf_rdv_facts *t, int world)
 }
 
 /* --secret-file: trailing newlines (LF or CRLF) are not part of the
- * secret, so `echo s > f` and `printf s > f` agree (README). */
+ * secret, so `echo s > f` and `printf s > f` agree (docs/internals/hardening.md). */
 static pf_err read_secret(const char *path, char **out, size_t *len,
                           char *err)
 {
@@ -73,7 +73,7 @@ static pf_err read_secret(const char *path, char **out, size_t *len,
 }
 
 /* k8s without a secret file: a key only the group's pods can know, from
- * the uid of the object they share (README, "Rendezvous security"). */
+ * the uid of the object they share (docs/internals/hardening.md, "Rendezvous security"). */
 static pf_err owner_key(const struct pf_peers *p, char **out, size_t *len,
                         char *err)
 {

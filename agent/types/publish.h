@@ -35,16 +35,16 @@ struct pf_publish_outcome {
 };
 
 /* After the run deadline, publishing the verdict may take this much longer
- * (README, section Deadlines); then the agent exits whatever the API does. */
+ * (docs/internals/reliability.md, Deadlines); then the agent exits whatever the API does. */
 #define PF_PUBLISH_GRACE_MS 20000
 /* After SIGTERM/SIGINT, the verdict being written may finish, or the Node
- * is rolled forward to status=error, within this much (README, section
+ * is rolled forward to status=error, within this much (docs/internals/reliability.md,
  * Deadlines); it fits a terminationGracePeriodSeconds of 10. */
 #define PF_SIGNAL_GRACE_MS 8000
 /* Metrics go to a Pushgateway last, once the verdict is on the Node and in
  * the report, within this much (and within the publishing grace): a
  * Pushgateway that never answers holds the exit this long at most and
- * never changes the exit code (README, section Deadlines). */
+ * never changes the exit code (docs/internals/reliability.md, Deadlines). */
 #define PF_PUSH_BUDGET_MS 5000
 
 #endif

@@ -27,7 +27,7 @@ struct pf_verdict {
     int exit_code;                    /* pf_class_exit_code(cls) */
 };
 
-/* Exit codes (README, "Exit codes"). */
+/* Exit codes (docs/reference/exit-codes.md). */
 enum { PF_EXIT_PASS = 0, PF_EXIT_FAIL = 1, PF_EXIT_USAGE = 2, PF_EXIT_INFRA = 3,
        PF_EXIT_PEER = 4 };
 /* The same, as --help prints them. */

@@ -106,7 +106,7 @@ static bool has_named(const cJSON *list, const char *name)
 }
 
 /* A gate already there: ours by name, or one written by hand that runs the
- * agent (the README's patterns name theirs efa-preflight too, but a command
+ * agent (docs/install/gate-a-job.md's patterns name theirs efa-preflight too, but a command
  * naming efa-preflight counts as well). An app container that is the agent
  * (the pre-flight DaemonSet's pods) counts too, and one holding a name we
  * would add: container names are unique across both lists, so adding ours

@@ -33,7 +33,7 @@ expect 0 "efa-preflight 0." -- version
 
 # --help lists every exit code, 4 (a peer failed, not this node) included,
 # for the commands that end in a verdict and in the top-level usage; the
-# same codes as the README's table.
+# same codes as docs/reference/exit-codes.md's table.
 for cmd in node run local; do
     out=$("$PF_BIN" $cmd --help) || fail "$cmd --help exited $?"
     for c in "0 pass" "1 validation failed" "2 usage/config error" "3 infrastructure error" \
@@ -43,11 +43,11 @@ for cmd in node run local; do
 done
 out=$("$PF_BIN" 2>&1)
 [[ "$out" == *"4 a peer failed, not this node"* ]] || fail "usage lacks exit code 4: $out"
-readme_codes=$(sed -n '/^## Exit codes/,/^## /p' "$PF_ROOT/README.md" | grep -o '^| [0-9] ' | tr -dc '0-9')
+doc_codes=$(grep -o '^| [0-9] ' "$PF_ROOT/docs/reference/exit-codes.md" | tr -dc '0-9')
 help_codes=$(grep -o '[0-9] [a-z]' <<<"$("$PF_BIN" run --help | sed -n '/^exit codes/,$p')" | tr -dc '0-9')
-[ "$readme_codes" = "01234" ] && [ "$help_codes" = "$readme_codes" ] ||
-    fail "exit codes: README $readme_codes, run --help $help_codes"
-echo "ok: --help lists exit codes 0-4, as the README's table"
+[ "$doc_codes" = "01234" ] && [ "$help_codes" = "$doc_codes" ] ||
+    fail "exit codes: docs/reference/exit-codes.md $doc_codes, run --help $help_codes"
+echo "ok: --help lists exit codes 0-4, as docs/reference/exit-codes.md"
 
 # A near-miss instance type names the catalog entry it missed; a type near
 # none gets no guess.

@@ -5,7 +5,7 @@
 # functions, matchers, grouping and arithmetic found; labels, functions and
 # variables not), and a dashboard naming a metric the agent does not write,
 # or a query selecting none, fails. The chart, rendered with the dashboard
-# on, carries the file unchanged in a ConfigMap, and docs/observability.md
+# on, carries the file unchanged in a ConfigMap, and docs/reference/metrics.md
 # lists every family. A port from the kernel (lib_port.sh).
 set -u
 root=${PF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -29,9 +29,9 @@ unlabelled=$(grep '^efa_preflight_' "$tmp/efa_preflight.prom" | grep -v "^[a-z_]
 [ -z "$unlabelled" ] || fail "samples without node=\"$(hostname)\" first: $unlabelled"
 
 missing=$(grep -o '^# TYPE efa_preflight_[a-z_]*' "$tmp/efa_preflight.prom" | cut -d' ' -f3 |
-          while read -r m; do grep -q "\`$m\`" docs/observability.md || echo "$m"; done)
-[ -z "$missing" ] || fail "docs/observability.md does not list: $missing"
-echo "ok   the agent writes $n families, each listed in docs/observability.md"
+          while read -r m; do grep -q "\`$m\`" docs/reference/metrics.md || echo "$m"; done)
+[ -z "$missing" ] || fail "docs/reference/metrics.md does not list: $missing"
+echo "ok   the agent writes $n families, each listed in docs/reference/metrics.md"
 
 # 1b. What the monitor writes (its row of per-NIC rates), from a bounded
 #     run on the p5 fixture: its families join the gate's.
@@ -47,10 +47,10 @@ timeout -k 5 30 "$bin" monitor --no-imds --sysfs-root "$tmp/fixtures/p5.48xlarge
 m=$(grep -c '^# TYPE efa_preflight_' "$tmp/monitor.prom")
 missing=$(grep -o '^# TYPE efa_preflight_[a-z_]*' "$tmp/monitor.prom" | cut -d' ' -f3 |
           grep -v '^efa_preflight_nic_.*_total$' |
-          while read -r f; do grep -q "\`$f\`" docs/counters.md || echo "$f"; done)
-[ -z "$missing" ] || fail "docs/counters.md does not list the monitor's: $missing"
+          while read -r f; do grep -q "\`$f\`" docs/reference/counters.md || echo "$f"; done)
+[ -z "$missing" ] || fail "docs/reference/counters.md does not list the monitor's: $missing"
 cat "$tmp/efa_preflight.prom" "$tmp/monitor.prom" >"$tmp/all.prom"
-echo "ok   the monitor writes $m families, each gauge listed in docs/counters.md"
+echo "ok   the monitor writes $m families, each gauge listed in docs/reference/counters.md"
 
 # 2. The dashboard against them.
 python3 "$check" "$dash" "$tmp/all.prom" >"$tmp/out" || { cat "$tmp/out"; fail "dashboard"; }

@@ -25,7 +25,7 @@ for n in 2 4; do
     got=$(json "$tmp/r$n.json" 'all(x[m]["busbw_gbps"] > 0 and x[m]["wrong"] == 0 for x in r["collective"]["rows"] for m in ("out_of_place", "in_place"))')
     [ "$got" = "True" ] || fail "n=$n: a row has no bandwidth or wrong elements"
     got=$(json "$tmp/r$n.json" '[(c["status"], c["reason"]) for c in r["checks"] if c["condition"] == "EFAFabricReady"]')
-    [ "$got" = "[('warn', 'ProviderFallback'), ('pass', '')]" ] ||
+    [ "$got" = "[('warn', 'ProviderFallback'), ('pass', None)]" ] ||
         fail "n=$n fabric checks = $got"
     echo "ok   $n ranks over tcp: 12 sizes exact, host engine, ProviderFallback warn"
 done

@@ -122,5 +122,6 @@ assert len(ev) == 1 and ev[0]["message"].startswith("error: "), ev
 print("PeerLost survivor: node-0 status=error, EFAFabricReady=Unknown/PeerLost, Event \"error: ...\", no taint")
 '
 echo "ok   PeerLost survivor: exit 3 ${secs}s after the kill, report/metric/history say error, EFAFabricReady Unknown"
+pfk8s_reports_valid "$T"/out/*.json
 pfk8s_no_token_in "$T/out"
 echo "PASS"

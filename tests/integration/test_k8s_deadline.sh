@@ -3,7 +3,7 @@
 # answers every /nodes request with 429 and Retry-After: 30; the agent runs
 # with --timeout 15. Marking the Node gives up at once (30 s is more than
 # the run has left), the run itself goes on, and publishing waits out one
-# Retry-After within its grace (README, Deadlines: 20 s) and then stops:
+# Retry-After within its grace (docs/internals/reliability.md, Deadlines: 20 s) and then stops:
 # the process exits 3 by deadline + grace (35 s), the summary and the
 # report carry a PublishFailed check, and nothing was written to the Node.
 set -u

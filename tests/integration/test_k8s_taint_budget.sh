@@ -189,5 +189,6 @@ assert len(s["nodes"]) == 4, [n["metadata"]["name"] for n in s["nodes"]]
 assert [t for t in node("node-3")["spec"]["taints"] if t["key"] == "efa-preflight.io/unhealthy"], node("node-3")["spec"]
 print("default 20%% of 4 nodes: one node tainted")
 '
+pfk8s_reports_valid "$T"/out/*.json
 pfk8s_no_token_in "$T/out"
 echo "PASS"

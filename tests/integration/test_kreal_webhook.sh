@@ -29,7 +29,7 @@
 #     (1.20 has no fail_open_count metric: it came in 1.24)
 # The bar of issue 27, "a JobSet of 2 pods requesting EFA, created with no
 # efa-preflight YAML in it, runs the gate": two Jobs and their
-# JobSet-labelled Pods (generateName, ownerReferences, the README's
+# JobSet-labelled Pods (generateName, ownerReferences, docs/install/webhook.md's
 # "after" Pod: serviceAccountName trainer, 8 GPUs, 32 EFA) created through
 # the webhook; then the test plays scheduler and kubelet for each stored
 # Pod: a Binding to node-i (Nodes tainted vpc.amazonaws.com/efa, tolerated

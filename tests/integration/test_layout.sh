@@ -1,5 +1,5 @@
 #!/bin/bash
-# The source layout keeps the architecture (README "Source layout"):
+# The source layout keeps the architecture (docs/internals/architecture.md):
 #  - agent/util/ holds leaf libraries: no header outside util/ is included;
 #  - agent/transport/ never sees the run or the collective's results;
 #  - the engines (collective/host/, collective/nccl/) get a pf_engine_args

@@ -504,7 +504,7 @@ expect_fail "schema on serviceAccount.create=false without a name" "serviceAccou
 echo "$render $chart --set image.repository=$repo --set priorityClassName=System_Critical" >"$tmp/cmd"
 expect_fail "schema on a bad priorityClassName" "- priorityClassName: Does not match pattern"
 
-# 12. The admission webhook (webhook.enabled, README "Zero-touch gating"):
+# 12. The admission webhook (webhook.enabled, docs/install/webhook.md):
 #     off by default; on, with the chart's own certificate or cert-manager's,
 #     every object valid, and tests/manifests/check_webhook.py's rules hold
 #     (failurePolicy Ignore, timeout <= 5, opt-in namespaces, the release

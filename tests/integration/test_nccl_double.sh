@@ -44,7 +44,7 @@ run X=1 --
 got=$(json "$tmp/r.json" '(r["collective"]["engine"], r["collective"]["nranks"], r["collective"]["wrong_total"], r["collective"]["transport"], r["collective"]["nccl_network"], len(r["collective"]["rows"]))')
 [ "$got" = "('nccl', 2, 0, 'P2P/CUMEM/read', 'Socket', 4)" ] ||
     fail "clean run (engine, nranks, wrong, transport, network, rows) = $got"
-[ "$(check nccl_transport)" = "[('pass', '')]" ] || fail "nccl_transport: $(check nccl_transport)"
+[ "$(check nccl_transport)" = "[('pass', None)]" ] || fail "nccl_transport: $(check nccl_transport)"
 echo "ok   clean: nccl engine, 2 ranks, 0 wrong, P2P/CUMEM/read, exit 0"
 
 # 2. GPU 1 (rank 1's) result wrong in its first 3 elements: the sweep

@@ -1,7 +1,7 @@
 #!/bin/bash
 # `efa-preflight node` on this very machine (no EFA, no GPU, no efa
 # provider): a clear verdict and the documented exit code, never a crash.
-#   default provider efa -> exit 1, NotAnEFAInstance (README: exit codes)
+#   default provider efa -> exit 1, NotAnEFAInstance (docs/reference/exit-codes.md)
 #   --fabric-provider tcp -> exit 0, every EFA check skipped
 set -u
 for d in /sys/class/infiniband/*; do

@@ -18,7 +18,7 @@
       DaemonSet serves; no NodePool labels nodes with a verdict (Karpenter
       would label new nodes `pass` before anything ran).
   check_deploy.py facts ROOT
-      No deploy file (README.md, charts/, k8s/) names a FACTS file the
+      No deploy file (README.md, docs/, charts/, k8s/) names a FACTS file the
       repository does not have.
 Prints one line per failed check; exit 1 if any.
 """
@@ -221,7 +221,7 @@ def check_facts(root):
     if glob.glob(os.path.join(root, "**", "FACTS*"), recursive=True):
         return
     paths = [os.path.join(root, "README.md")]
-    for sub in ("charts", "k8s"):
+    for sub in ("charts", "k8s", "docs"):
         for dp, _, fs in os.walk(os.path.join(root, sub)):
             paths += [os.path.join(dp, f) for f in fs]
     for p in paths:

@@ -10,7 +10,7 @@ values, release name and namespace "efa-preflight". Checks:
      by field: names, labels, RBAC rules, env, resources, everything;
   2. the chart's other DaemonSets differ from the p5 one only in name, pool
      label, instance types and resources;
-  3. RBAC rules are exactly the README's RBAC table; the job-namespace Role
+  3. RBAC rules are exactly docs/reference/rbac.md's table; the job-namespace Role
      equals the DaemonSet's Role but for the coordinator's Leases (release
      namespace only); the taint budget's Role (release namespace) grants
      get/update on its one ConfigMap and create, and every agent service
@@ -510,7 +510,7 @@ def main():
             if o is None:
                 fail("%s has no %s %s/%s" % (src, kind, ns, name))
             elif o["rules"] != rules:
-                fail("%s %s %s rules %s, the README's RBAC table says %s"
+                fail("%s %s %s rules %s, docs/reference/rbac.md says %s"
                      % (src, kind, name, o["rules"], rules))
     for src, objs in (("k8s/", plain), ("chart", chart)):
         for k, o in objs.items():

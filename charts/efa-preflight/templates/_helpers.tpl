@@ -39,7 +39,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
      digest of the -full image). The schema already requires the
      repository; this names the fix where a schema is not run. */}}
 {{- define "efa-preflight.image" -}}
-{{- $repo := required "image.repository is required: the registry and repository you pushed the images to (README, \"Build the images\"), e.g. --set image.repository=123456789012.dkr.ecr.us-west-2.amazonaws.com/efa-preflight" .Values.image.repository }}
+{{- $repo := required "image.repository is required: the registry and repository you pushed the images to (docs/install/images.md), e.g. --set image.repository=123456789012.dkr.ecr.us-west-2.amazonaws.com/efa-preflight" .Values.image.repository }}
 {{- $tag := .Values.image.tag | default .Chart.AppVersion | toString }}
 {{- $digest := .Values.image.digest | default "" }}
 {{- if and (not $digest) (hasPrefix "sha256:" $tag) }}{{ $digest = $tag }}{{ end }}

@@ -218,6 +218,22 @@ EOF
 }
 
 # Fail if any token value appears in any file under the given paths.
+# pfk8s_reports_valid FILE...: every report is valid against
+# docs/reference/report.schema.json, strictly (check_report_schema.py);
+# says so and goes on where python3-jsonschema is missing.
+pfk8s_reports_valid() {
+    local here py out rc
+    here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../integration" && pwd)
+    for py in python3 /usr/bin/python3; do
+        out=$("$py" "$here/check_report_schema.py" "$@" 2>&1); rc=$?
+        [ $rc -eq 77 ] && continue
+        [ $rc -eq 0 ] || { echo "$out"; pfk8s_die "reports the schema refuses"; }
+        echo "ok   $# reports valid against docs/reference/report.schema.json"
+        return 0
+    done
+    echo "note: reports not checked against the schema: $out"
+}
+
 pfk8s_no_token_in() {
     local t
     for t in "$PFK8S_TOKEN" "$PFK8S_TOKEN2" "$PFK8S_TOKEN_RO" "$PFK8S_TOKEN_NONE"; do

@@ -336,7 +336,7 @@ Test(k8s_publish, event_type_reason_and_numbers)
 
 /* EFAFabricReady by the deciding class: False only for a fault proven on
  * this node; Unknown with the reason for a group failure, a peer that died
- * or was at fault, the infrastructure and a usage error (the README's
+ * or was at fault, the infrastructure and a usage error (docs/install/remediation.md's
  * NodeHealthCheck remediates on False: it must never reboot the healthy
  * survivors of a peer that died); True for pass and warn. */
 Test(k8s_publish, fabric_condition_by_class)
@@ -641,7 +641,7 @@ Test(k8s_publish, forged_peer_names_reach_conditions_and_event_sanitised)
     free(run);
 }
 
-/* The labels table (the README's, printed from our_labels) is what the
+/* The labels table (docs/reference/labels.md's, printed from our_labels) is what the
  * verdict writes, key for key and in order; the mark before a run drops
  * every label that speaks for a verdict, valid-until-epoch included, and
  * the undo puts each of them back. */
