@@ -10,6 +10,7 @@
 #include "../publish/history.h"
 #include "../util/clock.h"
 #include "../util/fsutil.h"
+#include "../util/json.h"
 #include "../util/log.h"
 #include "configmap.h"
 
@@ -108,8 +109,8 @@ cJSON *pf_base_report_json(const struct pf_run *run)
 
     if (!o)
         return NULL;
-    cJSON_AddStringToObject(o, "source", run->baseline.source);
-    cJSON_AddStringToObject(o, "note", run->baseline.note);
+    pf_json_add_text(o, "source", run->baseline.source);  /* null: none */
+    pf_json_add_text(o, "note", run->baseline.note);
     cJSON_AddNumberToObject(o, "keys", run->baseline.n);
     list = cJSON_AddArrayToObject(o, "observed");
     for (int i = 0; list && i < n; i++)
@@ -123,7 +124,7 @@ cJSON *pf_base_report_json(const struct pf_run *run)
         cJSON_AddNumberToObject(held, "fraction", h->fraction);
         cJSON_AddNumberToObject(held, "floor_gbps", h->floor_gbps);
         cJSON_AddNumberToObject(held, "bytes", (double)h->bytes);
-        cJSON_AddStringToObject(held, "note", h->note);
+        pf_json_add_text(held, "note", h->note);
     }
     return o;
 }
