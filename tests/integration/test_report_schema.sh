@@ -10,7 +10,13 @@
 # boot, not an EFA node), local over tcp (pass, wrong data localised, NIC
 # counters moved), the NCCL engine on the GPU double (one process, 8
 # "GPUs", one corrupting), a static run whose peer never comes (exit 3,
-# collective.error). The validator must be able to fail: a report with
+# collective.error), and on the NVML double (build/double/libnvml-double.so):
+# node on 8 H200s with a GPU lost, fields not supported, XIDs in the kernel
+# log since boot (one on a bus NVML does not list) and a pending remap,
+# and local with an XID and NVLink errors during the all_reduce (node.
+# gpu_health in full, instance.gpu, floors by size, GPUHealthy). The
+# fleet baseline's report object with a baseline applied and a degraded
+# culprit is checked by test_baseline_degraded. The validator must be able to fail: a report with
 # "reason": "" and one with an unknown key are refused.
 set -u
 root=${PF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -20,6 +26,7 @@ B=$root/$build
 FX=$B/fixtures/sysfs
 FAKE=$B/test-helpers/libfabric-fake.so.1
 double=$B/double/libgpu-double.so
+nvml=$B/double/libnvml-double.so
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL $*"; tail -n 5 "$tmp/err" 2>/dev/null; exit 1; }
@@ -33,7 +40,8 @@ for p in python3 /usr/bin/python3; do
     "$p" -c 'import jsonschema; jsonschema.Draft202012Validator' 2>/dev/null && { py=$p; break; }
 done
 [ -n "$py" ] || { echo "skip: python3-jsonschema is not installed (make deps)"; exit 77; }
-[ -r "$FAKE" ] && [ -r "$double" ] || fail "missing $FAKE or $double (make test-helpers)"
+[ -r "$FAKE" ] && [ -r "$double" ] && [ -r "$nvml" ] ||
+    fail "missing $FAKE, $double or $nvml (make test-helpers)"
 "$root/tests/fakes/make_sysfs.sh" "$FX" >/dev/null || fail "fixture build failed"
 
 # run NAME WANT_EXIT [env...] -- args...: the report in $tmp/NAME.json
@@ -78,6 +86,19 @@ run nccl-corrupt 1 EFA_PREFLIGHT_CUDART="$double" EFA_PREFLIGHT_NCCL="$double" P
 p0=$(pf_free_port); p1=$(pf_free_port)
 run peer-timeout 3 -- run --bootstrap static --peers "127.0.0.1:$p0,127.0.0.1:$p1" --rank 0 \
     --fabric-provider tcp --no-imds --timeout 3 -e 64K
+# GPU health on the NVML double
+mkdir -p "$tmp/gpuroot/dev"
+printf '6,10,100,-;NVRM: Xid (PCI:0000:18:00): 79, pid=9, GPU has fallen off the bus.\n6,11,101,-;NVRM: Xid (PCI:0000:ee:00): 13, pid=9, Graphics Exception\n' \
+    >"$tmp/gpuroot/dev/kmsg"
+printf 'gpu.2.remap_pending 1\ngpu.5.ecc notsupported\ngpu.5.nvlink_errors notsupported\ngpu.6.lost 1\ngpu.1.xid 13\n' \
+    >"$tmp/nvml-node"
+run gpu-node 1 EFA_PREFLIGHT_NVML="$nvml" PF_NVML_FIXTURE="$tmp/nvml-node" EFA_PREFLIGHT_CUDART="$double" \
+    EFA_PREFLIGHT_NCCL="$double" PF_DOUBLE_GPUS=8 -- \
+    node --no-imds --instance-type p5e.48xlarge --fabric-provider tcp --dev-root "$tmp/gpuroot"
+printf 'gpu.3.xid 48\ngpu.4.nvlink_recovery_step 2\ngpu.4.pcie_replay_step 3\n' >"$tmp/nvml-local"
+run gpu-local 1 EFA_PREFLIGHT_NVML="$nvml" PF_NVML_FIXTURE="$tmp/nvml-local" EFA_PREFLIGHT_CUDART="$double" \
+    EFA_PREFLIGHT_NCCL="$double" PF_DOUBLE_GPUS=8 -- \
+    local --ranks 1 --no-imds --expect-efa 0 --dev-root "$tmp/gpuroot" --timeout 30 -b 8 -e 64K -n 2 -w 1
 
 # The reports really are of those kinds.
 kinds=$("$py" - "$tmp" <<'EOF'
@@ -93,11 +114,20 @@ print(r("node-pass")["collective"] is None and r("node-pass")["node"]["efa"]["de
       r("nccl-double")["collective"]["engine"],
       r("nccl-corrupt")["collective"]["inside"]["method"],
       r("peer-timeout")["collective"]["error"]["reason"])
+g, l = r("gpu-node"), r("gpu-local")
+print(g["verdict"]["conditions"]["GPUHealthy"], g["node"]["gpu_health"]["count"],
+      sorted({d["fields"]["ecc_volatile"] for d in g["node"]["gpu_health"]["devices"]}),
+      any(d["lost"] for d in g["node"]["gpu_health"]["devices"]),
+      len(g["node"]["gpu_health"]["kernel_xids_unmatched"]),
+      "gpu" in g["instance"], any("sizes" in f for f in g["instance"]["floors"]),
+      l["node"]["gpu_health"]["window"],
+      sorted(x["xid"] for d in l["node"]["gpu_health"]["devices"] for x in d["xid_run"]))
 EOF
 )
-[ "$kinds" = "True EFAModuleNotLoaded warn [None] DataCorruption True nccl gpu-pairs PeerTimeout" ] ||
+[ "$kinds" = "True EFAModuleNotLoaded warn [None] DataCorruption True nccl gpu-pairs PeerTimeout
+fail 8 ['not read', 'not supported', 'read'] True 1 True True all_reduce [48]" ] ||
     fail "the reports are not of the kinds meant: $kinds"
-echo "ok   $n reports: node (pass, fail, counters, none), local (pass, corrupt, NIC counters), NCCL double, peer timeout"
+echo "ok   $n reports: node (pass, fail, counters, none), local (pass, corrupt, NIC counters), NCCL double, peer timeout, GPU health (node, local)"
 
 # Validate; strict: no key the schema does not list.
 check="$root/tests/integration/check_report_schema.py"
