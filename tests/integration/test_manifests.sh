@@ -1,7 +1,8 @@
 #!/bin/bash
 # Deploy files: every YAML parses; k8s/ manifests, the examples and the Helm
-# chart rendered three ways (with Helm's own template engine:
-# tests/helm_render) validate against the Kubernetes schemas; the
+# chart rendered many ways (by real Helm: scripts/helm_tools.sh) validate
+# against the Kubernetes schemas and the CRDs' (ServiceMonitor,
+# PrometheusRule, Certificate, Issuer); `helm lint --strict` passes; the
 # chart's values validate against values.schema.json; chart and k8s/ agree
 # (names, labels, RBAC, env); and each checker rejects a broken input with
 # the exact reason, so none of them passes by accident.
@@ -15,12 +16,10 @@ command -v node >/dev/null && command -v npm >/dev/null || {
     echo "skip: node and npm are not installed (make deps installs nodejs npm)"; exit 77; }
 python3 -c 'import yaml' 2>/dev/null || {
     echo "skip: python3-yaml is not installed (make deps)"; exit 77; }
-command -v go >/dev/null && [ -d /usr/share/gocode/src/github.com/Masterminds/sprig ] \
-    && [ -d /usr/share/gocode/src/sigs.k8s.io/yaml ] \
-    && [ -d /usr/share/gocode/src/github.com/xeipuuv/gojsonschema ] || {
-    echo "skip: the chart renderer needs golang-go golang-github-masterminds-sprig-dev" \
-         "golang-k8s-sigs-yaml-dev golang-github-xeipuuv-gojsonschema-dev (make deps installs them)"; exit 77; }
-if [ ! -d "$m/node_modules/kubernetes-models" ] || [ ! -d "$m/node_modules/ajv" ]; then
+. tests/integration/lib_helm.sh
+helm_find || exit 77
+if [ ! -d "$m/node_modules/kubernetes-models" ] || [ ! -d "$m/node_modules/ajv" ] \
+        || [ ! -d "$m/node_modules/@kubernetes-models/cert-manager" ]; then
     echo "installing the validators: npm ci in $m"
     (cd "$m" && npm ci --no-audit --no-fund --loglevel=error) || {
         echo "skip: npm ci failed in $m (no access to the npm registry?)"; exit 77; }
@@ -70,28 +69,41 @@ sys.exit(1 if bad or len(files) < 15 else 0)
 EOF
 then pass "every YAML file parses"; else bad "YAML parse"; fi
 
-# 2. Render the chart as `helm template` does: Go's text/template, sprig,
-#    Helm's include/tpl/required/toYaml, values coalesced and checked
-#    against values.schema.json (tests/helm_render, built offline from
-#    Debian's Go packages). Defaults, a HyperPod/override set, initcontainer
-#    mode; all with the image repository the chart requires.
-render=$tmp/helm-render
-if ! GO111MODULE=off GOPATH=/usr/share/gocode GOFLAGS= go build -o "$render" ./tests/helm_render \
-        >"$tmp/go-build.log" 2>&1; then
-    bad "go build tests/helm_render"; sed 's/^/     /' "$tmp/go-build.log"
-    echo "manifests: $failures failed checks"; exit 1
-fi
+# 2. Render the chart with `helm template` (values checked against
+#    values.schema.json by Helm). Defaults, a HyperPod/override set,
+#    initcontainer mode; all with the image repository the chart requires.
 repo=123456789012.dkr.ecr.us-west-2.amazonaws.com/efa-preflight
-r() { "$render" $chart --name efa-preflight --namespace efa-preflight --strict \
+render="$HELM template efa-preflight"
+r() { "$HELM" template efa-preflight $chart --namespace efa-preflight \
           --set image.repository=$repo "$@"; }
+# values_of OUT [-f FILE...]: values.yaml with the files over it, as Helm
+# coalesces them (maps merged, everything else replaced).
+values_of() {
+    local out=$1; shift
+    python3 - "$out" $chart/values.yaml "$@" <<'EOF'
+import sys, yaml
+def merge(a, b):
+    for k, v in b.items():
+        a[k] = merge(a[k], v) if isinstance(v, dict) and isinstance(a.get(k), dict) else v
+    return a
+out, files = sys.argv[1], [f for f in sys.argv[2:] if f != "-f"]
+v = {}
+for f in files:
+    v = merge(v, yaml.safe_load(open(f)) or {})
+v.setdefault("image", {})["repository"] = "123456789012.dkr.ecr.us-west-2.amazonaws.com/efa-preflight"
+yaml.safe_dump(v, open(out, "w"))
+EOF
+}
 r >"$tmp/default.yaml" && pass "chart renders with default values" || bad "chart render (defaults)"
 r -f $m/fixtures/values-hyperpod.yaml >"$tmp/hyperpod.yaml" \
     && pass "chart renders with values-hyperpod.yaml" || bad "chart render (hyperpod)"
 r -f $m/fixtures/values-initcontainer.yaml >"$tmp/initc.yaml" \
     && pass "chart renders in initcontainer mode" || bad "chart render (initcontainer)"
-r --notes >"$tmp/notes.txt" || bad "NOTES.txt render"
-r -f $m/fixtures/values-hyperpod.yaml --print-values >"$tmp/hyperpod-values.yaml"
-r --print-values >"$tmp/default-values.yaml"
+"$HELM" install efa-preflight $chart --dry-run=client --namespace efa-preflight \
+    --set image.repository=$repo >"$tmp/install.txt" && sed -n '/^NOTES:/,$p' "$tmp/install.txt" >"$tmp/notes.txt" \
+    && [ -s "$tmp/notes.txt" ] || bad "NOTES.txt render (helm install --dry-run=client)"
+values_of "$tmp/hyperpod-values.yaml" -f $m/fixtures/values-hyperpod.yaml
+values_of "$tmp/default-values.yaml"
 
 # 3. Values against values.schema.json (ajv).
 for v in "$tmp/default-values.yaml" "$tmp/hyperpod-values.yaml"; do
@@ -237,41 +249,41 @@ for want in "kubectl get nodes -L efa-preflight.io/status,efa-preflight.io/efa-c
 done
 pass "NOTES.txt names the kubectl commands"
 
-# 8. The renderer is Helm's engine: a misspelt value fails in --strict (as
-#    `helm lint --strict`), required names its fix, the values schema and
-#    the chart's kubeVersion are enforced, and sprig/tpl work.
-cp -r $chart "$tmp/chart"
-printf 'kind: ConfigMap\nx: {{ .Values.labelPrefx }}\n' >"$tmp/chart/templates/extra.yaml"
-echo "$render $tmp/chart --strict --set image.repository=$repo" >"$tmp/cmd"
-expect_fail "renderer on a misspelt value" \
-    'efa-preflight/templates/extra.yaml:2:13: executing "efa-preflight/templates/extra.yaml" at <.Values.labelPrefx>: map has no entry for key "labelPrefx"'
-printf 'kind: ConfigMap\nx: {{ tpl "{{ .Values.mode | upper | quote }}" . }}\ny: {{ printf "%%03d" 7 }}\n' \
-    >"$tmp/chart/templates/extra.yaml"
-if "$render" "$tmp/chart" --set image.repository=$repo | grep -A2 'kind: ConfigMap' >"$tmp/out" \
-        && grep -qx 'x: "DAEMONSET"' "$tmp/out" && grep -qx 'y: 007' "$tmp/out"; then
-    pass "renderer: tpl, sprig and printf as in Helm"
-else bad "renderer: tpl/sprig"; sed 's/^/     /' "$tmp/out"; fi
-rm "$tmp/chart/templates/extra.yaml"
+# 8. Helm's own checks: `helm lint --strict` passes on every values file
+#    and a misspelt value fails (the schema knows every key), the chart's
+#    kubeVersion and values.schema.json are enforced, and the chart renders
+#    at every Kubernetes minor it supports, the API guards choosing what an
+#    older cluster has.
+for f in "" $m/fixtures/values-*.yaml; do
+    if "$HELM" lint --strict $chart --namespace efa-preflight --set image.repository=$repo \
+            ${f:+-f "$f"} >"$tmp/out" 2>&1; then
+        pass "helm lint --strict ${f:-(defaults)}"
+    else bad "helm lint --strict ${f:-(defaults)}"; sed 's/^/     /' "$tmp/out"; fi
+done
+echo "$render $chart --set image.repository=$repo --set labelPrefx=x --set webhook.replica=3" >"$tmp/cmd"
+expect_fail "a misspelt value (the schema knows every key)" \
+    "- at '': additional properties 'labelPrefx' not allowed" \
+    "- at '/webhook': additional properties 'replica' not allowed"
 echo "$render $chart --kube-version 1.26.5 --set image.repository=$repo" >"$tmp/cmd"
-expect_fail "renderer on a cluster older than the chart's kubeVersion" \
+expect_fail "a cluster older than the chart's kubeVersion" \
     "chart requires kubeVersion: >=1.27.0-0 which is incompatible with Kubernetes v1.26.5"
 echo "$render $chart --set groupSize=0 --set image.repository=$repo" >"$tmp/cmd"
-expect_fail "renderer checks values.schema.json" \
+expect_fail "Helm checks values.schema.json" \
     "values don't meet the specifications of the schema(s) in the following chart(s):" \
-    "- groupSize: Must be greater than or equal to 1"
+    "- at '/groupSize': minimum: got 0, want 1"
 
 # 9. What a real EKS cluster needs. Each check also runs on a copy broken
 #    the way the manifests used to be, and must name the fault.
 # 9a. The image repository is required: no default, a registry host in it.
 echo "$render $chart" >"$tmp/cmd"
 expect_fail "chart without image.repository" \
-    "- image.repository: String length must be greater than or equal to 1"
+    "- at '/image/repository': minLength: got 0, want 1"
 echo "$render $chart --set image.repository=efa-preflight" >"$tmp/cmd"
 expect_fail "chart with a repository that has no registry" \
-    "- image.repository: Does not match pattern"
+'- at '"'"'/image/repository'"'"': '"'"'efa-preflight'"'"' does not match pattern' 
 echo "$render $chart --skip-schema-validation" >"$tmp/cmd"
 expect_fail "chart without image.repository, schema skipped" \
-    "error calling required: image.repository is required: the registry and repository you pushed the images to"
+    "image.repository is required: the registry and repository you pushed the images to"
 echo "node $m/validate.mjs values $chart/values.yaml $chart/values.schema.json" >"$tmp/cmd"
 expect_fail "values.yaml alone (no repository)" "/image/repository: must NOT have fewer than 1 characters"
 
@@ -472,15 +484,10 @@ sys.exit(1 if errs else 0)
 EOF2
 then pass "platform values: priority class, seccomp, restricted container, names, service account, annotations, affinity, update strategy, digest"
 else bad "platform values render"; fi
-# The Kubernetes schemas know no Prometheus Operator kinds: those two are
-# checked above (and their rules by promtool), the rest here.
-python3 - "$tmp/platform.yaml" "$tmp/platform-core.yaml" <<'EOF2'
-import sys, yaml
-docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d
-        and d["apiVersion"] != "monitoring.coreos.com/v1"]
-yaml.safe_dump_all(docs, open(sys.argv[2], "w"))
-EOF2
-if node $m/validate.mjs manifests "$tmp/platform-core.yaml" >"$tmp/out" 2>&1; then
+# Every object, the Prometheus Operator's included (their rules also by
+# promtool below).
+if node $m/validate.mjs manifests "$tmp/platform.yaml" >"$tmp/out" 2>&1 \
+        && grep -q '^ok .*PrometheusRule/' "$tmp/out" && grep -q '^ok .*ServiceMonitor/' "$tmp/out"; then
     pass "platform render: Kubernetes schemas ($(tail -n 1 "$tmp/out"))"
 else bad "platform render schemas"; grep -v '^ok ' "$tmp/out" | sed 's/^/     /'; fi
 if command -v promtool >/dev/null; then
@@ -498,11 +505,11 @@ r --set image.tag=$digest >"$tmp/tagdigest.yaml" && grep -q "image: $repo@$diges
     && ! grep -q -- "$digest-full" "$tmp/tagdigest.yaml" \
     && pass "image.tag=sha256:... renders <repository>@sha256:..." || bad "a digest tag: $(grep 'image:' "$tmp/tagdigest.yaml" | head -n 1)"
 echo "$render $chart --set image.repository=$repo --set image.digest=sha256:1234" >"$tmp/cmd"
-expect_fail "schema on a short digest" "- image.digest: Does not match pattern"
+expect_fail "schema on a short digest" "- at '/image/digest': 'sha256:1234' does not match pattern"
 echo "$render $chart --set image.repository=$repo --set serviceAccount.create=false" >"$tmp/cmd"
-expect_fail "schema on serviceAccount.create=false without a name" "serviceAccount.name: String length must be greater than or equal to 1"
+expect_fail "schema on serviceAccount.create=false without a name" "- at '/serviceAccount/name': minLength: got 0, want 1"
 echo "$render $chart --set image.repository=$repo --set priorityClassName=System_Critical" >"$tmp/cmd"
-expect_fail "schema on a bad priorityClassName" "- priorityClassName: Does not match pattern"
+expect_fail "schema on a bad priorityClassName" "- at '/priorityClassName': 'System_Critical' does not match pattern"
 
 # 12. The admission webhook (webhook.enabled, README "Zero-touch gating"):
 #     off by default; on, with the chart's own certificate or cert-manager's,
@@ -518,11 +525,9 @@ grep -q 'MutatingWebhookConfiguration' "$tmp/default.yaml" && bad "webhook rende
 wh=$m/fixtures/values-webhook.yaml
 r -f $wh >"$tmp/wh.yaml" && r -f $wh --set webhook.certManager.enabled=true >"$tmp/wh-cm.yaml" \
     || bad "chart render (webhook)"
-python3 -c 'import sys, yaml
-docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and not d["apiVersion"].startswith("cert-manager.io/")]
-yaml.safe_dump_all(docs, open(sys.argv[2], "w"))' "$tmp/wh-cm.yaml" "$tmp/wh-cm-core.yaml"
-if node $m/validate.mjs manifests "$tmp/wh.yaml" "$tmp/wh-cm-core.yaml" >"$tmp/out" 2>&1 \
+if node $m/validate.mjs manifests "$tmp/wh.yaml" "$tmp/wh-cm.yaml" >"$tmp/out" 2>&1 \
         && grep -q '^ok .*MutatingWebhookConfiguration/' "$tmp/out" \
+        && grep -q '^ok .*wh-cm.yaml: Certificate/' "$tmp/out" && grep -q '^ok .*wh-cm.yaml: Issuer/' "$tmp/out" \
         && grep -q '^ok .*ValidatingAdmissionPolicy/' "$tmp/out"; then
     pass "webhook render: Kubernetes schemas ($(tail -n 1 "$tmp/out"))"
 else bad "webhook render: Kubernetes schemas"; grep -v '^ok ' "$tmp/out" | sed 's/^/     /'; fi
@@ -531,19 +536,7 @@ for f in wh wh-cm; do
     if python3 $m/check_webhook.py "$tmp/$f.yaml" $flag >"$tmp/out" 2>&1; then pass "$f: $(tail -n 1 "$tmp/out")"
     else bad "$f: webhook checks"; sed 's/^/     /' "$tmp/out"; fi
 done
-r -f $wh --lookup "$tmp/wh.yaml" >"$tmp/wh-upgrade.yaml" && r -f $wh >"$tmp/wh-fresh.yaml" || bad "webhook re-render"
-if python3 - "$tmp/wh.yaml" "$tmp/wh-upgrade.yaml" "$tmp/wh-fresh.yaml" <<'EOF2'
-import sys, yaml
-def pair(f):
-    docs = [d for d in yaml.safe_load_all(open(f)) if d]
-    sec = [d for d in docs if d["kind"] == "Secret"][0]["data"]
-    mwc = [d for d in docs if d["kind"] == "MutatingWebhookConfiguration"][0]
-    return sec["tls.crt"], sec["tls.key"], mwc["webhooks"][0]["clientConfig"]["caBundle"]
-first, upgrade, fresh = (pair(f) for f in sys.argv[1:])
-sys.exit(0 if first == upgrade and first[0] != fresh[0] and first[2] != fresh[2] else 1)
-EOF2
-then pass "webhook certificate kept across an upgrade (lookup), new on a fresh install"
-else bad "webhook certificate not kept by lookup"; fi
+r -f $wh >"$tmp/wh-again.yaml" || bad "webhook re-render"
 sed 's/failurePolicy: Ignore/failurePolicy: Fail/; s/timeoutSeconds: 5/timeoutSeconds: 10/; s/values: \[efa-preflight\]/values: [kube-system]/; s/replicas: 2/replicas: 1/' \
     "$tmp/wh.yaml" >"$tmp/wh-bad.yaml"
 echo "python3 $m/check_webhook.py $tmp/wh-bad.yaml" >"$tmp/cmd"
@@ -566,8 +559,8 @@ sed 's/sideEffects: None/sideEffect: None/' "$tmp/wh.yaml" >"$tmp/wh-typo.yaml"
 echo "node $m/validate.mjs manifests $tmp/wh-typo.yaml" >"$tmp/cmd"
 expect_fail "Kubernetes schemas on a mistyped MutatingWebhookConfiguration" "/webhooks/0/sideEffect: unknown field"
 echo "$render $chart --set image.repository=$repo --set webhook.timeoutSeconds=31 --set webhook.failurePolicy=Sometimes" >"$tmp/cmd"
-expect_fail "values schema on webhook values" "webhook.timeoutSeconds: Must be less than or equal to 30" \
-    "webhook.failurePolicy: webhook.failurePolicy must be one of the following"
+expect_fail "values schema on webhook values" "- at '/webhook/timeoutSeconds': maximum: got 31, want 30" \
+    "- at '/webhook/failurePolicy': value must be one of 'Ignore', 'Fail'"
 # 10b. The monitor (values-monitor.yaml): one DaemonSet on the chart's
 #      instance types that requests no GPU or EFA device, runs `monitor`
 #      with options the agent knows, serves its port, tolerates every
@@ -631,14 +624,14 @@ if pr:
     want("alerts", rules, ["EFAPreflightFailed", "EFAPreflightStale", "EFANICUnhealthy",
                            "EFAValidationExpired"])
     yaml.safe_dump({"groups": pr[0]["spec"]["groups"]}, open(sys.argv[1] + ".rules.yaml", "w"))
-yaml.safe_dump_all([d for d in docs if d["apiVersion"] != "monitoring.coreos.com/v1"],
-                   open(sys.argv[1] + ".core.yaml", "w"))
+
 for e in errs: print("FAIL " + e)
 sys.exit(1 if errs else 0)
 EOF2
 then pass "monitor values: one DaemonSet without devices, its Service and ServiceMonitor, pods list, four alerts"
 else bad "monitor values render"; fi
-if node $m/validate.mjs manifests "$tmp/monitor.yaml.core.yaml" >"$tmp/out" 2>&1; then
+if node $m/validate.mjs manifests "$tmp/monitor.yaml" >"$tmp/out" 2>&1 \
+        && [ "$(grep -c '^ok .*ServiceMonitor/' "$tmp/out")" -eq 1 ]; then
     pass "monitor render: Kubernetes schemas ($(tail -n 1 "$tmp/out"))"
 else bad "monitor render schemas"; grep -v '^ok ' "$tmp/out" | sed 's/^/     /'; fi
 if command -v promtool >/dev/null; then
@@ -647,14 +640,14 @@ if command -v promtool >/dev/null; then
     else bad "promtool check rules (monitor)"; sed 's/^/     /' "$tmp/out"; fi
 fi
 echo "$render $chart --set image.repository=$repo --set monitor.enabled=true --set monitor.thresholds=rx-drops=1" >"$tmp/cmd"
-expect_fail "schema on a bad monitor.thresholds" "monitor.thresholds: Does not match pattern"
+expect_fail "schema on a bad monitor.thresholds" "- at '/monitor/thresholds': 'rx-drops=1' does not match pattern"
 
-# 11. The packaged chart (make chart-package: helm package + repo index)
-#     installs: rendered from the .tgz and from the repository directory
-#     by name, it is the same as from the directory; a tampered archive
-#     fails the index's digest.
+# 11. The packaged chart (make chart-package: helm package + helm repo
+#     index): efa-preflight/ inside, the index holding its digest, the same
+#     bytes twice, and it renders what the directory renders.
 pkg=$tmp/repo
-"$render" package $chart -d "$pkg" >"$tmp/out" 2>&1 || { bad "helm-render package"; cat "$tmp/out"; }
+"$HELM" package $chart -d "$pkg" >"$tmp/out" 2>&1 && "$HELM" repo index "$pkg" >>"$tmp/out" 2>&1 \
+    || { bad "helm package"; cat "$tmp/out"; }
 version=$(sed -n 's/^version: //p' $chart/Chart.yaml)
 tgz=$pkg/efa-preflight-$version.tgz
 if [ -f "$tgz" ] && tar tzf "$tgz" | grep -qx 'efa-preflight/Chart.yaml' \
@@ -663,23 +656,14 @@ if [ -f "$tgz" ] && tar tzf "$tgz" | grep -qx 'efa-preflight/Chart.yaml' \
         && grep -q "^ *- efa-preflight-$version.tgz\$" "$pkg/index.yaml"; then
     pass "package: efa-preflight-$version.tgz under efa-preflight/, index.yaml with its digest"
 else bad "package layout"; tar tzf "$tgz" | head; cat "$pkg/index.yaml"; fi
-"$render" package $chart -d "$tmp/repo2" >/dev/null 2>&1
+"$HELM" package $chart -d "$tmp/repo2" >/dev/null 2>&1
 cmp -s "$tgz" "$tmp/repo2/efa-preflight-$version.tgz" && pass "package is reproducible (same bytes twice)" \
     || bad "two packages of the same chart differ"
 r >"$tmp/dir.yaml"
-"$render" "$tgz" --name efa-preflight --namespace efa-preflight --strict --set image.repository=$repo >"$tmp/tgz.yaml" \
-    && "$render" efa-preflight --repo "$pkg" --version "$version" --name efa-preflight --namespace efa-preflight \
-        --strict --set image.repository=$repo >"$tmp/repo.yaml" \
-    && cmp -s "$tmp/dir.yaml" "$tmp/tgz.yaml" && cmp -s "$tmp/dir.yaml" "$tmp/repo.yaml" \
-    && pass "the .tgz and the repository render what the directory renders" \
-    || bad "render from the package differs: $(diff "$tmp/dir.yaml" "$tmp/repo.yaml" | head -5)"
-cp -r "$pkg" "$tmp/tampered"
-(cd "$tmp" && mkdir -p x && tar xzf "$tgz" -C x && sed -i 's/^mode: daemonset/mode: initcontainer/' x/efa-preflight/values.yaml \
-    && tar czf "$tmp/tampered/efa-preflight-$version.tgz" -C x efa-preflight)
-echo "$render efa-preflight --repo $tmp/tampered --set image.repository=$repo" >"$tmp/cmd"
-expect_fail "a tampered package" "efa-preflight-$version.tgz: sha256" "the index says"
-echo "$render nosuch --repo $pkg --set image.repository=$repo" >"$tmp/cmd"
-expect_fail "a chart the repository lacks" "chart \"nosuch\" not found in $pkg"
+"$HELM" template efa-preflight "$tgz" --namespace efa-preflight --set image.repository=$repo >"$tmp/tgz.yaml" \
+    && cmp -s "$tmp/dir.yaml" "$tmp/tgz.yaml" \
+    && pass "the .tgz renders what the directory renders" \
+    || bad "render from the package differs: $(diff "$tmp/dir.yaml" "$tmp/tgz.yaml" | head -5)"
 
 echo "manifests: $failures failed checks"
 [ $failures -eq 0 ]
