@@ -128,8 +128,8 @@ if node $m/validate.mjs manifests k8s/*.yaml k8s/examples/*.yaml \
     pass "Kubernetes schemas: $(tail -n 1 "$tmp/out")"
 else bad "Kubernetes schemas"; grep -v '^ok ' "$tmp/out" | sed 's/^/     /'; fi
 n_default=$(grep -c '^ok .*default.yaml' "$tmp/out")
-[ "$n_default" -eq 18 ] && pass "default render has 18 objects" \
-    || bad "default render has $n_default objects, want 18 (6 DaemonSets, 7 RBAC, 5 job RBAC)"
+[ "$n_default" -eq 19 ] && pass "default render has 19 objects" \
+    || bad "default render has $n_default objects, want 19 (6 DaemonSets, 7 RBAC, 5 job RBAC, the helm test Pod)"
 echo "node $m/validate.mjs manifests $m/fixtures/bad-daemonset.yaml" >"$tmp/cmd"
 expect_fail "Kubernetes schemas on bad-daemonset.yaml" \
     "/spec/template/spec/tolerance: unknown field" \
@@ -235,7 +235,8 @@ want("initcontainer mode kinds", sorted(d["kind"] for d in ic),
      sorted(["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
              "Role", "RoleBinding",                  # the taint budget
              "ServiceAccount", "Role", "RoleBinding", "ClusterRoleBinding",
-             "RoleBinding"]))                        # the job's taint budget
+             "RoleBinding",                          # the job's taint budget
+             "Pod"]))                                # helm test
 for e in errs: print("FAIL " + e)
 sys.exit(1 if errs else 0)
 EOF
@@ -537,24 +538,32 @@ for f in wh wh-cm; do
     else bad "$f: webhook checks"; sed 's/^/     /' "$tmp/out"; fi
 done
 r -f $wh >"$tmp/wh-again.yaml" || bad "webhook re-render"
-sed 's/failurePolicy: Ignore/failurePolicy: Fail/; s/timeoutSeconds: 5/timeoutSeconds: 10/; s/values: \[efa-preflight\]/values: [kube-system]/; s/replicas: 2/replicas: 1/' \
-    "$tmp/wh.yaml" >"$tmp/wh-bad.yaml"
+python3 - "$tmp/wh.yaml" "$tmp/wh-bad.yaml" <<'EOF2'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+for d in docs:
+    if d["kind"] == "MutatingWebhookConfiguration":
+        h = d["webhooks"][0]
+        h["failurePolicy"], h["timeoutSeconds"] = "Fail", 10
+        for e in h["namespaceSelector"]["matchExpressions"]:
+            if e["key"] == "kubernetes.io/metadata.name":
+                e["values"] = ["kube-system"]
+        h["clientConfig"]["caBundle"] = "Zm9v"
+    if d["kind"] == "Deployment":
+        d["spec"]["replicas"] = 1
+    if d["kind"] == "Job" and d["spec"]["template"]["spec"]["containers"][0]["args"][0] == "create":
+        c = d["spec"]["template"]["spec"]["containers"][0]
+        c["args"] = [a.replace("--secret-name=efa-preflight-webhook-tls", "--secret-name=other") for a in c["args"]]
+        d["metadata"]["annotations"]["helm.sh/hook"] = "post-install"
+yaml.safe_dump_all(docs, open(sys.argv[2], "w"))
+EOF2
 echo "python3 $m/check_webhook.py $tmp/wh-bad.yaml" >"$tmp/cmd"
 expect_fail "webhook checks on a broken render" \
     "failurePolicy 'Fail', want Ignore" "timeoutSeconds 10, want 1..5" \
     "namespaceSelector does not exclude the release namespace efa-preflight" \
-    "Deployment replicas 1, want >= 2"
-python3 - "$tmp/wh.yaml" "$tmp/wh-other-ca.yaml" <<'EOF2'
-import sys, yaml
-docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
-sec = [d for d in docs if d["kind"] == "Secret"][0]
-for d in docs:
-    if d["kind"] == "MutatingWebhookConfiguration":
-        d["webhooks"][0]["clientConfig"]["caBundle"] = sec["data"]["tls.crt"]  # not its issuer
-yaml.safe_dump_all(docs, open(sys.argv[2], "w"))
-EOF2
-echo "python3 $m/check_webhook.py $tmp/wh-other-ca.yaml" >"$tmp/cmd"
-expect_fail "webhook checks on a caBundle that is not the certificate's issuer" "caBundle does not verify tls.crt"
+    "Deployment replicas 1, want >= 2" "caBundle rendered" \
+    "the create Job runs at ['post-install'], want pre-install,pre-upgrade" \
+    "the certificate Jobs write other and read efa-preflight-webhook-tls, the Deployment mounts efa-preflight-webhook-tls"
 sed 's/sideEffects: None/sideEffect: None/' "$tmp/wh.yaml" >"$tmp/wh-typo.yaml"
 echo "node $m/validate.mjs manifests $tmp/wh-typo.yaml" >"$tmp/cmd"
 expect_fail "Kubernetes schemas on a mistyped MutatingWebhookConfiguration" "/webhooks/0/sideEffect: unknown field"
@@ -611,8 +620,8 @@ want("Services", [s["spec"]["ports"][0]["name"] for s in svc], ["metrics"])
 sms = [d for d in docs if d["kind"] == "ServiceMonitor"]
 want("ServiceMonitors", len(sms), 1)
 if sms and svc:
-    want("ServiceMonitor selects the Service", sms[0]["spec"]["selector"]["matchLabels"],
-         svc[0]["metadata"]["labels"])
+    want("ServiceMonitor selects the Service", sms[0]["spec"]["selector"]["matchLabels"].items()
+         <= svc[0]["metadata"]["labels"].items(), True)
     want("ServiceMonitor port", sms[0]["spec"]["endpoints"][0]["port"], "metrics")
 cr = [d for d in docs if d["kind"] == "ClusterRole" and d["metadata"]["name"] == "efa-preflight"][0]
 if not any(r["resources"] == ["pods"] and r["verbs"] == ["list"] for r in cr["rules"]):
@@ -664,6 +673,183 @@ r >"$tmp/dir.yaml"
     && cmp -s "$tmp/dir.yaml" "$tmp/tgz.yaml" \
     && pass "the .tgz renders what the directory renders" \
     || bad "render from the package differs: $(diff "$tmp/dir.yaml" "$tmp/tgz.yaml" | head -5)"
+
+# 13. The knobs a platform team sets (values-knobs.yaml, and the same
+#     by --set as a user types them): global accepted, commonLabels and
+#     commonAnnotations on every object, Helm's standard labels on every
+#     object, podLabels, extraEnv, extra volumes, security contexts,
+#     placement of every component, the webhook's selectors and policy, an
+#     existing ClusterIssuer, alerts turned off, tuned and added (each with
+#     a runbook and a `for`), every image by digest; every object valid
+#     (CRDs included) and the rules through promtool.
+kn=$m/fixtures/values-knobs.yaml
+r -f $kn >"$tmp/knobs.yaml" && pass "chart renders with values-knobs.yaml" || bad "chart render (knobs)"
+r --set global.imageRegistry=x --set 'extraEnv[0].name=NCCL_DEBUG' --set 'extraEnv[0].value=INFO' \
+    --set commonLabels.team=ml --set image.digest=sha256:$(printf '1%.0s' $(seq 64)) \
+    --set monitor.enabled=true --set image.webhookDigest=sha256:$(printf '3%.0s' $(seq 64)) \
+    --set image.agentDigest=sha256:$(printf '2%.0s' $(seq 64)) >"$tmp/set.yaml" \
+    && pass "--set global.imageRegistry, extraEnv[0], commonLabels and digests render" || bad "chart render (--set knobs)"
+r -f $m/fixtures/values-webhook.yaml -f $m/fixtures/values-monitor.yaml --set prometheusRule.enabled=true \
+    --set serviceMonitor.enabled=true --set grafanaDashboard.enabled=true --set networkPolicy.enabled=true \
+    --set commonLabels.team=ml --set commonAnnotations.owner=ml >"$tmp/everything.yaml" \
+    && r -f $m/fixtures/values-webhook.yaml --set webhook.certManager.enabled=true --set commonLabels.team=ml \
+        --set commonAnnotations.owner=ml >>"$tmp/everything.yaml" \
+    || bad "chart render (everything on)"
+if python3 - "$tmp/knobs.yaml" "$tmp/set.yaml" "$tmp/everything.yaml" <<'EOF2'
+import sys, yaml
+errs = []
+def want(what, got, exp):
+    if got != exp: errs.append("%s: %r, want %r" % (what, got, exp))
+def pods(d):
+    t = d.get("spec", {}).get("template") or (d.get("spec", {}).get("jobTemplate", {}).get("spec", {}).get("template"))
+    return t
+kn = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+std = ("helm.sh/chart", "app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/version",
+       "app.kubernetes.io/managed-by", "app.kubernetes.io/component")
+for path in (sys.argv[1], sys.argv[3]):
+    for d in yaml.safe_load_all(open(path)):
+        if not d: continue
+        labels = d["metadata"].get("labels", {})
+        missing = [k for k in std if k not in labels]
+        if missing: errs.append("%s %s lacks the labels %s" % (d["kind"], d["metadata"]["name"], missing))
+        if labels.get("team") not in ("ml-platform", "ml"):
+            errs.append("%s %s lacks commonLabels" % (d["kind"], d["metadata"]["name"]))
+        if d["metadata"].get("annotations", {}).get("owner") not in ("ml-platform@example.com", "ml"):
+            errs.append("%s %s lacks commonAnnotations" % (d["kind"], d["metadata"]["name"]))
+        t = pods(d) if d["kind"] != "Pod" else d
+        if t:
+            pl = t["metadata"]["labels"]
+            for k in std:
+                if k not in pl: errs.append("%s %s: pod template lacks %s" % (d["kind"], d["metadata"]["name"], k))
+            sel = d["spec"].get("selector", {}).get("matchLabels", {})
+            if not sel.items() <= pl.items():
+                errs.append("%s %s: selector %s does not match its pods" % (d["kind"], d["metadata"]["name"], sel))
+            for k in ("helm.sh/chart", "app.kubernetes.io/version"):
+                if k in sel: errs.append("%s %s: selector holds %s (changes on upgrade)" % (d["kind"], d["metadata"]["name"], k))
+by = {(d["kind"], d["metadata"]["name"]): d for d in kn}
+ds = by[("DaemonSet", "efa-preflight-p5-48xlarge")]["spec"]["template"]
+c = ds["spec"]["containers"][0]
+env = [(e["name"], e.get("value")) for e in c["env"]]
+want("DaemonSet extraEnv last", env[-2:], [("NCCL_DEBUG", "INFO"), ("FI_EFA_FORK_SAFE", "1")])
+want("DaemonSet podLabels", ds["metadata"]["labels"].get("cost-center"), "42")
+want("DaemonSet extra mount", c["volumeMounts"][-1], {"name": "nccl-topo", "mountPath": "/etc/nccl", "readOnly": True})
+want("DaemonSet extra volume", ds["spec"]["volumes"][-1], {"name": "nccl-topo", "configMap": {"name": "nccl-topology"}})
+want("DaemonSet capabilities", c["securityContext"]["capabilities"]["add"], ["IPC_LOCK", "SYS_RESOURCE"])
+wh = by[("Deployment", "efa-preflight-webhook")]["spec"]["template"]
+want("webhook nodeSelector", wh["spec"].get("nodeSelector"), {"node-role.example.com/system": "true"})
+want("webhook tolerations", wh["spec"].get("tolerations"), [{"key": "CriticalAddonsOnly", "operator": "Exists"}])
+want("webhook podLabels", wh["metadata"]["labels"].get("sidecar.istio.io/inject"), "false")
+want("webhook extraEnv", wh["spec"]["containers"][0]["env"][-1], {"name": "TZ", "value": "UTC"})
+mwc = by[("MutatingWebhookConfiguration", "efa-preflight")]["webhooks"][0]
+want("failurePolicy", mwc["failurePolicy"], "Fail")
+want("timeoutSeconds", mwc["timeoutSeconds"], 3)
+want("namespaceSelector", mwc["namespaceSelector"], {"matchLabels": {"ml.example.com/efa-gate": "on"},
+     "matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["efa-preflight"]}]})
+want("objectSelector", mwc["objectSelector"]["matchExpressions"],
+     [{"key": "ml.example.com/skip-gate", "operator": "DoesNotExist"},
+      {"key": "efa-preflight.io/inject", "operator": "NotIn", "values": ["false"]}])
+cert = by[("Certificate", "efa-preflight-webhook")]["spec"]
+want("issuerRef", cert["issuerRef"], {"name": "corp-ca", "kind": "ClusterIssuer", "group": "cert-manager.io"})
+want("Issuers with an issuerRef given", [k for k in by if k[0] == "Issuer"], [])
+mon = by[("DaemonSet", "efa-preflight-monitor")]["spec"]["template"]
+terms = mon["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+want("monitor affinity keeps the instance types", [[e["key"] for e in t["matchExpressions"]] for t in terms],
+     [["topology.kubernetes.io/zone", "node.kubernetes.io/instance-type"]])
+want("monitor nodeSelector", mon["spec"].get("nodeSelector"), {"node-role.example.com/gpu": "true"})
+want("monitor podAnnotations", mon["metadata"]["annotations"].get("prometheus.io/scrape"), "true")
+pr = by[("PrometheusRule", "efa-preflight")]["spec"]["groups"][0]["rules"]
+want("alerts", [x["alert"] for x in pr], ["EFAPreflightFailed", "EFANICUnhealthy", "EFAValidationExpired", "EFAPreflightManyFailed"])
+for x in pr:
+    if not x.get("for"): errs.append("alert %s has no for" % x["alert"])
+    if not x["annotations"].get("runbook_url", "").startswith("https://"): errs.append("alert %s has no runbook_url" % x["alert"])
+want("EFAPreflightFailed tuned", (pr[0]["for"], pr[0]["labels"]["severity"]), ("15m", "critical"))
+want("runbook", pr[0]["annotations"]["runbook_url"].split("#")[1], "efapreflightfailed")
+test = by[("Pod", "efa-preflight-test-images")]
+want("helm test hook", test["metadata"]["annotations"].get("helm.sh/hook"), "test")
+want("helm test placement", test["spec"].get("nodeSelector"), {"node-role.example.com/system": "true"})
+imgs = {c["name"]: c["image"] for c in test["spec"]["containers"]}
+want("helm test images", sorted(imgs), ["agent", "full", "webhook"])
+env = {e["name"]: e.get("value") for e in wh["spec"]["containers"][0]["env"]}
+want("helm test runs the injected image", imgs.get("agent"), env.get("EFA_PREFLIGHT_AGENT_IMAGE"))
+for path in (sys.argv[1], sys.argv[2]):
+    text = open(path).read()
+    for d in yaml.safe_load_all(text):
+        if not d: continue
+        t = pods(d) if d["kind"] != "Pod" else d
+        for c in ((t or {}).get("spec", {}).get("containers", []) + (t or {}).get("spec", {}).get("initContainers", [])):
+            if "@sha256:" not in c["image"]:
+                errs.append("%s: %s %s runs %s, not by digest" % (path, d["kind"], d["metadata"]["name"], c["image"]))
+    if "-agent\"" in text or ":0.1.0-" in text:
+        errs.append("%s: a tag-only chart image: %s" % (path, [l for l in text.splitlines() if ":0.1.0-" in l or "-agent\"" in l][:2]))
+setd = [d for d in yaml.safe_load_all(open(sys.argv[2])) if d]
+sds = [d for d in setd if d["kind"] == "DaemonSet" and d["metadata"]["name"].endswith("p5-48xlarge")][0]
+want("--set extraEnv[0]", sds["spec"]["template"]["spec"]["containers"][0]["env"][-1], {"name": "NCCL_DEBUG", "value": "INFO"})
+want("--set commonLabels.team", sds["metadata"]["labels"].get("team"), "ml")
+for e in errs: print("FAIL " + e)
+sys.exit(1 if errs else 0)
+EOF2
+then pass "knobs: standard and common labels/annotations on every object, env, volumes, security, placement, selectors, issuer, alerts, digests"
+else bad "knobs"; fi
+if node $m/validate.mjs manifests "$tmp/knobs.yaml" "$tmp/set.yaml" "$tmp/everything.yaml" >"$tmp/out" 2>&1; then
+    pass "knobs renders: every object valid, CRDs included ($(tail -n 1 "$tmp/out"))"
+else bad "knobs renders: schemas"; grep -v '^ok ' "$tmp/out" | sed 's/^/     /'; fi
+# The webhook checks hold but for what the knobs chose against the
+# defaults' policy: failurePolicy Fail, a namespaceSelector of their own.
+python3 $m/check_webhook.py "$tmp/knobs.yaml" --cert-manager --issuer=ClusterIssuer/corp-ca >"$tmp/out" 2>&1
+if [ "$(grep -c '^FAIL' "$tmp/out")" -eq 2 ] && grep -q "^FAIL failurePolicy 'Fail', want Ignore" "$tmp/out" \
+        && grep -q "^FAIL namespaceSelector does not require the opt-in label" "$tmp/out"; then
+    pass "knobs webhook: certificate from the ClusterIssuer given, Deployment and RBAC as required"
+else bad "knobs webhook checks"; sed 's/^/     /' "$tmp/out"; fi
+if command -v promtool >/dev/null; then
+    python3 -c 'import sys, yaml
+pr = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "PrometheusRule"][0]
+yaml.safe_dump({"groups": pr["spec"]["groups"]}, open(sys.argv[2], "w"))' "$tmp/knobs.yaml" "$tmp/knobs-rules.yaml"
+    promtool check rules "$tmp/knobs-rules.yaml" >"$tmp/out" 2>&1 && pass "promtool check rules: the tuned and added alerts" \
+        || { bad "promtool (knobs)"; sed 's/^/     /' "$tmp/out"; }
+fi
+
+# 13b. Pinned means pinned: one digest given, a chart image without its
+#      own fails the render naming the value; a whole image given without
+#      a digest too. Typos and Helm's own labels are refused by the schema.
+echo "$render $chart --set image.repository=$repo --set image.digest=sha256:$(printf '1%.0s' $(seq 64)) --set webhook.enabled=true" >"$tmp/cmd"
+expect_fail "a digest for the DaemonSets, none for the injected image" \
+    "images are pinned by digest (image.digest, agentDigest or webhookDigest is set): set image.agentDigest too, the digest of $repo:0.1.0-agent"
+echo "$render $chart --set image.repository=$repo -f $kn --set webhook.image=$repo:custom" >"$tmp/cmd"
+expect_fail "a pinned release with webhook.image by tag" 'webhook.image "'"$repo"':custom" has none'
+echo "$render $chart --set image.repository=$repo --set image.digest=sha256:$(printf '1%.0s' $(seq 64)) --set webhook.enabled=true --set image.agentDigest=sha256:$(printf '2%.0s' $(seq 64)) --set image.webhookDigest=sha256:$(printf '3%.0s' $(seq 64)) --set webhook.certGen.image.digest=" >"$tmp/cmd"
+expect_fail "a pinned release with the certificate Job's image by tag" "images are pinned by digest: set webhook.certGen.image.digest too"
+echo "$render $chart --set image.repository=$repo --set webhook.podLabel.a=b --set 'podLabels.app\.kubernetes\.io/name=x' --set 'extraEnv[0].valu=x' --set prometheusRule.rules.EFAPreflightFaild.enabled=false" >"$tmp/cmd"
+expect_fail "the schema on misspelt knobs and a standard label overridden" \
+    "- at '/webhook': additional properties 'podLabel' not allowed" \
+    "invalid propertyName 'app.kubernetes.io/name'" \
+    "- at '/extraEnv/0': additional properties 'valu' not allowed" \
+    "- at '/prometheusRule/rules': additional properties 'EFAPreflightFaild' not allowed"
+
+# 14. Kubernetes versions and GitOps: the chart renders at every minor
+#     it supports with the webhook and the monitor on, valid each time; the
+#     node policy (ValidatingAdmissionPolicy v1) renders from 1.30 and is
+#     refused, naming why, below; and two renders are the same bytes
+#     (no generated CA or key: Argo CD and Flux see no drift).
+for kv in 1.28.0 1.30.0 1.32.0 1.35.0; do
+    np=true; case $kv in 1.28.*) np=false ;; esac
+    if r --kube-version $kv -f $m/fixtures/values-webhook.yaml -f $m/fixtures/values-monitor.yaml \
+            --set webhook.nodePolicy.enabled=$np >"$tmp/kv.yaml" 2>"$tmp/out" \
+            && node $m/validate.mjs manifests "$tmp/kv.yaml" >"$tmp/out" 2>&1 \
+            && { [ $np = false ] || grep -q '^ok .*ValidatingAdmissionPolicy/' "$tmp/out"; }; then
+        pass "Kubernetes $kv: renders and validates (node policy: $np)"
+    else bad "Kubernetes $kv"; grep -v '^ok ' "$tmp/out" | sed 's/^/     /'; fi
+done
+echo "$render $chart --set image.repository=$repo --kube-version 1.28.0 -f $m/fixtures/values-webhook.yaml" >"$tmp/cmd"
+expect_fail "the node policy on Kubernetes 1.28" "webhook.nodePolicy.enabled needs Kubernetes >= 1.30" "this cluster is v1.28.0"
+for v in "" "--set webhook.certManager.enabled=true"; do
+    # shellcheck disable=SC2086
+    r -f $m/fixtures/values-webhook.yaml -f $m/fixtures/values-monitor.yaml $v >"$tmp/r1.yaml"
+    # shellcheck disable=SC2086
+    r -f $m/fixtures/values-webhook.yaml -f $m/fixtures/values-monitor.yaml $v >"$tmp/r2.yaml"
+    if [ -s "$tmp/r1.yaml" ] && cmp -s "$tmp/r1.yaml" "$tmp/r2.yaml"; then
+        pass "two renders are identical (webhook ${v:-with the certificate Job})"
+    else bad "two renders differ (${v:-certificate Job}): $(diff "$tmp/r1.yaml" "$tmp/r2.yaml" | head -4)"; fi
+done
 
 echo "manifests: $failures failed checks"
 [ $failures -eq 0 ]
