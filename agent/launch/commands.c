@@ -101,6 +101,7 @@ int pf_webhook_command(struct pf_run *run)
             .taint_on_failure = cfg->taint_on_failure,
             .valid_hours = cfg->valid_hours,
             .taint_budget = cfg->taint_budget,
+            .dra_claims = cfg->dra_claims,
         },
     };
     struct pf_webhook *w;

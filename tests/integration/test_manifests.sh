@@ -771,6 +771,7 @@ imgs = {c["name"]: c["image"] for c in test["spec"]["containers"]}
 want("helm test images", sorted(imgs), ["agent", "full", "webhook"])
 env = {e["name"]: e.get("value") for e in wh["spec"]["containers"][0]["env"]}
 want("helm test runs the injected image", imgs.get("agent"), env.get("EFA_PREFLIGHT_AGENT_IMAGE"))
+want("webhook DRA claims", env.get("EFA_PREFLIGHT_DRA_CLAIMS"), "efa-*,h100-x8")
 for path in (sys.argv[1], sys.argv[2]):
     text = open(path).read()
     for d in yaml.safe_load_all(text):
