@@ -97,6 +97,15 @@ static pf_err resolve_world(struct pf_kube *k, const struct pf_config *cfg,
         snprintf(prefix, plen, "%s-", job);
 
     *world = cfg->world_size;
+    /* A LeaderWorkerSet annotates every pod with its group's size. */
+    if (*world <= 0 && !jobset && !job) {
+        const cJSON *annos = pf_json_at(own, "metadata.annotations");
+        const cJSON *sz = annos ? cJSON_GetObjectItemCaseSensitive(annos, PF_K8S_LWS_SIZE) : NULL;
+        char *end;
+        long n = cJSON_IsString(sz) ? strtol(sz->valuestring, &end, 10) : 0;
+        if (n > 0 && n <= 100000 && *end == '\0' && label(own, PF_K8S_LWS_NAME))
+            *world = (int)n;
+    }
     if (jobset && replicas > 0 && *world > 0 && *world % replicas == 0)
         per_job = *world / replicas;
     if ((*world <= 0 || (jobset && per_job == 0)) && job) {
@@ -124,8 +133,8 @@ static pf_err resolve_world(struct pf_kube *k, const struct pf_config *cfg,
     if (*world <= 0)
         return pf_fail(err, PF_ERR_USAGE,
                        "cannot derive the world size: pod %s has no owner "
-                       "Job with completions or parallelism; set "
-                       "--world-size", pod ? pod : "?");
+                       "Job with completions or parallelism (nor a "
+                       "LeaderWorkerSet size); set --world-size", pod ? pod : "?");
     *parallelism = jobset ? per_job : 0;
     return PF_OK;
 }
