@@ -8,9 +8,10 @@
 # annotation). For each, 2 agents in their own network namespaces
 # (pfk8s-1..2) find each other through the fake API server: the selector
 # the agent derives, the world size (the TrainJob's Job, the LWS
-# annotation, or --world-size as the gate's env gives it for the other
-# two), the group owner keying the rendezvous (both pods must agree), and
-# every agent exits 0 with 2 ranks.
+# annotation, the efa-preflight.io/world-size annotation of the
+# PyTorchJob's template, --world-size for the Volcano Job), the group
+# owner keying the rendezvous (both pods must agree), and every agent
+# exits 0 with 2 ranks.
 set -u
 . "$PF_ROOT/tests/fakes/apiserver/lib.sh"
 pfk8s_init
@@ -37,10 +38,12 @@ def pod(ns, name, i, labels, owner, annotations=None):
 ptj = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "name": "llama",
        "uid": "0b9d6a4e-1c2d-4e5f-8a9b-0c1d2e3f4a5b", "controller": True, "blockOwnerDeletion": True}
 for i, (rtype, idx) in enumerate((("master", 0), ("worker", 0))):
+    # the job template's annotation (docs/install/gangs.md) gives the size
     pod("pt", "llama-%s-%d" % (rtype, idx), i, {
         "training.kubeflow.org/job-name": "llama", "training.kubeflow.org/operator-name": "pytorchjob-controller",
         "training.kubeflow.org/replica-type": rtype, "training.kubeflow.org/replica-index": str(idx),
-        **({"training.kubeflow.org/job-role": "master"} if rtype == "master" else {})}, ptj)
+        **({"training.kubeflow.org/job-role": "master"} if rtype == "master" else {})}, ptj,
+        {"efa-preflight.io/world-size": "2"})
 # Kubeflow Trainer v2 TrainJob "qwen": a JobSet of the same name, replicated
 # job "node", one Indexed Job qwen-node-0 of 2 pods.
 objs.append({"kind": "Job", "apiVersion": "batch/v1", "metadata": {"name": "qwen-node-0", "namespace": "tj"},
@@ -123,7 +126,7 @@ PY
 }
 
 gang pt "training.kubeflow.org/job-name=llama" PyTorchJob \
-    llama-master-0 llama-worker-0 --world-size 2
+    llama-master-0 llama-worker-0
 gang tj "jobset.sigs.k8s.io/jobset-name=qwen,jobset.sigs.k8s.io/replicatedjob-name=node" \
     JobSet qwen-node-0-0-x7k2p qwen-node-0-1-x7k2p
 gang lws "leaderworkerset.sigs.k8s.io/name=vllm,leaderworkerset.sigs.k8s.io/group-index=1" \
