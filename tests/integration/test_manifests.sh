@@ -64,7 +64,17 @@ for f in files:
             list(yaml.safe_load_all(fh))
     except (yaml.YAMLError, OSError) as e:
         print("FAIL %s: %s" % (f, e)); bad += 1
-print("%d YAML files parsed, %d failed" % (len(files), bad))
+# The examples of docs/install/ (```yaml blocks) parse too.
+import glob, re
+blocks = 0
+for f in sorted(glob.glob("docs/install/*.md")):
+    for m in re.finditer(r"```yaml\n(.*?)```", open(f).read(), re.S):
+        blocks += 1
+        try:
+            list(yaml.safe_load_all(m.group(1)))
+        except yaml.YAMLError as e:
+            print("FAIL %s: a yaml block: %s" % (f, e)); bad += 1
+print("%d YAML files and %d docs/install blocks parsed, %d failed" % (len(files), blocks, bad))
 sys.exit(1 if bad or len(files) < 15 else 0)
 EOF
 then pass "every YAML file parses"; else bad "YAML parse"; fi
