@@ -13,6 +13,7 @@
 #define DEV PF_COND_DEVICES
 #define FAB PF_COND_FABRIC
 #define NIC PF_COND_NICS
+#define GPU PF_COND_GPU
 
 static const struct pf_reason_info table[PF_R_COUNT] = {
     [PF_R_None] = { "", PF_CLASS_OK, "", "" },
@@ -42,6 +43,7 @@ static const struct pf_reason_info table[PF_R_COUNT] = {
     [PF_R_EFANICRecovered] = { "EFANICRecovered", PF_CLASS_OK, NIC, "" },
     [PF_R_RevalidationRequested] = { "RevalidationRequested", PF_CLASS_OK,
                                      "", "" },
+    [PF_R_GPUsHealthy] = { "GPUsHealthy", PF_CLASS_OK, GPU, "" },
 
     [PF_R_UnknownInstanceType] = {
         "UnknownInstanceType", PF_CLASS_WARN, DEV,
@@ -88,6 +90,26 @@ static const struct pf_reason_info table[PF_R_COUNT] = {
         "BandwidthNotJudged", PF_CLASS_WARN, FAB,
         "sweep up to the floor's message size (drop -e, or raise it) so the "
         "bandwidth is judged where the floor holds" },
+
+    [PF_R_GPUHealthUnchecked] = {
+        "GPUHealthUnchecked", PF_CLASS_WARN, GPU,
+        "mount the NVIDIA driver's libnvidia-ml.so.1 in the container (the "
+        "NVIDIA device plugin or container toolkit does with "
+        "NVIDIA_DRIVER_CAPABILITIES=utility) or point EFA_PREFLIGHT_NVML at "
+        "it; the message names what was not checked" },
+    [PF_R_GPUECCDisabled] = {
+        "GPUECCDisabled", PF_CLASS_WARN, GPU,
+        "enable ECC (nvidia-smi -e 1) and reset the GPU or reboot: without "
+        "it memory errors go unseen" },
+    [PF_R_GPUPersistenceModeOff] = {
+        "GPUPersistenceModeOff", PF_CLASS_WARN, GPU,
+        "run nvidia-persistenced on the host (or nvidia-smi -pm 1): without "
+        "it every process pays the GPU's initialisation" },
+    [PF_R_PCIeReplaysRising] = {
+        "PCIeReplaysRising", PF_CLASS_WARN, GPU,
+        "the GPU's PCIe replay counter rose during the run: watch it (the "
+        "monitor exports it); drain and replace the node if it keeps "
+        "rising" },
 
     [PF_R_NotAnEFAInstance] = {
         "NotAnEFAInstance", PF_CLASS_NODE, DEV,
@@ -196,6 +218,56 @@ static const struct pf_reason_info table[PF_R_COUNT] = {
         "EFANICDeviceGone", PF_CLASS_NODE, NIC,
         "an EFA device disappeared (or fewer than the instance type has are "
         "present): drain and reboot the node, replace it if it persists" },
+    [PF_R_GPUFellOffBus] = {
+        "GPUFellOffBus", PF_CLASS_NODE, GPU,
+        "the GPU named no longer answers (XID 79, NVML_ERROR_GPU_IS_LOST): "
+        "drain the node and reboot it; replace it if the GPU falls off "
+        "again" },
+    [PF_R_GPUUncorrectableECC] = {
+        "GPUUncorrectableECC", PF_CLASS_NODE, GPU,
+        "uncorrectable ECC errors since the driver loaded: drain the node "
+        "and reset the GPU (nvidia-smi -r) or reboot; replace it if they come "
+        "back" },
+    [PF_R_GPURowRemapPending] = {
+        "GPURowRemapPending", PF_CLASS_NODE, GPU,
+        "a row remap (or page retirement) waits for a reset: drain the node "
+        "and reset the GPU (nvidia-smi -r) or reboot before the next job" },
+    [PF_R_GPURowRemapFailed] = {
+        "GPURowRemapFailed", PF_CLASS_NODE, GPU,
+        "the GPU ran out of spare rows (remap failure): drain the node and "
+        "replace it; a reset does not repair this" },
+    [PF_R_GPUXid] = {
+        "GPUXid", PF_CLASS_NODE, GPU,
+        "a node-fault XID during the run: drain the node and reset the GPU "
+        "or reboot; replace it if the XID comes back (the message names the "
+        "XID and what it means)" },
+    [PF_R_NVLinkDown] = {
+        "NVLinkDown", PF_CLASS_NODE, GPU,
+        "fewer NVLink links active than the type has: drain the node, check "
+        "nvidia-fabricmanager, reset the GPUs or reboot; replace the node if "
+        "links stay down" },
+    [PF_R_NVLinkErrors] = {
+        "NVLinkErrors", PF_CLASS_NODE, GPU,
+        "NVLink recovery errors during the all_reduce: drain the node and "
+        "reset the GPUs; replace the node if they rise again" },
+    [PF_R_PCIeDowntrained] = {
+        "PCIeDowntrained", PF_CLASS_NODE, GPU,
+        "the GPU's PCIe link trained narrower or slower than the type's "
+        "slot: drain the node and reboot it; replace it if the link trains "
+        "low again" },
+    [PF_R_GPUThrottled] = {
+        "GPUThrottled", PF_CLASS_NODE, GPU,
+        "hardware slowdown, thermal slowdown or power brake held the GPU's "
+        "clocks: drain the node and check cooling and power (nvidia-smi -q "
+        "-d PERFORMANCE); replace it if it persists" },
+    [PF_R_GPUDriverTooOld] = {
+        "GPUDriverTooOld", PF_CLASS_NODE, GPU,
+        "the NVIDIA driver is older than the type needs: update the node's "
+        "AMI or driver, then drain and replace the node" },
+    [PF_R_GPUMIGEnabled] = {
+        "GPUMIGEnabled", PF_CLASS_NODE, GPU,
+        "MIG is on where the type runs whole GPUs: disable it (nvidia-smi "
+        "-mig 0) and reset the GPU, or fix the node's MIG configuration" },
     [PF_R_EFANICSlow] = {
         "EFANICSlow", PF_CLASS_FABRIC, FAB,
         "re-run to confirm, then replace the node: one NIC (or its link) "
@@ -292,6 +364,26 @@ static const char *const warn_remedy[PF_R_COUNT] = {
     /* more devices than expected: the expectation is wrong */
     [PF_R_EFADeviceCountMismatch] =
         "fix the catalog entry (--catalog FILE) or set --expect-efa",
+    [PF_R_GPUXid] =
+        "an XID of the node class in the kernel log since boot, or another "
+        "XID during the run: look at dmesg | grep Xid; reset the GPU if it "
+        "misbehaves, replace it if node-class XIDs repeat",
+    [PF_R_GPUUncorrectableECC] =
+        "uncorrectable errors in the GPU's lifetime (aggregate) but none "
+        "since the driver loaded: watch it; replace the GPU if they grow",
+    [PF_R_NVLinkErrors] =
+        "NVLink CRC or replay errors rose during the all_reduce (corrected "
+        "by retransmission): watch them; reset the GPUs if they keep "
+        "rising",
+    [PF_R_PCIeDowntrained] =
+        "the PCIe link ran below its maximum generation right after the "
+        "all_reduce: re-run to confirm; reboot the node if it stays low",
+    [PF_R_GPUThrottled] =
+        "hardware slowdown seen in one read only: re-run; drain the node if "
+        "it comes back",
+    [PF_R_GPUDriverTooOld] =
+        "the driver is below the catalog's minimum, which is an estimate "
+        "for this type: update the driver, or fix the catalog (--catalog)",
     /* fewer efa domains than EFA devices */
     [PF_R_EFAProviderUnavailable] =
         "check FI_EFA_* / FI_PROVIDER settings and the uverbs files of the "

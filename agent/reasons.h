@@ -22,6 +22,8 @@
 #define PF_COND_FABRIC "EFAFabricReady"
 /* The monitor's condition (agent/monitor/): NIC health between jobs. */
 #define PF_COND_NICS "EFANICHealthy"
+/* The GPUs' health (NVML, kernel log): verdict/gpu_checks.c. */
+#define PF_COND_GPU "GPUHealthy"
 
 enum pf_reason_class {
     PF_CLASS_OK,       /* a pass or a not-applicable: nothing to do */
@@ -60,6 +62,7 @@ enum pf_reason {
     PF_R_EFANICsHealthy,
     PF_R_EFANICRecovered,
     PF_R_RevalidationRequested,
+    PF_R_GPUsHealthy,
     /* warnings */
     PF_R_UnknownInstanceType,
     PF_R_HugePagesUnavailable,
@@ -72,6 +75,10 @@ enum pf_reason {
     PF_R_TaintCapReached,
     PF_R_TaintBudgetUnavailable,
     PF_R_EFANICCountersUnavailable,
+    PF_R_GPUHealthUnchecked,
+    PF_R_GPUECCDisabled,
+    PF_R_GPUPersistenceModeOff,
+    PF_R_PCIeReplaysRising,
     /* node failures */
     PF_R_NotAnEFAInstance,
     PF_R_EFAModuleNotLoaded,
@@ -85,6 +92,17 @@ enum pf_reason {
     PF_R_EFANICErrorRate,
     PF_R_EFANICLinkDown,
     PF_R_EFANICDeviceGone,
+    PF_R_GPUFellOffBus,
+    PF_R_GPUUncorrectableECC,
+    PF_R_GPURowRemapPending,
+    PF_R_GPURowRemapFailed,
+    PF_R_GPUXid,
+    PF_R_NVLinkDown,
+    PF_R_NVLinkErrors,
+    PF_R_PCIeDowntrained,
+    PF_R_GPUThrottled,
+    PF_R_GPUDriverTooOld,
+    PF_R_GPUMIGEnabled,
     /* fabric failures */
     PF_R_BandwidthBelowThreshold,
     PF_R_StragglerNode,

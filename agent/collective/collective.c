@@ -10,6 +10,7 @@
 #include "collective.h"
 #include "inside.h"
 #include "nics.h"
+#include "plan.h"
 #include "straggler.h"
 #include "sweep.h"
 
@@ -19,6 +20,7 @@
 
 #include "../config/config.h"
 #include "../discover/discover.h"
+#include "../probe/gpu_health.h"
 #include "../transport/bootstrap.h"
 #include "../util/clock.h"
 #include "../util/log.h"
@@ -137,6 +139,7 @@ pf_err pf_collective(struct pf_run *run, char *err)
     memset(&c->strag, 0, sizeof(c->strag));
     memset(&c->nics, 0, sizeof(c->nics));
     memset(&c->inside, 0, sizeof(c->inside));
+    memset(&c->plan, 0, sizeof(c->plan));
     c->nranks = run->peers.world;
     if ((rc = pf_roster_from_peers(&c->roster, &run->peers, err)) != PF_OK)
         return rc;
@@ -180,9 +183,20 @@ pf_err pf_collective(struct pf_run *run, char *err)
             int nrails = pf_rails_read(&engine, rails0);
 
             c->nranks = engine.nranks;
+            /* The group has formed: split what is left between the sweep
+             * and the localisation after it. */
+            pf_plan_make(&c->plan, pf_now_ms(),
+                         pf_run_deadline(run) -
+                             (int64_t)run->cfg.timeout_s * 1000,
+                         run->cfg.timeout_s, deadline,
+                         (double)(pf_run_deadline(run) - deadline) / 1000.0);
             /* Read even when the sweep fails: errors on a NIC may be why. */
             pf_nics_begin(run, &watch);
+            pf_gpu_health_begin(run);
             rc = pf_sweep(run, &engine, boot, deadline, msg);
+            /* right after the sweep: the GPUs' clocks and PCIe links are
+             * still as the load left them */
+            pf_gpu_health_end(run);
             pf_nics_end(run, &watch, "sweep", -1);
             if (nrails > 0 && pf_rails_read(&engine, rails1) == nrails)
                 pf_rails_sweep(&c->nics, run->cfg.nic_slow_ratio, rails0,

@@ -2,6 +2,7 @@
  * one process's GPUs. */
 #include "inside.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,6 +99,98 @@ int pf_inside_blame(int n, const double *secs, const long *wrong, bool data,
     return count;
 }
 
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double pf_inside_relative_floor(int n, const double *gbps)
+{
+    double *best, median;
+
+    if (n != 3)
+        return pf_links_relative_floor(n, gbps);
+    if (!(best = calloc((size_t)n, sizeof(*best))))
+        return 0;
+    for (int r = 0; r < n; r++) {
+        double l = gbps[(r + n - 1) % n], m = gbps[r];
+        l = isfinite(l) && l > 0 ? l : 0;
+        m = isfinite(m) && m > 0 ? m : 0;
+        best[r] = l > m ? l : m;
+    }
+    qsort(best, (size_t)n, sizeof(*best), by_value);
+    median = n % 2 ? best[n / 2] : (best[n / 2 - 1] + best[n / 2]) / 2;
+    free(best);
+    return PF_STRAG_LINK_RATIO * median;
+}
+
+/* "1-2 128 wrong" or "1-2 0.412 GB/s" for link i into out. */
+static int link_words(int n, int i, unsigned kind, const double *gbps,
+                      const long *wrong, char *out, size_t len)
+{
+    if (kind & PF_LINK_DATA)
+        return snprintf(out, len, "%d-%d %ld wrong", i, (i + 1) % n,
+                        wrong[i]);
+    return snprintf(out, len, "%d-%d %.3f GB/s", i, (i + 1) % n,
+                    gbps[i] > 0 ? gbps[i] : 0);
+}
+
+int pf_inside_ring_blame(int n, const double *gbps, const long *wrong,
+                         const unsigned *ring_bad, unsigned *culprit,
+                         char *note, size_t len)
+{
+    static const unsigned kinds[] = { PF_LINK_DATA, PF_LINK_SLOW };
+    char buf[320];
+    size_t used = 0;
+    int count = 0;
+
+    for (int r = 0; r < n; r++)
+        culprit[r] = 0;
+    if (n < 3)
+        return 0;
+    for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+        unsigned kind = kinds[k];
+        int blamed = 0, stray = 0;
+        for (int r = 0; r < n; r++)
+            if ((ring_bad[r] & kind) && (ring_bad[(r + n - 1) % n] & kind)) {
+                culprit[r] |= kind;
+                blamed++;
+            }
+        for (int i = 0; i < n; i++)
+            stray += (ring_bad[i] & kind) && !(culprit[i] & kind) &&
+                     !(culprit[(i + 1) % n] & kind);
+        if (blamed == 0 || stray > 0 || 2 * blamed > n)
+            for (int r = 0; r < n; r++)
+                culprit[r] &= ~kind;
+    }
+    for (int r = 0; r < n; r++)
+        count += culprit[r] != 0;
+    if (count == 0)
+        return 0;
+    buf[0] = '\0';
+    for (int r = 0; r < n && used + 1 < sizeof(buf); r++) {
+        char l[64], m[64];
+        unsigned kind = culprit[r] & PF_LINK_DATA ? PF_LINK_DATA
+                                                  : PF_LINK_SLOW;
+        if (!culprit[r])
+            continue;
+        link_words(n, (r + n - 1) % n, kind, gbps, wrong, l, sizeof(l));
+        link_words(n, r, kind, gbps, wrong, m, sizeof(m));
+        int w = snprintf(buf + used, sizeof(buf) - used, "%srank %d's links "
+                         "%s (%s, %s)", used ? "; " : "", r,
+                         kind == PF_LINK_DATA ? "both carry wrong data"
+                                              : "are both slow", l, m);
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+    snprintf(note, len, "pairwise inside this node: %s, while every other "
+             "link was good (both ends of a link are this node's ranks, so "
+             "a good link clears both)", buf);
+    return count;
+}
+
 /* The GPUs of this process, pair by pair. */
 static pf_err gpu_pairs(struct pf_run *run, struct pf_engine *e,
                         const struct ids_block *mine, bool data,
@@ -186,6 +279,111 @@ out:
     return rc;
 }
 
+/* Whether process p was singled out by the re-test between processes;
+ * its PF_LINK_* kinds. */
+static unsigned retest_blames(const struct pf_straggler *s, int p)
+{
+    for (int k = 0; k < s->nculprits && s->culprits; k++)
+        if (s->culprits[k] == p)
+            return s->culprit_bad ? s->culprit_bad[k]
+                   : !strcmp(s->kind, "data") ? PF_LINK_DATA : PF_LINK_SLOW;
+    return 0;
+}
+
+/* Whether rank r of process p (one of several) is at fault for kinds, by
+ * its own share of the pairwise test (each GPU pairs with the same GPU of
+ * the partner): wrong data in its results, or its exchanges taking
+ * PF_STRAG_TIME_RATIO times the median of the process's other GPUs'. */
+static bool gpu_at_fault(const struct pf_inside *in, int p, int r,
+                         unsigned kinds)
+{
+    double *others, median, mine = in->ids[r].pair_seconds;
+    int n = 0;
+
+    if ((kinds & PF_LINK_DATA) && in->ids[r].pair_wrong > 0)
+        return true;
+    if (!(kinds & PF_LINK_SLOW) || !(mine > 0) ||
+        !(others = calloc((size_t)in->nids, sizeof(*others))))
+        return false;
+    for (int k = 0; k < in->nids; k++)
+        if (k != r && in->ids[k].proc == p)
+            others[n++] = in->ids[k].pair_seconds > 0
+                              ? in->ids[k].pair_seconds : 0;
+    qsort(others, (size_t)n, sizeof(*others), by_value);
+    median = n == 0 ? mine
+             : n % 2 ? others[n / 2] : (others[n / 2 - 1] + others[n / 2]) / 2;
+    free(others);
+    return mine > PF_STRAG_TIME_RATIO * median;
+}
+
+/* The ranks of each process the re-test between processes singled out
+ * (in->ids known for them) into in->culprits: its one rank, or, when it
+ * drives several GPUs, those at fault by their own share of the pairwise
+ * test (gpu_at_fault); none when that does not single any out. */
+static pf_err from_retest(struct pf_run *run, char *err)
+{
+    struct pf_coll *c = &run->coll;
+    const struct pf_straggler *s = &c->strag;
+    struct pf_inside *in = &c->inside;
+    int *who;
+    int n = 0;
+
+    if (strcmp(s->method, "pairwise") || s->nculprits <= 0 || in->nids < 1)
+        return PF_OK;
+    who = calloc((size_t)in->nids, sizeof(*who));
+    if (!who)
+        return pf_fail(err, PF_ERR_NOMEM, "inside: out of memory");
+    for (int k = 0; k < s->nculprits; k++) {
+        int p = s->culprits[k], mine = 0;
+        unsigned kinds = retest_blames(s, p);
+        for (int r = 0; r < in->nids; r++)
+            mine += in->ids[r].proc == p;
+        for (int r = 0; r < in->nids; r++)
+            if (in->ids[r].proc == p &&
+                (mine == 1 || gpu_at_fault(in, p, r, kinds)))
+                who[n++] = r;
+    }
+    free(in->culprits);
+    in->culprits = who;
+    in->nculprits = n;
+    snprintf(in->method, sizeof(in->method), "pairwise");
+    snprintf(in->kind, sizeof(in->kind), "%s", s->kind);
+    snprintf(in->note, sizeof(in->note), "%s", s->note);
+    return PF_OK;
+}
+
+/* A run of several nodes whose re-test blamed this one: its own ranks,
+ * described here (nothing crosses the network), and which of them are at
+ * fault. */
+static pf_err own_ranks(struct pf_run *run, struct pf_engine *e,
+                        struct pf_boot *b, char *err)
+{
+    struct pf_coll *c = &run->coll;
+    struct pf_inside *in = &c->inside;
+    struct pf_rank_id ids[PF_MAX_GPUS];
+    int n = c->nranks, got;
+
+    if (!retest_blames(&c->strag, b->rank) || !e->ops->describe || n < 1)
+        return PF_OK;
+    got = e->ops->describe(e, ids, PF_MAX_GPUS);
+    free(in->ids);
+    in->ids = calloc((size_t)n, sizeof(*in->ids));
+    if (!in->ids)
+        return pf_fail(err, PF_ERR_NOMEM, "inside: no memory for %d ranks' "
+                       "identities", n);
+    in->nids = n;
+    for (int r = 0; r < n; r++)
+        in->ids[r] = (struct pf_rank_id){ .rank = r, .proc = -1, .gpu = -1 };
+    for (int k = 0; k < got; k++) {
+        struct pf_rank_id id = ids[k];
+        if (id.rank < 0 || id.rank >= n)
+            continue;
+        id.proc = b->rank;
+        in->ids[id.rank] = id;
+    }
+    return from_retest(run, err);
+}
+
 pf_err pf_inside(struct pf_run *run, struct pf_engine *e, struct pf_boot *b,
                  int64_t deadline, char *err)
 {
@@ -196,11 +394,14 @@ pf_err pf_inside(struct pf_run *run, struct pf_engine *e, struct pf_boot *b,
     pf_err rc;
 
     if (c->nnodes != 1)
-        return PF_OK;
+        return own_ranks(run, e, b, err);
     mine = calloc(1, sizeof(*mine));
     if (!mine)
         return pf_fail(err, PF_ERR_NOMEM, "inside one node: out of memory");
     rc = gather_ids(c, e, b, mine, deadline, err);
+    /* Several processes: the re-test between them named the culprit. */
+    if (rc == PF_OK && b->world > 1)
+        rc = from_retest(run, err);
     /* One process of 3 or more GPUs: the re-test between processes had
      * nothing to split. */
     if (rc != PF_OK || b->world != 1 || e->local_ranks < 3 ||

@@ -5,8 +5,12 @@
  * the bootstrap); and when one process drives all the GPUs (the re-test
  * between processes has nothing to split), the ring of its GPUs is tested
  * pair by pair (engine op `local_pairs`, phases of disjoint pairs as the
- * re-test's) and judged by the re-test's own blame rule. Results go to
- * run->coll.inside; verdict/inside_checks.c turns them into words. */
+ * re-test's) and judged by the re-test's own blame rule. When the re-test
+ * between processes singled one out, its ranks are the culprits (of a
+ * process of several GPUs, those whose own results were wrong in the
+ * pairwise test): on a node of several processes, and on a run of several
+ * nodes for the node blamed. Results go to run->coll.inside;
+ * verdict/inside_checks.c turns them into words. */
 #ifndef PF_INSIDE_H
 #define PF_INSIDE_H
 
@@ -17,8 +21,11 @@
 #define PF_INSIDE_PAIR_MAX_BYTES (4u << 20)
 #define PF_INSIDE_PAIR_ITERS 3
 
-/* Called by every rank after a good sweep (and re-test); nothing happens
- * on a run spanning several nodes. */
+/* Called by every rank after a good sweep (and re-test). On one node:
+ * every rank described, the re-test's processes mapped to their ranks, or
+ * one process's GPUs tested pair by pair. On several nodes, only on a node
+ * the re-test blamed: its own ranks described and the ones at fault named
+ * (no traffic). */
 pf_err pf_inside(struct pf_run *run, struct pf_engine *e, struct pf_boot *b,
                  int64_t deadline, char *err);
 
@@ -29,5 +36,28 @@ pf_err pf_inside(struct pf_run *run, struct pf_engine *e, struct pf_boot *b,
 int pf_inside_blame(int n, const double *secs, const long *wrong, bool data,
                     uint64_t bytes, int iters, struct pf_link *links,
                     bool *culprit, char *note, size_t len);
+
+/* The slow threshold for the ring links of one node's processes, where
+ * no floor applies (link i: rank i with rank (i+1) % n). At 3 ranks a
+ * slow rank spoils two of the three links, so the median link is one of
+ * its: PF_STRAG_LINK_RATIO of the median of each rank's better link
+ * instead (a slow rank spoils no other rank's better one). Else the
+ * re-test's own, pf_links_relative_floor: from 4 ranks on the median link
+ * reaches above a slow one, and a higher threshold would count a healthy
+ * link slowed by a busy host as slow. */
+double pf_inside_relative_floor(int n, const double *gbps);
+
+/* The ring rule inside one node, for the re-test between its processes
+ * (straggler.c calls it at 3 ranks, where none has two good links and no
+ * confirmation can run). Both ends of every link are this node's ranks, so a good link
+ * clears both of them: for each kind (PF_LINK_SLOW, PF_LINK_DATA) a rank
+ * whose two ring links (ring_bad[i]: rank i with rank (i+1) % n) are bad
+ * that way is blamed, when every such link ends at a blamed rank and the
+ * blamed are at most half the ranks. culprit[r] gets the kinds; returns
+ * how many ranks, and only then writes note (gbps and wrong: the links,
+ * for its numbers). */
+int pf_inside_ring_blame(int n, const double *gbps, const long *wrong,
+                         const unsigned *ring_bad, unsigned *culprit,
+                         char *note, size_t len);
 
 #endif

@@ -1,12 +1,14 @@
 /* Straggler localisation (straggler.h): the decisions, then the re-test
  * over the bootstrap and the engine's pair op. */
 #include "straggler.h"
+#include "plan.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "inside.h"
 #include "nics.h"
 #include "../config/catalog.h"
 #include "../util/clock.h"
@@ -631,16 +633,21 @@ static void decide(const struct pf_run *run, const struct pf_engine *e,
     if (largest > 0)
         per_op *= (double)p->bytes / (double)largest;
     rounds = pf_straggler_nphases(world) + 1;
-    need_s = rounds * (PAIR_ITERS + 1) * per_op * world /
-             (2.0 * (world - 1)) + 1.0;
+    per_op *= world / (2.0 * (world - 1));
     left_s = (double)pf_ms_left(deadline) / 1000.0;
-    if (left_s < need_s) {
+    /* Fewer iterations rather than no localisation: one exchange per pair
+     * already tells a slow or wrong link (time plan, plan.h). */
+    p->iters = pf_plan_pair_iters(left_s, rounds, per_op, PAIR_ITERS);
+    if (p->iters == 0) {
+        need_s = rounds * 2 * per_op + 1.0;
         snprintf(p->why, sizeof(p->why), "%.1f s left before the deadline, "
                  "the pairwise test needs about %.1f s", left_s, need_s);
         return;
     }
+    if (p->iters < PAIR_ITERS)
+        pf_info("pairwise: %d iteration(s) a pair instead of %d, to fit "
+                "the %.1f s left", p->iters, PAIR_ITERS, left_s);
     p->mode = PLAN_PAIRWISE;
-    p->iters = PAIR_ITERS;
 }
 
 /* What one rank measured in one round, gathered from every rank. */
@@ -911,7 +918,9 @@ static pf_err pairwise(struct pf_run *run, struct pf_engine *e,
         wrong[i] = s->links[i].wrong;
     }
     slow_below = p->floor > 0 ? p->floor
-                 : p->relative ? pf_links_relative_floor(n, gbps) : 0;
+                 : !p->relative ? 0
+                 : run->coll.nnodes == 1 ? pf_inside_relative_floor(n, gbps)
+                 : pf_links_relative_floor(n, gbps);
     for (int i = 0; i < n; i++) {
         struct pf_link *l = &s->links[i];
         l->bad = ring_bad[i] = pf_link_judge(l->gbps, l->wrong, slow_below);
@@ -963,6 +972,12 @@ static pf_err pairwise(struct pf_run *run, struct pf_engine *e,
     s->pair_rounds = nph + plan[0];
     count = pf_pairs_blame(n, gbps, wrong, ring_bad, conf, nconf, slow_below,
                            culprit, s->note, sizeof(s->note));
+    /* One node of 3 ranks: none has two good links to confirm against,
+     * but every link is inside the node, so a good one clears both ends
+     * (from 4 ranks on the confirmation decides, as across nodes). */
+    if (count == 0 && nconf == 0 && n == 3 && run->coll.nnodes == 1)
+        count = pf_inside_ring_blame(n, gbps, wrong, ring_bad, culprit,
+                                     s->note, sizeof(s->note));
     if (count == 0 && why[0]) {
         size_t used = strlen(s->note);
         snprintf(s->note + used, sizeof(s->note) - used, " (not confirmed: "

@@ -5,6 +5,8 @@
  * row's time is the mean over ranks (nccl-tests' default, -a 1) and
  * #wrong the sum over ranks; both come from one allgather per size. */
 #include "collective.h"
+#include "plan.h"
+#include "straggler.h"
 #include "sweep.h"
 
 #include <stdio.h>
@@ -18,6 +20,7 @@
 struct rank_result {                  /* one process's view of one size */
     double oop_s, ip_s;               /* seconds per all_reduce */
     int64_t oop_wrong, ip_wrong;
+    double sweep_left_s;              /* rank 0's: the time plan's clock */
 };
 
 pf_err pf_sweep_sizes(uint64_t min_bytes, uint64_t max_bytes, int factor,
@@ -168,6 +171,7 @@ pf_err pf_sweep(struct pf_run *run, struct pf_engine *e, struct pf_boot *b,
     const struct pf_config *cfg = &run->cfg;
     const uint64_t *sizes = c->sweep.sizes;
     struct rank_result *all;
+    struct pf_floor_rule floor;
     int nsizes = c->sweep.nsizes, iters = cfg->iters > 0 ? cfg->iters : 1;
     pf_err rc;
 
@@ -184,11 +188,14 @@ pf_err pf_sweep(struct pf_run *run, struct pf_engine *e, struct pf_boot *b,
         rc = warm_up(e, sizes[0] / sizeof(float), cfg->warmup, deadline, err);
 
     c->nrows = 0;
+    c->plan.sweep_cut[0] = '\0';
+    pf_coll_floor(run, &floor);
     pf_progress_begin(&run->progress, "all_reduce sweep", pf_now_ms());
     for (int i = 0; i < nsizes && rc == PF_OK; i++) {
         uint64_t count = sizes[i] / sizeof(float);
         struct rank_result mine = { 0 };
-        double oop = 0, ip = 0;
+        struct pf_plan_size told = { 0 };
+        double oop = 0, ip = 0, slowest = 0;
         long oop_wrong = 0, ip_wrong = 0;
 
         rc = measure(e, b, count, false, iters, cfg->check, &mine.oop_s,
@@ -196,6 +203,9 @@ pf_err pf_sweep(struct pf_run *run, struct pf_engine *e, struct pf_boot *b,
         if (rc == PF_OK)
             rc = measure(e, b, count, true, iters, cfg->check, &mine.ip_s,
                          &mine.ip_wrong, deadline, err);
+        mine.sweep_left_s = c->plan.sweep_end
+                                ? (double)pf_ms_left(c->plan.sweep_end) / 1000.0
+                                : 1e9;
         if (rc == PF_OK)
             rc = pf_boot_allgather(b, &mine, sizeof(mine), all, deadline, err);
         if (rc != PF_OK) {
@@ -208,6 +218,10 @@ pf_err pf_sweep(struct pf_run *run, struct pf_engine *e, struct pf_boot *b,
             ip += all[r].ip_s / b->world;
             oop_wrong += (long)all[r].oop_wrong;
             ip_wrong += (long)all[r].ip_wrong;
+            if (all[r].oop_s > slowest)
+                slowest = all[r].oop_s;
+            if (all[r].ip_s > slowest)
+                slowest = all[r].ip_s;
         }
         pf_sweep_fill_row(&c->rows[c->nrows++], sizes[i], e->nranks, oop, ip,
                           oop_wrong, ip_wrong);
@@ -215,6 +229,25 @@ pf_err pf_sweep(struct pf_run *run, struct pf_engine *e, struct pf_boot *b,
                 "place), %ld wrong", (unsigned long long)sizes[i],
                 c->rows[c->nrows - 1].oop_busbw,
                 c->rows[c->nrows - 1].ip_busbw, oop_wrong + ip_wrong);
+        /* Every rank decides on the same data (rank 0's clock among
+         * it), so all stop at the same size. */
+        told = (struct pf_plan_size){
+            .bytes = sizes[i], .op_s = slowest,
+            .ops = 2 * iters + (cfg->check ? 2 : 0),
+            .wrong = oop_wrong + ip_wrong,
+            .busbw = c->rows[c->nrows - 1].oop_busbw >
+                             c->rows[c->nrows - 1].ip_busbw
+                         ? c->rows[c->nrows - 1].oop_busbw
+                         : c->rows[c->nrows - 1].ip_busbw,
+            .floor_gbps = floor.gbps, .floor_from = floor.from_bytes,
+            .left_s = all[0].sweep_left_s };
+        if (i < nsizes - 1 &&
+            pf_plan_sweep_stops(&told, sizes[i + 1], c->plan.sweep_cut,
+                                sizeof(c->plan.sweep_cut))) {
+            pf_info("sweep: stopped after %llu bytes: %s",
+                    (unsigned long long)sizes[i], c->plan.sweep_cut);
+            nsizes = i + 1;
+        }
         if (i == nsizes - 1)
             rc = keep_rank_seconds(c, all, b->world, err);
         if (pf_progress_due(&run->progress, pf_now_ms()))

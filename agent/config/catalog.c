@@ -463,6 +463,56 @@ static pf_err get_host_floors(struct ctx *c, yaml_node_t *v,
     return PF_OK;
 }
 
+/* gpu: {nvlinks, pcie_gen, pcie_width, min_driver, mig, verified,
+ * source}: an override changes the keys it names. */
+static pf_err get_gpu(struct ctx *c, yaml_node_t *x, struct pf_instance *it)
+{
+    struct pf_gpu_expect *g = &it->gpu;
+    const char *inst = it->name;
+
+    if (!x || x->type != YAML_MAPPING_NODE)
+        return at(c, x, "%s: 'gpu' must be a mapping (nvlinks, pcie_gen, "
+                  "pcie_width, min_driver, min_driver_verified, mig, "
+                  "verified, source)", inst);
+    for (yaml_node_pair_t *p = x->data.mapping.pairs.start;
+         p < x->data.mapping.pairs.top; p++) {
+        yaml_node_t *k, *v;
+        const char *key;
+        pf_err rc = field_at(c, x, p, inst, "gpu field", &k, &key, &v);
+
+        if (rc != PF_OK)
+            return rc;
+        if (!strcmp(key, "nvlinks"))
+            rc = get_int(c, v, inst, key, 0, 1024, &g->nvlinks);
+        else if (!strcmp(key, "pcie_gen"))
+            rc = get_int(c, v, inst, key, 0, 16, &g->pcie_gen);
+        else if (!strcmp(key, "pcie_width"))
+            rc = get_int(c, v, inst, key, 0, 32, &g->pcie_width);
+        else if (!strcmp(key, "min_driver")) {
+            rc = get_str(c, v, inst, key, g->min_driver,
+                         sizeof(g->min_driver));
+            for (const char *d = g->min_driver; rc == PF_OK && *d; d++)
+                if (!((*d >= '0' && *d <= '9') || *d == '.'))
+                    rc = at(c, v, "%s: min_driver '%s' is not a version "
+                            "(digits and dots)", inst, g->min_driver);
+        } else if (!strcmp(key, "mig"))
+            rc = get_bool(c, v, inst, key, &g->mig_allowed);
+        else if (!strcmp(key, "verified"))
+            rc = get_bool(c, v, inst, key, &g->verified);
+        else if (!strcmp(key, "min_driver_verified"))
+            rc = get_bool(c, v, inst, key, &g->driver_verified);
+        else if (!strcmp(key, "source"))
+            rc = get_str(c, v, inst, key, g->source, sizeof(g->source));
+        else
+            return at(c, k, "%s: unknown gpu field '%s' (nvlinks, pcie_gen, "
+                      "pcie_width, min_driver, min_driver_verified, mig, "
+                      "verified, source)", inst, key);
+        if (rc != PF_OK)
+            return rc;
+    }
+    return PF_OK;
+}
+
 static pf_err get_quirks(struct ctx *c, yaml_node_t *v, struct pf_instance *it)
 {
     if (!v || v->type != YAML_SEQUENCE_NODE)
@@ -522,6 +572,8 @@ static pf_err parse_instance(struct ctx *c, yaml_node_t *map,
             rc = get_floors(c, v, it);
         else if (!strcmp(key, "host_floors"))
             rc = get_host_floors(c, v, it);
+        else if (!strcmp(key, "gpu"))
+            rc = get_gpu(c, v, it);
         else if (!strcmp(key, "notes"))
             rc = get_str(c, v, it->name, key, it->notes, sizeof(it->notes));
         else
@@ -576,6 +628,9 @@ static pf_err parse_instances(struct ctx *c, yaml_node_t *map,
             snprintf(entry.name, sizeof(entry.name), "%s", name);
             snprintf(entry.accel_kind, sizeof(entry.accel_kind), "none");
             entry.verified = true;
+            entry.gpu.nvlinks = -1;
+            entry.gpu.verified = true;
+            entry.gpu.driver_verified = true;
         }
         if (parse_instance(c, v, &entry) != PF_OK)
             return PF_ERR_CONFIG;
@@ -706,6 +761,35 @@ static void print_floors(FILE *out, const char *key, const struct pf_floor *fl,
 
 static void print_effective(const struct pf_catalog *cat, FILE *out);
 
+static bool gpu_stated(const struct pf_gpu_expect *g)
+{
+    return g->nvlinks >= 0 || g->pcie_gen || g->pcie_width ||
+           g->min_driver[0] || g->source[0];
+}
+
+static void print_gpu(FILE *out, const struct pf_gpu_expect *g)
+{
+    if (!gpu_stated(g))
+        return;
+    fprintf(out, "    gpu:\n");
+    if (g->nvlinks >= 0)
+        fprintf(out, "      nvlinks: %d\n", g->nvlinks);
+    if (g->pcie_gen)
+        fprintf(out, "      pcie_gen: %d\n", g->pcie_gen);
+    if (g->pcie_width)
+        fprintf(out, "      pcie_width: %d\n", g->pcie_width);
+    if (g->min_driver[0])
+        fprintf(out, "      min_driver: \"%s\"\n      min_driver_verified: "
+                "%s\n", g->min_driver, g->driver_verified ? "true" : "false");
+    fprintf(out, "      mig: %s\n", g->mig_allowed ? "true" : "false");
+    fprintf(out, "      verified: %s\n", g->verified ? "true" : "false");
+    if (g->source[0]) {
+        fprintf(out, "      source: ");
+        print_quoted(out, g->source);
+        fputc('\n', out);
+    }
+}
+
 void pf_catalog_print(const struct pf_catalog *cat, FILE *out)
 {
     fprintf(out, "version: 1\ninstances:\n");
@@ -732,6 +816,7 @@ void pf_catalog_print(const struct pf_catalog *cat, FILE *out)
                                    ? ", no_nccl" : "no_nccl") : "");
         print_floors(out, "floors", it->floors, it->nfloors);
         print_floors(out, "host_floors", it->host_floors, it->nhost_floors);
+        print_gpu(out, &it->gpu);
         if (it->notes[0]) {
             fprintf(out, "    notes: ");
             print_quoted(out, it->notes);
@@ -831,6 +916,23 @@ cJSON *pf_instance_json(const struct pf_instance *it)
     floors = cJSON_AddArrayToObject(o, "host_floors");
     for (int i = 0; i < it->nhost_floors && i < PF_MAX_FLOORS; i++)
         cJSON_AddItemToArray(floors, floor_json(&it->host_floors[i], "nics"));
+    if (gpu_stated(&it->gpu)) {
+        cJSON *g = cJSON_AddObjectToObject(o, "gpu");
+        if (it->gpu.nvlinks >= 0)
+            cJSON_AddNumberToObject(g, "nvlinks", it->gpu.nvlinks);
+        if (it->gpu.pcie_gen)
+            cJSON_AddNumberToObject(g, "pcie_gen", it->gpu.pcie_gen);
+        if (it->gpu.pcie_width)
+            cJSON_AddNumberToObject(g, "pcie_width", it->gpu.pcie_width);
+        if (it->gpu.min_driver[0]) {
+            cJSON_AddStringToObject(g, "min_driver", it->gpu.min_driver);
+            cJSON_AddBoolToObject(g, "min_driver_verified",
+                                  it->gpu.driver_verified);
+        }
+        cJSON_AddBoolToObject(g, "mig", it->gpu.mig_allowed);
+        cJSON_AddBoolToObject(g, "verified", it->gpu.verified);
+        pf_json_add_text(g, "source", it->gpu.source);
+    }
     pf_json_add_text(o, "notes", it->notes);
     return o;
 }

@@ -8,6 +8,7 @@
 #include "interrupt.h"
 #include "../collective/collective.h"
 #include "../discover/discover.h"
+#include "../probe/gpu_health.h"
 #include "../probe/probe.h"
 #include "../publish/publish.h"
 #include "../reasons.h"
@@ -73,7 +74,9 @@ static int pipeline(struct pf_run *run, bool collective,
     /* Node checks run after discovery: in k8s mode the instance type may
      * come from the Node's label. A node that fails them still joins the
      * collective, so its peers see a result rather than a timeout. */
+    pf_gpu_health_finish(run);
     pf_verdict_node(run);
+    pf_verdict_gpu(run);
     if (collective)
         pf_verdict_fabric(run);
     pf_verdict_finish(run);
@@ -120,6 +123,7 @@ int pf_run_stages(struct pf_run *run, bool collective)
         pf_interrupt_set_node(&it, run->mark.node);
     }
     code = pipeline(run, collective, &it, &node_written);
+    pf_gpu_health_close(run);
     pf_sigwatch_stop(&watch);
     pf_publish_mark_free(run);
     run->cancel = NULL;

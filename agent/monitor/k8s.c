@@ -179,16 +179,16 @@ static pf_err send(struct pf_mon_k8s *k, const char *method,
     return rc;
 }
 
-/* The status the Node's EFANICHealthy has now, and since when. */
-static void current_condition(const cJSON *node, const char **status,
-                              const char **since)
+/* The status the Node's condition `type` has now, and since when. */
+static void current_condition(const cJSON *node, const char *type_want,
+                              const char **status, const char **since)
 {
     const cJSON *list = pf_json_at(node, "status.conditions"), *c;
 
     *status = *since = NULL;
     cJSON_ArrayForEach(c, list) {
         const char *type = pf_json_str(c, "type");
-        if (type && !strcmp(type, PF_COND_NICS)) {
+        if (type && !strcmp(type, type_want)) {
             *status = pf_json_str(c, "status");
             *since = pf_json_str(c, "lastTransitionTime");
         }
@@ -222,6 +222,14 @@ pf_err pf_mon_k8s_publish(struct pf_mon_k8s *k, enum pf_reason reason,
                           const char *msg, const struct pf_mon_change *ch,
                           int nch, char *err)
 {
+    return pf_mon_k8s_condition(k, PF_COND_NICS, reason, msg, ch, nch, err);
+}
+
+pf_err pf_mon_k8s_condition(struct pf_mon_k8s *k, const char *type,
+                            enum pf_reason reason, const char *msg,
+                            const struct pf_mon_change *ch, int nch,
+                            char *err)
+{
     const char *status = pf_class_condition_status(pf_reason_class_of(reason));
     char path[PF_PATH_MAX], now[32];
     pf_err rc = PF_OK;
@@ -236,14 +244,14 @@ pf_err pf_mon_k8s_publish(struct pf_mon_k8s *k, enum pf_reason reason,
         rc = get_node(k, &node, err);
         if (rc != PF_OK)
             return rc;
-        current_condition(node, &was, &since);
+        current_condition(node, type, &was, &since);
         patch = cJSON_CreateObject();
         conds = cJSON_AddArrayToObject(cJSON_AddObjectToObject(patch,
                                                                "status"),
                                        "conditions");
         c = cJSON_CreateObject();
         cJSON_AddItemToArray(conds, c);
-        cJSON_AddStringToObject(c, "type", PF_COND_NICS);
+        cJSON_AddStringToObject(c, "type", type);
         cJSON_AddStringToObject(c, "status", status);
         cJSON_AddStringToObject(c, "reason", pf_reason_name(reason));
         cJSON_AddStringToObject(c, "message", msg);

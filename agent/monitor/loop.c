@@ -5,6 +5,7 @@
  * wakes the wait, so a SIGTERM ends the loop within one API request's
  * bound, the cancel flag cutting even that short. */
 #include "monitor.h"
+#include "gpu.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -124,6 +125,10 @@ int pf_monitor_run(struct pf_run *run, struct pf_mon_ctl *ctl)
     struct pf_mon_snap prev = { 0 }, cur = { 0 };
     struct pf_mon_gate gate = { 0 };
     struct pf_mon_buf text = { 0 };
+    struct pf_mon_gpu *gpus = NULL;
+    enum pf_reason gpu_last = PF_R_None;
+    char gpu_last_msg[PF_ERRLEN] = "";
+    double gpu_published = 0;
     struct pf_mon_k8s *k8s = NULL;
     struct pf_httpd *httpd = NULL;
     struct pf_node *node;
@@ -186,6 +191,11 @@ int pf_monitor_run(struct pf_run *run, struct pf_mon_ctl *ctl)
             expected_efa(run), cfg->interval_s, rules.raise_after,
             rules.clear_after);
 
+    /* GPU health beside the NICs, with the same hysteresis (gpu.h) */
+    gpus = calloc(1, sizeof(*gpus));
+    if (gpus)
+        pf_mon_gpu_init(gpus, rules.raise_after, rules.clear_after,
+                        run->instance);
     start = pf_now_s();
     for (long i = 0; !atomic_load(&ctl->stop); i++) {
         double t0 = pf_now_s();
@@ -204,6 +214,35 @@ int pf_monitor_run(struct pf_run *run, struct pf_mon_ctl *ctl)
             break;
         }
         reason = pf_mon_condition(&health, msg, sizeof(msg));
+        if (gpus) {
+            char gmsg[PF_ERRLEN];
+            enum pf_reason gr;
+            pf_mon_gpu_step(gpus);
+            gr = pf_mon_gpu_condition(gpus, gmsg, sizeof(gmsg));
+            for (int c = 0; c < gpus->nchanges; c++)
+                pf_warn("monitor: %s %s",
+                        pf_reason_name(gpus->changes[c].reason),
+                        gpus->changes[c].msg);
+            if (k8s && gr != PF_R_None &&
+                (gr != gpu_last || strcmp(gmsg, gpu_last_msg) ||
+                 gpus->nchanges || t0 - gpu_published >= HEARTBEAT_S)) {
+                if (pf_mon_k8s_condition(k8s, PF_COND_GPU, gr, gmsg,
+                                         gpus->changes, gpus->nchanges,
+                                         err) != PF_OK) {
+                    pf_warn("monitor: node %s: %s", node_name, err);
+                } else {
+                    gpu_last = gr;
+                    gpu_published = t0;
+                    snprintf(gpu_last_msg, sizeof(gpu_last_msg), "%s", gmsg);
+                }
+            }
+            if (k8s && cfg->monitor_taint && gpus->nchanges &&
+                pf_mon_k8s_taint(k8s, pf_reason_class_of(reason) ==
+                                          PF_CLASS_NODE ||
+                                      pf_mon_gpu_faulted(gpus),
+                                 err) != PF_OK)
+                pf_warn("monitor: node %s: taint: %s", node_name, err);
+        }
         for (int c = 0; c < health.nchanges; c++) {
             const struct pf_mon_change *ch = &health.changes[c];
             pf_warn("monitor: %s %s", pf_reason_name(ch->reason), ch->msg);
@@ -224,7 +263,9 @@ int pf_monitor_run(struct pf_run *run, struct pf_mon_ctl *ctl)
             }
             if (cfg->monitor_taint &&
                 pf_mon_k8s_taint(k8s, pf_reason_class_of(reason) ==
-                                          PF_CLASS_NODE, err) != PF_OK)
+                                          PF_CLASS_NODE ||
+                                      (gpus && pf_mon_gpu_faulted(gpus)),
+                                 err) != PF_OK)
                 pf_warn("monitor: node %s: taint: %s", node_name, err);
         }
         if (k8s && (t0 >= next_gate || health.nchanges)) {
@@ -261,8 +302,11 @@ int pf_monitor_run(struct pf_run *run, struct pf_mon_ctl *ctl)
                           (int64_t)time(NULL), &text, err) != PF_OK) {
             pf_warn("monitor: %s", err);
         } else {
+            if (gpus)
+                pf_mon_gpu_expose(gpus, node_name, &text);
             publish_text(ctl, &text,
-                         pf_reason_class_of(reason) != PF_CLASS_NODE);
+                         pf_reason_class_of(reason) != PF_CLASS_NODE &&
+                             !(gpus && pf_mon_gpu_faulted(gpus)));
             if (cfg->metrics_textfile[0] &&
                 pf_write_file_atomic(cfg->metrics_textfile, text.p, text.len,
                                      err) != PF_OK)
@@ -288,6 +332,9 @@ int pf_monitor_run(struct pf_run *run, struct pf_mon_ctl *ctl)
     pf_mon_snap_free(&prev);
     pf_mon_health_free(&health);
     pf_mon_rules_free(&rules);
+    if (gpus)
+        pf_mon_gpu_free(gpus);
+    free(gpus);
     free(node);
     return code;
 }

@@ -185,6 +185,11 @@ pf_err pf_mon_k8s_read(struct pf_mon_k8s *k, struct pf_mon_gate *gate,
 pf_err pf_mon_k8s_publish(struct pf_mon_k8s *k, enum pf_reason reason,
                           const char *msg, const struct pf_mon_change *ch,
                           int nch, char *err);
+/* The same for any condition type (GPUHealthy: monitor/gpu.h). */
+pf_err pf_mon_k8s_condition(struct pf_mon_k8s *k, const char *type,
+                            enum pf_reason reason, const char *msg,
+                            const struct pf_mon_change *ch, int nch,
+                            char *err);
 /* Taint (add) or untaint the node for a NIC fault, under the cluster-wide
  * budget; only a taint this monitor added is ever removed. */
 pf_err pf_mon_k8s_taint(struct pf_mon_k8s *k, bool add, char *err);

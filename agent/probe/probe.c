@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "gpu_health.h"
+
 #include "../config/catalog.h"
 #include "../util/clock.h"
 #include "../util/fsutil.h"
@@ -93,6 +95,7 @@ pf_err pf_probe(struct pf_run *run, char *err)
     pf_probe_limits(cfg, node);
     pf_probe_fabric(cfg, node);
     pf_probe_gpu(node);
+    pf_probe_gpu_health(run);
     pf_debug("probe: type %s (%s), %d EFA, libfabric %s, %d GPUs",
              node->instance_type[0] ? node->instance_type : "-",
              node->instance_source, node->efa_count,

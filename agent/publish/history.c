@@ -151,6 +151,7 @@ struct entry {
     char file[PF_HISTORY_NAME];
     char error[160];                  /* "" = read */
     char started[32], status[16], reason[64], cls[24];
+    char gpu[16];                     /* GPUHealthy in words, "" = none */
     int exit_code;
     double busbw, floor;              /* GB/s, NaN = none */
     double bytes;                     /* size busbw is judged at, NaN = none */
@@ -196,6 +197,7 @@ static void read_entry(const char *dir, const char *name, struct entry *e)
     copy_str(e->status, sizeof(e->status), root, "verdict.status");
     copy_str(e->reason, sizeof(e->reason), root, "verdict.reason");
     copy_str(e->cls, sizeof(e->cls), root, "verdict.class");
+    copy_str(e->gpu, sizeof(e->gpu), root, "verdict.conditions.GPUHealthy");
     if (cJSON_IsNumber(pf_json_at(root, "verdict.exit_code")))
         e->exit_code = pf_json_at(root, "verdict.exit_code")->valueint;
     rows = pf_json_at(root, "collective.rows");
@@ -322,8 +324,9 @@ static void print_table(const char *dir, const struct entry *e, size_t n,
 
     fprintf(out, "%zu run%s in %s, newest first\n", n, n == 1 ? "" : "s",
             dir);
-    fprintf(out, "%-22s %-6s %-4s %-28s %10s %8s %10s\n", "STARTED", "STATUS",
-            "EXIT", "REASON", "BUSBW GB/s", "AT SIZE", "FLOOR GB/s");
+    fprintf(out, "%-22s %-6s %-4s %-28s %-7s %10s %8s %10s\n", "STARTED",
+            "STATUS", "EXIT", "REASON", "GPUS", "BUSBW GB/s", "AT SIZE",
+            "FLOOR GB/s");
     for (size_t i = 0; i < n; i++) {
         if (e[i].error[0]) {
             fprintf(out, "%-22s unreadable: %s\n", e[i].file, e[i].error);
@@ -332,10 +335,11 @@ static void print_table(const char *dir, const struct entry *e, size_t n,
         gbps(e[i].busbw, busbw, sizeof(busbw));
         gbps(e[i].floor, floor, sizeof(floor));
         human_bytes(e[i].bytes, size, sizeof(size));
-        fprintf(out, "%-22s %-6s %-4d %-28s %10s %8s %10s\n",
+        fprintf(out, "%-22s %-6s %-4d %-28s %-7s %10s %8s %10s\n",
                 e[i].started[0] ? e[i].started : e[i].file,
                 e[i].status[0] ? e[i].status : "?", e[i].exit_code,
-                e[i].reason[0] ? e[i].reason : "-", busbw, size, floor);
+                e[i].reason[0] ? e[i].reason : "-",
+                e[i].gpu[0] ? e[i].gpu : "-", busbw, size, floor);
     }
     /* The trend reads left to right, oldest to newest, like a chart. */
     trend = malloc((n ? n : 1) * sizeof(*trend));
@@ -390,6 +394,7 @@ static pf_err print_json(const char *dir, const struct entry *e, size_t n,
             add_num(o, "busbw_gbps", e[i].busbw);
             add_num(o, "bytes", e[i].bytes);
             add_num(o, "floor_gbps", e[i].floor);
+            pf_json_add_text(o, "gpu_health", e[i].gpu);
         }
         cJSON_AddItemToArray(arr, o);
     }

@@ -36,6 +36,8 @@ struct pf_node_labels {
     char valid_until[32];
     char valid_until_epoch[24];       /* the same, seconds: nodeAffinity Gt/Lt */
     char fabric[16];                  /* tested|untested */
+    char gpu_health[16];              /* GPUHealthy in words: pass|warn|
+                                         fail|unknown; "" = no GPU check */
     char health_status[40];           /* HyperPod recovery ask, "" = none */
 };
 

@@ -69,6 +69,11 @@ void pf_node_labels_make(const struct pf_run *run, time_t now,
                        now + (time_t)run->cfg.valid_hours * 3600);
     snprintf(l->valid_until_epoch, sizeof(l->valid_until_epoch), "%lld",
              (long long)now + (long long)run->cfg.valid_hours * 3600);
+    {
+        struct pf_condition gc;
+        if (pf_verdict_condition_of(v, PF_COND_GPU, &gc))
+            snprintf(l->gpu_health, sizeof(l->gpu_health), "%s", gc.word);
+    }
     if (pf_node_fabric_untested(run) || peers_never_came(run))
         snprintf(l->fabric, sizeof(l->fabric), "untested");
     else if (collective_attempted(run))
@@ -119,6 +124,7 @@ cJSON *pf_node_labels_patch(const char *prefix, const struct pf_node_labels *l)
     add_label(labels, prefix, "valid-until", l->valid_until);
     add_label(labels, prefix, "valid-until-epoch", l->valid_until_epoch);
     add_label(labels, prefix, "fabric", l->fabric);
+    add_label(labels, prefix, "gpu-health", l->gpu_health);
     /* Asked for only on a proven fault; never removed by us: HyperPod owns
      * the label once its recovery starts. */
     if (l->health_status[0])
@@ -161,6 +167,10 @@ static const struct {
       "the peers never came (`PeerTimeout`, `PeerLost`, `APIUnavailable`...: "
       "nothing of the fabric was measured); removed when no collective was "
       "attempted", true },
+    { "gpu-health", "`pass`, `warn`, `fail`, `unknown`",
+      "the `GPUHealthy` condition in words (NVML and the kernel log: XIDs, "
+      "ECC, row remapping, NVLink, PCIe, clocks, driver); removed when no "
+      "GPU was checked (no GPU and no NVML)", true },
 };
 #define N_OUR_LABELS (sizeof(our_labels) / sizeof(our_labels[0]))
 
@@ -390,6 +400,9 @@ cJSON *pf_node_conditions_patch(const struct pf_run *run, const cJSON *node,
                  run->coll.peak_busbw, run->coll.avg_busbw);
         condition_from_checks(list, run, node, PF_COND_FABRIC, msg, now);
     }
+    snprintf(msg, sizeof(msg), "%d GPU(s) read through NVML: no XID, ECC, "
+             "remap, NVLink, PCIe or clock fault", run->node.gpuh.count);
+    condition_from_checks(list, run, node, PF_COND_GPU, msg, now);
     return root;
 }
 

@@ -11,6 +11,7 @@
 #include "../config/config.h"
 #include "../probe/hw_counters.h"
 #include "../util/json.h"
+#include "report_gpu.h"
 #include "../util/sanitize.h"
 #include "../util/version.h"
 #include "../verdict/verdict.h"
@@ -127,6 +128,8 @@ static cJSON *node_json(const struct pf_node *n)
         cJSON_AddItemToArray(arr, g);
     }
 
+    cJSON_AddItemToObject(node, "gpu_health", pf_report_gpu_health(&n->gpuh));
+
     o = cJSON_AddObjectToObject(node, "nccl");
     cJSON_AddBoolToObject(o, "loaded", n->nccl_loaded);
     cJSON_AddNumberToObject(o, "version", n->nccl_version);
@@ -234,8 +237,9 @@ static cJSON *straggler_json(const struct pf_run *run)
     return o;
 }
 
-/* Inside one node (collective/inside.h): who each rank is, and what the
- * pairwise test of one process's GPUs found. */
+/* The ranks at fault inside a node (collective/inside.h): who each rank
+ * described is (on several nodes only this node's, when it was blamed),
+ * and which ones were singled out. */
 static cJSON *inside_json(const struct pf_run *run)
 {
     const struct pf_inside *in = &run->coll.inside;
@@ -247,7 +251,10 @@ static cJSON *inside_json(const struct pf_run *run)
     arr = cJSON_AddArrayToObject(o, "ranks");
     for (int r = 0; r < in->nids && in->ids; r++) {
         const struct pf_rank_id *id = &in->ids[r];
-        cJSON *x = cJSON_CreateObject();
+        cJSON *x;
+        if (id->proc < 0)
+            continue;                 /* another node's, not described */
+        x = cJSON_CreateObject();
         cJSON_AddNumberToObject(x, "rank", id->rank);
         cJSON_AddNumberToObject(x, "process", id->proc);
         pf_json_add_number_if(x, "gpu", id->gpu >= 0, id->gpu);
@@ -439,7 +446,8 @@ static const char *headline(const struct pf_verdict *v)
  * (Unknown), null when no check fed it. */
 static cJSON *verdict_json(const struct pf_verdict *v)
 {
-    static const char *const conds[] = { PF_COND_DEVICES, PF_COND_FABRIC };
+    static const char *const conds[] = { PF_COND_DEVICES, PF_COND_FABRIC,
+                                         PF_COND_GPU };
     cJSON *o = cJSON_CreateObject(), *c;
 
     cJSON_AddStringToObject(o, "status", pf_class_status_word(v->cls));

@@ -32,6 +32,9 @@ struct rdv_beat {
     int first, last;                  /* connections beaten: [first, last) */
     int beat_ms;
     _Atomic int64_t touched;          /* main thread's last group call */
+    _Atomic int64_t frozen;           /* longest gap between two wake-ups
+                                         past the silence window, ms */
+    _Atomic int64_t woke;             /* its last wake-up */
     atomic_bool waiting;              /* ... was an engine's poll */
 };
 
@@ -55,12 +58,15 @@ static void beat_once(struct rdv *r)
 
     put_u32(body, stall);
     for (int i = bt->first; i < bt->last; i++) {
-        struct pollfd p = { .fd = r->conns[i].fd, .events = POLLOUT };
+        struct pollfd p = { .events = POLLOUT };
 
-        if (p.fd < 0 || pthread_mutex_trylock(&bt->send[i]) != 0)
+        /* The fd is read under the lock: the goodbye closes connections
+         * one by one while this thread still beats on the others. */
+        if (pthread_mutex_trylock(&bt->send[i]) != 0)
             continue;
+        p.fd = r->conns[i].fd;
         /* Room for a whole frame, or no beat this time. */
-        if (poll(&p, 1, 0) == 1 && (p.revents & POLLOUT))
+        if (p.fd >= 0 && poll(&p, 1, 0) == 1 && (p.revents & POLLOUT))
             pf_wire_send(&r->conns[i], PF_RDV_BEAT, body, sizeof(body),
                          pf_deadline_in(100), NULL);
         pthread_mutex_unlock(&bt->send[i]);
@@ -72,9 +78,22 @@ static void *beat_main(void *arg)
     struct rdv *r = arg;
     struct rdv_beat *bt = r->beat;
 
+    int64_t last = pf_now_ms();
+
     pthread_mutex_lock(&bt->mu);
     while (!bt->stop) {
         struct timespec until;
+        int64_t now = pf_now_ms();
+
+        /* A wake-up this late means the whole process stood still (a
+         * SIGSTOP, a frozen host): the group has named it silent by now,
+         * and once it runs again it must say so rather than blame those
+         * who went on without it. */
+        if (now - last >= r->silent_ms &&
+            now - last > atomic_load(&bt->frozen))
+            atomic_store(&bt->frozen, now - last);
+        last = now;
+        atomic_store(&bt->woke, now);
         clock_gettime(CLOCK_MONOTONIC, &until);
         until.tv_sec += bt->beat_ms / 1000;
         until.tv_nsec += (long)(bt->beat_ms % 1000) * 1000000L;
@@ -119,6 +138,7 @@ pf_err rdv_beat_start(struct rdv *r, int beat_ms, char *err)
     bt->last = n;
     bt->beat_ms = beat_ms > 0 ? beat_ms : PF_RDV_BEAT_MS;
     atomic_store(&bt->touched, now);
+    atomic_store(&bt->woke, now);
     atomic_store(&bt->waiting, false);
     pthread_mutex_init(&bt->mu, NULL);
     pthread_condattr_init(&ca);
@@ -217,4 +237,20 @@ pf_err rdv_beat_check(struct rdv *r, char *err)
                              r->stall[i] / 1000.0);
     }
     return PF_OK;
+}
+
+int64_t rdv_self_frozen_ms(const struct rdv *r)
+{
+    struct rdv_beat *bt = r->beat;
+    int64_t frozen, since;
+
+    if (!bt)
+        return 0;
+    frozen = atomic_load(&bt->frozen);
+    /* Just resumed, the main thread may look before the beat thread has
+     * woken up to measure the gap: the time since its last wake-up. */
+    since = pf_now_ms() - atomic_load(&bt->woke);
+    if (since >= r->silent_ms && since > frozen)
+        frozen = since;
+    return frozen;
 }

@@ -36,6 +36,7 @@ struct rdv {
     int64_t silent_ms;                /* the silence window */
     uint32_t *stall;                  /* by connection: last stall reported */
     struct rdv_door *door;            /* rank 0: the listener after the table */
+    int64_t deadline;                 /* the run's: bounds the goodbye */
 };
 
 /* Rank i owes no answer (closed, said BYE, or gave up). */
@@ -55,6 +56,13 @@ void rdv_beat_in(struct rdv *r, int i, const uint8_t *body, size_t len);
 /* Name (PeerLost, spread by rank 0) a peer silent or stalled for the
  * window. Call after reading what has arrived. */
 pf_err rdv_beat_check(struct rdv *r, char *err);
+
+/* The orderly close (rdv_bye.c): nobody leaves before everybody has what
+ * it needs. Stops the heartbeat. */
+void rdv_goodbye(struct rdv *r);
+/* How long this process itself was frozen (stopped, or its host froze)
+ * past the silence window, in ms; 0 when never (rdv_beat.c). */
+int64_t rdv_self_frozen_ms(const struct rdv *r);
 
 /* Record a failure in fault (first one wins) under its reason. */
 pf_err rdv_record(struct pf_fault *fault, pf_err code, const char *msg);

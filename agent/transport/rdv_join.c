@@ -178,7 +178,10 @@ static pf_err hello_exchange(struct rdv *r, const struct pf_rdv_cfg *cfg,
         return PF_ERR_LOST;
     }
 
-    rc = pf_wire_recv(c, &m, cfg->deadline, msg);
+    /* Rank 0 gives up at the same deadline and then tells every member
+     * who never came (an ABORT naming them): wait a moment past it for
+     * that word, rather than blame rank 0. */
+    rc = pf_wire_recv(c, &m, cfg->deadline + CTRL_MS, msg);
     if (rc == PF_ERR_TIMEOUT)
         return join_fail(cfg->fault, PF_ERR_TIMEOUT, err, "rank 0 at %s "
                          "accepted rank %d but did not complete the rendezvous "

@@ -125,6 +125,23 @@ static void spread_abort(struct rdv *r, int skip, const char *reason,
 static pf_err stop(struct rdv *r, pf_err code, const char *wire, int culprit,
                    char *err)
 {
+    int64_t frozen = rdv_self_frozen_ms(r);
+
+    if (frozen > 0) {
+        /* This process stood still: whatever it now sees of the others
+         * (rank 0 gone, an ABORT) follows from its own silence. */
+        char seen[PF_ERRLEN], self[WHO_LEN];
+        snprintf(seen, sizeof(seen), "%s", r->broken_msg);
+        snprintf(r->broken_msg, sizeof(r->broken_msg), "%s was the silent "
+                 "one: it stood still for %.1f s (process stopped, or its "
+                 "host froze), past the group's %.1f s silence window, so "
+                 "the others named it and went on without it; then it saw: "
+                 "%s", rdv_who(r, r->boot.rank, self), frozen / 1000.0,
+                 r->silent_ms / 1000.0, seen);
+        code = PF_ERR_LOST;
+        wire = NULL;
+        culprit = -1;
+    }
     r->broken = code;
     rdv_record(r->fault, code, r->broken_msg);
     if (!wire)
@@ -736,18 +753,17 @@ static void rdv_close(struct pf_boot *b)
     if (!b)
         return;
     r = impl(b);
-    rdv_beat_stop(r);                 /* no sends but ours from here */
     rdv_door_close(r->door);
+    /* An orderly goodbye, so nobody mistakes this close for a crash and
+     * nobody loses what was still on its way; after a failure, no BYE:
+     * the others must see it. */
+    if (r->broken == PF_OK)
+        rdv_goodbye(r);
+    rdv_beat_stop(r);                 /* no sends but ours from here */
     n = b->rank == 0 ? b->world : 1;
-    for (int i = 0; i < n; i++) {
-        if (r->conns[i].fd < 0)
-            continue;
-        /* An orderly goodbye, so nobody mistakes this close for a crash. */
-        if (r->broken == PF_OK)
-            pf_wire_send(&r->conns[i], PF_RDV_BYE, NULL, 0,
-                         pf_deadline_in(CTRL_MS), NULL);
-        pf_conn_close(&r->conns[i]);
-    }
+    for (int i = 0; i < n; i++)
+        if (r->conns[i].fd >= 0)
+            pf_conn_close(&r->conns[i]);
     free(r->conns);
     free(r->bye);
     free(r->facts);
@@ -870,6 +886,7 @@ pf_err pf_rdv_open(const struct pf_rdv_cfg *cfg, struct pf_boot **out,
         return rc;
     }
     r->silent_ms = cfg->silent_ms > 0 ? cfg->silent_ms : PF_RDV_SILENT_MS;
+    r->deadline = cfg->deadline;
     if ((rc = rdv_beat_start(r, cfg->beat_ms, err)) != PF_OK) {
         r->broken = rc;
         rdv_close(&r->boot);

@@ -64,8 +64,9 @@
 
 #define PF_RDV_MAGIC 0x50465256u      /* "PFRV" */
 /* 2: PING/PONG, 3: BEAT, 4: BUSY, 5: the host engine's tcp eager limit
- * (host_ep.c), which rxm requires every peer to share */
-#define PF_RDV_VERSION 5
+ * (host_ep.c), which rxm requires every peer to share, 6: the goodbye
+ * (rdv_bye.c) and the sweep's per-size record with rank 0's plan clock */
+#define PF_RDV_VERSION 6
 #define PF_RDV_NONCE PF_SEAL_NONCE
 #define PF_RDV_MAC PF_SEAL_MAC
 #define PF_RDV_CENSUS_MS 1000     /* a live member answers a PING by then */

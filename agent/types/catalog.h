@@ -21,6 +21,19 @@ struct pf_floor {
     char source[200];                 /* the public figure it rests on */
 };
 
+/* What a type's GPUs must show (catalog `gpu:`; verdict/gpu_checks.c). */
+struct pf_gpu_expect {
+    int nvlinks;                      /* NVLink links per GPU; -1 = not
+                                         stated, 0 = the GPU has none */
+    int pcie_gen, pcie_width;         /* the slot's; 0 = not stated */
+    char min_driver[32];              /* "550.54.14"; "" = not stated */
+    bool mig_allowed;                 /* false: MIG must be off */
+    bool verified;                    /* links and PCIe: false = an
+                                         estimate, held as a warning only */
+    bool driver_verified;             /* min_driver: the same */
+    char source[200];
+};
+
 struct pf_instance {
     char name[64];                    /* "p5.48xlarge" or "hpc7a.*" */
     int efa_count;
@@ -39,6 +52,7 @@ struct pf_instance {
      * efa): `nodes` holds that NIC count here */
     int nhost_floors;
     struct pf_floor host_floors[PF_MAX_FLOORS];
+    struct pf_gpu_expect gpu;
     char notes[256];
 };
 

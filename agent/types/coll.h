@@ -98,16 +98,20 @@ struct pf_straggler {
                                          of kind), heap */
 };
 
-/* Inside one node (collective/inside.h): when every rank runs on this
- * node, who each global rank is, and which ones the pairwise test of one
- * process's GPUs singled out (the pairwise re-test of pf_straggler works
- * between processes, so it cannot split one process's GPUs). */
+/* The ranks at fault inside a node (collective/inside.h). When every rank
+ * runs on this node: who each global rank is, and which ones the pairwise
+ * re-test between processes (pf_straggler) or the pairwise test of one
+ * process's GPUs singled out. On a run of several nodes: this node's own
+ * ranks when the re-test blamed it, and which of its GPUs saw the wrong
+ * data. */
 struct pf_inside {
-    int nids;                         /* 0 = more than one node */
-    struct pf_rank_id *ids;           /* by global rank, heap */
-    char method[16];                  /* ""|gpu-pairs */
-    char kind[8];                     /* data|slow, as pf_straggler.kind */
-    char note[320];                   /* what the GPU pairs showed */
+    int nids;                         /* 0 = nobody described */
+    struct pf_rank_id *ids;           /* by global rank (proc -1: not
+                                         described), heap */
+    char method[16];                  /* ""|gpu-pairs|pairwise */
+    char kind[12];                    /* data|slow|slow+data, as
+                                         pf_straggler.kind */
+    char note[320];                   /* what the test showed */
     int nlinks;
     struct pf_link *links;            /* a, b: global ranks; heap */
     int nculprits;
@@ -159,6 +163,21 @@ struct pf_nics {
     char rail_note[384];              /* what the per-rail timings found */
 };
 
+/* The time plan (collective/plan.h): how the deadline left when the
+ * group formed is split between the sweep and the localisation after it;
+ * made once, logged, and read by both. */
+struct pf_time_plan {
+    double total_s;                   /* the run's timeout */
+    double before_s;                  /* spent before the sweep: probe,
+                                         discovery, rendezvous, fabric */
+    double sweep_s;                   /* the sweep's share */
+    double after_s;                   /* the pairwise phase's and the
+                                         re-tests' share (the rest) */
+    double publish_s;                 /* kept for publishing */
+    int64_t sweep_end;                /* ms clock: no new size past it */
+    char sweep_cut[200];              /* why the sweep stopped early, or "" */
+};
+
 struct pf_coll {
     bool ran;
     char engine[16];                  /* nccl|host: its printed name */
@@ -173,6 +192,7 @@ struct pf_coll {
     double avg_busbw;                 /* mean over rows, nccl-tests footer */
     double peak_busbw;                /* best busbw of the largest size */
     struct pf_judgement judgement;    /* the floor and the busbw judged */
+    struct pf_time_plan plan;         /* the deadline's split */
     long wrong_total;
     double *rank_seconds;             /* per bootstrap rank, time of the
                                          largest size; heap, NULL = no sweep

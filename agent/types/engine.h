@@ -16,6 +16,12 @@ struct pf_rank_id {
     char bus[20];                     /* the GPU's PCI bus id, "" */
     char nic[64];                     /* the NIC(s) it used (host engine:
                                          EFA devices or addresses), "" */
+    int64_t pair_wrong;               /* elements of its results that were
+                                         wrong in the pairwise test between
+                                         processes (NCCL pairs GPU i with
+                                         GPU i: its GPU's own share) */
+    double pair_seconds;              /* its own timed exchanges in that
+                                         test, summed over the rounds */
 };
 
 /* What the engine found out about the fabric it ran over: an engine fills

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "../util/sizes.h"
+#include "gpu_health.h"
 
 #define PF_MAX_EFA 64
 #define PF_MAX_GPUS 16
@@ -99,6 +100,9 @@ struct pf_node {
     char net_plugin_path[PF_PATH_MAX];/* "" = not found */
     int net_plugin_api;               /* highest ncclNetPlugin_vN, 0 none */
     char net_plugin_error[512];       /* dlopen errors, or not a plugin */
+
+    /* NVML and the kernel log (probe/gpu_health.h) */
+    struct pf_gpu_health gpuh;
 };
 
 #endif

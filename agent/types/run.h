@@ -23,6 +23,11 @@
 #include "publish.h"
 #include "verdict.h"
 
+/* The NVML session the GPU health probe keeps open from the probe to the
+ * verdict (probe/gpu_health.h), so the XID events and counters can be
+ * read around the all_reduce. */
+struct pf_gpu_session;
+
 struct pf_run {
     struct pf_config cfg;
     struct pf_catalog catalog;
@@ -37,6 +42,7 @@ struct pf_run {
                                          read through pf_run_deadline */
     struct pf_progress progress;      /* progress lines of long phases */
     struct pf_node_mark mark;         /* k8s: pf_publish_begin */
+    struct pf_gpu_session *gpu_session; /* NULL = none open */
     const atomic_int *cancel;         /* non-zero: a signal ends the run;
                                          API requests stop (NULL = never) */
     /* k8s (set by main): whether peer rank `rank`, awaited by the

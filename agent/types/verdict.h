@@ -7,7 +7,7 @@
 
 enum pf_status { PF_PASS = 0, PF_WARN, PF_FAIL, PF_SKIP };
 
-#define PF_MAX_CHECKS 48
+#define PF_MAX_CHECKS 64
 
 struct pf_check {
     char name[48];                    /* efa_devices, memlock, ... */

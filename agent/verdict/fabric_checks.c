@@ -72,7 +72,9 @@ static const char *rank_desc(const struct pf_run *run, int r, char *buf,
     char host[2 * PF_NAME_MAX + 4], id[160];
 
     rank_host(run, r, host, sizeof(host));
-    pf_inside_proc(run, r, id, sizeof(id));   /* one node: GPU or NIC */
+    id[0] = '\0';
+    if (run->coll.nnodes == 1)                  /* one node: GPU or NIC */
+        pf_inside_proc(run, r, id, sizeof(id));
     if (p->list && r >= 0 && r < p->world && p->list[r].pod[0])
         snprintf(buf, len, "pod %s, %s%s%s", p->list[r].pod, host,
                  id[0] ? ", " : "", id);
@@ -143,13 +145,17 @@ static void straggler_check(struct pf_run *run, const char *ring)
     const struct pf_straggler *s = &run->coll.strag;
     int mine = own_culprit(run, PF_LINK_SLOW);
     int nslow = count_culprits(run, PF_LINK_SLOW);
-    char who[3 * PF_NAME_MAX], all[1024];
+    char who[3 * PF_NAME_MAX], all[1024], gpus[256] = "";
 
+    /* A node of several GPUs: the slow ones, when they stand out. */
+    if (mine == s->self && run->coll.nranks > s->nprocs)
+        pf_inside_words(run, PF_LINK_SLOW, gpus, sizeof(gpus));
     if (mine == s->self)
         pf_verdict_add(&run->verdict, "busbw", COND, PF_FAIL,
                        PF_R_StragglerNode, "", "this node (rank %d, %s) is "
-                       "the straggler: %s; %s", mine,
-                       rank_desc(run, mine, who, sizeof(who)), ring, s->note);
+                       "the straggler%s%s: %s; %s", mine,
+                       rank_desc(run, mine, who, sizeof(who)),
+                       gpus[0] ? " at " : "", gpus, ring, s->note);
     else if (mine >= 0)
         pf_verdict_add(&run->verdict, "busbw", COND, PF_FAIL,
                        PF_R_StragglerNode, "", "this node (%s) runs the "
@@ -189,9 +195,11 @@ static void data_check(struct pf_run *run, long pair_wrong)
          * at fault is named when one was singled out. */
         if (pf_verdict_inside(run, true, seen))
             return;
+        /* Why nobody inside it was named (2 ranks: one link). */
         pf_verdict_add(&run->verdict, "data", COND, PF_FAIL,
                        PF_R_DataCorruption, "", "this node (every rank of the "
-                       "run) corrupts data: %s", seen);
+                       "run) corrupts data: %s%s%s", seen,
+                       s->note[0] ? "; " : "", s->note);
         return;
     }
     if (ndata == 0) {
@@ -203,12 +211,16 @@ static void data_check(struct pf_run *run, long pair_wrong)
     }
     mine = own_culprit(run, PF_LINK_DATA);
     if (mine >= 0) {
+        char gpus[256] = "";
+        /* A node of several GPUs: those whose results were wrong. */
+        if (c->nranks > s->nprocs)
+            pf_inside_words(run, PF_LINK_DATA, gpus, sizeof(gpus));
         pf_verdict_add(&run->verdict, "data", COND, PF_FAIL,
                        PF_R_DataCorruption, "", "this node (rank %d, %s%s) "
-                       "corrupts data: %s; %s", mine,
+                       "corrupts data%s%s: %s; %s", mine,
                        rank_desc(run, mine, who, sizeof(who)),
-                       mine == s->self ? "" : ", a rank on this node", seen,
-                       s->note);
+                       mine == s->self ? "" : ", a rank on this node",
+                       gpus[0] ? " at " : "", gpus, seen, s->note);
         return;
     }
     culprit_list(run, PF_LINK_DATA, all, sizeof(all));

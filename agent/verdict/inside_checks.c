@@ -5,6 +5,7 @@
 #include "verdict.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* "GPU 5, bus 0000:1d:00.0" or "NIC efa_2" for one global rank, "" when
@@ -67,6 +68,49 @@ static void culprits_words(const struct pf_run *run, const int *who, int n,
     }
 }
 
+/* The PF_LINK_* kinds global rank r of in->culprits is at fault for:
+ * its process's, as the re-test between processes found them, or the
+ * GPU pairs' one kind. */
+static unsigned rank_kinds(const struct pf_run *run, int r)
+{
+    const struct pf_straggler *s = &run->coll.strag;
+    const struct pf_inside *in = &run->coll.inside;
+    unsigned kinds = (strstr(in->kind, "data") ? PF_LINK_DATA : 0) |
+                     (strstr(in->kind, "slow") ? PF_LINK_SLOW : 0);
+
+    if (strcmp(in->method, "pairwise") || r < 0 || r >= in->nids)
+        return kinds;
+    for (int k = 0; k < s->nculprits && s->culprits; k++)
+        if (s->culprits[k] == in->ids[r].proc)
+            return s->culprit_bad ? s->culprit_bad[k] : kinds;
+    return 0;
+}
+
+int pf_inside_culprits(const struct pf_run *run, unsigned kind, int *out,
+                       int max)
+{
+    const struct pf_inside *in = &run->coll.inside;
+    int n = 0;
+
+    for (int k = 0; k < in->nculprits && in->culprits && n < max; k++)
+        if (rank_kinds(run, in->culprits[k]) & kind)
+            out[n++] = in->culprits[k];
+    return n;
+}
+
+int pf_inside_words(const struct pf_run *run, unsigned kind, char *out,
+                    size_t len)
+{
+    const struct pf_inside *in = &run->coll.inside;
+    int *who = calloc((size_t)(in->nculprits > 0 ? in->nculprits : 1),
+                      sizeof(*who));
+    int n = who ? pf_inside_culprits(run, kind, who, in->nculprits) : 0;
+
+    culprits_words(run, who, n, false, out, len);
+    free(who);
+    return n;
+}
+
 bool pf_verdict_inside(struct pf_run *run, bool data, const char *seen)
 {
     const struct pf_coll *c = &run->coll;
@@ -77,14 +121,14 @@ bool pf_verdict_inside(struct pf_run *run, bool data, const char *seen)
 
     if (c->nnodes != 1)
         return false;
-    if (s->nculprits > 0 && !strcmp(s->kind, kind) &&
-        !strcmp(s->method, "pairwise")) {
+    if (pf_inside_words(run, data ? PF_LINK_DATA : PF_LINK_SLOW, who,
+                        sizeof(who)) > 0) {
+        note = in->note;
+    } else if (s->nculprits > 0 && strstr(s->kind, kind) &&
+               !strcmp(s->method, "pairwise")) {
+        /* Processes the re-test named but whose GPUs it cannot split. */
         culprits_words(run, s->culprits, s->nculprits, true, who, sizeof(who));
         note = s->note;
-    } else if (in->nculprits > 0 && !strcmp(in->kind, kind)) {
-        culprits_words(run, in->culprits, in->nculprits, false, who,
-                       sizeof(who));
-        note = in->note;
     } else {
         return false;
     }

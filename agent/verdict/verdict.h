@@ -8,6 +8,8 @@
 
 /* Node checks (EFADevicesReady): node_checks.c */
 void pf_verdict_node(struct pf_run *run);
+/* GPU health checks (GPUHealthy) from run->node.gpuh: gpu_checks.c. */
+void pf_verdict_gpu(struct pf_run *run);
 /* Collective checks (EFAFabricReady): fabric_checks.c */
 void pf_verdict_fabric(struct pf_run *run);
 /* Per-NIC checks (EFANICIdle, EFANICErrors, EFANICSlow): nic_checks.c,
@@ -23,6 +25,15 @@ void pf_verdict_transport(struct pf_run *run);
 const char *pf_inside_proc(const struct pf_run *run, int proc, char *buf,
                            size_t len);
 bool pf_verdict_inside(struct pf_run *run, bool data, const char *seen);
+/* The global ranks of run->coll.inside.culprits at fault for kind
+ * (PF_LINK_SLOW / PF_LINK_DATA), at most max into out; returns how many.
+ * And the same in words into out, "rank 300 (GPU 4, bus 0000:1c:00.0)",
+ * "" for none, returning how many: on several nodes, the GPUs of this
+ * node the re-test blamed. */
+int pf_inside_culprits(const struct pf_run *run, unsigned kind, int *out,
+                       int max);
+int pf_inside_words(const struct pf_run *run, unsigned kind, char *out,
+                    size_t len);
 /* Overall status, the deciding reason and its class, the exit code:
  * verdict.c. Nothing here looks at a reason's word. */
 void pf_verdict_finish(struct pf_run *run);

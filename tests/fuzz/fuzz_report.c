@@ -85,6 +85,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         text(&s, run.node.efa[i].name, sizeof(run.node.efa[i].name));
     run.node.memlock_soft = byte(&s) & 1 ? UINT64_MAX : 65536;
     run.node.gpu_count = (int)(byte(&s) % (PF_MAX_GPUS + 4));
+    run.node.gpuh.nvml_loaded = byte(&s) & 1;
+    text(&s, run.node.gpuh.nvml_error, sizeof(run.node.gpuh.nvml_error));
+    text(&s, run.node.gpuh.driver_version,
+         sizeof(run.node.gpuh.driver_version));
+    run.node.gpuh.stored = (int)(byte(&s) % (PF_MAX_GPUS + 4));
+    for (int i = 0; i < run.node.gpuh.stored && i < PF_MAX_GPUS && s.n; i++) {
+        struct pf_gpu_state *g = &run.node.gpuh.gpus[i];
+        text(&s, g->serial, sizeof(g->serial));
+        text(&s, g->bus_id, sizeof(g->bus_id));
+        text(&s, g->field_err, sizeof(g->field_err));
+        g->f[byte(&s) % PF_GF_COUNT] = (enum pf_gpu_field_state)(byte(&s) % 4);
+        g->xid_run.n = (int)(byte(&s) % (PF_MAX_XIDS + 4));
+        for (int k = 0; k < PF_MAX_XIDS && s.n; k++)
+            g->xid_run.x[k].xid = (int)byte(&s) - 8;
+    }
     run.coll.ran = byte(&s) & 1;
     run.coll.fault.err = (pf_err)(byte(&s) % 17);
     run.coll.fault.reason = (enum pf_reason)(byte(&s) % (PF_R_COUNT + 2));
@@ -126,6 +141,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         __builtin_trap();
     same(doc, "node.hostname", run.node.hostname);
     same(doc, "node.libfabric.error", run.node.libfabric_error);
+    same(doc, "node.gpu_health.nvml_error", run.node.gpuh.nvml_error);
     checks = cJSON_GetObjectItemCaseSensitive(doc, "checks");
     if (cJSON_GetArraySize(checks) != run.verdict.n)
         __builtin_trap();

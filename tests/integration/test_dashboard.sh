@@ -36,6 +36,10 @@ echo "ok   the agent writes $n families, each listed in docs/observability.md"
 # 1b. What the monitor writes (its row of per-NIC rates), from a bounded
 #     run on the p5 fixture: its families join the gate's.
 tests/fakes/make_sysfs.sh "$tmp/fixtures" || fail "fixtures"
+# GPUs from the NVML double (one XID), so the GPU families have samples
+printf 'gpu.0.xid 79\n' >"$tmp/nvml.fixture"
+EFA_PREFLIGHT_NVML=$root/${BUILD:-build}/double/libnvml-double.so \
+    PF_NVML_FIXTURE="$tmp/nvml.fixture" \
 timeout -k 5 30 "$bin" monitor --no-imds --sysfs-root "$tmp/fixtures/p5.48xlarge" \
     --dev-root "$tmp/fixtures/p5.48xlarge" --interval 0.1 --monitor-intervals 2 \
     --node-name "$(hostname)" --metrics-textfile "$tmp/monitor.prom" \
@@ -53,7 +57,8 @@ python3 "$check" "$dash" "$tmp/all.prom" >"$tmp/out" || { cat "$tmp/out"; fail "
 tail -n 1 "$tmp/out"
 grep -q '"name": "node"' "$dash" || fail "the dashboard's node variable is not named node"
 for title in "busbw per node over time" "Nodes by status" "Top reasons" "Per-NIC" \
-             "Per-NIC traffic (monitor)" "Per-NIC error rates (monitor)"; do
+             "Per-NIC traffic (monitor)" "Per-NIC error rates (monitor)" \
+             "GPUs: unhealthy per the monitor" "GPU XIDs and NVLink errors (monitor)"; do
     grep -q "panel '$title" "$tmp/out" || fail "no panel '$title'"
 done
 echo "ok   the dashboard's panels: busbw per node, nodes by status, top reasons, per-NIC"

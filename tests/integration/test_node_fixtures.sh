@@ -4,7 +4,8 @@
 # the memlock requirement. Libfabric is the fake one (domains = devices),
 # GPUs are not expected (--expect-gpus 0): each broken tree fails for its
 # own reason only. NCCL and the CUDA runtime are pinned to "absent" so
-# this machine's own libraries cannot change a verdict; the net plugin
+# this machine's own libraries cannot change a verdict (NVML too: GPU
+# health is tests/integration/test_gpu_health.sh's); the net plugin
 # cases load the NCCL/CUDA double instead.
 set -u
 case $BUILD in /*) B=$BUILD ;; *) B=$PF_ROOT/$BUILD ;; esac
@@ -16,6 +17,7 @@ DOUBLE=$B/double/libgpu-double.so
 [ -r "$DOUBLE" ] || { echo "missing $DOUBLE (make test-helpers)"; exit 1; }
 export EFA_PREFLIGHT_NCCL=/nonexistent/libnccl.so.2
 export EFA_PREFLIGHT_CUDART=/nonexistent/libcudart.so
+export EFA_PREFLIGHT_NVML=/nonexistent/libnvidia-ml.so.1
 unset NCCL_NET_PLUGIN
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -85,8 +87,9 @@ print(c["status"], c["reason"], sys.argv[2] in c["message"])' "$tmp/out.json" "$
         fails=$((fails + 1))
     fi
 }
-with_gpus() { # run "$@" with NCCL, 8 GPUs and the plugin stand-ins
+with_gpus() { # run "$@" with NCCL, 8 healthy GPUs (NVML too) and the plugin stand-ins
     EFA_PREFLIGHT_NCCL=$DOUBLE EFA_PREFLIGHT_CUDART=$DOUBLE PF_DOUBLE_GPUS=8 \
+        EFA_PREFLIGHT_NVML=$B/double/libnvml-double.so PF_NVML_FIXTURE= \
         LD_LIBRARY_PATH=$B/test-helpers "$@"
 }
 NCCL_NET_PLUGIN=fake with_gpus expect p5.48xlarge 32 0 None --expect-gpus 8

@@ -64,6 +64,9 @@ struct nccl_rank {
                                          re-test, NULL outside it */
     float *send, *recv;               /* device, max_count each */
     float *stage[2];                  /* pinned host, CHUNK_ELEMS each */
+    long pair_wrong;                  /* wrong elements of its results in
+                                         the pairwise test, every round */
+    double pair_seconds;              /* its timed exchanges there, summed */
 };
 
 struct nccl_engine {
@@ -1171,6 +1174,8 @@ static pf_err nccl_pair(struct pf_engine *e, int peer, int round,
             rc = cuda_fail(g, err, "cudaEventElapsedTime", g->r[i].dev, ce);
         else if (ms / 1e3 > worst)
             worst = ms / 1e3;
+        if (ce == PF_CUDA_SUCCESS)
+            g->r[i].pair_seconds += ms / 1e3;
     }
     if (rc == PF_OK && !(want = malloc(CHUNK_BYTES)))
         rc = pf_fail(err, PF_ERR_NOMEM, "pairwise test: out of memory");
@@ -1179,6 +1184,7 @@ static pf_err nccl_pair(struct pf_engine *e, int peer, int round,
         pair_want(g, i, want);
         rc = check_rank(g, i, count, want, &w, err);
         *wrong += w;
+        g->r[i].pair_wrong += w;
     }
     free(want);
     *seconds = worst;
@@ -1337,6 +1343,8 @@ static int nccl_describe(struct pf_engine *e, struct pf_rank_id *out,
         out[i].rank = g->r[i].rank;
         out[i].gpu = g->r[i].dev;
         snprintf(out[i].bus, sizeof(out[i].bus), "%s", g->r[i].bus);
+        out[i].pair_wrong = g->r[i].pair_wrong;
+        out[i].pair_seconds = g->r[i].pair_seconds;
     }
     return n;
 }

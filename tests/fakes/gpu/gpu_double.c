@@ -31,8 +31,25 @@
  *                             split_error ncclCommSplit fails
  *                             split_hang  the split never completes
  *   PF_DOUBLE_FAULT_AT=K      default 0
- *   PF_DOUBLE_CORRUPT=R:N     after each all_reduce, add 1 to the first N
- *                             elements of rank R's result
+ *   PF_DOUBLE_CORRUPT=R:N[,R:N...]
+ *                             after each all_reduce, add 1 to the first N
+ *                             elements of the result on the GPU that holds
+ *                             rank R of the run's communicator (the first
+ *                             one a process inits while it has no other):
+ *                             in every communicator that GPU is part of
+ *                             (its split, the pairwise test's 2-rank
+ *                             ones), as a faulty GPU of one node would;
+ *                             the other processes (nodes) stay clean. A
+ *                             list makes several GPUs faulty.
+ *   PF_DOUBLE_SLOW=R:MBPS[,R:MBPS...]
+ *                             the GPU holding rank R (resolved as above)
+ *                             moves MBPS MB/s: each all_reduce of B bytes
+ *                             on it ends B / MBPS later on its streams'
+ *                             clock, so the events timing it (the
+ *                             pairwise test's too, in every communicator
+ *                             on that GPU) say so; nothing sleeps, and its
+ *                             partners' timings are left alone (the
+ *                             engine takes the slower end of a pair)
  *   PF_DOUBLE_CORRUPT_GPU=D:N the same for every result that lands on
  *                             (physical) GPU D, whatever the communicator:
  *                             a GPU whose memory corrupts what it receives
@@ -63,6 +80,8 @@
 #include "meet.h"
 
 #define MAX_COMMS 64
+#define MAX_DEVS 256
+#define LAG_HISTORY 256
 #define MAX_STREAMS 256
 #define MAX_OPS 256
 #define ID_BYTES 128
@@ -77,6 +96,10 @@ typedef struct { char internal[ID_BYTES]; } unique_id;
 struct stream {
     bool used;
     bool stuck;                  /* work queued that never completes */
+    double lag;                  /* seconds its clock is behind: a slow
+                                    GPU's all_reduces so far */
+    double lag_at[LAG_HISTORY];  /* lag once `completed` reached i, at
+                                    i % LAG_HISTORY */
     uint64_t queued, completed;  /* cross-process all_reduces */
 };
 
@@ -148,6 +171,11 @@ static struct {
     struct pending *queue;       /* cross-process ops, launch order */
     size_t qhead, qlen, qcap;
     char last_error[256];        /* what ncclGetLastError says */
+    unique_id world;             /* the run's communicator's id */
+    long corrupt_n[MAX_DEVS];    /* PF_DOUBLE_CORRUPT's elements per
+                                    physical GPU here, 0 = clean */
+    double slow_bps[MAX_DEVS];   /* PF_DOUBLE_SLOW's bytes/s per
+                                    physical GPU, 0 = full speed */
 } dbl;
 
 /* ------------------------------------------------------------ helpers */
@@ -246,13 +274,12 @@ static void log_line(int dev, const char *fmt, ...)
  * the environment asks for. */
 static void deliver(struct op *o, const float *sum)
 {
-    const char *corrupt = getenv("PF_DOUBLE_CORRUPT");
     const char *corrupt_gpu = getenv("PF_DOUBLE_CORRUPT_GPU");
-    long at = atol(env_or("PF_DOUBLE_FAULT_AT", "0")), bad_n = 0, gpu_n = 0;
-    int bad_rank = -1, bad_gpu = -1;
+    long at = atol(env_or("PF_DOUBLE_FAULT_AT", "0")), gpu_n = 0;
+    long bad_n = o->c->dev >= 0 && o->c->dev < MAX_DEVS
+                     ? dbl.corrupt_n[o->c->dev] : 0;
+    int bad_gpu = -1;
 
-    if (corrupt && sscanf(corrupt, "%d:%ld", &bad_rank, &bad_n) != 2)
-        bad_rank = -1;
     if (corrupt_gpu && sscanf(corrupt_gpu, "%d:%ld", &bad_gpu, &gpu_n) != 2)
         bad_gpu = -1;
     o->c->ops++;
@@ -263,12 +290,31 @@ static void deliver(struct op *o, const float *sum)
         return;
     }
     memcpy(o->recv, sum, o->count * sizeof(float));
-    if (o->c->rank == bad_rank)
-        for (long i = 0; i < bad_n && (size_t)i < o->count; i++)
-            o->recv[i] += 1.0f;
+    if (o->c->dev >= 0 && o->c->dev < MAX_DEVS && dbl.slow_bps[o->c->dev] > 0)
+        o->s->lag += (double)(o->count * sizeof(float)) /
+                     dbl.slow_bps[o->c->dev];
+    for (long i = 0; i < bad_n && (size_t)i < o->count; i++)
+        o->recv[i] += 1.0f;
     if (o->c->dev == bad_gpu)
         for (long i = 0; i < gpu_n && (size_t)i < o->count; i++)
             o->recv[i] += 1.0f;
+}
+
+/* One more cross-process all_reduce of s done: its clock then. */
+static void done_one(struct stream *s)
+{
+    s->completed++;
+    s->lag_at[s->completed % LAG_HISTORY] = s->lag;
+}
+
+/* s's lag once its op number `target` was done (the current one when that
+ * is too long ago to remember): an event seen late still gets the clock
+ * of when its work ended. */
+static double lag_when(const struct stream *s, uint64_t target)
+{
+    if (target == 0 || s->completed - target >= LAG_HISTORY)
+        return target == 0 ? 0 : s->lag;
+    return s->lag_at[target % LAG_HISTORY];
 }
 
 /* ------------------------------------------- ranks in other processes */
@@ -386,7 +432,7 @@ static void fail_pending(struct pending *p, const char *why)
     for (int k = 0; k < p->n; k++) {
         p->m[k].c->state = NCCL_SYSTEM;
         p->m[k].s->stuck = true;
-        p->m[k].s->completed++;
+        done_one(p->m[k].s);
     }
 }
 
@@ -424,7 +470,7 @@ static void progress(void)
         const float *sum = meet_result(p->q->meet, p->seq);
         for (int k = 0; k < p->n; k++) {
             deliver(&p->m[k], sum);
-            p->m[k].s->completed++;
+            done_one(p->m[k].s);
         }
         meet_leave(p->q->meet, p->seq, p->n);
         pop_pending();
@@ -442,7 +488,7 @@ static void drop_pending(struct comm *c)
                 k++;
                 continue;
             }
-            p->m[k].s->completed++;
+            done_one(p->m[k].s);
             p->m[k] = p->m[--p->n];
         }
     }
@@ -598,7 +644,7 @@ int cudaEventDestroy(struct event *e) { free(e); return SUCCESS; }
 
 int cudaEventRecord(struct event *e, struct stream *s)
 {
-    e->t = now_s();
+    e->t = now_s() + (s ? s->lag : 0);
     e->s = s;
     e->recorded = true;
     e->target = s ? s->queued : 0;
@@ -618,7 +664,7 @@ int cudaEventQuery(struct event *e)
         return ERR_NOT_READY;
     }
     if (!e->timed) {                  /* first seen done: its time */
-        e->t = now_s();
+        e->t = now_s() + lag_when(e->s, e->target);
         e->timed = true;
     }
     return SUCCESS;
@@ -687,6 +733,49 @@ int ncclGetUniqueId(unique_id *id)
     return NCCL_OK;
 }
 
+/* PF_DOUBLE_CORRUPT and PF_DOUBLE_SLOW name ranks of the run's
+ * communicator: the first one inited while no other lives (the run's ranks
+ * of this process join it in one group). The GPU holding such a rank here
+ * is faulty, whatever communicator runs on it later. */
+/* For each "R:X" of the list in variable name whose R is rank: X. */
+static void each_fault(const char *name, int rank, int dev,
+                       void (*set)(int dev, double x))
+{
+    const char *p = getenv(name);
+
+    while (p && *p) {
+        int r = -1;
+        double x = 0;
+        if (sscanf(p, "%d:%lf", &r, &x) == 2 && r == rank && x > 0) {
+            set(dev, x);
+            trace("%s rank %d on GPU %d", name, rank, dev);
+        }
+        p = strchr(p, ',');
+        if (p)
+            p++;
+    }
+}
+
+static void set_corrupt(int dev, double n) { dbl.corrupt_n[dev] = (long)n; }
+static void set_slow(int dev, double mbps) { dbl.slow_bps[dev] = mbps * 1e6; }
+
+static void resolve_faults(const unique_id *id, int rank, int dev)
+{
+    bool alive = false;
+
+    for (int i = 0; i < MAX_COMMS && !alive; i++)
+        alive = dbl.comms[i].used;
+    if (!alive) {
+        dbl.world = *id;
+        memset(dbl.corrupt_n, 0, sizeof(dbl.corrupt_n));
+        memset(dbl.slow_bps, 0, sizeof(dbl.slow_bps));
+    }
+    if (memcmp(id, &dbl.world, sizeof(*id)) || dev < 0 || dev >= MAX_DEVS)
+        return;
+    each_fault("PF_DOUBLE_CORRUPT", rank, dev, set_corrupt);
+    each_fault("PF_DOUBLE_SLOW", rank, dev, set_slow);
+}
+
 /* The 2.18 layout prefix: size, magic, version, blocking. */
 struct config_head {
     size_t size;
@@ -708,6 +797,7 @@ int ncclCommInitRankConfig(struct comm **out, int nranks, unique_id id,
             c = &dbl.comms[i];
     if (!c)
         return NCCL_SYSTEM;
+    resolve_faults(&id, rank, physical(dbl.cur_dev));
     *c = (struct comm){ .used = true, .id = id, .rank = rank,
                         .nranks = nranks, .dev = physical(dbl.cur_dev),
                         .blocking = !cfg || cfg->blocking != 0,

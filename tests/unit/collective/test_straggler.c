@@ -351,6 +351,42 @@ Test(straggler, every_node_judged_by_its_links_on_3_nodes, .timeout = 90)
     }
 }
 
+Test(straggler, three_ranks_of_one_node_name_the_slow_one, .timeout = 90)
+{
+    struct retest *t = new_retest();
+    int codes[3];
+
+    /* 3 local ranks, rank 2 slow, the ring below its floor: no rank has
+     * two good links to confirm against, but link 0-1 is inside this node
+     * and good, so it clears ranks 0 and 1 */
+    t->slow_rank = 2;
+    t->slow_ms = 100;
+    t->ring = 0.01;
+    t->floor = 0.015;
+    t->nnodes = 1;
+    cr_assert_eq(pf_test_fork_ranks(3, retest_rank, t, 60, codes), 0);
+    for (int r = 0; r < 3; r++) {
+        cr_assert_eq(t->rc[r], PF_OK, "rank %d rc %d", r, t->rc[r]);
+        cr_assert_str_eq(t->method[r], "pairwise");
+        cr_assert_eq(t->slow_found[r], 2, "rank %d: %s", r, t->note[r]);
+        cr_assert_eq(t->nlinks[r], 3, "no confirmation round");
+        cr_assert(strstr(t->note[r], "pairwise inside this node: rank 2's "
+                         "links are both slow (1-2 "), "%s", t->note[r]);
+    }
+    /* the same on 3 nodes: a link leaves the node, nobody proven good,
+     * nobody blamed */
+    t = new_retest();
+    t->slow_rank = 2;
+    t->slow_ms = 100;
+    t->ring = 0.01;
+    t->floor = 0.015;
+    cr_assert_eq(pf_test_fork_ranks(3, retest_rank, t, 60, codes), 0);
+    for (int r = 0; r < 3; r++) {
+        cr_assert_eq(t->rc[r], PF_OK, "rank %d rc %d", r, t->rc[r]);
+        cr_assert_eq(t->slow_found[r], -1, "rank %d: %s", r, t->note[r]);
+    }
+}
+
 Test(straggler, no_pair_op_or_two_ranks_fall_back_to_timings, .timeout = 60)
 {
     struct retest *t = new_retest();

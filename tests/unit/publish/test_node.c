@@ -90,7 +90,10 @@ Test(k8s_publish, labels_on_pass)
     cr_assert_str_eq(label(p, "efa-preflight.io/valid-until"),
                      "20261123T010203Z");
     cr_assert_str_eq(label(p, "efa-preflight.io/fabric"), "tested");
-    cr_assert_eq(cJSON_GetArraySize(pf_json_at(p, "metadata.labels")), 7);
+    /* no GPU check ran: the GPU label is removed, not left stale */
+    cr_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(
+        pf_json_at(p, "metadata.labels"), "efa-preflight.io/gpu-health")));
+    cr_assert_eq(cJSON_GetArraySize(pf_json_at(p, "metadata.labels")), 8);
     cJSON_Delete(p);
     free(run);
 }
@@ -659,7 +662,7 @@ Test(k8s_publish, label_table_is_what_the_patches_write)
     }
     cr_assert_null(pf_node_label_name(i), "the table lists %s, not written",
                    pf_node_label_name(i));
-    cr_assert_eq(i, 7);
+    cr_assert_eq(i, 8);
     cJSON_Delete(p);
 
     node = cJSON_Parse("{\"metadata\":{\"labels\":{"

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -1530,4 +1531,109 @@ Test(heartbeat, a_rank_stuck_in_an_engine_call_is_named)
 Test(heartbeat, a_rank_busy_between_collectives_is_not_named)
 {
     hb_run(HB_BUSY, 2, pf_test_free_port());
+}
+
+/* ------------------------------------------------------------- goodbye */
+
+/* Rank 0 finishes the last exchange first: its bcast is in the sockets
+ * while rank 2, late to read it, still beats. Closing then with those
+ * beats unread would reset the connection and throw away what rank 2 had
+ * not read; the goodbye waits for rank 2's BYE instead. */
+#define LAST_LEN (3u << 20)
+
+static int last_exchange_rank(const struct rank_spec *s)
+{
+    static struct pf_fault coll;
+    struct pf_rdv_cfg c = mkcfg(s, &coll);
+    struct pf_boot *b;
+    char err[PF_ERRLEN];
+    uint8_t *buf = malloc(LAST_LEN);
+    pf_err rc;
+
+    if (!buf || !join_and_meet(&c, &b, pf_deadline_in(3000), err))
+        return 100;
+    if (s->rank == 0)
+        for (size_t i = 0; i < LAST_LEN; i++)
+            buf[i] = (uint8_t)(i * 7);
+    if (s->rank == 2)
+        pf_sleep_ms(1000);            /* busy elsewhere; its beats pile up */
+    rc = pf_boot_bcast(b, buf, LAST_LEN, 0, pf_deadline_in(6000), err);
+    pf_boot_close(b);
+    if (rc != PF_OK || coll.reason != PF_R_None) {
+        fprintf(stderr, "rank %d: %d %s %s\n", s->rank, rc,
+                pf_reason_name(coll.reason), coll.msg);
+        return 101;
+    }
+    for (size_t i = 0; i < LAST_LEN; i++)
+        if (buf[i] != (uint8_t)(i * 7))
+            return 102;
+    free(buf);
+    return 0;
+}
+
+Test(goodbye, rank_0_done_first_does_not_cut_off_a_rank_still_reading)
+{
+    int port = pf_test_free_port();
+    pid_t kids[2];
+
+    beat_ms = 50;
+    silent_ms = 4000;
+    for (int i = 1; i < 3; i++)
+        kids[i - 1] = spawn(last_exchange_rank, (struct rank_spec){
+                                i, 3, port, NULL, NULL, 9000 }, 0);
+    cr_assert_eq(last_exchange_rank(&(struct rank_spec){ 0, 3, port, NULL,
+                                                         NULL, 9000 }), 0);
+    cr_assert_eq(exit_of(kids[0]), 0, "rank 1");
+    cr_assert_eq(exit_of(kids[1]), 0, "rank 2");
+    beat_ms = silent_ms = 0;
+}
+
+/* A member that stood still past the silence window (SIGSTOP) is named by
+ * the others; once resumed, it must say that it was the silent one
+ * rather than blame rank 0 for leaving. */
+static int resumed_rank(const struct rank_spec *s)
+{
+    static struct pf_fault coll;
+    struct pf_rdv_cfg c = mkcfg(s, &coll);
+    struct pf_boot *b;
+    char err[PF_ERRLEN], want[96];
+    uint32_t mine = 1, all[3];
+    pf_err rc;
+
+    if (!join_and_meet(&c, &b, pf_deadline_in(3000), err))
+        return 110;
+    if (s->rank == 2)
+        raise(SIGSTOP);               /* the test resumes it later */
+    rc = pf_boot_allgather(b, &mine, 4, all, pf_deadline_in(8000), err);
+    pf_boot_close(b);
+    snprintf(want, sizeof(want), "rank 2 (host-2, 127.0.0.1) %s",
+             s->rank == 2 ? "was the silent one" : "stopped answering");
+    if (rc != PF_ERR_LOST || coll.reason != PF_R_PeerLost ||
+        !strstr(coll.msg, want)) {
+        fprintf(stderr, "rank %d: %d %s %s\n", s->rank, rc,
+                pf_reason_name(coll.reason), coll.msg);
+        return 111;
+    }
+    return 0;
+}
+
+Test(goodbye, a_resumed_silent_rank_says_it_was_the_silent_one)
+{
+    int port = pf_test_free_port();
+    pid_t kids[3];
+    int st;
+
+    beat_ms = 100;
+    silent_ms = 1000;
+    for (int i = 0; i < 3; i++)
+        kids[i] = spawn(resumed_rank, (struct rank_spec){ i, 3, port, NULL,
+                                                          NULL, 9000 }, 0);
+    cr_assert_eq(exit_of(kids[0]), 0, "rank 0");
+    cr_assert_eq(exit_of(kids[1]), 0, "rank 1");
+    /* The survivors are gone: wake the silent one. */
+    cr_assert_eq(waitpid(kids[2], &st, WUNTRACED | WNOHANG) >= 0, 1);
+    pf_sleep_ms(300);
+    kill(kids[2], SIGCONT);
+    cr_assert_eq(exit_of(kids[2]), 0, "rank 2");
+    beat_ms = silent_ms = 0;
 }

@@ -151,3 +151,63 @@ Test(inside_checks, a_process_is_described_by_all_its_gpus)
     cr_assert_str_eq(pf_inside_proc(run, 1, buf, sizeof(buf)), "");
     done(run);
 }
+
+Test(inside_checks, each_culprit_process_is_named_for_its_own_kind)
+{
+    /* the re-test between 4 processes: rank 1 slow, rank 3 corrupting */
+    struct pf_run *run = one_node(4, false, 40);
+    struct pf_straggler *s = &run->coll.strag;
+    struct pf_inside *in = &run->coll.inside;
+    const struct pf_check *k;
+    char words[256];
+    int who[4];
+
+    snprintf(s->method, sizeof(s->method), "pairwise");
+    snprintf(s->kind, sizeof(s->kind), "slow+data");
+    s->nculprits = 2;
+    s->culprits = calloc(2, sizeof(int));
+    s->culprit_bad = calloc(2, sizeof(unsigned));
+    s->culprits[0] = 1;
+    s->culprit_bad[0] = PF_LINK_SLOW;
+    s->culprits[1] = 3;
+    s->culprit_bad[1] = PF_LINK_DATA;
+    snprintf(in->method, sizeof(in->method), "pairwise");
+    snprintf(in->kind, sizeof(in->kind), "slow+data");
+    in->nculprits = 2;
+    in->culprits = calloc(2, sizeof(int));
+    in->culprits[0] = 1;
+    in->culprits[1] = 3;
+    cr_assert_eq(pf_inside_culprits(run, PF_LINK_DATA, who, 4), 1);
+    cr_assert_eq(who[0], 3);
+    cr_assert_eq(pf_inside_culprits(run, PF_LINK_SLOW, who, 4), 1);
+    cr_assert_eq(who[0], 1);
+    cr_assert_eq(pf_inside_words(run, PF_LINK_SLOW, words, sizeof(words)), 1);
+    cr_assert_str_eq(words, "rank 1 (NIC rdmap17s0)");
+    pf_test_judged(run);
+    pf_verdict_fabric(run);
+    k = find(run, "data");
+    cr_assert(k);
+    cr_assert_eq(k->reason, PF_R_DataCorruption);
+    cr_assert(strstr(k->message, "corrupts data at rank 3 (NIC rdmap19s0): "),
+              "%s", k->message);
+    done(run);
+}
+
+Test(inside_checks, two_ranks_say_why_nobody_inside_is_named)
+{
+    struct pf_run *run = one_node(2, false, 8);
+    struct pf_straggler *s = &run->coll.strag;
+    const struct pf_check *k;
+
+    snprintf(s->method, sizeof(s->method), "timings");
+    snprintf(s->note, sizeof(s->note), "2 ranks share one link: a pairwise "
+             "test cannot tell which end is at fault");
+    pf_test_judged(run);
+    pf_verdict_fabric(run);
+    k = find(run, "data");
+    cr_assert(k);
+    cr_assert(strstr(k->message, "every rank of the run"), "%s", k->message);
+    cr_assert(strstr(k->message, "cannot tell which end is at fault"), "%s",
+              k->message);
+    done(run);
+}

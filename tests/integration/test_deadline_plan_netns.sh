@@ -1,0 +1,50 @@
+#!/bin/bash
+# The time plan (collective/plan.h) when the sweep would eat the deadline:
+# 4 ranks in network namespaces (pfdp-*, 10.254.62.0/24, ports
+# 36300-36309), rank 2 sleeping 400 ms before every exchange, so each
+# all_reduce takes about 2.4 s whatever its size and the sweep asked for
+# (1, 2, 4, 8 MiB, 2 iterations) would need about a minute, past the
+# 45 s timeout. The sweep must stop inside its share (rank 0 logs why),
+# and the pairwise phase must still run and name rank 2: exit 1
+# StragglerNode there, 4 on the others, every verdict inside the timeout.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib_netns.sh"
+PFB_PREFIX=pfdp-
+PFB_BRIDGE=${PFB_PREFIX}br
+PFB_NET=10.254.62
+pfb_need_root
+fail() { echo "FAIL $*"; for r in 0 1 2 3; do pfb_show $r; done; exit 1; }
+TIMEOUT=45
+
+pfb_setup 4 || fail "cannot build 4 namespaces"
+peers=$(pfb_peers 4 36301)
+t0=$(date +%s.%N)
+for r in 0 1 2 3; do
+    pfb_start $r run --bootstrap static --peers "$peers" --rank $r \
+        --fabric-provider tcp --no-imds --log-level info --timeout $TIMEOUT \
+        --min-busbw-gbps 0.03 -b 1M -e 8M -f 2 -n 2 -w 1 \
+        --debug-slow-rank 2 --debug-slow-ms 400
+done
+for r in 0 1 2 3; do
+    pfb_wait $r
+    eval "RC_$r=$PFB_RC"
+    python3 -c "import sys; sys.exit(0 if $PFB_END - $t0 <= $TIMEOUT else 1)" ||
+        fail "rank $r had its verdict after the timeout"
+done
+grep -q "deadline plan: $TIMEOUT s in all" "$PFB_TMP/r0.log" ||
+    fail "rank 0 logged no plan"
+cut=$(grep -h "sweep: stopped after" "$PFB_TMP/r0.log" | head -1)
+[ -n "$cut" ] || fail "the sweep was not cut short"
+echo "ok   rank 0: ${cut#*info: }"
+[ "$RC_2" -eq 1 ] || fail "rank 2 exited $RC_2, want 1"
+[ "$(pfb_json 2 'r["verdict"]["reason"]')" = StragglerNode ] ||
+    fail "rank 2 verdict $(pfb_json 2 'r["verdict"]["reason"]')"
+[ "$(pfb_json 2 'r["collective"]["straggler"]["method"]')" = pairwise ] ||
+    fail "rank 2 was not localised pairwise"
+for r in 0 1 3; do
+    eval "rc=\$RC_$r"
+    [ "$rc" -eq 4 ] || fail "rank $r exited $rc, want 4"
+done
+echo "ok   localisation still ran: rank 2 exit 1 StragglerNode, ranks 0, 1, 3 exit 4," \
+    "all within $TIMEOUT s"
