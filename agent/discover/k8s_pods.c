@@ -9,9 +9,11 @@
 /* docs/internals/kubernetes.md's order ("Peer discovery"): the most specific grouping
  * label wins. */
 static const char *const group_labels[] = {
-    PF_K8S_JOBSET_NAME,
+    PF_K8S_JOBSET_NAME,               /* JobSet, Kubeflow Trainer's TrainJob */
     "batch.kubernetes.io/job-name",
-    "training.kubeflow.org/job-name",
+    PF_K8S_PYTORCHJOB_NAME,           /* Kubeflow PyTorchJob (training-operator) */
+    PF_K8S_LWS_NAME,                  /* LeaderWorkerSet: one group */
+    PF_K8S_VOLCANO_JOB,               /* Volcano Job (its PodGroup's pods) */
     "app.kubernetes.io/instance",
 };
 
@@ -133,15 +135,22 @@ pf_err pf_k8s_selector(const cJSON *own_pod, const char *cfg_selector,
         for (size_t i = 0; i < sizeof(group_labels) / sizeof(group_labels[0]);
              i++) {
             const char *v = label_of(own_pod, group_labels[i]);
-            const char *rjob;
+            const char *rjob, *group;
             if (!v)
                 continue;
             rjob = i == 0 ? label_of(own_pod, PF_K8S_JOBSET_RJOB) : NULL;
+            /* A LeaderWorkerSet runs many groups: the peers are this
+             * group's leader and workers. */
+            group = !strcmp(group_labels[i], PF_K8S_LWS_NAME)
+                        ? label_of(own_pod, PF_K8S_LWS_GROUP) : NULL;
             /* A JobSet may run several replicated jobs (driver, workers):
              * the peers are this replicated job's pods. */
             if (rjob)
                 n = snprintf(out, len, "%s=%s,%s=%s", group_labels[i], v,
                              PF_K8S_JOBSET_RJOB, rjob);
+            else if (group)
+                n = snprintf(out, len, "%s=%s,%s=%s", group_labels[i], v,
+                             PF_K8S_LWS_GROUP, group);
             else
                 n = snprintf(out, len, "%s=%s", group_labels[i], v);
             break;
@@ -149,9 +158,10 @@ pf_err pf_k8s_selector(const cJSON *own_pod, const char *cfg_selector,
         if (n < 0)
             return pf_fail(err, PF_ERR_USAGE,
                            "cannot derive the peer selector: pod %s has none "
-                           "of the labels %s, %s, %s, %s; set --peer-selector",
-                           name ? name : "?", group_labels[0], group_labels[1],
-                           group_labels[2], group_labels[3]);
+                           "of the labels %s, %s, %s, %s, %s, %s; set "
+                           "--peer-selector", name ? name : "?",
+                           group_labels[0], group_labels[1], group_labels[2],
+                           group_labels[3], group_labels[4], group_labels[5]);
     }
     if (n < 0 || (size_t)n >= len)
         return pf_fail(err, PF_ERR_USAGE, "peer selector is too long");

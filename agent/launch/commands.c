@@ -102,6 +102,7 @@ int pf_webhook_command(struct pf_run *run)
             .valid_hours = cfg->valid_hours,
             .taint_budget = cfg->taint_budget,
             .baseline_configmap = cfg->baseline_configmap,
+            .dra_claims = cfg->dra_claims,
         },
     };
     struct pf_webhook *w;

@@ -18,7 +18,7 @@
 /* Every family, in the order written. Its HELP/TYPE lines are what the
  * dashboard and docs tests hold the chart and docs/reference/metrics.md to. */
 enum fam {
-    F_LAST_RUN, F_DURATION, F_STATUS, F_EXIT, F_VERDICT, F_BUSBW, F_PEAK,
+    F_LAST_RUN, F_DURATION, F_STATUS, F_EXIT, F_VERDICT, F_BUILD, F_BUSBW, F_PEAK,
     F_AVG, F_JUDGED, F_FLOOR, F_FLOOR_SIZE, F_COLL_DURATION, F_WRONG, F_RANKS,
     F_NODES, F_EFA, F_EFA_EXPECTED, F_PORT_UP, F_NIC_BYTES, F_NIC_ERRORS,
     F_NIC_ERROR_EVENTS, F_BASE_MEDIAN, F_BASE_FLOOR, F_BASE_RUNS, F_COUNT
@@ -42,6 +42,9 @@ static const struct {
                     "Always 1: the last validation's deciding reason (empty "
                     "on a clean pass) and its class, command, instance type "
                     "and agent version as labels." },
+    [F_BUILD] = { "efa_preflight_build_info",
+                  "Always 1; label version: the agent that wrote these metrics "
+                  "(for dashboards that follow a rollout)." },
     [F_BUSBW] = { "efa_preflight_busbw_bytes_per_second",
                   "all_reduce bus bandwidth at each message size (label "
                   "bytes), out of place and in place, as nccl-tests' busbw." },
@@ -271,6 +274,8 @@ static void verdict_metrics(struct mbuf *b, const struct pf_run *run,
                           : run->cfg.command == PF_CMD_LOCAL ? "local" : "run",
                "instance_type", run->node.instance_type,
                "version", PF_VERSION, NULL }, 1);
+    head(b, F_BUILD);
+    sample(b, F_BUILD, (const char *[]){ "version", PF_VERSION, NULL }, 1);
 }
 
 static void collective_metrics(struct mbuf *b, const struct pf_run *run)

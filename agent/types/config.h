@@ -133,6 +133,7 @@ struct pf_config {
     char tls_cert_file[PF_PATH_MAX];  /* PEM; re-read when it changes */
     char tls_key_file[PF_PATH_MAX];
     char agent_image[PF_PATH_MAX];    /* the copy-in image */
+    char dra_claims[PF_PATH_MAX];     /* claim/template name patterns gated too (DRA) */
     uint64_t webhook_max_body;        /* larger reviews get 413 */
     int webhook_threads;
     /* monitor (agent/monitor/) */

@@ -1,6 +1,7 @@
 /* gate: decide whether a Pod gets the gate, and build the JSON Patch. */
 #include "gate.h"
 
+#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +61,71 @@ static const cJSON *resource_of(const cJSON *c, const char *resource)
         return q;
     q = get(get(res, "requests"), resource);
     return quantity_positive(q) ? q : NULL;
+}
+
+/* ---- DRA: devices through spec.resourceClaims --------------------------
+ * A Pod may get its EFA devices and GPUs from a DRA driver instead of a
+ * device plugin: pod.spec.resourceClaims[] names a ResourceClaimTemplate
+ * (resourceClaimTemplateName) or a ResourceClaim (resourceClaimName), and a
+ * container takes a claim by name in resources.claims[]. The webhook reads
+ * no API object, so what a template hands out is not known here: the Pod's
+ * claims whose template or claim name matches one of the configured shell
+ * patterns (dra_claims) are taken as its EFA/GPU devices. Nothing matches
+ * by default: gating a Pod without EFA would fail a good job. */
+
+/* Does name match one of the comma-separated patterns? */
+static bool claim_pattern_matches(const char *patterns, const char *name)
+{
+    if (!patterns || !*patterns || !name || !*name)
+        return false;
+    const char *p = patterns;
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        size_t start = 0, len = n;
+        while (start < len && p[start] == ' ')
+            start++;
+        while (len > start && p[len - 1] == ' ')
+            len--;
+        if (len > start) {
+            char *pat = strndup(p + start, len - start);
+            bool hit = pat && fnmatch(pat, name, 0) == 0;
+            free(pat);
+            if (hit)
+                return true;
+        }
+        p += n;
+        if (*p == ',')
+            p++;
+    }
+    return false;
+}
+
+/* Is the Pod-level claim called claim_name (an entry of resourceClaims)
+ * one of the configured device claims? */
+static bool device_claim(const cJSON *claims, const char *claim_name, const char *patterns)
+{
+    const cJSON *rc;
+    cJSON_ArrayForEach(rc, claims) {
+        const char *n = get_str(rc, "name");
+        if (!n || strcmp(n, claim_name))
+            continue;
+        return claim_pattern_matches(patterns, get_str(rc, "resourceClaimTemplateName")) ||
+               claim_pattern_matches(patterns, get_str(rc, "resourceClaimName"));
+    }
+    return false;
+}
+
+/* How many of the container's resources.claims are device claims. */
+static int device_claims_of(const cJSON *c, const cJSON *claims, const char *patterns)
+{
+    int n = 0;
+    const cJSON *cc;
+    cJSON_ArrayForEach(cc, get(get(c, "resources"), "claims")) {
+        const char *name = get_str(cc, "name");
+        if (name && device_claim(claims, name, patterns))
+            n++;
+    }
+    return n;
 }
 
 static double quantity_value(const cJSON *q)
@@ -221,7 +287,9 @@ static cJSON *gate_env(const cJSON *main_c, const struct pf_gate_opts *o)
  * ResourceQuota may require them of every container, and the Pod's
  * effective request, the larger of any init container and the app
  * containers' sum, does not grow), with its EFA and GPU counts in both
- * limits and requests (extended resources must be in limits). */
+ * limits and requests (extended resources must be in limits). Its DRA
+ * claims (resources.claims) come along: a Pod's containers share a claim's
+ * devices. */
 static cJSON *gate_resources(const cJSON *main_c, const cJSON *efa_q, const cJSON *gpu_q)
 {
     const cJSON *given = get(main_c, "resources");
@@ -233,8 +301,10 @@ static cJSON *gate_resources(const cJSON *main_c, const cJSON *efa_q, const cJSO
             cJSON_DeleteItemFromObjectCaseSensitive(r, sides[i]);
             side = cJSON_AddObjectToObject(r, sides[i]);
         }
-        cJSON_DeleteItemFromObjectCaseSensitive(side, PF_GATE_EFA_RESOURCE);
-        cJSON_AddItemToObject(side, PF_GATE_EFA_RESOURCE, cJSON_Duplicate(efa_q, false));
+        if (efa_q) {
+            cJSON_DeleteItemFromObjectCaseSensitive(side, PF_GATE_EFA_RESOURCE);
+            cJSON_AddItemToObject(side, PF_GATE_EFA_RESOURCE, cJSON_Duplicate(efa_q, false));
+        }
         if (gpu_q) {
             cJSON_DeleteItemFromObjectCaseSensitive(side, GPU_RESOURCE);
             cJSON_AddItemToObject(side, GPU_RESOURCE, cJSON_Duplicate(gpu_q, false));
@@ -443,10 +513,11 @@ pf_err pf_gate_patch(const cJSON *pod, const struct pf_gate_opts *o,
     const cJSON *spec = get(pod, "spec");
     if (!cJSON_IsObject(spec))
         return pf_fail(msg, PF_ERR_PROTOCOL, "Pod has no spec");
-    const cJSON *containers, *inits, *volumes, *tols;
+    const cJSON *containers, *inits, *volumes, *tols, *claims;
     pf_err e;
     if ((e = check_list(spec, "containers", true, &containers, msg)) ||
         (e = check_list(spec, "initContainers", false, &inits, msg)) ||
+        (e = check_list(spec, "resourceClaims", false, &claims, msg)) ||
         (e = check_list(spec, "volumes", false, &volumes, msg)) ||
         (e = check_list(spec, "tolerations", false, &tols, msg)))
         return e;
@@ -473,6 +544,18 @@ pf_err pf_gate_patch(const cJSON *pod, const struct pf_gate_opts *o,
             }
         }
     }
+    /* No EFA resource: the container taking the most device claims (DRA). */
+    int best_claims = 0;
+    for (int pass = 0; pass < 2 && !main_c && claims; pass++) {
+        const cJSON *list = pass == 0 ? containers : inits;
+        cJSON_ArrayForEach(c, list) {
+            int n = device_claims_of(c, claims, o->dra_claims);
+            if (n > best_claims) {
+                best_claims = n;
+                main_c = c;
+            }
+        }
+    }
     if (!main_c)
         return PF_OK; /* PF_GATE_NO_EFA */
 
@@ -489,7 +572,7 @@ pf_err pf_gate_patch(const cJSON *pod, const struct pf_gate_opts *o,
     const char *image = get_str(main_c, "image");
     if (!image || !*image)
         return pf_fail(msg, PF_ERR_PROTOCOL, "the container requesting %s has no image",
-                       PF_GATE_EFA_RESOURCE);
+                       efa_q ? PF_GATE_EFA_RESOURCE : "the EFA/GPU claims");
     const char *clash[] = { PF_GATE_VOLUME, PF_GATE_TOKEN_VOLUME, PF_GATE_SHM_VOLUME };
     for (size_t i = 0; i < sizeof clash / sizeof clash[0]; i++)
         if (has_named(volumes, clash[i]))

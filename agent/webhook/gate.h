@@ -1,5 +1,6 @@
 /* gate: the RFC 6902 JSON Patch that puts the efa-preflight gate into a
- * Pod that requests EFA.
+ * Pod that requests EFA: the vpc.amazonaws.com/efa resource of a device
+ * plugin, or a DRA claim of the configured names (dra_claims).
  *
  * Two initContainers go first: a copy of the agent binary from its own small
  * image into an emptyDir, then the gate itself, run in the image of the
@@ -30,11 +31,16 @@ struct pf_gate_opts {
                                   "" = the agent's default) */
     const char *baseline_configmap; /* its EFA_PREFLIGHT_BASELINE_CONFIGMAP
                                   (the same) */
+    const char *dra_claims;    /* comma-separated shell patterns: a Pod whose
+                                  spec.resourceClaims[] names a matching
+                                  ResourceClaimTemplate or ResourceClaim, taken by
+                                  a container, is gated too (DRA); NULL or "" = none */
 };
 
 enum pf_gate_decision {
     PF_GATE_INJECT,            /* *patch holds the operations */
-    PF_GATE_NO_EFA,            /* no container requests vpc.amazonaws.com/efa */
+    PF_GATE_NO_EFA,            /* no container requests vpc.amazonaws.com/efa or
+                                  takes a configured DRA claim */
     PF_GATE_ALREADY,           /* a gate is there (ours or written by hand) */
     PF_GATE_OPTED_OUT,         /* <prefix>inject: "false" on the Pod */
 };

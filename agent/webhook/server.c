@@ -15,8 +15,8 @@
 
 struct pf_webhook {
     struct pf_webhook_opts o;
-    char *own_ns, *agent_image, *prefix, *budget, *baseline, *bind, *cert,
-        *key;                                                     /* copies of o's strings */
+    char *own_ns, *agent_image, *prefix, *budget, *baseline, *dra, *bind,
+        *cert, *key;                                              /* copies of o's strings */
     struct pf_httpd *httpd;
     atomic_ulong count[PF_WH_NOUTCOMES];
 };
@@ -140,6 +140,7 @@ static void webhook_free(struct pf_webhook *w)
 {
     free(w->own_ns);
     free(w->agent_image);
+    free(w->dra);
     free(w->prefix);
     free(w->budget);
     free(w->baseline);
@@ -180,6 +181,7 @@ pf_err pf_webhook_start(const struct pf_webhook_opts *o, struct pf_webhook **out
     w->o.gate.taint_budget = w->budget = copy(o->gate.taint_budget, &bad);
     w->o.gate.baseline_configmap = w->baseline =
         copy(o->gate.baseline_configmap, &bad);
+    w->o.gate.dra_claims = w->dra = copy(o->gate.dra_claims, &bad);
     w->o.bind_addr = w->bind = copy(o->bind_addr, &bad);
     w->o.tls_cert = w->cert = copy(o->tls_cert, &bad);
     w->o.tls_key = w->key = copy(o->tls_key, &bad);

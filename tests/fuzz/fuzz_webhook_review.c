@@ -2,7 +2,7 @@
  * (AdmissionReview parser, patch builder, response). The first byte picks
  * the input's role: odd, the rest is the body as sent; even, the rest is the
  * Pod object inside a well-formed review, so the patch builder sees most
- * inputs. Invariants: the answer is JSON with allowed:true and the uid
+ * inputs (DRA claims of the names efa-* and gpu* count as devices). Invariants: the answer is JSON with allowed:true and the uid
  * echoed as a string; a patch is present exactly when the outcome is
  * "injected", and then decodes from base64 to a JSON array of "add"
  * operations whose paths start with /spec/ or /metadata. */
@@ -17,7 +17,7 @@
 static const struct pf_webhook_opts opts = {
     .own_namespace = "efa-preflight",
     .gate = { .agent_image = "a:1", .prefix = "efa-preflight.io/", .timeout_s = 60,
-              .port = 29600 },
+              .port = 29600, .dra_claims = "efa-*,gpu*" },
 };
 
 static int b64val(int c)

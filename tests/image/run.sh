@@ -1,5 +1,6 @@
 #!/bin/bash
-# The agent image, built from the Dockerfile and run (make image-test).
+# The agent and webhook images, built from the Dockerfile and run (make
+# image-test).
 #
 # Registries cannot be reached where this runs, so the base images are made
 # with mmdebstrap from Debian's archive and imported into a private
@@ -23,6 +24,13 @@
 #   3. copy-in: the agent image's default command copies the binary into a
 #      volume; a bookworm container runs it from there (local, 2 ranks)
 #   4. glibc baseline: the same binary runs in the bullseye rootfs
+# and the `webhook` target (WEBHOOK_BASE_IMAGE = the bookworm rootfs, its
+# packages from Debian's archive), run as the chart runs it (user 65532,
+# read-only root):
+#   5. version, every shared library found
+#   6. `efa-preflight webhook` with a test certificate: says it serves
+#      HTTPS and accepts a connection on its port (loopback of its own
+#      network namespace)
 # Needs root, buildah, podman, runc and mmdebstrap (.ci/run installs them);
 # without them it exits 77 naming what is missing. It installs nothing.
 set -u
@@ -182,6 +190,49 @@ local_run "glibc 2.31 (bullseye)" "localhost/$tag/bullseye" /preflight/efa-prefl
     -v efa-preflight-copy:/preflight:ro
 want_fallback_pass "glibc 2.31 (bullseye)" $?
 pod volume rm -f efa-preflight-copy >/dev/null 2>&1
+
+step "buildah bud --target webhook (WEBHOOK_BASE_IMAGE: the bookworm rootfs)"
+wimg=localhost/$tag/efa-preflight:webhook
+if buildah "${store[@]}" bud --isolation chroot --target webhook \
+        --build-arg WEBHOOK_BASE_IMAGE=localhost/$tag/bookworm \
+        -t "$wimg" -f Dockerfile . >"$work/build-webhook.log" 2>&1; then
+    pass "webhook image built ($(pod image inspect --format '{{.Size}}' "$wimg") bytes)"
+    # as the chart's Deployment runs it
+    # (--read-only: podman mounts a tmpfs on /tmp, as the chart's emptyDir)
+    wrun() { run --read-only --user 65532:65532 "$@"; }
+
+    step "5. version in the webhook image"
+    out=$(wrun --entrypoint sh "$wimg" -c 'efa-preflight version && ldd /usr/local/bin/efa-preflight' 2>&1); rc=$?
+    if [ $rc -eq 0 ] && grep -q '^efa-preflight [0-9]' <<<"$out" && ! grep -q 'not found' <<<"$out" \
+            && grep -q libmicrohttpd <<<"$out"; then
+        pass "webhook image: version as 65532 on a read-only root, libmicrohttpd linked, no library missing"
+    else bad "webhook image: version (rc=$rc)"; echo "$out" | tail -n 15 | sed 's/^/     /'; fi
+
+    step "6. the webhook serves"
+    rm -rf "$work/wh-tls"; mkdir -p "$work/wh-tls"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
+        -subj /CN=efa-preflight-webhook -keyout "$work/wh-tls/tls.key" -out "$work/wh-tls/tls.crt" \
+        >/dev/null 2>&1 && chmod 644 "$work/wh-tls/tls.key" || bad "test certificate (openssl)"
+    # The webhook in the background, then a TCP connection to its port
+    # through bash's /dev/tcp, in the one container (its own loopback).
+    out=$(wrun -v "$work/wh-tls:/tls:ro" -e POD_NAMESPACE=efa-preflight \
+              -e EFA_PREFLIGHT_AGENT_IMAGE=registry.invalid/efa-preflight:0.1.0-agent \
+              --entrypoint bash "$wimg" -c '
+        efa-preflight webhook --webhook-addr 127.0.0.1 --webhook-port 8443 \
+            --tls-cert-file /tls/tls.crt --tls-key-file /tls/tls.key >/tmp/out 2>&1 &
+        for i in $(seq 1 100); do
+            grep -q "serving https" /tmp/out && (exec 3<>/dev/tcp/127.0.0.1/8443) 2>/dev/null \
+                && { echo "connected after $i tries"; cat /tmp/out; kill $!; exit 0; }
+            kill -0 $! 2>/dev/null || break
+            sleep 0.1
+        done
+        cat /tmp/out; exit 1' 2>&1); rc=$?
+    if [ $rc -eq 0 ] && grep -q 'serving https on port 8443' <<<"$out"; then
+        pass "webhook image: efa-preflight webhook serves HTTPS on 8443 ($(head -n 1 <<<"$out"))"
+    else bad "webhook image: the webhook did not serve (rc=$rc)"; echo "$out" | tail -n 15 | sed 's/^/     /'; fi
+else
+    bad "buildah bud --target webhook"; tail -n 30 "$work/build-webhook.log"
+fi
 
 echo "image: $failures failed checks, $(( $(date +%s) - t0 )) s"
 [ $failures -eq 0 ]

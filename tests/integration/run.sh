@@ -46,3 +46,9 @@ for t in "$here"/test_*.sh; do
 done
 echo "integration: $pass passed, $fail failed, $skip skipped"
 [ $fail -eq 0 ] || { echo "failed:$failed"; exit 1; }
+# PF_NO_SKIP=1 (make kube-real): a tier whose setup is missing must not
+# pass quietly; every selected test has to run.
+if [ "${PF_NO_SKIP:-0}" = 1 ] && { [ $skip -gt 0 ] || [ $pass -eq 0 ]; }; then
+    echo "FAIL: $skip of $((pass + skip)) tests skipped (PF_NO_SKIP=1: this tier must run them all; the SKIP lines above say what is missing)"
+    exit 1
+fi

@@ -112,17 +112,12 @@ grep -q "keys on the label instance .*; use node: count by (instance)" "$tmp/out
     fail "no 'keys on the label instance': $(cat "$tmp/out")"
 echo "ok   a dashboard with an unknown metric, an empty query or keyed on instance fails, naming it"
 
-# 5. The chart carries the dashboard unchanged (rendered by Helm's own
-#    template engine, tests/helm_render, as test_manifests.sh does).
+# 5. The chart carries the dashboard unchanged (rendered by real Helm, as
+#    test_manifests.sh does).
 python3 -c 'import yaml' 2>/dev/null || { echo "skip: python3-yaml is not installed"; exit 77; }
-command -v go >/dev/null && [ -d /usr/share/gocode/src/github.com/Masterminds/sprig ] \
-    && [ -d /usr/share/gocode/src/sigs.k8s.io/yaml ] \
-    && [ -d /usr/share/gocode/src/github.com/xeipuuv/gojsonschema ] || {
-    echo "skip: the chart renderer needs golang-go golang-github-masterminds-sprig-dev" \
-         "golang-k8s-sigs-yaml-dev golang-github-xeipuuv-gojsonschema-dev (make deps installs them)"; exit 77; }
-GO111MODULE=off GOPATH=/usr/share/gocode GOFLAGS= go build -o "$tmp/helm-render" \
-    ./tests/helm_render >"$tmp/go-build.log" 2>&1 || { cat "$tmp/go-build.log"; fail "go build tests/helm_render"; }
-"$tmp/helm-render" charts/efa-preflight --name efa-preflight --namespace efa-preflight --strict \
+. tests/integration/lib_helm.sh
+helm_find || exit 77
+"$HELM" template efa-preflight charts/efa-preflight --namespace efa-preflight \
     --set image.repository=123456789012.dkr.ecr.us-west-2.amazonaws.com/efa-preflight \
     -f tests/manifests/fixtures/values-observability.yaml >"$tmp/rendered.yaml" ||
     fail "the chart does not render with the dashboard on"

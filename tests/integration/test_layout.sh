@@ -122,7 +122,8 @@ cc=${CC:-cc}
 ctmp=$(mktemp -d)
 trap 'rm -rf "$ctmp"' EXIT
 leaf="util/*.h mpishim/pf_mpi_shim.h"
-engine_may="$leaf reasons.h collective/engine.h types/boot.h types/engine.h types/peers.h types/node.h"
+engine_may="$leaf reasons.h collective/engine.h types/boot.h types/engine.h types/peers.h types/node.h
+    types/gpu_health.h"
 strict() {  # strict TREE FOLDER "ALLOWED": FOLDER's files (not its subfolders)
     local t=$ctmp/$1 own=$2 allowed=$3
     mkdir -p "$t/agent"
@@ -143,7 +144,7 @@ strict host collective/host "$engine_may"
 strict nccl collective/nccl "$engine_may"
 strict collective collective "$leaf reasons.h types/*.h transport/bootstrap.h
     config/config.h config/catalog.h discover/discover.h probe/hw_counters.h
-    baseline/baseline.h"
+    probe/gpu_health.h baseline/baseline.h"
 export -f syntax; export cc
 xargs -P "${PF_LAYOUT_JOBS:-2}" -L 1 bash -c 'out=$(syntax "$0" "$1") || {
         printf "%s\n" "${1#"$0"/}: compiled with only the headers it may include:" "$out" | head -n 8; }' \

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Deploy files: every YAML parses; k8s/ manifests, the examples and the Helm
-# chart rendered three ways (with Helm's own template engine:
-# tests/helm_render) validate against the Kubernetes schemas; the
+# chart rendered many ways (by real Helm: scripts/helm_tools.sh) validate
+# against the Kubernetes schemas and the CRDs' (ServiceMonitor,
+# PrometheusRule, Certificate, Issuer); `helm lint --strict` passes; the
 # chart's values validate against values.schema.json; chart and k8s/ agree
 # (names, labels, RBAC, env); and each checker rejects a broken input with
 # the exact reason, so none of them passes by accident.
@@ -15,12 +16,10 @@ command -v node >/dev/null && command -v npm >/dev/null || {
     echo "skip: node and npm are not installed (make deps installs nodejs npm)"; exit 77; }
 python3 -c 'import yaml' 2>/dev/null || {
     echo "skip: python3-yaml is not installed (make deps)"; exit 77; }
-command -v go >/dev/null && [ -d /usr/share/gocode/src/github.com/Masterminds/sprig ] \
-    && [ -d /usr/share/gocode/src/sigs.k8s.io/yaml ] \
-    && [ -d /usr/share/gocode/src/github.com/xeipuuv/gojsonschema ] || {
-    echo "skip: the chart renderer needs golang-go golang-github-masterminds-sprig-dev" \
-         "golang-k8s-sigs-yaml-dev golang-github-xeipuuv-gojsonschema-dev (make deps installs them)"; exit 77; }
-if [ ! -d "$m/node_modules/kubernetes-models" ] || [ ! -d "$m/node_modules/ajv" ]; then
+. tests/integration/lib_helm.sh
+helm_find || exit 77
+if [ ! -d "$m/node_modules/kubernetes-models" ] || [ ! -d "$m/node_modules/ajv" ] \
+        || [ ! -d "$m/node_modules/@kubernetes-models/cert-manager" ]; then
     echo "installing the validators: npm ci in $m"
     (cd "$m" && npm ci --no-audit --no-fund --loglevel=error) || {
         echo "skip: npm ci failed in $m (no access to the npm registry?)"; exit 77; }
@@ -65,33 +64,56 @@ for f in files:
             list(yaml.safe_load_all(fh))
     except (yaml.YAMLError, OSError) as e:
         print("FAIL %s: %s" % (f, e)); bad += 1
-print("%d YAML files parsed, %d failed" % (len(files), bad))
+# The examples of docs/install/ (```yaml blocks) parse too.
+import glob, re
+blocks = 0
+for f in sorted(glob.glob("docs/install/*.md")):
+    for m in re.finditer(r"```yaml\n(.*?)```", open(f).read(), re.S):
+        blocks += 1
+        try:
+            list(yaml.safe_load_all(m.group(1)))
+        except yaml.YAMLError as e:
+            print("FAIL %s: a yaml block: %s" % (f, e)); bad += 1
+print("%d YAML files and %d docs/install blocks parsed, %d failed" % (len(files), blocks, bad))
 sys.exit(1 if bad or len(files) < 15 else 0)
 EOF
 then pass "every YAML file parses"; else bad "YAML parse"; fi
 
-# 2. Render the chart as `helm template` does: Go's text/template, sprig,
-#    Helm's include/tpl/required/toYaml, values coalesced and checked
-#    against values.schema.json (tests/helm_render, built offline from
-#    Debian's Go packages). Defaults, a HyperPod/override set, initcontainer
-#    mode; all with the image repository the chart requires.
-render=$tmp/helm-render
-if ! GO111MODULE=off GOPATH=/usr/share/gocode GOFLAGS= go build -o "$render" ./tests/helm_render \
-        >"$tmp/go-build.log" 2>&1; then
-    bad "go build tests/helm_render"; sed 's/^/     /' "$tmp/go-build.log"
-    echo "manifests: $failures failed checks"; exit 1
-fi
+# 2. Render the chart with `helm template` (values checked against
+#    values.schema.json by Helm). Defaults, a HyperPod/override set,
+#    initcontainer mode; all with the image repository the chart requires.
 repo=123456789012.dkr.ecr.us-west-2.amazonaws.com/efa-preflight
-r() { "$render" $chart --name efa-preflight --namespace efa-preflight --strict \
+render="$HELM template efa-preflight"
+r() { "$HELM" template efa-preflight $chart --namespace efa-preflight \
           --set image.repository=$repo "$@"; }
+# values_of OUT [-f FILE...]: values.yaml with the files over it, as Helm
+# coalesces them (maps merged, everything else replaced).
+values_of() {
+    local out=$1; shift
+    python3 - "$out" $chart/values.yaml "$@" <<'EOF'
+import sys, yaml
+def merge(a, b):
+    for k, v in b.items():
+        a[k] = merge(a[k], v) if isinstance(v, dict) and isinstance(a.get(k), dict) else v
+    return a
+out, files = sys.argv[1], [f for f in sys.argv[2:] if f != "-f"]
+v = {}
+for f in files:
+    v = merge(v, yaml.safe_load(open(f)) or {})
+v.setdefault("image", {})["repository"] = "123456789012.dkr.ecr.us-west-2.amazonaws.com/efa-preflight"
+yaml.safe_dump(v, open(out, "w"))
+EOF
+}
 r >"$tmp/default.yaml" && pass "chart renders with default values" || bad "chart render (defaults)"
 r -f $m/fixtures/values-hyperpod.yaml >"$tmp/hyperpod.yaml" \
     && pass "chart renders with values-hyperpod.yaml" || bad "chart render (hyperpod)"
 r -f $m/fixtures/values-initcontainer.yaml >"$tmp/initc.yaml" \
     && pass "chart renders in initcontainer mode" || bad "chart render (initcontainer)"
-r --notes >"$tmp/notes.txt" || bad "NOTES.txt render"
-r -f $m/fixtures/values-hyperpod.yaml --print-values >"$tmp/hyperpod-values.yaml"
-r --print-values >"$tmp/default-values.yaml"
+"$HELM" install efa-preflight $chart --dry-run=client --namespace efa-preflight \
+    --set image.repository=$repo >"$tmp/install.txt" && sed -n '/^NOTES:/,$p' "$tmp/install.txt" >"$tmp/notes.txt" \
+    && [ -s "$tmp/notes.txt" ] || bad "NOTES.txt render (helm install --dry-run=client)"
+values_of "$tmp/hyperpod-values.yaml" -f $m/fixtures/values-hyperpod.yaml
+values_of "$tmp/default-values.yaml"
 
 # 3. Values against values.schema.json (ajv).
 for v in "$tmp/default-values.yaml" "$tmp/hyperpod-values.yaml"; do
@@ -116,8 +138,8 @@ if node $m/validate.mjs manifests k8s/*.yaml k8s/examples/*.yaml \
     pass "Kubernetes schemas: $(tail -n 1 "$tmp/out")"
 else bad "Kubernetes schemas"; grep -v '^ok ' "$tmp/out" | sed 's/^/     /'; fi
 n_default=$(grep -c '^ok .*default.yaml' "$tmp/out")
-[ "$n_default" -eq 18 ] && pass "default render has 18 objects" \
-    || bad "default render has $n_default objects, want 18 (6 DaemonSets, 7 RBAC, 5 job RBAC)"
+[ "$n_default" -eq 19 ] && pass "default render has 19 objects" \
+    || bad "default render has $n_default objects, want 19 (6 DaemonSets, 7 RBAC, 5 job RBAC, the helm test Pod)"
 echo "node $m/validate.mjs manifests $m/fixtures/bad-daemonset.yaml" >"$tmp/cmd"
 expect_fail "Kubernetes schemas on bad-daemonset.yaml" \
     "/spec/template/spec/tolerance: unknown field" \
@@ -223,7 +245,8 @@ want("initcontainer mode kinds", sorted(d["kind"] for d in ic),
      sorted(["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
              "Role", "RoleBinding",                  # the taint budget
              "ServiceAccount", "Role", "RoleBinding", "ClusterRoleBinding",
-             "RoleBinding"]))                        # the job's taint budget
+             "RoleBinding",                          # the job's taint budget
+             "Pod"]))                                # helm test
 for e in errs: print("FAIL " + e)
 sys.exit(1 if errs else 0)
 EOF
@@ -237,41 +260,41 @@ for want in "kubectl get nodes -L efa-preflight.io/status,efa-preflight.io/efa-c
 done
 pass "NOTES.txt names the kubectl commands"
 
-# 8. The renderer is Helm's engine: a misspelt value fails in --strict (as
-#    `helm lint --strict`), required names its fix, the values schema and
-#    the chart's kubeVersion are enforced, and sprig/tpl work.
-cp -r $chart "$tmp/chart"
-printf 'kind: ConfigMap\nx: {{ .Values.labelPrefx }}\n' >"$tmp/chart/templates/extra.yaml"
-echo "$render $tmp/chart --strict --set image.repository=$repo" >"$tmp/cmd"
-expect_fail "renderer on a misspelt value" \
-    'efa-preflight/templates/extra.yaml:2:13: executing "efa-preflight/templates/extra.yaml" at <.Values.labelPrefx>: map has no entry for key "labelPrefx"'
-printf 'kind: ConfigMap\nx: {{ tpl "{{ .Values.mode | upper | quote }}" . }}\ny: {{ printf "%%03d" 7 }}\n' \
-    >"$tmp/chart/templates/extra.yaml"
-if "$render" "$tmp/chart" --set image.repository=$repo | grep -A2 'kind: ConfigMap' >"$tmp/out" \
-        && grep -qx 'x: "DAEMONSET"' "$tmp/out" && grep -qx 'y: 007' "$tmp/out"; then
-    pass "renderer: tpl, sprig and printf as in Helm"
-else bad "renderer: tpl/sprig"; sed 's/^/     /' "$tmp/out"; fi
-rm "$tmp/chart/templates/extra.yaml"
+# 8. Helm's own checks: `helm lint --strict` passes on every values file
+#    and a misspelt value fails (the schema knows every key), the chart's
+#    kubeVersion and values.schema.json are enforced, and the chart renders
+#    at every Kubernetes minor it supports, the API guards choosing what an
+#    older cluster has.
+for f in "" $m/fixtures/values-*.yaml; do
+    if "$HELM" lint --strict $chart --namespace efa-preflight --set image.repository=$repo \
+            ${f:+-f "$f"} >"$tmp/out" 2>&1; then
+        pass "helm lint --strict ${f:-(defaults)}"
+    else bad "helm lint --strict ${f:-(defaults)}"; sed 's/^/     /' "$tmp/out"; fi
+done
+echo "$render $chart --set image.repository=$repo --set labelPrefx=x --set webhook.replica=3" >"$tmp/cmd"
+expect_fail "a misspelt value (the schema knows every key)" \
+    "- at '': additional properties 'labelPrefx' not allowed" \
+    "- at '/webhook': additional properties 'replica' not allowed"
 echo "$render $chart --kube-version 1.26.5 --set image.repository=$repo" >"$tmp/cmd"
-expect_fail "renderer on a cluster older than the chart's kubeVersion" \
+expect_fail "a cluster older than the chart's kubeVersion" \
     "chart requires kubeVersion: >=1.27.0-0 which is incompatible with Kubernetes v1.26.5"
 echo "$render $chart --set groupSize=0 --set image.repository=$repo" >"$tmp/cmd"
-expect_fail "renderer checks values.schema.json" \
+expect_fail "Helm checks values.schema.json" \
     "values don't meet the specifications of the schema(s) in the following chart(s):" \
-    "- groupSize: Must be greater than or equal to 1"
+    "- at '/groupSize': minimum: got 0, want 1"
 
 # 9. What a real EKS cluster needs. Each check also runs on a copy broken
 #    the way the manifests used to be, and must name the fault.
 # 9a. The image repository is required: no default, a registry host in it.
 echo "$render $chart" >"$tmp/cmd"
 expect_fail "chart without image.repository" \
-    "- image.repository: String length must be greater than or equal to 1"
+    "- at '/image/repository': minLength: got 0, want 1"
 echo "$render $chart --set image.repository=efa-preflight" >"$tmp/cmd"
 expect_fail "chart with a repository that has no registry" \
-    "- image.repository: Does not match pattern"
+'- at '"'"'/image/repository'"'"': '"'"'efa-preflight'"'"' does not match pattern' 
 echo "$render $chart --skip-schema-validation" >"$tmp/cmd"
 expect_fail "chart without image.repository, schema skipped" \
-    "error calling required: image.repository is required: the registry and repository you pushed the images to"
+    "image.repository is required: the registry and repository you pushed the images to"
 echo "node $m/validate.mjs values $chart/values.yaml $chart/values.schema.json" >"$tmp/cmd"
 expect_fail "values.yaml alone (no repository)" "/image/repository: must NOT have fewer than 1 characters"
 
@@ -472,15 +495,10 @@ sys.exit(1 if errs else 0)
 EOF2
 then pass "platform values: priority class, seccomp, restricted container, names, service account, annotations, affinity, update strategy, digest"
 else bad "platform values render"; fi
-# The Kubernetes schemas know no Prometheus Operator kinds: those two are
-# checked above (and their rules by promtool), the rest here.
-python3 - "$tmp/platform.yaml" "$tmp/platform-core.yaml" <<'EOF2'
-import sys, yaml
-docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d
-        and d["apiVersion"] != "monitoring.coreos.com/v1"]
-yaml.safe_dump_all(docs, open(sys.argv[2], "w"))
-EOF2
-if node $m/validate.mjs manifests "$tmp/platform-core.yaml" >"$tmp/out" 2>&1; then
+# Every object, the Prometheus Operator's included (their rules also by
+# promtool below).
+if node $m/validate.mjs manifests "$tmp/platform.yaml" >"$tmp/out" 2>&1 \
+        && grep -q '^ok .*PrometheusRule/' "$tmp/out" && grep -q '^ok .*ServiceMonitor/' "$tmp/out"; then
     pass "platform render: Kubernetes schemas ($(tail -n 1 "$tmp/out"))"
 else bad "platform render schemas"; grep -v '^ok ' "$tmp/out" | sed 's/^/     /'; fi
 if command -v promtool >/dev/null; then
@@ -498,11 +516,11 @@ r --set image.tag=$digest >"$tmp/tagdigest.yaml" && grep -q "image: $repo@$diges
     && ! grep -q -- "$digest-full" "$tmp/tagdigest.yaml" \
     && pass "image.tag=sha256:... renders <repository>@sha256:..." || bad "a digest tag: $(grep 'image:' "$tmp/tagdigest.yaml" | head -n 1)"
 echo "$render $chart --set image.repository=$repo --set image.digest=sha256:1234" >"$tmp/cmd"
-expect_fail "schema on a short digest" "- image.digest: Does not match pattern"
+expect_fail "schema on a short digest" "- at '/image/digest': 'sha256:1234' does not match pattern"
 echo "$render $chart --set image.repository=$repo --set serviceAccount.create=false" >"$tmp/cmd"
-expect_fail "schema on serviceAccount.create=false without a name" "serviceAccount.name: String length must be greater than or equal to 1"
+expect_fail "schema on serviceAccount.create=false without a name" "- at '/serviceAccount/name': minLength: got 0, want 1"
 echo "$render $chart --set image.repository=$repo --set priorityClassName=System_Critical" >"$tmp/cmd"
-expect_fail "schema on a bad priorityClassName" "- priorityClassName: Does not match pattern"
+expect_fail "schema on a bad priorityClassName" "- at '/priorityClassName': 'System_Critical' does not match pattern"
 
 # 12. The admission webhook (webhook.enabled, docs/install/webhook.md):
 #     off by default; on, with the chart's own certificate or cert-manager's,
@@ -518,11 +536,9 @@ grep -q 'MutatingWebhookConfiguration' "$tmp/default.yaml" && bad "webhook rende
 wh=$m/fixtures/values-webhook.yaml
 r -f $wh >"$tmp/wh.yaml" && r -f $wh --set webhook.certManager.enabled=true >"$tmp/wh-cm.yaml" \
     || bad "chart render (webhook)"
-python3 -c 'import sys, yaml
-docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and not d["apiVersion"].startswith("cert-manager.io/")]
-yaml.safe_dump_all(docs, open(sys.argv[2], "w"))' "$tmp/wh-cm.yaml" "$tmp/wh-cm-core.yaml"
-if node $m/validate.mjs manifests "$tmp/wh.yaml" "$tmp/wh-cm-core.yaml" >"$tmp/out" 2>&1 \
+if node $m/validate.mjs manifests "$tmp/wh.yaml" "$tmp/wh-cm.yaml" >"$tmp/out" 2>&1 \
         && grep -q '^ok .*MutatingWebhookConfiguration/' "$tmp/out" \
+        && grep -q '^ok .*wh-cm.yaml: Certificate/' "$tmp/out" && grep -q '^ok .*wh-cm.yaml: Issuer/' "$tmp/out" \
         && grep -q '^ok .*ValidatingAdmissionPolicy/' "$tmp/out"; then
     pass "webhook render: Kubernetes schemas ($(tail -n 1 "$tmp/out"))"
 else bad "webhook render: Kubernetes schemas"; grep -v '^ok ' "$tmp/out" | sed 's/^/     /'; fi
@@ -531,43 +547,39 @@ for f in wh wh-cm; do
     if python3 $m/check_webhook.py "$tmp/$f.yaml" $flag >"$tmp/out" 2>&1; then pass "$f: $(tail -n 1 "$tmp/out")"
     else bad "$f: webhook checks"; sed 's/^/     /' "$tmp/out"; fi
 done
-r -f $wh --lookup "$tmp/wh.yaml" >"$tmp/wh-upgrade.yaml" && r -f $wh >"$tmp/wh-fresh.yaml" || bad "webhook re-render"
-if python3 - "$tmp/wh.yaml" "$tmp/wh-upgrade.yaml" "$tmp/wh-fresh.yaml" <<'EOF2'
+r -f $wh >"$tmp/wh-again.yaml" || bad "webhook re-render"
+python3 - "$tmp/wh.yaml" "$tmp/wh-bad.yaml" <<'EOF2'
 import sys, yaml
-def pair(f):
-    docs = [d for d in yaml.safe_load_all(open(f)) if d]
-    sec = [d for d in docs if d["kind"] == "Secret"][0]["data"]
-    mwc = [d for d in docs if d["kind"] == "MutatingWebhookConfiguration"][0]
-    return sec["tls.crt"], sec["tls.key"], mwc["webhooks"][0]["clientConfig"]["caBundle"]
-first, upgrade, fresh = (pair(f) for f in sys.argv[1:])
-sys.exit(0 if first == upgrade and first[0] != fresh[0] and first[2] != fresh[2] else 1)
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+for d in docs:
+    if d["kind"] == "MutatingWebhookConfiguration":
+        h = d["webhooks"][0]
+        h["failurePolicy"], h["timeoutSeconds"] = "Fail", 10
+        for e in h["namespaceSelector"]["matchExpressions"]:
+            if e["key"] == "kubernetes.io/metadata.name":
+                e["values"] = ["kube-system"]
+        h["clientConfig"]["caBundle"] = "Zm9v"
+    if d["kind"] == "Deployment":
+        d["spec"]["replicas"] = 1
+    if d["kind"] == "Job" and d["spec"]["template"]["spec"]["containers"][0]["args"][0] == "create":
+        c = d["spec"]["template"]["spec"]["containers"][0]
+        c["args"] = [a.replace("--secret-name=efa-preflight-webhook-tls", "--secret-name=other") for a in c["args"]]
+        d["metadata"]["annotations"]["helm.sh/hook"] = "post-install"
+yaml.safe_dump_all(docs, open(sys.argv[2], "w"))
 EOF2
-then pass "webhook certificate kept across an upgrade (lookup), new on a fresh install"
-else bad "webhook certificate not kept by lookup"; fi
-sed 's/failurePolicy: Ignore/failurePolicy: Fail/; s/timeoutSeconds: 5/timeoutSeconds: 10/; s/values: \[efa-preflight\]/values: [kube-system]/; s/replicas: 2/replicas: 1/' \
-    "$tmp/wh.yaml" >"$tmp/wh-bad.yaml"
 echo "python3 $m/check_webhook.py $tmp/wh-bad.yaml" >"$tmp/cmd"
 expect_fail "webhook checks on a broken render" \
     "failurePolicy 'Fail', want Ignore" "timeoutSeconds 10, want 1..5" \
     "namespaceSelector does not exclude the release namespace efa-preflight" \
-    "Deployment replicas 1, want >= 2"
-python3 - "$tmp/wh.yaml" "$tmp/wh-other-ca.yaml" <<'EOF2'
-import sys, yaml
-docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
-sec = [d for d in docs if d["kind"] == "Secret"][0]
-for d in docs:
-    if d["kind"] == "MutatingWebhookConfiguration":
-        d["webhooks"][0]["clientConfig"]["caBundle"] = sec["data"]["tls.crt"]  # not its issuer
-yaml.safe_dump_all(docs, open(sys.argv[2], "w"))
-EOF2
-echo "python3 $m/check_webhook.py $tmp/wh-other-ca.yaml" >"$tmp/cmd"
-expect_fail "webhook checks on a caBundle that is not the certificate's issuer" "caBundle does not verify tls.crt"
+    "Deployment replicas 1, want >= 2" "caBundle rendered" \
+    "the create Job runs at ['post-install'], want pre-install,pre-upgrade" \
+    "the certificate Jobs write other and read efa-preflight-webhook-tls, the Deployment mounts efa-preflight-webhook-tls"
 sed 's/sideEffects: None/sideEffect: None/' "$tmp/wh.yaml" >"$tmp/wh-typo.yaml"
 echo "node $m/validate.mjs manifests $tmp/wh-typo.yaml" >"$tmp/cmd"
 expect_fail "Kubernetes schemas on a mistyped MutatingWebhookConfiguration" "/webhooks/0/sideEffect: unknown field"
 echo "$render $chart --set image.repository=$repo --set webhook.timeoutSeconds=31 --set webhook.failurePolicy=Sometimes" >"$tmp/cmd"
-expect_fail "values schema on webhook values" "webhook.timeoutSeconds: Must be less than or equal to 30" \
-    "webhook.failurePolicy: webhook.failurePolicy must be one of the following"
+expect_fail "values schema on webhook values" "- at '/webhook/timeoutSeconds': maximum: got 31, want 30" \
+    "- at '/webhook/failurePolicy': value must be one of 'Ignore', 'Fail'"
 # 10b. The monitor (values-monitor.yaml): one DaemonSet on the chart's
 #      instance types that requests no GPU or EFA device, runs `monitor`
 #      with options the agent knows, serves its port, tolerates every
@@ -618,8 +630,8 @@ want("Services", [s["spec"]["ports"][0]["name"] for s in svc], ["metrics"])
 sms = [d for d in docs if d["kind"] == "ServiceMonitor"]
 want("ServiceMonitors", len(sms), 1)
 if sms and svc:
-    want("ServiceMonitor selects the Service", sms[0]["spec"]["selector"]["matchLabels"],
-         svc[0]["metadata"]["labels"])
+    want("ServiceMonitor selects the Service", sms[0]["spec"]["selector"]["matchLabels"].items()
+         <= svc[0]["metadata"]["labels"].items(), True)
     want("ServiceMonitor port", sms[0]["spec"]["endpoints"][0]["port"], "metrics")
 cr = [d for d in docs if d["kind"] == "ClusterRole" and d["metadata"]["name"] == "efa-preflight"][0]
 if not any(r["resources"] == ["pods"] and r["verbs"] == ["list"] for r in cr["rules"]):
@@ -631,14 +643,14 @@ if pr:
     want("alerts", rules, ["EFAPreflightFailed", "EFAPreflightStale", "EFANICUnhealthy",
                            "EFAValidationExpired"])
     yaml.safe_dump({"groups": pr[0]["spec"]["groups"]}, open(sys.argv[1] + ".rules.yaml", "w"))
-yaml.safe_dump_all([d for d in docs if d["apiVersion"] != "monitoring.coreos.com/v1"],
-                   open(sys.argv[1] + ".core.yaml", "w"))
+
 for e in errs: print("FAIL " + e)
 sys.exit(1 if errs else 0)
 EOF2
 then pass "monitor values: one DaemonSet without devices, its Service and ServiceMonitor, pods list, four alerts"
 else bad "monitor values render"; fi
-if node $m/validate.mjs manifests "$tmp/monitor.yaml.core.yaml" >"$tmp/out" 2>&1; then
+if node $m/validate.mjs manifests "$tmp/monitor.yaml" >"$tmp/out" 2>&1 \
+        && [ "$(grep -c '^ok .*ServiceMonitor/' "$tmp/out")" -eq 1 ]; then
     pass "monitor render: Kubernetes schemas ($(tail -n 1 "$tmp/out"))"
 else bad "monitor render schemas"; grep -v '^ok ' "$tmp/out" | sed 's/^/     /'; fi
 if command -v promtool >/dev/null; then
@@ -647,14 +659,14 @@ if command -v promtool >/dev/null; then
     else bad "promtool check rules (monitor)"; sed 's/^/     /' "$tmp/out"; fi
 fi
 echo "$render $chart --set image.repository=$repo --set monitor.enabled=true --set monitor.thresholds=rx-drops=1" >"$tmp/cmd"
-expect_fail "schema on a bad monitor.thresholds" "monitor.thresholds: Does not match pattern"
+expect_fail "schema on a bad monitor.thresholds" "- at '/monitor/thresholds': 'rx-drops=1' does not match pattern"
 
-# 11. The packaged chart (make chart-package: helm package + repo index)
-#     installs: rendered from the .tgz and from the repository directory
-#     by name, it is the same as from the directory; a tampered archive
-#     fails the index's digest.
+# 11. The packaged chart (make chart-package: helm package + helm repo
+#     index): efa-preflight/ inside, the index holding its digest, the same
+#     bytes twice, and it renders what the directory renders.
 pkg=$tmp/repo
-"$render" package $chart -d "$pkg" >"$tmp/out" 2>&1 || { bad "helm-render package"; cat "$tmp/out"; }
+"$HELM" package $chart -d "$pkg" >"$tmp/out" 2>&1 && "$HELM" repo index "$pkg" >>"$tmp/out" 2>&1 \
+    || { bad "helm package"; cat "$tmp/out"; }
 version=$(sed -n 's/^version: //p' $chart/Chart.yaml)
 tgz=$pkg/efa-preflight-$version.tgz
 if [ -f "$tgz" ] && tar tzf "$tgz" | grep -qx 'efa-preflight/Chart.yaml' \
@@ -663,23 +675,192 @@ if [ -f "$tgz" ] && tar tzf "$tgz" | grep -qx 'efa-preflight/Chart.yaml' \
         && grep -q "^ *- efa-preflight-$version.tgz\$" "$pkg/index.yaml"; then
     pass "package: efa-preflight-$version.tgz under efa-preflight/, index.yaml with its digest"
 else bad "package layout"; tar tzf "$tgz" | head; cat "$pkg/index.yaml"; fi
-"$render" package $chart -d "$tmp/repo2" >/dev/null 2>&1
+"$HELM" package $chart -d "$tmp/repo2" >/dev/null 2>&1
 cmp -s "$tgz" "$tmp/repo2/efa-preflight-$version.tgz" && pass "package is reproducible (same bytes twice)" \
     || bad "two packages of the same chart differ"
 r >"$tmp/dir.yaml"
-"$render" "$tgz" --name efa-preflight --namespace efa-preflight --strict --set image.repository=$repo >"$tmp/tgz.yaml" \
-    && "$render" efa-preflight --repo "$pkg" --version "$version" --name efa-preflight --namespace efa-preflight \
-        --strict --set image.repository=$repo >"$tmp/repo.yaml" \
-    && cmp -s "$tmp/dir.yaml" "$tmp/tgz.yaml" && cmp -s "$tmp/dir.yaml" "$tmp/repo.yaml" \
-    && pass "the .tgz and the repository render what the directory renders" \
-    || bad "render from the package differs: $(diff "$tmp/dir.yaml" "$tmp/repo.yaml" | head -5)"
-cp -r "$pkg" "$tmp/tampered"
-(cd "$tmp" && mkdir -p x && tar xzf "$tgz" -C x && sed -i 's/^mode: daemonset/mode: initcontainer/' x/efa-preflight/values.yaml \
-    && tar czf "$tmp/tampered/efa-preflight-$version.tgz" -C x efa-preflight)
-echo "$render efa-preflight --repo $tmp/tampered --set image.repository=$repo" >"$tmp/cmd"
-expect_fail "a tampered package" "efa-preflight-$version.tgz: sha256" "the index says"
-echo "$render nosuch --repo $pkg --set image.repository=$repo" >"$tmp/cmd"
-expect_fail "a chart the repository lacks" "chart \"nosuch\" not found in $pkg"
+"$HELM" template efa-preflight "$tgz" --namespace efa-preflight --set image.repository=$repo >"$tmp/tgz.yaml" \
+    && cmp -s "$tmp/dir.yaml" "$tmp/tgz.yaml" \
+    && pass "the .tgz renders what the directory renders" \
+    || bad "render from the package differs: $(diff "$tmp/dir.yaml" "$tmp/tgz.yaml" | head -5)"
+
+# 13. The knobs a platform team sets (values-knobs.yaml, and the same
+#     by --set as a user types them): global accepted, commonLabels and
+#     commonAnnotations on every object, Helm's standard labels on every
+#     object, podLabels, extraEnv, extra volumes, security contexts,
+#     placement of every component, the webhook's selectors and policy, an
+#     existing ClusterIssuer, alerts turned off, tuned and added (each with
+#     a runbook and a `for`), every image by digest; every object valid
+#     (CRDs included) and the rules through promtool.
+kn=$m/fixtures/values-knobs.yaml
+r -f $kn >"$tmp/knobs.yaml" && pass "chart renders with values-knobs.yaml" || bad "chart render (knobs)"
+r --set global.imageRegistry=x --set 'extraEnv[0].name=NCCL_DEBUG' --set 'extraEnv[0].value=INFO' \
+    --set commonLabels.team=ml --set image.digest=sha256:$(printf '1%.0s' $(seq 64)) \
+    --set monitor.enabled=true --set image.webhookDigest=sha256:$(printf '3%.0s' $(seq 64)) \
+    --set image.agentDigest=sha256:$(printf '2%.0s' $(seq 64)) >"$tmp/set.yaml" \
+    && pass "--set global.imageRegistry, extraEnv[0], commonLabels and digests render" || bad "chart render (--set knobs)"
+r -f $m/fixtures/values-webhook.yaml -f $m/fixtures/values-monitor.yaml --set prometheusRule.enabled=true \
+    --set serviceMonitor.enabled=true --set grafanaDashboard.enabled=true --set networkPolicy.enabled=true \
+    --set commonLabels.team=ml --set commonAnnotations.owner=ml >"$tmp/everything.yaml" \
+    && r -f $m/fixtures/values-webhook.yaml --set webhook.certManager.enabled=true --set commonLabels.team=ml \
+        --set commonAnnotations.owner=ml >>"$tmp/everything.yaml" \
+    || bad "chart render (everything on)"
+if python3 - "$tmp/knobs.yaml" "$tmp/set.yaml" "$tmp/everything.yaml" <<'EOF2'
+import sys, yaml
+errs = []
+def want(what, got, exp):
+    if got != exp: errs.append("%s: %r, want %r" % (what, got, exp))
+def pods(d):
+    t = d.get("spec", {}).get("template") or (d.get("spec", {}).get("jobTemplate", {}).get("spec", {}).get("template"))
+    return t
+kn = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+std = ("helm.sh/chart", "app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/version",
+       "app.kubernetes.io/managed-by", "app.kubernetes.io/component")
+for path in (sys.argv[1], sys.argv[3]):
+    for d in yaml.safe_load_all(open(path)):
+        if not d: continue
+        labels = d["metadata"].get("labels", {})
+        missing = [k for k in std if k not in labels]
+        if missing: errs.append("%s %s lacks the labels %s" % (d["kind"], d["metadata"]["name"], missing))
+        if labels.get("team") not in ("ml-platform", "ml"):
+            errs.append("%s %s lacks commonLabels" % (d["kind"], d["metadata"]["name"]))
+        if d["metadata"].get("annotations", {}).get("owner") not in ("ml-platform@example.com", "ml"):
+            errs.append("%s %s lacks commonAnnotations" % (d["kind"], d["metadata"]["name"]))
+        t = pods(d) if d["kind"] != "Pod" else d
+        if t:
+            pl = t["metadata"]["labels"]
+            for k in std:
+                if k not in pl: errs.append("%s %s: pod template lacks %s" % (d["kind"], d["metadata"]["name"], k))
+            sel = d["spec"].get("selector", {}).get("matchLabels", {})
+            if not sel.items() <= pl.items():
+                errs.append("%s %s: selector %s does not match its pods" % (d["kind"], d["metadata"]["name"], sel))
+            for k in ("helm.sh/chart", "app.kubernetes.io/version"):
+                if k in sel: errs.append("%s %s: selector holds %s (changes on upgrade)" % (d["kind"], d["metadata"]["name"], k))
+by = {(d["kind"], d["metadata"]["name"]): d for d in kn}
+ds = by[("DaemonSet", "efa-preflight-p5-48xlarge")]["spec"]["template"]
+c = ds["spec"]["containers"][0]
+env = [(e["name"], e.get("value")) for e in c["env"]]
+want("DaemonSet extraEnv last", env[-2:], [("NCCL_DEBUG", "INFO"), ("FI_EFA_FORK_SAFE", "1")])
+want("DaemonSet podLabels", ds["metadata"]["labels"].get("cost-center"), "42")
+want("DaemonSet extra mount", c["volumeMounts"][-1], {"name": "nccl-topo", "mountPath": "/etc/nccl", "readOnly": True})
+want("DaemonSet extra volume", ds["spec"]["volumes"][-1], {"name": "nccl-topo", "configMap": {"name": "nccl-topology"}})
+want("DaemonSet capabilities", c["securityContext"]["capabilities"]["add"], ["IPC_LOCK", "SYS_RESOURCE"])
+wh = by[("Deployment", "efa-preflight-webhook")]["spec"]["template"]
+want("webhook nodeSelector", wh["spec"].get("nodeSelector"), {"node-role.example.com/system": "true"})
+want("webhook tolerations", wh["spec"].get("tolerations"), [{"key": "CriticalAddonsOnly", "operator": "Exists"}])
+want("webhook podLabels", wh["metadata"]["labels"].get("sidecar.istio.io/inject"), "false")
+want("webhook extraEnv", wh["spec"]["containers"][0]["env"][-1], {"name": "TZ", "value": "UTC"})
+mwc = by[("MutatingWebhookConfiguration", "efa-preflight")]["webhooks"][0]
+want("failurePolicy", mwc["failurePolicy"], "Fail")
+want("timeoutSeconds", mwc["timeoutSeconds"], 3)
+want("namespaceSelector", mwc["namespaceSelector"], {"matchLabels": {"ml.example.com/efa-gate": "on"},
+     "matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["efa-preflight"]}]})
+want("objectSelector", mwc["objectSelector"]["matchExpressions"],
+     [{"key": "ml.example.com/skip-gate", "operator": "DoesNotExist"},
+      {"key": "efa-preflight.io/inject", "operator": "NotIn", "values": ["false"]}])
+cert = by[("Certificate", "efa-preflight-webhook")]["spec"]
+want("issuerRef", cert["issuerRef"], {"name": "corp-ca", "kind": "ClusterIssuer", "group": "cert-manager.io"})
+want("Issuers with an issuerRef given", [k for k in by if k[0] == "Issuer"], [])
+mon = by[("DaemonSet", "efa-preflight-monitor")]["spec"]["template"]
+terms = mon["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+want("monitor affinity keeps the instance types", [[e["key"] for e in t["matchExpressions"]] for t in terms],
+     [["topology.kubernetes.io/zone", "node.kubernetes.io/instance-type"]])
+want("monitor nodeSelector", mon["spec"].get("nodeSelector"), {"node-role.example.com/gpu": "true"})
+want("monitor podAnnotations", mon["metadata"]["annotations"].get("prometheus.io/scrape"), "true")
+pr = by[("PrometheusRule", "efa-preflight")]["spec"]["groups"][0]["rules"]
+want("alerts", [x["alert"] for x in pr], ["EFAPreflightFailed", "EFANICUnhealthy", "EFAValidationExpired", "EFAPreflightManyFailed"])
+for x in pr:
+    if not x.get("for"): errs.append("alert %s has no for" % x["alert"])
+    if not x["annotations"].get("runbook_url", "").startswith("https://"): errs.append("alert %s has no runbook_url" % x["alert"])
+want("EFAPreflightFailed tuned", (pr[0]["for"], pr[0]["labels"]["severity"]), ("15m", "critical"))
+want("runbook", pr[0]["annotations"]["runbook_url"].split("#")[1], "efapreflightfailed")
+test = by[("Pod", "efa-preflight-test-images")]
+want("helm test hook", test["metadata"]["annotations"].get("helm.sh/hook"), "test")
+want("helm test placement", test["spec"].get("nodeSelector"), {"node-role.example.com/system": "true"})
+imgs = {c["name"]: c["image"] for c in test["spec"]["containers"]}
+want("helm test images", sorted(imgs), ["agent", "full", "webhook"])
+env = {e["name"]: e.get("value") for e in wh["spec"]["containers"][0]["env"]}
+want("helm test runs the injected image", imgs.get("agent"), env.get("EFA_PREFLIGHT_AGENT_IMAGE"))
+want("webhook DRA claims", env.get("EFA_PREFLIGHT_DRA_CLAIMS"), "efa-*,h100-x8")
+for path in (sys.argv[1], sys.argv[2]):
+    text = open(path).read()
+    for d in yaml.safe_load_all(text):
+        if not d: continue
+        t = pods(d) if d["kind"] != "Pod" else d
+        for c in ((t or {}).get("spec", {}).get("containers", []) + (t or {}).get("spec", {}).get("initContainers", [])):
+            if "@sha256:" not in c["image"]:
+                errs.append("%s: %s %s runs %s, not by digest" % (path, d["kind"], d["metadata"]["name"], c["image"]))
+    if "-agent\"" in text or ":0.1.0-" in text:
+        errs.append("%s: a tag-only chart image: %s" % (path, [l for l in text.splitlines() if ":0.1.0-" in l or "-agent\"" in l][:2]))
+setd = [d for d in yaml.safe_load_all(open(sys.argv[2])) if d]
+sds = [d for d in setd if d["kind"] == "DaemonSet" and d["metadata"]["name"].endswith("p5-48xlarge")][0]
+want("--set extraEnv[0]", sds["spec"]["template"]["spec"]["containers"][0]["env"][-1], {"name": "NCCL_DEBUG", "value": "INFO"})
+want("--set commonLabels.team", sds["metadata"]["labels"].get("team"), "ml")
+for e in errs: print("FAIL " + e)
+sys.exit(1 if errs else 0)
+EOF2
+then pass "knobs: standard and common labels/annotations on every object, env, volumes, security, placement, selectors, issuer, alerts, digests"
+else bad "knobs"; fi
+if node $m/validate.mjs manifests "$tmp/knobs.yaml" "$tmp/set.yaml" "$tmp/everything.yaml" >"$tmp/out" 2>&1; then
+    pass "knobs renders: every object valid, CRDs included ($(tail -n 1 "$tmp/out"))"
+else bad "knobs renders: schemas"; grep -v '^ok ' "$tmp/out" | sed 's/^/     /'; fi
+# The webhook checks hold but for what the knobs chose against the
+# defaults' policy: failurePolicy Fail, a namespaceSelector of their own.
+python3 $m/check_webhook.py "$tmp/knobs.yaml" --cert-manager --issuer=ClusterIssuer/corp-ca >"$tmp/out" 2>&1
+if [ "$(grep -c '^FAIL' "$tmp/out")" -eq 2 ] && grep -q "^FAIL failurePolicy 'Fail', want Ignore" "$tmp/out" \
+        && grep -q "^FAIL namespaceSelector does not require the opt-in label" "$tmp/out"; then
+    pass "knobs webhook: certificate from the ClusterIssuer given, Deployment and RBAC as required"
+else bad "knobs webhook checks"; sed 's/^/     /' "$tmp/out"; fi
+if command -v promtool >/dev/null; then
+    python3 -c 'import sys, yaml
+pr = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "PrometheusRule"][0]
+yaml.safe_dump({"groups": pr["spec"]["groups"]}, open(sys.argv[2], "w"))' "$tmp/knobs.yaml" "$tmp/knobs-rules.yaml"
+    promtool check rules "$tmp/knobs-rules.yaml" >"$tmp/out" 2>&1 && pass "promtool check rules: the tuned and added alerts" \
+        || { bad "promtool (knobs)"; sed 's/^/     /' "$tmp/out"; }
+fi
+
+# 13b. Pinned means pinned: one digest given, a chart image without its
+#      own fails the render naming the value; a whole image given without
+#      a digest too. Typos and Helm's own labels are refused by the schema.
+echo "$render $chart --set image.repository=$repo --set image.digest=sha256:$(printf '1%.0s' $(seq 64)) --set webhook.enabled=true" >"$tmp/cmd"
+expect_fail "a digest for the DaemonSets, none for the injected image" \
+    "images are pinned by digest (image.digest, agentDigest or webhookDigest is set): set image.agentDigest too, the digest of $repo:0.1.0-agent"
+echo "$render $chart --set image.repository=$repo -f $kn --set webhook.image=$repo:custom" >"$tmp/cmd"
+expect_fail "a pinned release with webhook.image by tag" 'webhook.image "'"$repo"':custom" has none'
+echo "$render $chart --set image.repository=$repo --set image.digest=sha256:$(printf '1%.0s' $(seq 64)) --set webhook.enabled=true --set image.agentDigest=sha256:$(printf '2%.0s' $(seq 64)) --set image.webhookDigest=sha256:$(printf '3%.0s' $(seq 64)) --set webhook.certGen.image.digest=" >"$tmp/cmd"
+expect_fail "a pinned release with the certificate Job's image by tag" "images are pinned by digest: set webhook.certGen.image.digest too"
+echo "$render $chart --set image.repository=$repo --set webhook.podLabel.a=b --set 'podLabels.app\.kubernetes\.io/name=x' --set 'extraEnv[0].valu=x' --set prometheusRule.rules.EFAPreflightFaild.enabled=false" >"$tmp/cmd"
+expect_fail "the schema on misspelt knobs and a standard label overridden" \
+    "- at '/webhook': additional properties 'podLabel' not allowed" \
+    "invalid propertyName 'app.kubernetes.io/name'" \
+    "- at '/extraEnv/0': additional properties 'valu' not allowed" \
+    "- at '/prometheusRule/rules': additional properties 'EFAPreflightFaild' not allowed"
+
+# 14. Kubernetes versions and GitOps: the chart renders at every minor
+#     it supports with the webhook and the monitor on, valid each time; the
+#     node policy (ValidatingAdmissionPolicy v1) renders from 1.30 and is
+#     refused, naming why, below; and two renders are the same bytes
+#     (no generated CA or key: Argo CD and Flux see no drift).
+for kv in 1.28.0 1.30.0 1.32.0 1.35.0; do
+    np=true; case $kv in 1.28.*) np=false ;; esac
+    if r --kube-version $kv -f $m/fixtures/values-webhook.yaml -f $m/fixtures/values-monitor.yaml \
+            --set webhook.nodePolicy.enabled=$np >"$tmp/kv.yaml" 2>"$tmp/out" \
+            && node $m/validate.mjs manifests "$tmp/kv.yaml" >"$tmp/out" 2>&1 \
+            && { [ $np = false ] || grep -q '^ok .*ValidatingAdmissionPolicy/' "$tmp/out"; }; then
+        pass "Kubernetes $kv: renders and validates (node policy: $np)"
+    else bad "Kubernetes $kv"; grep -v '^ok ' "$tmp/out" | sed 's/^/     /'; fi
+done
+echo "$render $chart --set image.repository=$repo --kube-version 1.28.0 -f $m/fixtures/values-webhook.yaml" >"$tmp/cmd"
+expect_fail "the node policy on Kubernetes 1.28" "webhook.nodePolicy.enabled needs Kubernetes >= 1.30" "this cluster is v1.28.0"
+for v in "" "--set webhook.certManager.enabled=true"; do
+    # shellcheck disable=SC2086
+    r -f $m/fixtures/values-webhook.yaml -f $m/fixtures/values-monitor.yaml $v >"$tmp/r1.yaml"
+    # shellcheck disable=SC2086
+    r -f $m/fixtures/values-webhook.yaml -f $m/fixtures/values-monitor.yaml $v >"$tmp/r2.yaml"
+    if [ -s "$tmp/r1.yaml" ] && cmp -s "$tmp/r1.yaml" "$tmp/r2.yaml"; then
+        pass "two renders are identical (webhook ${v:-with the certificate Job})"
+    else bad "two renders differ (${v:-certificate Job}): $(diff "$tmp/r1.yaml" "$tmp/r2.yaml" | head -4)"; fi
+done
 
 echo "manifests: $failures failed checks"
 [ $failures -eq 0 ]

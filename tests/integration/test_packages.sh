@@ -2,9 +2,9 @@
 # One list of packages (scripts/packages.txt): `make deps` (scripts/deps.sh)
 # and .ci/run both install from it, so a newcomer's `make test` on a fresh
 # box skips only what needs hardware or static archives. Every tool an
-# integration test looks for (command -v ...), and the Go libraries the
-# chart renderer builds on, come from a package of its "test" group (or one
-# Debian marks essential).
+# integration test looks for (command -v ...) comes from a package of its
+# "test" group (or one Debian marks essential); helm and kubectl from the
+# npm package scripts/helm_tools.sh pins, which scripts/deps.sh runs.
 set -u
 cd "$PF_ROOT" || exit 1
 fail() { echo "FAIL $*"; exit 1; }
@@ -38,8 +38,11 @@ for tool in $tools; do
     [ "$(dpkg-query -W -f '${Essential}' "$pkg" 2>/dev/null)" = yes ] && continue
     fail "a test looks for $tool ($pkg), which scripts/packages.txt does not list"
 done
-for d in github.com/Masterminds/sprig sigs.k8s.io/yaml github.com/xeipuuv/gojsonschema; do
-    pkg=$(dpkg -S "/usr/share/gocode/src/$d" 2>/dev/null | head -n 1 | cut -d: -f1)
-    [ -z "$pkg" ] || [[ "$test_pkgs" == *" $pkg "* ]] || fail "the chart renderer's $d ($pkg) is not listed"
-done
-echo "ok   the $n tools the tests look for, and the renderer's Go libraries, come from listed packages"
+echo "ok   the $n tools the tests look for come from listed packages"
+grep -q '^helm_tools$' scripts/deps.sh || fail "scripts/deps.sh does not run scripts/helm_tools.sh"
+grep -qE '^version=[0-9]+\.[0-9]+\.[0-9]+$' scripts/helm_tools.sh \
+    && grep -qE '^integrity=sha512-[A-Za-z0-9+/]{86}==$' scripts/helm_tools.sh \
+    && grep -qE '^layer_sha256=[0-9a-f]{64}$' scripts/helm_tools.sh \
+    || fail "scripts/helm_tools.sh pins no exact version and checksums"
+[ ! -e tests/helm_render ] || fail "tests/helm_render is back: the chart tests use real Helm"
+echo "ok   helm and kubectl: a pinned npm package, integrity and layer sha256 checked (scripts/helm_tools.sh)"

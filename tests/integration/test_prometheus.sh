@@ -129,6 +129,7 @@ for s in ("pass", "warn", "fail", "error", "usage"):
 w("efa_preflight_verdict_info", 1, reason=r["verdict"]["reason"] or "",
   **{"class": r["verdict"]["class"]}, command=r["command"],
   instance_type=r["node"]["instance_type"], version=r["tool"]["version"])
+w("efa_preflight_build_info", 1, version=r["tool"]["version"])
 for row in rows:
     for p in ("out_of_place", "in_place"):
         w("efa_preflight_busbw_bytes_per_second", row[p]["busbw_gbps"] * 1e9,

@@ -4,7 +4,7 @@
 # embedded catalog):
 # the labels from the agent's own table (agent/publish/node_build.c, which
 # a unit test holds the Node patch to), the RBAC from the chart's render
-# (Helm's engine, tests/helm_render) with each rule's "# why:" comment. A
+# (real Helm: scripts/helm_tools.sh) with each rule's "# why:" comment. A
 # label added in the code or a grant changed in the chart without the
 # docs fails here, and so does a rule with no reason given.
 set -u
@@ -39,19 +39,17 @@ n=$("$PF_BIN" catalog --json | python3 -c 'import json,sys; print(sum(len(i["flo
 [ "$(grep -c '^| [a-z0-9*.-]* | [0-9]' <<<"$want")" -eq "$n" ] || fail "the catalog table does not have the catalog's $n points"
 echo "ok   docs/reference/catalog.md: the catalog's $n floor points with their sources"
 
-command -v go >/dev/null && [ -d /usr/share/gocode/src/github.com/Masterminds/sprig ] || {
-    echo "skip: the chart renderer needs golang-go and Helm's libraries (make deps)"; exit 77; }
-GO111MODULE=off GOPATH=/usr/share/gocode GOFLAGS= go build -o "$tmp/helm-render" ./tests/helm_render \
-    >"$tmp/build.log" 2>&1 || { cat "$tmp/build.log"; fail "go build tests/helm_render"; }
+. tests/integration/lib_helm.sh
+helm_find || exit 77
 render() {
-    "$tmp/helm-render" "$1" --name efa-preflight --namespace efa-preflight \
+    "$HELM" template efa-preflight "$1" --namespace efa-preflight \
         --set image.repository=123456789012.dkr.ecr.us-west-2.amazonaws.com/efa-preflight
 }
 render charts/efa-preflight >"$tmp/r.yaml" || fail "chart render"
 want=$(python3 scripts/readme_tables.py rbac "$tmp/r.yaml") || fail "readme_tables.py rbac: $want"
 if [ "$want" != "$(between rbac rbac.md)" ]; then
     echo "FAIL docs/reference/rbac.md differs from the chart's grants; regenerate:"
-    echo "  python3 scripts/readme_tables.py rbac <(helm-render charts/efa-preflight --name efa-preflight ...)"
+    echo "  python3 scripts/readme_tables.py rbac <(helm template efa-preflight charts/efa-preflight ...)"
     diff <(echo "$want") <(between rbac rbac.md) | head -20; exit 1
 fi
 echo "ok   docs/reference/rbac.md: the chart's $(grep -c '^| [CR]' <<<"$want") grants"

@@ -16,8 +16,12 @@ trap 'rm -rf "$out"' EXIT
 fail() { echo "FAIL $*"; cat "$out/log" 2>/dev/null | tail -n 20; exit 1; }
 
 # Inside: / read-only; /tmp and /dev/shm tmpfs; $out/res a writable bind
-# mount of its own (as the chart's hostPath and emptyDir mounts are).
-mkdir -p "$out/res"
+# mount of its own (as the chart's hostPath and emptyDir mounts are). The
+# binary runs from a copy beside it: a checkout under /tmp (or /dev/shm)
+# would be hidden by those tmpfs mounts.
+mkdir -p "$out/res" "$out/bin"
+cp "$bin" "$out/bin/efa-preflight" || fail "cannot copy $bin"
+bin=$out/bin/efa-preflight
 timeout -k 5 120 unshare -m --propagation private bash -c '
     set -e
     mount --bind "$2/res" "$2/res"

@@ -9,7 +9,7 @@
 #                         10.254.42.1) on ports picked here, waited for;
 #                         extra kube-apiserver flags appended
 #   kr_call ARGS...       tests/kube_real/kr.py call as the admin
-#   kr_render_chart FILE [--set K=V...]   the chart, rendered by tests/helm_render
+#   kr_render_chart FILE [--set K=V...]   the chart, rendered by helm template
 #   kr_token NS SA [POD]  a TokenRequest token (bound to POD when given)
 #   kr_state FILE / kr_check FILE 'python'   as pfk8s_state / pfk8s_check
 #   kr_audit              the audit log's events, one JSON per line
@@ -233,23 +233,22 @@ kr_token() {
     python3 "$KR_LIB/kr.py" token "$1" "$2" ${3:+--pod "$3"} || kr_die "TokenRequest for $1/$2"
 }
 
-# kr_render_chart OUT [helm-render args]: the chart as `helm template`
+# kr_render_chart OUT [helm template args]: the chart as `helm template`
 # renders it (release efa-preflight in namespace efa-preflight); PF_KR_CHART
 # names another chart directory.
 kr_render_chart() {
-    local out=$1 render=$KR_TMP/helm-render
+    local out=$1
     shift
-    if [ ! -x "$render" ]; then
-        (cd "$PF_ROOT" && GO111MODULE=off GOPATH=/usr/share/gocode GOFLAGS= \
-            go build -o "$render" ./tests/helm_render) > "$KR_TMP/out/helm-build.log" 2>&1 ||
-            { cat "$KR_TMP/out/helm-build.log"; kr_die "go build tests/helm_render"; }
+    if [ -z "${HELM:-}" ]; then
+        . "$PF_ROOT/tests/integration/lib_helm.sh"
+        helm_find >"$KR_TMP/out/helm-find.log" || kr_skip "$(cat "$KR_TMP/out/helm-find.log")"
     fi
-    "$render" "${PF_KR_CHART:-$PF_ROOT/charts/efa-preflight}" --name efa-preflight --namespace efa-preflight \
+    "$HELM" template efa-preflight "${PF_KR_CHART:-$PF_ROOT/charts/efa-preflight}" --namespace efa-preflight \
         --set image.repository=registry.invalid/efa-preflight "$@" > "$out" ||
         kr_die "chart render $*"
 }
 
-# kr_rbac_from_chart [helm-render args]: the chart's service accounts and
+# kr_rbac_from_chart [helm template args]: the chart's service accounts and
 # RBAC objects (the DaemonSet and the rest need a kubelet), applied.
 kr_rbac_from_chart() {
     kr_render_chart "$KR_TMP/chart.yaml" "$@"

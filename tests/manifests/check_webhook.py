@@ -2,17 +2,20 @@
 """The webhook part of a chart render (webhook.enabled), checked for what
 the API server and a platform team rely on:
 
-  check_webhook.py RENDER [--cert-manager]
+  check_webhook.py RENDER [--cert-manager [--issuer=KIND/NAME]]
 
 - the MutatingWebhookConfiguration: Pod CREATE only, failurePolicy Ignore,
   timeoutSeconds <= 5, sideEffects None, admissionReviewVersions [v1], a
   reinvocationPolicy, a namespaceSelector that requires the opt-in label
   and excludes the release namespace, an objectSelector that drops pods
   labelled <prefix>inject=false, the Service on /mutate;
-- certificates: the chart's own (a Secret whose tls.crt the caBundle
-  verifies for the Service's DNS name, by openssl) or cert-manager's
-  (inject-ca-from naming a Certificate for that name, writing the Secret the
-  Deployment mounts; no caBundle);
+- certificates, nothing random rendered (no Secret, no caBundle): the
+  certificate Jobs' (a pre-install/pre-upgrade hook making the Secret the
+  Deployment mounts for the Service's DNS names, a post-install/upgrade
+  hook patching this MutatingWebhookConfiguration's caBundle, with RBAC for
+  just that) or cert-manager's (inject-ca-from naming a Certificate for
+  that name, writing the Secret the Deployment mounts, from a rendered
+  Issuer or the issuerRef given);
 - the Deployment: >= 2 replicas, a PodDisruptionBudget selecting its pods,
   a priorityClassName, readiness and liveness on /healthz over HTTPS, no
   service-account token, the Service's target port, every EFA_PREFLIGHT_*
@@ -20,12 +23,9 @@ the API server and a platform team rely on:
 - RBAC: each listed job service account bound to the node-writing
   ClusterRole, and named by the node policy when there is one.
 Prints one line per failure and exits 1 on any."""
-import base64
 import os
 import re
-import subprocess
 import sys
-import tempfile
 
 import yaml
 
@@ -50,6 +50,11 @@ def one(docs, kind):
 def main():
     render = sys.argv[1]
     cert_manager = "--cert-manager" in sys.argv[2:]
+    issuer_ref = None
+    for a in sys.argv[2:]:
+        if a.startswith("--issuer="):     # --issuer=KIND/NAME: the issuerRef given
+            kind, name = a[len("--issuer="):].split("/", 1)
+            issuer_ref = {"name": name, "kind": kind, "group": "cert-manager.io"}
     docs = [d for d in yaml.safe_load_all(open(render)) if d]
     mwc = one(docs, "MutatingWebhookConfiguration")
     dep = one(docs, "Deployment")
@@ -102,6 +107,10 @@ def main():
     secret_name = vol[0]["secret"]["secretName"] if vol else None
     if not secret_name:
         fail("the Deployment mounts no Secret with the certificate")
+    if "caBundle" in h.get("clientConfig", {}):
+        fail("caBundle rendered: cainjector or the certificate Job writes it (a rendered one changes every render)")
+    if any(d["kind"] == "Secret" for d in docs):
+        fail("a Secret rendered: its key would be in the chart's output")
     if cert_manager:
         ann = mwc["metadata"].get("annotations", {}).get("cert-manager.io/inject-ca-from", "")
         certs = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Certificate"}
@@ -114,28 +123,50 @@ def main():
                 fail("Certificate %s is not for %s" % (cn, dns))
             if cert.get("secretName") != secret_name:
                 fail("Certificate writes %s, the Deployment mounts %s" % (cert.get("secretName"), secret_name))
-            issuer = cert.get("issuerRef", {}).get("name")
-            if issuer not in {d["metadata"]["name"] for d in docs if d["kind"] == "Issuer"}:
-                fail("Certificate %s's issuer %s is not rendered" % (cn, issuer))
-        if "caBundle" in h.get("clientConfig", {}):
-            fail("caBundle set although cainjector fills it")
-        if any(d["kind"] == "Secret" for d in docs):
-            fail("a Secret rendered although cert-manager writes it")
+            ref = cert.get("issuerRef", {})
+            rendered = {d["metadata"]["name"] for d in docs if d["kind"] == ref.get("kind", "Issuer")}
+            if issuer_ref:
+                if ref != issuer_ref:
+                    fail("Certificate %s's issuerRef %r, want the one given %r" % (cn, ref, issuer_ref))
+                if any(d["kind"] == "Issuer" for d in docs):
+                    fail("an Issuer rendered although issuerRef names one")
+            elif ref.get("name") not in rendered:
+                fail("Certificate %s's issuer %s is not rendered" % (cn, ref.get("name")))
     else:
-        sec = [d for d in docs if d["kind"] == "Secret" and d["metadata"]["name"] == secret_name]
-        bundle = h.get("clientConfig", {}).get("caBundle")
-        if len(sec) != 1 or not bundle:
-            fail("no Secret %s or no caBundle" % secret_name)
-        else:
-            with tempfile.TemporaryDirectory() as t:
-                for k in ("tls.crt", "tls.key"):
-                    open(os.path.join(t, k), "wb").write(base64.b64decode(sec[0]["data"][k]))
-                open(os.path.join(t, "ca"), "wb").write(base64.b64decode(bundle))
-                v = subprocess.run(["openssl", "verify", "-CAfile", os.path.join(t, "ca"),
-                                    "-verify_hostname", dns, os.path.join(t, "tls.crt")],
-                                   capture_output=True, text=True)
-                if v.returncode != 0:
-                    fail("caBundle does not verify tls.crt for %s: %s" % (dns, (v.stdout + v.stderr).strip()))
+        jobs = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Job"}
+        create = [j for j in jobs.values() if "create" in j["spec"]["template"]["spec"]["containers"][0].get("args", [])[:1]]
+        patch = [j for j in jobs.values() if "patch" in j["spec"]["template"]["spec"]["containers"][0].get("args", [])[:1]]
+        if len(create) != 1 or len(patch) != 1:
+            fail("%d certificate create Jobs and %d patch Jobs, want 1 and 1" % (len(create), len(patch)))
+            return
+        def args(j):
+            return dict(a[2:].split("=", 1) for a in j["spec"]["template"]["spec"]["containers"][0]["args"][1:])
+        def hook(j):
+            return set(j["metadata"].get("annotations", {}).get("helm.sh/hook", "").split(","))
+        ca, pa = args(create[0]), args(patch[0])
+        if hook(create[0]) != {"pre-install", "pre-upgrade"}:
+            fail("the create Job runs at %s, want pre-install,pre-upgrade (before the Deployment)" % sorted(hook(create[0])))
+        if hook(patch[0]) != {"post-install", "post-upgrade"}:
+            fail("the patch Job runs at %s, want post-install,post-upgrade (after the configuration)" % sorted(hook(patch[0])))
+        if ca.get("secret-name") != secret_name or pa.get("secret-name") != secret_name:
+            fail("the certificate Jobs write %s and read %s, the Deployment mounts %s"
+                 % (ca.get("secret-name"), pa.get("secret-name"), secret_name))
+        if ca.get("namespace") != ns or pa.get("namespace") != ns:
+            fail("the certificate Jobs work in %s/%s, not the release namespace %s" % (ca.get("namespace"), pa.get("namespace"), ns))
+        if dns not in ca.get("host", "").split(","):
+            fail("the certificate is not for %s: --host=%s" % (dns, ca.get("host")))
+        if pa.get("webhook-name") != mwc["metadata"]["name"] or pa.get("patch-mutating") != "true":
+            fail("the patch Job patches %r (mutating %r), not %s" % (pa.get("webhook-name"), pa.get("patch-mutating"),
+                                                                     mwc["metadata"]["name"]))
+        items = {i["key"]: i["path"] for i in vol[0]["secret"].get("items", [])} if vol else {}
+        if items != {"cert": "tls.crt", "key": "tls.key"}:
+            fail("the Deployment mounts %r of the Job's Secret, want cert as tls.crt and key as tls.key" % items)
+        sa = create[0]["spec"]["template"]["spec"].get("serviceAccountName")
+        rules = [r for d in docs if d["kind"] == "ClusterRole" and d["metadata"]["name"] == sa for r in d["rules"]]
+        if rules != [{"apiGroups": ["admissionregistration.k8s.io"], "resources": ["mutatingwebhookconfigurations"],
+                      "resourceNames": [mwc["metadata"]["name"]], "verbs": ["get", "update", "patch"]}]:
+            fail("the certificate Jobs' ClusterRole %s is not exactly get/update/patch of %s: %r"
+                 % (sa, mwc["metadata"]["name"], rules))
 
     if dep["spec"].get("replicas", 1) < 2:
         fail("Deployment replicas %r, want >= 2" % dep["spec"].get("replicas"))
@@ -166,10 +197,11 @@ def main():
     for k, f in (("EFA_PREFLIGHT_TLS_CERT_FILE", "tls.crt"), ("EFA_PREFLIGHT_TLS_KEY_FILE", "tls.key")):
         if env.get(k) != "%s/%s" % (tls_dir, f):
             fail("%s %r is not %s in the mounted Secret (%s)" % (k, env.get(k), f, tls_dir))
-    if not re.search(r":[^/]+-agent$", env.get("EFA_PREFLIGHT_AGENT_IMAGE") or ""):
+    if not re.search(r"(:[^/]+-agent|@sha256:[0-9a-f]{64})$", env.get("EFA_PREFLIGHT_AGENT_IMAGE") or ""):
         fail("agent_image %r is not the -agent image" % env.get("EFA_PREFLIGHT_AGENT_IMAGE"))
 
-    crole = [d for d in docs if d["kind"] == "ClusterRole"][0]["metadata"]["name"]
+    crole = [d for d in docs if d["kind"] == "ClusterRole"
+             and "helm.sh/hook" not in d["metadata"].get("annotations", {})][0]["metadata"]["name"]
     bound = {(s["namespace"], s["name"]) for d in docs if d["kind"] == "ClusterRoleBinding"
              and d["roleRef"]["name"] == crole for s in d["subjects"]}
     vap = [d for d in docs if d["kind"] == "ValidatingAdmissionPolicy"]

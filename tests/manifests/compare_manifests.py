@@ -132,6 +132,22 @@ def diff(a, b, path=""):
     return [] if a == b else ["%s: %r in k8s/, %r in chart" % (path, a, b)]
 
 
+# The labels only Helm sets (the chart's standard labels, which kubectl
+# apply of k8s/ has no release or chart version for).
+HELM_LABELS = ("helm.sh/chart", "app.kubernetes.io/managed-by", "app.kubernetes.io/version",
+               "app.kubernetes.io/part-of")
+
+
+def without_helm_labels(o):
+    def strip(meta):
+        if meta and "labels" in meta:
+            for k in HELM_LABELS:
+                meta["labels"].pop(k, None)
+    strip(o.get("metadata"))
+    strip(o.get("spec", {}).get("template", {}).get("metadata") if isinstance(o.get("spec"), dict) else None)
+    return o
+
+
 def pod_spec(o):
     if o["kind"] == "JobSet":
         return o["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
@@ -455,7 +471,8 @@ def main():
     for p in sorted(glob.glob(os.path.join(root, "k8s", "*.yaml"))):
         for o in load(p):
             plain[key(o)] = o
-    chart = {key(o): o for o in load(rendered_path)}
+    chart = {key(o): without_helm_labels(o) for o in load(rendered_path)
+             if "helm.sh/hook" not in o.get("metadata", {}).get("annotations", {})}
     options = agent_options(root)
 
     # 1. k8s/ == chart.

@@ -10,12 +10,14 @@
 // reported as unknown, as `kubectl apply --validate=strict` would. JobSet is
 // a CRD with no model here: its own fields are checked with
 // jobset-v1alpha2.schema.json and each replicatedJobs[].template with the
-// batch/v1 JobTemplateSpec validator.
+// batch/v1 JobTemplateSpec validator. The Prometheus Operator's and
+// cert-manager's CRDs (ServiceMonitor, PrometheusRule, Certificate, Issuer,
+// ClusterIssuer) by the @kubernetes-models packages generated from them.
 // Exit 0 when everything is valid, 1 otherwise; every error is printed as
 // FILE: KIND/NAME PATH: message.
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import Ajv from "ajv";
 import { parseAllDocuments } from "yaml";
 
@@ -42,7 +44,31 @@ async function modelValidator(schemaName) {
   }
 }
 
+// CRD apiVersion -> [package, schema name prefix]; those packages export
+// no _schemas/, so they are imported by file.
+const CRDS = {
+  "monitoring.coreos.com/v1": [
+    "@kubernetes-models/prometheus-operator",
+    "ComGithubPrometheusOperatorPrometheusOperatorPkgApisMonitoringV1",
+  ],
+  "cert-manager.io/v1": [
+    "@kubernetes-models/cert-manager",
+    "ComGithubCertManagerCertManagerPkgApisCertmanagerV1",
+  ],
+};
+
+async function crdValidator(apiVersion, kind) {
+  const [pkg, prefix] = CRDS[apiVersion];
+  const file = join(here, "node_modules", pkg, "_schemas", `${prefix}${kind}.js`);
+  try {
+    return (await import(pathToFileURL(file).href)).validate;
+  } catch {
+    return null;
+  }
+}
+
 async function validatorFor(apiVersion, kind) {
+  if (apiVersion in CRDS) return crdValidator(apiVersion, kind);
   const [group, version] = apiVersion.includes("/")
     ? apiVersion.split("/")
     : ["", apiVersion];

@@ -120,6 +120,23 @@ Test(k8s_discover, selector_order_and_override)
     cr_assert_str_eq(sel, "training.kubeflow.org/job-name=pt");
     cJSON_Delete(j);
 
+    /* A LeaderWorkerSet: this group only (leader and workers). */
+    j = cJSON_Parse("{\"metadata\":{\"name\":\"vllm-1-1\",\"labels\":{"
+                    "\"leaderworkerset.sigs.k8s.io/name\":\"vllm\","
+                    "\"leaderworkerset.sigs.k8s.io/group-index\":\"1\","
+                    "\"leaderworkerset.sigs.k8s.io/worker-index\":\"1\"}}}");
+    cr_assert_eq(pf_k8s_selector(j, NULL, sel, sizeof(sel), err), PF_OK);
+    cr_assert_str_eq(sel, "leaderworkerset.sigs.k8s.io/name=vllm,"
+                          "leaderworkerset.sigs.k8s.io/group-index=1");
+    cJSON_Delete(j);
+    /* A Volcano Job's pods. */
+    j = cJSON_Parse("{\"metadata\":{\"name\":\"nccl-worker-0\",\"labels\":{"
+                    "\"volcano.sh/job-name\":\"nccl\",\"volcano.sh/queue-name\":\"default\","
+                    "\"volcano.sh/task-spec\":\"worker\"}}}");
+    cr_assert_eq(pf_k8s_selector(j, NULL, sel, sizeof(sel), err), PF_OK);
+    cr_assert_str_eq(sel, "volcano.sh/job-name=nccl");
+    cJSON_Delete(j);
+
     j = cJSON_Parse("{\"metadata\":{\"name\":\"lonely\",\"labels\":{}}}");
     cr_assert_eq(pf_k8s_selector(j, NULL, sel, sizeof(sel), err),
                  PF_ERR_USAGE);

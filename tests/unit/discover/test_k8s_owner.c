@@ -71,3 +71,47 @@ Test(k8s_owner, no_single_owner_means_none)
     cr_assert_str_eq(owner_of("{\"metadata\": {\"labels\": {"
                               "\"controller-uid\": \"a/b\\n\"}}}", false, false), "");
 }
+
+/* The gangs of other controllers (docs/install/gangs.md), with the labels
+ * and owner references their controllers write. */
+#define LWS_POD(name, worker, sts, sts_uid)                                             \
+    "{\"metadata\": {\"name\": \"" name "\", \"labels\": {"                              \
+    "\"leaderworkerset.sigs.k8s.io/name\": \"vllm\","                                    \
+    "\"leaderworkerset.sigs.k8s.io/group-index\": \"1\","                                \
+    "\"leaderworkerset.sigs.k8s.io/worker-index\": \"" worker "\","                      \
+    "\"leaderworkerset.sigs.k8s.io/group-key\": \"689ad1b7e4d7c2f0a1b2c3d4e5f60718293a4b5c\"}," \
+    "\"annotations\": {\"leaderworkerset.sigs.k8s.io/size\": \"2\"},"                   \
+    "\"ownerReferences\": [{\"apiVersion\": \"apps/v1\", \"kind\": \"StatefulSet\","     \
+    "\"name\": \"" sts "\", \"uid\": \"" sts_uid "\", \"controller\": true}]}}"
+
+Test(k8s_owner, a_leaderworkerset_group_shares_its_group_key_not_its_statefulsets)
+{
+    /* The leader is the leader StatefulSet's, the worker the group's own. */
+    cr_assert_str_eq(owner_of(LWS_POD("vllm-1", "0", "vllm", "sts-leaders"), false, false),
+                     "LeaderWorkerSet/689ad1b7e4d7c2f0a1b2c3d4e5f60718293a4b5c");
+    cr_assert_str_eq(owner_of(LWS_POD("vllm-1-1", "1", "vllm-1", "sts-group-1"), false, false),
+                     "LeaderWorkerSet/689ad1b7e4d7c2f0a1b2c3d4e5f60718293a4b5c");
+}
+
+Test(k8s_owner, a_pytorchjob_and_a_volcano_job_are_found_by_their_controller_reference)
+{
+    cr_assert_str_eq(owner_of("{\"metadata\": {\"name\": \"llama-worker-0\", \"labels\": {"
+                              "\"training.kubeflow.org/job-name\": \"llama\","
+                              "\"training.kubeflow.org/operator-name\": \"pytorchjob-controller\","
+                              "\"training.kubeflow.org/replica-type\": \"worker\","
+                              "\"training.kubeflow.org/replica-index\": \"0\"},"
+                              "\"ownerReferences\": [{\"apiVersion\": \"kubeflow.org/v1\","
+                              "\"kind\": \"PyTorchJob\", \"name\": \"llama\","
+                              "\"uid\": \"0b9d6a4e-1c2d-4e5f-8a9b-0c1d2e3f4a5b\","
+                              "\"controller\": true, \"blockOwnerDeletion\": true}]}}",
+                              false, false),
+                     "PyTorchJob/0b9d6a4e-1c2d-4e5f-8a9b-0c1d2e3f4a5b");
+    cr_assert_str_eq(owner_of("{\"metadata\": {\"name\": \"nccl-worker-1\", \"labels\": {"
+                              "\"volcano.sh/job-name\": \"nccl\", \"volcano.sh/task-spec\": \"worker\"},"
+                              "\"annotations\": {\"scheduling.k8s.io/group-name\": \"nccl\"},"
+                              "\"ownerReferences\": [{\"apiVersion\": \"batch.volcano.sh/v1alpha1\","
+                              "\"kind\": \"Job\", \"name\": \"nccl\","
+                              "\"uid\": \"7e8f9a0b-1c2d-4e5f-8a9b-0c1d2e3f4a5b\", \"controller\": true}]}}",
+                              false, false),
+                     "Job/7e8f9a0b-1c2d-4e5f-8a9b-0c1d2e3f4a5b");
+}

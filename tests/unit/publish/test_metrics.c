@@ -148,6 +148,10 @@ Test(metrics, status_is_one_hot_and_verdict_labels_carry_reason_and_class)
                                     "command=\"node\",instance_type=\""
                                     "p5.48xlarge\",version=\"" PF_VERSION
                                     "\"} 1\n"), "%s", text);
+    /* build_info: the version alone, always 1, its family declared */
+    cr_assert_not_null(strstr(text, "# TYPE efa_preflight_build_info gauge\n"
+                                    "efa_preflight_build_info{version=\"" PF_VERSION "\"} 1\n"),
+                       "%s", text);
     samples_are(text, want, sizeof(want) / sizeof(want[0]));
     free(text);
     free_run(run);

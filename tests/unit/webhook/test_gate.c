@@ -359,3 +359,137 @@ Test(gate, a_pod_of_the_wrong_shape_is_an_error_naming_the_field)
             "\"image\":\"t:1\",\"resources\":{\"limits\":{\"vpc.amazonaws.com/efa\":\"1\"}}}]}}",
             "volume named efa-preflight");
 }
+
+/* ---- DRA: EFA and GPUs through spec.resourceClaims (resource.k8s.io/v1,
+ * Kubernetes 1.34+): the Pod names ResourceClaimTemplates (one claim per
+ * Pod) or a shared ResourceClaim; its containers take claims by name. Only
+ * claims whose template or claim name matches dra_claims count. */
+
+static const struct pf_gate_opts dra_opts = {
+    .agent_image = "repo/efa-preflight:agent",
+    .prefix = "efa-preflight.io/",
+    .timeout_s = 600,
+    .port = 29600,
+    .valid_hours = 12,
+    .dra_claims = "efa-*, h100-x8",
+};
+
+static cJSON *gate_dra(const struct pf_gate_opts *o, const char *pod_json,
+                       enum pf_gate_decision want)
+{
+    cJSON *pod = parse(pod_json), *patch = NULL;
+    enum pf_gate_decision d;
+    char msg[PF_ERRLEN] = "";
+    cr_assert_eq(pf_gate_patch(pod, o, &d, &patch, msg), PF_OK, "%s", msg);
+    cr_assert_eq(d, want, "decision %s, wanted %s", pf_gate_decision_name(d),
+                 pf_gate_decision_name(want));
+    if (want != PF_GATE_INJECT) {
+        cr_assert_null(patch);
+        return pod;
+    }
+    apply(pod, patch);
+    cJSON_Delete(patch);
+    cJSON *again = NULL;
+    cr_assert_eq(pf_gate_patch(pod, o, &d, &again, msg), PF_OK, "%s", msg);
+    cr_assert_eq(d, PF_GATE_ALREADY);
+    cr_assert_null(again);
+    return pod;
+}
+
+/* A PyTorchJob worker's Pod as the API server stores it with DRA devices:
+ * EFA and GPUs from two templates, a log sidecar with a shared scratch
+ * claim. */
+#define DRA_POD(efa_tpl, gpu_tpl)                                                             \
+    "{\"metadata\":{\"name\":\"llama-worker-0\",\"namespace\":\"ml\",\"labels\":"              \
+    "{\"training.kubeflow.org/job-name\":\"llama\",\"training.kubeflow.org/replica-type\":"    \
+    "\"worker\"}},\"spec\":{\"resourceClaims\":["                                               \
+    "{\"name\":\"efa\",\"resourceClaimTemplateName\":\"" efa_tpl "\"},"                         \
+    "{\"name\":\"gpus\",\"resourceClaimTemplateName\":\"" gpu_tpl "\"},"                        \
+    "{\"name\":\"scratch\",\"resourceClaimName\":\"shared-scratch\"}],"                         \
+    "\"containers\":[{\"name\":\"logs\",\"image\":\"fluent/bit:3\",\"resources\":{\"claims\":" \
+    "[{\"name\":\"scratch\"}]}},{\"name\":\"pytorch\",\"image\":\"my/train:1\",\"resources\":"  \
+    "{\"claims\":[{\"name\":\"efa\"},{\"name\":\"gpus\",\"request\":\"gpu\"}],"                \
+    "\"limits\":{\"memory\":\"64Gi\"}}}]}}"
+
+Test(gate, dra_claims_of_configured_templates_gate_the_container_taking_them)
+{
+    cJSON *pod = gate_dra(&dra_opts, DRA_POD("efa-32", "h100-x8"), PF_GATE_INJECT);
+    const cJSON *g = at(pod, "spec.initContainers.1");
+    cr_assert_str_eq(str_at(g, "name"), "efa-preflight");
+    cr_assert_str_eq(str_at(g, "image"), "my/train:1", "the gate runs in the container taking the claims");
+    /* the same claims (a Pod's containers share a claim's devices), the
+     * container's own resources, and no device-plugin resource made up */
+    const cJSON *claims = at(g, "resources.claims");
+    cr_assert_eq(cJSON_GetArraySize(claims), 2);
+    cr_assert_str_eq(str_at(claims, "0.name"), "efa");
+    cr_assert_str_eq(str_at(claims, "1.name"), "gpus");
+    cr_assert_str_eq(str_at(claims, "1.request"), "gpu");
+    cr_assert_str_eq(str_at(g, "resources.limits.memory"), "64Gi");
+    cr_assert_null(cJSON_GetObjectItem(at(g, "resources.limits"), "vpc.amazonaws.com/efa"));
+    cr_assert_null(cJSON_GetObjectItem(at(g, "resources.limits"), "nvidia.com/gpu"));
+    cr_assert_str_eq(str_at(pod, "spec.initContainers.0.name"), "efa-preflight-copy");
+    cr_assert_eq(count_named(at(pod, "spec.tolerations"), "vpc.amazonaws.com/efa"), 1);
+    cr_assert_not_null(cJSON_GetObjectItem(at(pod, "metadata.annotations"), "efa-preflight.io/gate"));
+    cJSON_Delete(pod);
+    /* one matching template is enough (GPUs from elsewhere) */
+    cJSON_Delete(gate_dra(&dra_opts, DRA_POD("efa-32", "a100-x8"), PF_GATE_INJECT));
+}
+
+Test(gate, dra_claims_of_other_names_or_none_configured_are_not_gated)
+{
+    /* nothing configured: a DRA Pod is not taken for an EFA Pod */
+    cJSON_Delete(gate_dra(&opts, DRA_POD("efa-32", "h100-x8"), PF_GATE_NO_EFA));
+    /* configured, but the Pod's templates are others */
+    cJSON_Delete(gate_dra(&dra_opts, DRA_POD("rdma-32", "a100-x8"), PF_GATE_NO_EFA));
+    /* a matching claim no container takes */
+    cJSON_Delete(gate_dra(&dra_opts, "{\"spec\":{\"resourceClaims\":[{\"name\":\"efa\","
+                          "\"resourceClaimTemplateName\":\"efa-32\"}],\"containers\":[{\"name\":\"t\","
+                          "\"image\":\"t:1\",\"resources\":{\"claims\":[{\"name\":\"other\"}]}}]}}",
+                          PF_GATE_NO_EFA));
+    /* a pattern matches whole names, not parts */
+    struct pf_gate_opts exact = dra_opts;
+    exact.dra_claims = "efa";
+    cJSON_Delete(gate_dra(&exact, DRA_POD("efa-32", "a100-x8"), PF_GATE_NO_EFA));
+}
+
+Test(gate, dra_a_shared_resource_claim_by_name_and_the_opt_out_hold)
+{
+    struct pf_gate_opts o = dra_opts;
+    o.dra_claims = "shared-scratch";
+    cJSON *pod = gate_dra(&o, DRA_POD("x", "y"), PF_GATE_INJECT);
+    cr_assert_str_eq(str_at(pod, "spec.initContainers.1.image"), "fluent/bit:3");
+    cJSON_Delete(pod);
+    cJSON_Delete(gate_dra(&dra_opts, "{\"metadata\":{\"labels\":{\"efa-preflight.io/inject\":\"false\"}},"
+                          "\"spec\":{\"resourceClaims\":[{\"name\":\"efa\",\"resourceClaimTemplateName\":"
+                          "\"efa-32\"}],\"containers\":[{\"name\":\"t\",\"image\":\"t:1\",\"resources\":"
+                          "{\"claims\":[{\"name\":\"efa\"}]}}]}}", PF_GATE_OPTED_OUT));
+}
+
+Test(gate, dra_gpus_with_efa_from_the_device_plugin_keep_both)
+{
+    cJSON *pod = gate_dra(&dra_opts, "{\"spec\":{\"resourceClaims\":[{\"name\":\"gpus\","
+                          "\"resourceClaimTemplateName\":\"h100-x8\"}],\"containers\":[{\"name\":\"t\","
+                          "\"image\":\"t:1\",\"resources\":{\"claims\":[{\"name\":\"gpus\"}],\"limits\":"
+                          "{\"vpc.amazonaws.com/efa\":\"32\"}}}]}}", PF_GATE_INJECT);
+    const cJSON *g = at(pod, "spec.initContainers.1");
+    cr_assert_str_eq(cJSON_GetObjectItem(at(g, "resources.limits"), "vpc.amazonaws.com/efa")->valuestring, "32");
+    cr_assert_str_eq(cJSON_GetObjectItem(at(g, "resources.requests"), "vpc.amazonaws.com/efa")->valuestring, "32");
+    cr_assert_str_eq(str_at(g, "resources.claims.0.name"), "gpus");
+    cJSON_Delete(pod);
+}
+
+Test(gate, dra_resource_claims_of_the_wrong_shape_are_refused)
+{
+    cJSON *pod = parse("{\"spec\":{\"resourceClaims\":{\"name\":\"efa\"},\"containers\":[{\"name\":\"t\","
+                       "\"image\":\"t:1\"}]}}"), *patch = NULL;
+    enum pf_gate_decision d;
+    char msg[PF_ERRLEN] = "";
+    cr_assert_eq(pf_gate_patch(pod, &dra_opts, &d, &patch, msg), PF_ERR_PROTOCOL);
+    cr_assert(strstr(msg, "resourceClaims") != NULL, "%s", msg);
+    cr_assert_null(patch);
+    cJSON_Delete(pod);
+    /* odd members inside are not a crash, just no match */
+    cJSON_Delete(gate_dra(&dra_opts, "{\"spec\":{\"resourceClaims\":[{\"name\":7,\"resourceClaimTemplateName\":"
+                          "[\"efa-1\"]}],\"containers\":[{\"name\":\"t\",\"image\":\"t:1\",\"resources\":"
+                          "{\"claims\":[{\"name\":null},7]}}]}}", PF_GATE_NO_EFA));
+}
