@@ -623,7 +623,7 @@ static pf_err get_host_floors(struct ctx *c, yaml_node_t *v,
     return PF_OK;
 }
 
-/* gpu: {nvlinks, pcie_gen, pcie_width, min_driver, mig, verified,
+/* gpu: {nvlinks, pcie_gen, pcie_width, min_driver, min_cuda, mig, verified,
  * source}: an override changes the keys it names. */
 static pf_err get_gpu(struct ctx *c, yaml_node_t *x, struct pf_instance *it)
 {
@@ -632,7 +632,7 @@ static pf_err get_gpu(struct ctx *c, yaml_node_t *x, struct pf_instance *it)
 
     if (!x || x->type != YAML_MAPPING_NODE)
         return at(c, x, "%s: 'gpu' must be a mapping (nvlinks, pcie_gen, "
-                  "pcie_width, min_driver, min_driver_verified, mig, "
+                  "pcie_width, min_driver, min_cuda, min_driver_verified, mig, "
                   "verified, source)", inst);
     for (yaml_node_pair_t *p = x->data.mapping.pairs.start;
          p < x->data.mapping.pairs.top; p++) {
@@ -655,6 +655,14 @@ static pf_err get_gpu(struct ctx *c, yaml_node_t *x, struct pf_instance *it)
                 if (!((*d >= '0' && *d <= '9') || *d == '.'))
                     rc = at(c, v, "%s: min_driver '%s' is not a version "
                             "(digits and dots)", inst, g->min_driver);
+        } else if (!strcmp(key, "min_cuda")) {
+            int major = 0, minor = 0, n = 0;
+            rc = get_str(c, v, inst, key, g->min_cuda, sizeof(g->min_cuda));
+            if (rc == PF_OK &&
+                (sscanf(g->min_cuda, "%d.%d%n", &major, &minor, &n) != 2 ||
+                 g->min_cuda[n] || major < 1 || minor < 0 || minor > 99))
+                rc = at(c, v, "%s: min_cuda '%s' is not a CUDA version "
+                        "(MAJOR.MINOR, e.g. 12.4)", inst, g->min_cuda);
         } else if (!strcmp(key, "mig"))
             rc = get_bool(c, v, inst, key, &g->mig_allowed);
         else if (!strcmp(key, "verified"))
@@ -665,7 +673,7 @@ static pf_err get_gpu(struct ctx *c, yaml_node_t *x, struct pf_instance *it)
             rc = get_str(c, v, inst, key, g->source, sizeof(g->source));
         else
             return at(c, k, "%s: unknown gpu field '%s' (nvlinks, pcie_gen, "
-                      "pcie_width, min_driver, min_driver_verified, mig, "
+                      "pcie_width, min_driver, min_cuda, min_driver_verified, mig, "
                       "verified, source)", inst, key);
         if (rc != PF_OK)
             return rc;
@@ -938,7 +946,7 @@ static void print_by_size(const struct pf_catalog *cat, FILE *out);
 static bool gpu_stated(const struct pf_gpu_expect *g)
 {
     return g->nvlinks >= 0 || g->pcie_gen || g->pcie_width ||
-           g->min_driver[0] || g->source[0];
+           g->min_driver[0] || g->min_cuda[0] || g->source[0];
 }
 
 static void print_gpu(FILE *out, const struct pf_gpu_expect *g)
@@ -952,6 +960,8 @@ static void print_gpu(FILE *out, const struct pf_gpu_expect *g)
         fprintf(out, "      pcie_gen: %d\n", g->pcie_gen);
     if (g->pcie_width)
         fprintf(out, "      pcie_width: %d\n", g->pcie_width);
+    if (g->min_cuda[0])
+        fprintf(out, "      min_cuda: \"%s\"\n", g->min_cuda);
     if (g->min_driver[0])
         fprintf(out, "      min_driver: \"%s\"\n      min_driver_verified: "
                 "%s\n", g->min_driver, g->driver_verified ? "true" : "false");
@@ -1155,6 +1165,8 @@ cJSON *pf_instance_json(const struct pf_instance *it)
             cJSON_AddNumberToObject(g, "pcie_gen", it->gpu.pcie_gen);
         if (it->gpu.pcie_width)
             cJSON_AddNumberToObject(g, "pcie_width", it->gpu.pcie_width);
+        if (it->gpu.min_cuda[0])
+            cJSON_AddStringToObject(g, "min_cuda", it->gpu.min_cuda);
         if (it->gpu.min_driver[0]) {
             cJSON_AddStringToObject(g, "min_driver", it->gpu.min_driver);
             cJSON_AddBoolToObject(g, "min_driver_verified",

@@ -40,6 +40,8 @@ struct pf_gpu_expect {
                                          stated, 0 = the GPU has none */
     int pcie_gen, pcie_width;         /* the slot's; 0 = not stated */
     char min_driver[32];              /* "550.54.14"; "" = not stated */
+    char min_cuda[16];                /* CUDA driver API, "12.4"; "" = not
+                                         stated (same verified flag) */
     bool mig_allowed;                 /* false: MIG must be off */
     bool verified;                    /* links and PCIe: false = an
                                          estimate, held as a warning only */

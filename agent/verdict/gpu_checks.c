@@ -574,11 +574,41 @@ static int version_cmp(const char *a, const char *b)
     return 0;
 }
 
+/* The CUDA driver API version (NVML reports 13000 for 13.0) against the
+ * type's min_cuda: a CUDA runtime newer than the driver cannot start. */
+static void check_cuda(struct ctx *c)
+{
+    const struct pf_gpu_expect *ex = c->ex;
+    int have = c->h->cuda_driver_version, major = 0, minor = 0;
+
+    if (!ex || !ex->min_cuda[0] ||
+        sscanf(ex->min_cuda, "%d.%d", &major, &minor) != 2)
+        return;
+    if (have <= 0) {
+        pf_verdict_add(c->v, "gpu_cuda_driver", COND, PF_SKIP, PF_R_NotTested,
+                       "", "the CUDA driver version could not be read");
+        return;
+    }
+    if (have < major * 1000 + minor * 10)
+        pf_verdict_add(c->v, "gpu_cuda_driver", COND,
+                       ex->driver_verified ? PF_FAIL : PF_WARN,
+                       PF_R_GPUDriverTooOld, "",
+                       "CUDA driver %d.%d is older than %s, the minimum for %s"
+                       "%s", have / 1000, (have % 1000) / 10, ex->min_cuda,
+                       c->run->node.instance_type,
+                       ex->driver_verified ? "" : " (an estimate)");
+    else
+        pf_verdict_add(c->v, "gpu_cuda_driver", COND, PF_PASS, PF_R_None, "",
+                       "CUDA driver %d.%d (minimum %s)", have / 1000,
+                       (have % 1000) / 10, ex->min_cuda);
+}
+
 static void check_driver(struct ctx *c)
 {
     const struct pf_gpu_expect *ex = c->ex;
     const char *have = c->h->driver_version;
 
+    check_cuda(c);
     if (!ex || !ex->min_driver[0])
         return;
     if (!have[0]) {

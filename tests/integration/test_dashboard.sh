@@ -1,10 +1,10 @@
 #!/bin/bash
 # The chart's Grafana dashboard asks only for metrics the agent writes:
 # every metric name in its PromQL (panels and variables) is a family of the
-# textfile a real run writes. The extractor is checked too (names in
+# textfile a real run writes, with samples (the fleet baseline's too). The extractor is checked too (names in
 # functions, matchers, grouping and arithmetic found; labels, functions and
-# variables not), and a dashboard naming a metric the agent does not write,
-# or a query selecting none, fails. The chart, rendered with the dashboard
+# variables not), and a dashboard naming a metric the agent does not write
+# or wrote no sample of, or a query selecting none, fails. The chart, rendered with the dashboard
 # on, carries the file unchanged in a ConfigMap, and docs/reference/metrics.md
 # lists every family. A port from the kernel (lib_port.sh).
 set -u
@@ -14,14 +14,50 @@ cd "$root" || exit 1
 dash=charts/efa-preflight/dashboards/efa-preflight.json
 check=tests/manifests/dashboard_metrics.py
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+pids=()
+trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$tmp"' EXIT
 fail() { echo "FAIL $*"; exit 1; }
 . "$root/tests/integration/lib_port.sh"
 
-# 1. What the agent writes, from a real run.
-timeout -k 5 60 "$bin" local --ranks 2 --fabric-provider tcp --no-imds \
-    --port "$(pf_free_port)" --timeout 30 -e 64K --metrics-textfile "$tmp/efa_preflight.prom" \
-    >/dev/null 2>"$tmp/err" || fail "the agent exited $?: $(cat "$tmp/err")"
+# 1. What the agent writes, from a real run whose every family the
+#    dashboard reads has samples: three ranks on 127.0.0.1-3 (three nodes,
+#    so the pairwise test judges every node's links) on the trn1 fixture
+#    tree whose NIC counters move between the reads (per-NIC families), a
+#    floor (--min-busbw-gbps) and a --baseline file of three runs for the
+#    pairs' type, engine and size (the efa_preflight_baseline_pair_*
+#    families), every bar far below what loopback moves.
+tests/fakes/make_sysfs.sh "$tmp/fixtures" >/dev/null || fail "fixtures"
+fx=$tmp/fixtures/trn1.32xlarge
+cp -a "$fx" "$tmp/after"
+for d in "$tmp"/after/sys/class/infiniband/*/ports/1/hw_counters; do
+    echo $(( $(cat "$d/tx_bytes") + 50000000 )) >"$d/tx_bytes"
+done
+echo 3 >"$tmp/after/sys/class/infiniband/rdmap18s27/ports/1/hw_counters/retrans_timeout_events"
+cat >"$tmp/base.json" <<'EOF'
+{"version": 1, "entries": [{"type": "trn1.32xlarge", "engine": "host", "kind": "pair",
+  "nodes": 2, "bytes": 65536, "values": [0.001, 0.0011, 0.0009], "runs": 3}]}
+EOF
+port=$(pf_free_port)
+for r in 0 1 2; do
+    EFA_PREFLIGHT_NCCL=/nonexistent/libnccl.so.2 EFA_PREFLIGHT_CUDART=/nonexistent/libcudart.so \
+    timeout -k 5 60 "$bin" run --bootstrap static --rank $r \
+        --peers "127.0.0.1:$port,127.0.0.2:$port,127.0.0.3:$port" \
+        --fabric-provider tcp --no-imds --timeout 30 -b 64K -e 64K -n 2 -w 1 \
+        --sysfs-root "$fx" --dev-root "$fx" --debug-counters-after "$tmp/after" \
+        --min-busbw-gbps 0.0005 --debug-floor-any-provider --baseline "$tmp/base.json" \
+        --metrics-textfile "$tmp/r$r.prom" >/dev/null 2>"$tmp/err$r" &
+    pids[$r]=$!
+done
+for r in 0 1 2; do
+    wait "${pids[$r]}" || fail "rank $r exited $?: $(cat "$tmp/err$r")"
+done
+mv "$tmp/r0.prom" "$tmp/efa_preflight.prom"
+for want in 'baseline_pair_median_bytes_per_second{node="[^"]*",bytes="65536"} 1000000$' \
+            'baseline_pair_floor_bytes_per_second{node="[^"]*",bytes="65536"} 800000$' \
+            'baseline_pair_runs{node="[^"]*",bytes="65536"} 3$'; do
+    grep -q "^efa_preflight_$want" "$tmp/efa_preflight.prom" ||
+        fail "no efa_preflight_$want: $(grep baseline_pair "$tmp/efa_preflight.prom")"
+done
 n=$(grep -c '^# TYPE efa_preflight_' "$tmp/efa_preflight.prom")
 [ "$n" -ge 15 ] || fail "the agent wrote $n families"
 # The label the dashboard keys on is on every sample.
@@ -35,7 +71,6 @@ echo "ok   the agent writes $n families, each listed in docs/reference/metrics.m
 
 # 1b. What the monitor writes (its row of per-NIC rates), from a bounded
 #     run on the p5 fixture: its families join the gate's.
-tests/fakes/make_sysfs.sh "$tmp/fixtures" || fail "fixtures"
 # GPUs from the NVML double (one XID), so the GPU families have samples
 printf 'gpu.0.xid 79\n' >"$tmp/nvml.fixture"
 EFA_PREFLIGHT_NVML=$root/${BUILD:-build}/double/libnvml-double.so \
@@ -56,12 +91,12 @@ echo "ok   the monitor writes $m families, each gauge listed in docs/reference/c
 python3 "$check" "$dash" "$tmp/all.prom" >"$tmp/out" || { cat "$tmp/out"; fail "dashboard"; }
 tail -n 1 "$tmp/out"
 grep -q '"name": "node"' "$dash" || fail "the dashboard's node variable is not named node"
-for title in "busbw per node over time" "Nodes by status" "Top reasons" "Per-NIC" \
+for title in "busbw per node over time" "Pair links: fleet baseline" "Nodes by status" "Top reasons" "Per-NIC" \
              "Per-NIC traffic (monitor)" "Per-NIC error rates (monitor)" \
              "GPUs: unhealthy per the monitor" "GPU XIDs and NVLink errors (monitor)"; do
     grep -q "panel '$title" "$tmp/out" || fail "no panel '$title'"
 done
-echo "ok   the dashboard's panels: busbw per node, nodes by status, top reasons, per-NIC"
+echo "ok   the dashboard's panels: busbw per node, the fleet baseline, nodes by status, top reasons, per-NIC"
 
 # 3. The extractor finds what it must and nothing else.
 python3 - "$check" <<'PY' || fail "extractor"
@@ -110,7 +145,14 @@ python3 "$check" "$tmp/instance.json" "$tmp/efa_preflight.prom" >"$tmp/out" &&
     fail "a query grouping by instance passed"
 grep -q "keys on the label instance .*; use node: count by (instance)" "$tmp/out" ||
     fail "no 'keys on the label instance': $(cat "$tmp/out")"
-echo "ok   a dashboard with an unknown metric, an empty query or keyed on instance fails, naming it"
+# A run without a baseline declares the baseline families but gives them
+# no sample: the dashboard's baseline panel selects nothing there.
+grep -v '^efa_preflight_baseline_pair_' "$tmp/all.prom" >"$tmp/nobase.prom"
+python3 "$check" "$dash" "$tmp/nobase.prom" >"$tmp/out" &&
+    fail "a dashboard passed against a run with no baseline samples"
+grep -q "panel 'Pair links: fleet baseline' target A uses efa_preflight_baseline_pair_median_bytes_per_second, of which the run wrote no sample" "$tmp/out" ||
+    fail "no 'of which the run wrote no sample': $(cat "$tmp/out")"
+echo "ok   a dashboard with an unknown metric, one without samples, an empty query or keyed on instance fails, naming it"
 
 # 5. The chart carries the dashboard unchanged (rendered by real Helm, as
 #    test_manifests.sh does).

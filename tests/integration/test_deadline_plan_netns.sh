@@ -1,6 +1,6 @@
 #!/bin/bash
 # The time plan (collective/plan.h) when the sweep would eat the deadline:
-# 4 ranks in network namespaces (pfdp-*, 10.254.62.0/24, ports
+# 4 ranks in network namespaces (pfdp-*, 10.254.63.0/24, ports
 # 36300-36309), rank 2 sleeping 400 ms before every exchange, so each
 # all_reduce takes about 2.4 s whatever its size and the sweep asked for
 # (1, 2, 4, 8 MiB, 2 iterations) would need about a minute, past the
@@ -12,7 +12,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib_netns.sh"
 PFB_PREFIX=pfdp-
 PFB_BRIDGE=${PFB_PREFIX}br
-PFB_NET=10.254.62
+PFB_NET=10.254.63
 pfb_need_root
 fail() { echo "FAIL $*"; for r in 0 1 2 3; do pfb_show $r; done; exit 1; }
 TIMEOUT=45

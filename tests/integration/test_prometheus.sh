@@ -271,6 +271,8 @@ bad = n = 0
 for p in d["panels"]:
     for t in p.get("targets", []):    # a row has none
         q = re.sub(r"\$\{?node\}?", ".*", t["expr"])
+        # Grafana's own range variable, as Grafana would set it
+        q = re.sub(r"\$\{?__rate_interval\}?", "1m", q)
         url = "http://%s/api/v1/query?%s" % (prom, urllib.parse.urlencode({"query": q}))
         try:
             with urllib.request.urlopen(url, timeout=5) as f:

@@ -10,10 +10,12 @@ reduced to the metric names it selects: string literals, label matchers
 ignoring, group_left, group_right), Grafana variables, numbers, keywords
 and function calls are removed; each identifier left is a metric name.
 Each must be a family of METRICS.prom (its # TYPE lines: what the agent
-wrote). No query, variable or legend may key on the label instance: on the
-textfile path it is node-exporter's address, on the Pushgateway path the
-node; the agent's own label node is the same on both. Prints one line per
-query; exit 1 when a name is unknown, when a query selects no metric at all,
+wrote) with at least one sample there: a family the run declared but gave
+no value selects nothing on a dashboard either. No query, variable or
+legend may key on the label instance: on the textfile path it is
+node-exporter's address, on the Pushgateway path the node; the agent's own
+label node is the same on both. Prints one line per query; exit 1 when a
+name is unknown or has no sample, when a query selects no metric at all,
 when one keys on instance, or when the dashboard has no query.
 """
 import json
@@ -98,7 +100,9 @@ def metric_names(expr):
 
 def main():
     dash = json.load(open(sys.argv[1]))
-    written = set(re.findall(r"^# TYPE (\S+) \w+$", open(sys.argv[2]).read(), re.M))
+    prom = open(sys.argv[2]).read()
+    written = set(re.findall(r"^# TYPE (\S+) \w+$", prom, re.M))
+    sampled = set(re.findall(r"^([A-Za-z_:][A-Za-z0-9_:]*)[{ ]", prom, re.M))
     qs = queries(dash)
     bad = 0
     used = set()
@@ -116,14 +120,18 @@ def main():
             print("FAIL %s uses %s, which the agent does not write: %s"
                   % (where, ", ".join(unknown), expr))
             bad += 1
+        elif [n for n in names if n not in sampled]:
+            print("FAIL %s uses %s, of which the run wrote no sample: %s"
+                  % (where, ", ".join(n for n in names if n not in sampled), expr))
+            bad += 1
         else:
             print("ok   %s: %s" % (where, ", ".join(sorted(set(names)))))
     for where, text in instance_keys(dash):
         print("FAIL %s keys on the label instance (node-exporter's address on the "
               "textfile path); use node: %s" % (where, text))
         bad += 1
-    print("%d queries, %d metric names used, all among the %d the agent writes"
-          % (len(qs), len(used), len(written)) if not bad else
+    print("%d queries, %d metric names used, all among the %d the agent writes, "
+          "each with samples" % (len(qs), len(used), len(written)) if not bad else
           "%d queries, %d failed" % (len(qs), bad))
     return 1 if bad else 0
 

@@ -93,6 +93,8 @@ Test(catalog_gpu, bad_values_are_named_by_line)
           "o.yaml:3: p5.48xlarge: 'nvlinks' must be an integer" },
         { "instances:\n  p5.48xlarge:\n    gpu: {min_driver: \"r550\"}\n",
           "min_driver 'r550' is not a version" },
+        { "instances:\n  p5.48xlarge:\n    gpu: {min_cuda: \"12\"}\n",
+          "min_cuda '12' is not a CUDA version" },
         { "instances:\n  p5.48xlarge:\n    gpu: {links: 18}\n",
           "unknown gpu field 'links'" },
         { "instances:\n  p5.48xlarge:\n    gpu: 18\n",

@@ -524,3 +524,23 @@ Test(gpu_checks, a_type_without_nvlink_skips_the_link_check)
     cr_assert_eq(run->verdict.exit_code, 0);
     free_run(run);
 }
+
+Test(gpu_checks, cuda_driver_below_the_types_minimum_warns)
+{
+    /* p5e: min_cuda 11.8, an estimate: a warning, never a failure */
+    struct pf_run *run = run_with("cuda_old", "p5e.48xlarge", "cuda 11020\n",
+                                  NULL, true);
+    expect(run, "gpu_cuda_driver", PF_WARN, PF_R_GPUDriverTooOld, 0,
+           "CUDA driver 11.2 is older than 11.8");
+    free_run(run);
+}
+
+Test(gpu_checks, cuda_driver_at_or_above_the_minimum_passes)
+{
+    struct pf_run *run = run_with("cuda_ok", "p5e.48xlarge", "cuda 13000\n",
+                                  NULL, true);
+    cr_assert_eq(check(run, "gpu_cuda_driver")->status, PF_PASS);
+    cr_assert(strstr(check(run, "gpu_cuda_driver")->message,
+                     "CUDA driver 13.0 (minimum 11.8)"));
+    free_run(run);
+}
