@@ -26,15 +26,7 @@ void pf_coll_free(struct pf_coll *c);
 void pf_engine_args_for(struct pf_run *run, struct pf_boot *boot,
                         uint64_t max_count, struct pf_engine_args *a);
 
-/* The nccl-tests-style sweep over an opened engine (sweep.c). */
-pf_err pf_sweep(struct pf_run *run, struct pf_engine *e, struct pf_boot *b,
-                int64_t deadline, char *err);
-
-/* busbw factor for all_reduce: 2(n-1)/n, as nccl-tests (0 for one rank,
- * whose all_reduce crosses no bus). */
-static inline double pf_busbw_factor(int nranks)
-{
-    return nranks > 1 ? 2.0 * (nranks - 1) / nranks : 0.0;
-}
+/* The sweep itself and the busbw factor: sweep.h. */
+#include "sweep.h"
 
 #endif

@@ -4,7 +4,7 @@
  * data, one more all_reduce and an exact element-by-element check. Each
  * row's time is the mean over ranks (nccl-tests' default, -a 1) and
  * #wrong the sum over ranks; both come from one allgather per size. */
-#include "collective.h"
+#include "engine.h"
 #include "plan.h"
 #include "straggler.h"
 #include "sweep.h"

@@ -9,6 +9,23 @@
 #include "../types/config.h"
 #include "../util/err.h"
 
+struct pf_run;
+struct pf_engine;
+struct pf_boot;
+
+/* The nccl-tests-style sweep over an opened engine, under the time plan
+ * (plan.h): sizes run until the ring is decided or the sweep's share is
+ * spent, rows into run->coll. */
+pf_err pf_sweep(struct pf_run *run, struct pf_engine *e, struct pf_boot *b,
+                int64_t deadline, char *err);
+
+/* busbw factor for all_reduce: 2(n-1)/n, as nccl-tests (0 for one rank,
+ * whose all_reduce crosses no bus). */
+static inline double pf_busbw_factor(int nranks)
+{
+    return nranks > 1 ? 2.0 * (nranks - 1) / nranks : 0.0;
+}
+
 /* Sizes min, min*factor, ... up to max (bytes, rounded down to whole
  * float32 elements). PF_ERR_USAGE for min < 4, min > max, factor < 2 with
  * min < max, or more than max_n sizes. */
