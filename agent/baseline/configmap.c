@@ -117,28 +117,9 @@ void pf_base_cm_parse_data(const cJSON *data, const char *where,
 /* GET: *cm_out NULL when there is none. */
 static pf_err get_cm(struct pf_base_cm *cm, cJSON **out, char *err)
 {
-    char path[PF_PATH_MAX];
-    struct pf_kube_resp r;
-    pf_err rc;
+    pf_err rc = pf_kube_configmap_read(cm->k, cm->ns, cm->name, out, err);
 
-    *out = NULL;
-    cm_path(cm, true, path, sizeof(path));
-    rc = pf_kube_do(cm->k, "GET", path, NULL, NULL, &r, err);
-    if (rc != PF_OK)
-        return hint(rc, cm, "get", err);
-    if (r.status == 404) {
-        pf_kube_resp_free(&r);
-        return PF_OK;
-    }
-    if (r.status != 200 || !r.json) {
-        rc = pf_kube_status_err(&r, "GET", path, err);
-        pf_kube_resp_free(&r);
-        return hint(rc, cm, "get", err);
-    }
-    *out = r.json;
-    r.json = NULL;
-    pf_kube_resp_free(&r);
-    return PF_OK;
+    return rc == PF_OK ? PF_OK : hint(rc, cm, "get", err);
 }
 
 pf_err pf_base_cm_read(struct pf_base_cm *cm, struct pf_baseline *b,
@@ -162,45 +143,10 @@ pf_err pf_base_cm_read(struct pf_base_cm *cm, struct pf_baseline *b,
 static pf_err put_cm(struct pf_base_cm *cm, const char *rv, cJSON *data,
                      bool *won, char *err)
 {
-    char path[PF_PATH_MAX];
-    struct pf_kube_resp r;
-    cJSON *o = pf_kube_object("v1", "ConfigMap", cm->name, cm->ns, rv);
-    const char *method = rv ? "PUT" : "POST";
-    char *body = NULL;
-    pf_err rc;
+    pf_err rc = pf_kube_configmap_write(cm->k, cm->ns, cm->name, rv, data,
+                                        "efa-preflight", won, err);
 
-    *won = false;
-    if (o) {
-        cJSON *labels = cJSON_AddObjectToObject(
-            cJSON_GetObjectItemCaseSensitive(o, "metadata"), "labels");
-        if (labels)
-            cJSON_AddStringToObject(labels, "app.kubernetes.io/managed-by",
-                                    "efa-preflight");
-        cJSON_AddItemToObject(o, "data", data);
-        body = cJSON_PrintUnformatted(o);
-        cJSON_Delete(o);
-    } else {
-        cJSON_Delete(data);
-    }
-    if (!body)
-        return pf_fail(err, PF_ERR_NOMEM, "baseline: out of memory");
-    cm_path(cm, rv != NULL, path, sizeof(path));
-    rc = pf_kube_do(cm->k, method, path, "application/json", body, &r, err);
-    cJSON_free(body);
-    if (rc != PF_OK)
-        return hint(rc, cm, rv ? "update" : "create", err);
-    if (r.status == 409 || (rv && r.status == 404)) {
-        pf_kube_resp_free(&r);
-        return PF_OK;
-    }
-    if (r.status < 200 || r.status > 299) {
-        rc = pf_kube_status_err(&r, method, path, err);
-        pf_kube_resp_free(&r);
-        return hint(rc, cm, rv ? "update" : "create", err);
-    }
-    pf_kube_resp_free(&r);
-    *won = true;
-    return PF_OK;
+    return rc == PF_OK ? PF_OK : hint(rc, cm, rv ? "update" : "create", err);
 }
 
 static uint64_t seed(void)

@@ -175,16 +175,6 @@ static void free_names(char **m, int n)
     free(m);
 }
 
-static void cm_path(const struct pf_budget *b, bool one, char *out,
-                    size_t len)
-{
-    if (one)
-        snprintf(out, len, "/api/v1/namespaces/%s/configmaps/%s", b->ns,
-                 b->name);
-    else
-        snprintf(out, len, "/api/v1/namespaces/%s/configmaps", b->ns);
-}
-
 static pf_err rbac_hint(pf_err rc, const struct pf_budget *b,
                         const char *verb, char *err)
 {
@@ -199,28 +189,9 @@ static pf_err rbac_hint(pf_err rc, const struct pf_budget *b,
 /* GET the ConfigMap: *cm NULL when there is none. */
 static pf_err read_budget(struct pf_budget *b, cJSON **cm, char *err)
 {
-    char path[PF_PATH_MAX];
-    struct pf_kube_resp r;
-    pf_err rc;
+    pf_err rc = pf_kube_configmap_read(b->k, b->ns, b->name, cm, err);
 
-    *cm = NULL;
-    cm_path(b, true, path, sizeof(path));
-    rc = pf_kube_do(b->k, "GET", path, NULL, NULL, &r, err);
-    if (rc != PF_OK)
-        return rbac_hint(rc, b, "get", err);
-    if (r.status == 404) {
-        pf_kube_resp_free(&r);
-        return PF_OK;
-    }
-    if (r.status != 200 || !r.json) {
-        rc = pf_kube_status_err(&r, "GET", path, err);
-        pf_kube_resp_free(&r);
-        return rbac_hint(rc, b, "get", err);
-    }
-    *cm = r.json;
-    r.json = NULL;
-    pf_kube_resp_free(&r);
-    return PF_OK;
+    return rc == PF_OK ? PF_OK : rbac_hint(rc, b, "get", err);
 }
 
 /* Write data back: PUT with the resourceVersion read (rv), or POST when
@@ -229,40 +200,11 @@ static pf_err read_budget(struct pf_budget *b, cJSON **cm, char *err)
 static pf_err write_budget(struct pf_budget *b, const char *rv, cJSON *data,
                            bool *won, char *err)
 {
-    char path[PF_PATH_MAX];
-    struct pf_kube_resp r;
-    cJSON *o = pf_kube_object("v1", "ConfigMap", b->name, b->ns, rv);
-    const char *method = rv ? "PUT" : "POST";
-    char *body = NULL;
-    pf_err rc;
+    pf_err rc = pf_kube_configmap_write(b->k, b->ns, b->name, rv, data, NULL,
+                                        won, err);
 
-    *won = false;
-    if (o) {
-        cJSON_AddItemToObject(o, "data", data);
-        body = cJSON_PrintUnformatted(o);
-        cJSON_Delete(o);
-    } else {
-        cJSON_Delete(data);
-    }
-    if (!body)
-        return pf_fail(err, PF_ERR_NOMEM, "out of memory");
-    cm_path(b, rv != NULL, path, sizeof(path));
-    rc = pf_kube_do(b->k, method, path, "application/json", body, &r, err);
-    cJSON_free(body);
-    if (rc != PF_OK)
-        return rbac_hint(rc, b, rv ? "update" : "create", err);
-    if (r.status == 409 || (rv && r.status == 404)) {
-        pf_kube_resp_free(&r);
-        return PF_OK;
-    }
-    if (r.status < 200 || r.status > 299) {
-        rc = pf_kube_status_err(&r, method, path, err);
-        pf_kube_resp_free(&r);
-        return rbac_hint(rc, b, rv ? "update" : "create", err);
-    }
-    pf_kube_resp_free(&r);
-    *won = true;
-    return PF_OK;
+    return rc == PF_OK ? PF_OK : rbac_hint(rc, b, rv ? "update" : "create",
+                                           err);
 }
 
 /* Wait before the next try, jittered; false when the deadline comes

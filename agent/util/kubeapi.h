@@ -93,6 +93,19 @@ cJSON *pf_kube_object(const char *api_version, const char *kind,
  * 400/422 PF_ERR_USAGE, else PF_ERR_API. */
 pf_err pf_kube_status_err(const struct pf_kube_resp *r, const char *method,
                           const char *path, char *err);
+/* A ConfigMap used as a small shared record (the taint budget, the fleet
+ * baseline), written with optimistic concurrency.
+ * Read: *out the object, or NULL when there is none (404). */
+pf_err pf_kube_configmap_read(struct pf_kube *k, const char *ns,
+                              const char *name, cJSON **out, char *err);
+/* Write data (taken) back: PUT with the resourceVersion read (rv), or POST
+ * when there was none (rv NULL). *won false when another writer came
+ * first (409, or 404 to a PUT: deleted meanwhile): read again and retry.
+ * managed_by, when set, labels the object app.kubernetes.io/managed-by. */
+pf_err pf_kube_configmap_write(struct pf_kube *k, const char *ns,
+                               const char *name, const char *rv, cJSON *data,
+                               const char *managed_by, bool *won, char *err);
+
 /* GET a JSON object; any non-2xx is an error (pf_kube_status_err). */
 pf_err pf_kube_get(struct pf_kube *k, const char *path, cJSON **out,
                    char *err);
