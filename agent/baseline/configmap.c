@@ -7,7 +7,11 @@
 #include <unistd.h>
 
 #include "../config/config.h"
+#include "../k8s/backoff.h"
+#include "../k8s/configmap.h"
+#include "../k8s/object.h"
 #include "../util/clock.h"
+#include "../util/json.h"
 #include "../util/log.h"
 
 #define BACKOFF_BASE_MS 20
@@ -17,10 +21,8 @@ pf_err pf_base_cm_open(const struct pf_config *cfg, int64_t deadline,
                        const atomic_int *cancel, struct pf_base_cm *cm,
                        char *err)
 {
-    struct pf_kube_given given;
-    struct pf_kube_opts o;
+    struct pf_k8s_target t;
     const char *spec = cfg->baseline_configmap, *slash = strchr(spec, '/');
-    pf_err rc;
 
     memset(cm, 0, sizeof(*cm));
     if (!slash || (size_t)(slash - spec) >= sizeof(cm->ns) ||
@@ -29,32 +31,18 @@ pf_err pf_base_cm_open(const struct pf_config *cfg, int64_t deadline,
                        "namespace/name", spec);
     snprintf(cm->ns, sizeof(cm->ns), "%.*s", (int)(slash - spec), spec);
     snprintf(cm->name, sizeof(cm->name), "%s", slash + 1);
-    if (!pf_kube_name_ok(cm->ns) || !pf_kube_name_ok(cm->name))
+    if (!pf_k8s_name_ok(cm->ns) || !pf_k8s_name_ok(cm->name))
         return pf_fail(err, PF_ERR_USAGE, "baseline_configmap '%s' is not "
                        "namespace/name", spec);
     cm->deadline = deadline;
-    pf_config_kube(cfg, &given);
-    if ((rc = pf_kube_opts_init(&o, &given, err)) != PF_OK)
-        return rc;
-    o.deadline = deadline;
-    o.cancel = cancel;
-    return pf_kube_open(&o, &cm->k, err);
+    pf_config_target(cfg, &t);
+    return pf_k8s_open(&t, deadline, cancel, &cm->k, err);
 }
 
 void pf_base_cm_close(struct pf_base_cm *cm)
 {
-    pf_kube_close(cm->k);
+    pf_k8s_close(cm->k);
     cm->k = NULL;
-}
-
-static void cm_path(const struct pf_base_cm *cm, bool one, char *out,
-                    size_t len)
-{
-    if (one)
-        snprintf(out, len, "/api/v1/namespaces/%s/configmaps/%s", cm->ns,
-                 cm->name);
-    else
-        snprintf(out, len, "/api/v1/namespaces/%s/configmaps", cm->ns);
 }
 
 static pf_err hint(pf_err rc, const struct pf_base_cm *cm, const char *verb,
@@ -117,7 +105,7 @@ void pf_base_cm_parse_data(const cJSON *data, const char *where,
 /* GET: *cm_out NULL when there is none. */
 static pf_err get_cm(struct pf_base_cm *cm, cJSON **out, char *err)
 {
-    pf_err rc = pf_kube_configmap_read(cm->k, cm->ns, cm->name, out, err);
+    pf_err rc = pf_k8s_configmap_read(cm->k, cm->ns, cm->name, out, err);
 
     return rc == PF_OK ? PF_OK : hint(rc, cm, "get", err);
 }
@@ -143,7 +131,7 @@ pf_err pf_base_cm_read(struct pf_base_cm *cm, struct pf_baseline *b,
 static pf_err put_cm(struct pf_base_cm *cm, const char *rv, cJSON *data,
                      bool *won, char *err)
 {
-    pf_err rc = pf_kube_configmap_write(cm->k, cm->ns, cm->name, rv, data,
+    pf_err rc = pf_k8s_configmap_write(cm->k, cm->ns, cm->name, rv, data,
                                         "efa-preflight", won, err);
 
     return rc == PF_OK ? PF_OK : hint(rc, cm, rv ? "update" : "create", err);
@@ -197,7 +185,7 @@ pf_err pf_base_cm_fold(struct pf_base_cm *cm, const struct pf_base_obs *obs,
         cm->conflicts++;
         pf_debug("baseline ConfigMap %s/%s changed under us (attempt %d); "
                  "folding again", cm->ns, cm->name, attempt);
-        d = pf_kube_backoff_ms(attempt, BACKOFF_BASE_MS, BACKOFF_CAP_MS, &rng);
+        d = pf_k8s_backoff_ms(attempt, BACKOFF_BASE_MS, BACKOFF_CAP_MS, &rng);
         if (cm->deadline && pf_ms_left(cm->deadline) <= d)
             break;
         pf_sleep_ms(d);
@@ -209,25 +197,7 @@ pf_err pf_base_cm_fold(struct pf_base_cm *cm, const struct pf_base_obs *obs,
 
 pf_err pf_base_cm_reset(struct pf_base_cm *cm, bool *deleted, char *err)
 {
-    char path[PF_PATH_MAX];
-    struct pf_kube_resp r;
-    pf_err rc;
+    pf_err rc = pf_k8s_configmap_delete(cm->k, cm->ns, cm->name, deleted, err);
 
-    *deleted = false;
-    cm_path(cm, true, path, sizeof(path));
-    rc = pf_kube_do(cm->k, "DELETE", path, NULL, NULL, &r, err);
-    if (rc != PF_OK)
-        return hint(rc, cm, "delete", err);
-    if (r.status == 404) {
-        pf_kube_resp_free(&r);
-        return PF_OK;
-    }
-    if (r.status < 200 || r.status > 299) {
-        rc = pf_kube_status_err(&r, "DELETE", path, err);
-        pf_kube_resp_free(&r);
-        return hint(rc, cm, "delete", err);
-    }
-    pf_kube_resp_free(&r);
-    *deleted = true;
-    return PF_OK;
+    return rc == PF_OK ? PF_OK : hint(rc, cm, "delete", err);
 }

@@ -10,7 +10,7 @@
 #include <stdbool.h>
 
 #include "../types/config.h"
-#include "../util/kubeapi.h"
+#include "../k8s/session.h"
 #include "baseline.h"
 
 /* Tries of one fold before it gives up (each after a jittered backoff). */

@@ -3,10 +3,11 @@
  * One table lists every option once; the flag, env and YAML names are
  * derived from its key, so the three can never drift apart. */
 #include "config.h"
+#include "../k8s/object.h"
+#include "../k8s/session.h"
 #include "../types/run.h"
 
 #include "../util/clock.h"
-#include "../util/kubeapi.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -519,8 +520,8 @@ static pf_err check_text(const struct opt_spec *o, const char *val,
                            where);
         snprintf(ns, sizeof(ns), "%.*s", (int)(slash - val), val);
         snprintf(name, sizeof(name), "%s", slash + 1);
-        if (!pf_kube_name_ok(ns) || strlen(ns) > 63 || strchr(ns, '.') ||
-            !pf_kube_name_ok(name))
+        if (!pf_k8s_name_ok(ns) || strlen(ns) > 63 || strchr(ns, '.') ||
+            !pf_k8s_name_ok(name))
             return pf_fail(err, PF_ERR_USAGE, "%s: '%s/%s' is not a "
                            "namespace/name pair of Kubernetes names", where,
                            ns, name);
@@ -582,7 +583,7 @@ static pf_err check_text(const struct opt_spec *o, const char *val,
     } else {
         char sub[256];
         snprintf(sub, sizeof(sub), "%.*s", (int)(n - 1), val);
-        if (!pf_kube_name_ok(sub))
+        if (!pf_k8s_name_ok(sub))
             return pf_fail(err, PF_ERR_USAGE, "%s: label prefix '%s' must be "
                            "a lowercase DNS subdomain followed by '/'", where,
                            val);
@@ -1228,9 +1229,9 @@ int64_t pf_run_deadline(const struct pf_run *run)
                             : pf_deadline_in((int64_t)run->cfg.timeout_s * 1000);
 }
 
-void pf_config_kube(const struct pf_config *cfg, struct pf_kube_given *g)
+void pf_config_target(const struct pf_config *cfg, struct pf_k8s_target *t)
 {
-    *g = (struct pf_kube_given){
+    struct pf_kube_given g = {
         .api_server = cfg->api_server,
         .token_file = cfg->token_file,
         .ca_file = cfg->ca_file,
@@ -1240,4 +1241,6 @@ void pf_config_kube(const struct pf_config *cfg, struct pf_kube_given *g)
         .node = cfg->node_name,
         .pod_ip = cfg->pod_ip,
     };
+
+    pf_k8s_target(&g, t);
 }

@@ -56,10 +56,10 @@ pf_err pf_parse_size(const char *s, uint64_t *out, char *err);
 enum pf_bootstrap pf_config_bootstrap(const struct pf_config *cfg,
                                       char **envp);
 
-/* What the config says about the API server and this pod, for the
- * Kubernetes client (util/kubeapi.h); the strings stay cfg's. */
-struct pf_kube_given;
-void pf_config_kube(const struct pf_config *cfg, struct pf_kube_given *g);
+/* Who this pod is and how to reach the API server (k8s/session.h): what
+ * the config says, with the in-cluster env and files as fallbacks. */
+struct pf_k8s_target;
+void pf_config_target(const struct pf_config *cfg, struct pf_k8s_target *t);
 
 /* A cap given as a node count ("5": *count = 5, *pct = -1) or a share of
  * the cluster ("20%": *pct = 20, *count = -1). */

@@ -18,11 +18,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "../discover/k8s.h"
 #include "../util/clock.h"
+#include "../k8s/pods.h"
 #include "../util/log.h"
+#include "../util/progress.h"
 #include "coord_net.h"
-#include "daemonset.h"
+#include "groups.h"
 
 #define CHALLENGE_MS 3000     /* a connection must register within this */
 #define CTRL_MS 2000          /* one small frame's send */
@@ -32,12 +33,9 @@
 #define VIEW_MS 2000          /* refresh the pool view this often */
 #define VIEW_MIN_MS 300       /* ... and never more often */
 #define FLUSH_MARGIN_MS 2000  /* cut before an agent stops waiting */
-#define STARTING_S 5          /* an agent up for less is still registering */
 #define MAX_GREETINGS 256     /* connections not yet registered */
 #define REGISTER_LIMIT 2048
 #define LOOP_MAX 10000000
-
-enum { AGENT_NONE, AGENT_STARTING, AGENT_UP };
 
 struct member {
     char node[PF_NAME_MAX], pod[PF_NAME_MAX], ip[64];
@@ -55,18 +53,6 @@ struct greeting {
     struct pf_co_register reg;
 };
 
-struct vnode {
-    char name[PF_NAME_MAX];
-    char layer[3][PF_NAME_MAX];
-    char pod[PF_NAME_MAX], ip[64];
-    int agent;                        /* AGENT_* */
-};
-
-struct vpod {
-    char node[PF_NAME_MAX], name[PF_NAME_MAX], ip[64];
-    int agent;
-};
-
 struct co {
     struct pf_co_pool *p;
     struct pf_lease *l;
@@ -75,7 +61,7 @@ struct co {
     int nm, mcap;                     /* members, and room for them */
     struct greeting *g;
     int ng;
-    struct vnode *v;
+    struct pf_k8s_pool_node *v;
     int nv;
     int64_t view_ms;
     int64_t last_change;
@@ -84,108 +70,23 @@ struct co {
 
 /* ----------------------------------------------------------------- view */
 
-static const char *label(const cJSON *obj, const char *key)
-{
-    const cJSON *labels = pf_json_at(obj, "metadata.labels");
-    const cJSON *v = labels ? cJSON_GetObjectItemCaseSensitive(labels, key)
-                            : NULL;
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-/* Has the agent container been running long enough to have registered? */
-static int agent_state(const cJSON *pod, time_t now)
-{
-    const cJSON *st = pf_json_at(pod, "status.containerStatuses");
-    const cJSON *first = cJSON_IsArray(st) ? cJSON_GetArrayItem(st, 0) : NULL;
-    const char *started = first ? pf_json_str(first, "state.running.startedAt")
-                                : NULL;
-    struct tm tm = { 0 };
-
-    if (!started || !strptime(started, "%Y-%m-%dT%H:%M:%S", &tm))
-        return AGENT_STARTING;
-    return now - timegm(&tm) >= STARTING_S ? AGENT_UP : AGENT_STARTING;
-}
-
-static int by_vpod(const void *a, const void *b)
-{
-    return strcmp(((const struct vpod *)a)->node,
-                  ((const struct vpod *)b)->node);
-}
-
 static pf_err take_view(struct co *c, char *err)
 {
-    struct pf_co_pool *p = c->p;
-    cJSON *nodes = NULL, *pods = NULL;
-    struct vpod *vp = NULL;
-    struct vnode *vn = NULL;
-    const cJSON *it;
-    int npods = 0, nn = 0, cap;
-    time_t now = time(NULL);
-    pf_err rc;
+    struct pf_k8s_pool_node *v = NULL;
+    int n = 0;
+    pf_err rc = pf_k8s_pool_view(&c->p->pool, &v, &n, err);
 
-    rc = pf_kube_get(p->k, p->nodes_path, &nodes, err);
-    if (rc == PF_OK)
-        rc = pf_kube_get(p->k, p->pods_path, &pods, err);
     if (rc != PF_OK)
-        goto out;
-    cap = cJSON_GetArraySize(pf_json_at(pods, "items"));
-    vp = calloc((size_t)cap + 1, sizeof(*vp));
-    cap = cJSON_GetArraySize(pf_json_at(nodes, "items"));
-    vn = calloc((size_t)cap + 1, sizeof(*vn));
-    if (!vp || !vn) {
-        rc = pf_fail(err, PF_ERR_NOMEM, "out of memory");
-        goto out;
-    }
-    cJSON_ArrayForEach(it, pf_json_at(pods, "items")) {
-        struct pf_k8s_pod q;
-        pf_k8s_pod_parse(it, &q);
-        if (!q.node[0] || !pf_k8s_pod_counts(&q))
-            continue;
-        snprintf(vp[npods].node, sizeof(vp[npods].node), "%s", q.node);
-        snprintf(vp[npods].name, sizeof(vp[npods].name), "%s", q.name);
-        snprintf(vp[npods].ip, sizeof(vp[npods].ip), "%s", q.ip);
-        vp[npods].agent = agent_state(it, now);
-        npods++;
-    }
-    qsort(vp, (size_t)npods, sizeof(*vp), by_vpod);
-    cJSON_ArrayForEach(it, pf_json_at(nodes, "items")) {
-        const char *name = pf_json_str(it, "metadata.name");
-        const char *t = pf_k8s_node_type(it), *z = pf_k8s_node_zone(it);
-        struct vpod key, *hit;
-        if (!name || strcmp(t ? t : "", p->type) || strcmp(z ? z : "", p->zone))
-            continue;
-        snprintf(vn[nn].name, sizeof(vn[nn].name), "%s", name);
-        for (int l = 0; l < 3; l++) {
-            char k[64];
-            const char *v;
-            snprintf(k, sizeof(k), PF_K8S_TOPO_LAYER "%d", l + 1);
-            v = label(it, k);
-            snprintf(vn[nn].layer[l], sizeof(vn[nn].layer[l]), "%s",
-                     v ? v : "");
-        }
-        snprintf(key.node, sizeof(key.node), "%s", name);
-        hit = bsearch(&key, vp, (size_t)npods, sizeof(*vp), by_vpod);
-        if (hit) {
-            snprintf(vn[nn].pod, sizeof(vn[nn].pod), "%s", hit->name);
-            snprintf(vn[nn].ip, sizeof(vn[nn].ip), "%s", hit->ip);
-            vn[nn].agent = hit->agent;
-        }
-        nn++;
-    }
+        return rc;
     free(c->v);
-    c->v = vn;
-    c->nv = nn;
-    vn = NULL;
+    c->v = v;
+    c->nv = n;
     c->view_ms = pf_now_ms();
-out:
-    free(vp);
-    free(vn);
-    cJSON_Delete(nodes);
-    cJSON_Delete(pods);
-    return rc;
+    return PF_OK;
 }
 
-static const struct vnode *view_node(const struct co *c, const char *name)
+static const struct pf_k8s_pool_node *view_node(const struct co *c,
+                                                const char *name)
 {
     for (int i = 0; i < c->nv; i++)
         if (!strcmp(c->v[i].name, name))
@@ -207,7 +108,7 @@ static int count_coming(const struct co *c)
     int n = 0;
 
     for (int i = 0; i < c->nv; i++)
-        if (c->v[i].agent != AGENT_UP && member_of(c, c->v[i].name) < 0)
+        if (c->v[i].agent != PF_K8S_AGENT_UP && member_of(c, c->v[i].name) < 0)
             n++;
     return n;
 }
@@ -322,13 +223,13 @@ static int admit(const struct co *c, const struct greeting *g, char *why,
                  size_t len)
 {
     const struct pf_co_register *r = &g->reg;
-    const struct vnode *v = view_node(c, r->node);
+    const struct pf_k8s_pool_node *v = view_node(c, r->node);
 
     if (!v) {
         snprintf(why, len, "node %s is not a %s-pending node of instance "
                  "type %s in zone %s", r->node, c->p->cfg->label_prefix,
-                 c->p->type[0] ? c->p->type : "(none)",
-                 c->p->zone[0] ? c->p->zone : "(none)");
+                 c->p->pool.type[0] ? c->p->pool.type : "(none)",
+                 c->p->pool.zone[0] ? c->p->pool.zone : "(none)");
         return 0;
     }
     if (!v->pod[0]) {
@@ -458,7 +359,7 @@ static pf_err flush(struct co *c, struct pf_co_assign *out, char *err)
         goto out;
     }
     for (int i = 0; i < c->nm; i++) {
-        const struct vnode *v = view_node(c, c->m[i].node);
+        const struct pf_k8s_pool_node *v = view_node(c, c->m[i].node);
         t[i].node = c->m[i].node;
         for (int l = 0; l < 3; l++)
             t[i].layer[l] = v ? v->layer[l] : "";
@@ -469,10 +370,12 @@ static pf_err flush(struct co *c, struct pf_co_assign *out, char *err)
         goto out;
     }
     pf_info("coordinator: %d agent(s) of %s in %s: %d group(s) of up to %d",
-            c->nm, c->p->type[0] ? c->p->type : "?",
-            c->p->zone[0] ? c->p->zone : "?", ngroups, c->p->cfg->group_size);
+            c->nm, c->p->pool.type[0] ? c->p->pool.type : "?",
+            c->p->pool.zone[0] ? c->p->pool.zone : "?", ngroups,
+            c->p->cfg->group_size);
     for (int gi = 0; gi < ngroups; gi++) {
-        uint64_t h = pf_k8s_hash(c->p->type, pf_k8s_hash(c->p->zone, 0));
+        uint64_t h = pf_k8s_hash(c->p->pool.type,
+                                 pf_k8s_hash(c->p->pool.zone, 0));
         int world = 0;
 
         for (int i = 0; i < c->nm; i++)
@@ -601,10 +504,10 @@ pf_err pf_co_coordinate(struct pf_co_pool *p, struct pf_lease *l,
     if (rc == PF_OK)
         rc = take_view(&c, err);
     if (rc == PF_OK)
-        rc = add_member(&c, p->node, p->pod, p->pod_ip, wait_until, NULL, -1,
-                        err);
+        rc = add_member(&c, p->pool.node, p->pod, p->pod_ip, wait_until,
+                        NULL, -1, err);
     if (rc != PF_OK) {
-        pf_lease_release(p->k, l, msg);
+        pf_lease_release(p->pool.k, l, msg);
         close_all(&c);
         return rc;
     }
@@ -621,7 +524,7 @@ pf_err pf_co_coordinate(struct pf_co_pool *p, struct pf_lease *l,
 
         if (now >= renew_at) {
             enum pf_lease_state st;
-            rc = pf_lease_try(p->k, l, now, &st, msg);
+            rc = pf_lease_try(p->pool.k, l, now, &st, msg);
             if (rc == PF_OK && st == PF_LEASE_HELD) {
                 last_renew = now;
                 renew_at = now + renew_period;
@@ -648,7 +551,7 @@ pf_err pf_co_coordinate(struct pf_co_pool *p, struct pf_lease *l,
         if (should_flush(&c, now, start, why, sizeof(why))) {
             pf_info("coordinator: cutting groups: %s", why);
             rc = flush(&c, out, err);
-            if (pf_lease_release(p->k, l, msg) != PF_OK)
+            if (pf_lease_release(p->pool.k, l, msg) != PF_OK)
                 pf_warn("coordinator: releasing lease %s/%s: %s", l->ns,
                         l->name, msg);
             close_all(&c);
@@ -675,7 +578,7 @@ pf_err pf_co_coordinate(struct pf_co_pool *p, struct pf_lease *l,
         accept_new(&c);
         rc = serve_greetings(&c, now, &want_view, err);
         if (rc != PF_OK) {
-            pf_lease_release(p->k, l, msg);
+            pf_lease_release(p->pool.k, l, msg);
             close_all(&c);
             return rc;
         }
@@ -685,7 +588,7 @@ pf_err pf_co_coordinate(struct pf_co_pool *p, struct pf_lease *l,
             else
                 rc = serve_greetings(&c, now, &want_view, err);
             if (rc != PF_OK) {
-                pf_lease_release(p->k, l, msg);
+                pf_lease_release(p->pool.k, l, msg);
                 close_all(&c);
                 return rc;
             }
@@ -698,7 +601,7 @@ pf_err pf_co_coordinate(struct pf_co_pool *p, struct pf_lease *l,
                             "registered, %d more node(s) expected", c.nm,
                             c.coming);
     }
-    pf_lease_release(p->k, l, msg);
+    pf_lease_release(p->pool.k, l, msg);
     close_all(&c);
     return pf_fail(err, PF_ERR_API, "coordinator loop did not end");
 }
@@ -742,7 +645,7 @@ pf_err pf_co_join(struct pf_co_pool *p, const char *host, int64_t wait_until,
                        "coordinator of this version", host, p->port);
     }
     pf_get_bytes(&rb, challenge, sizeof(challenge));
-    snprintf(reg.node, sizeof(reg.node), "%s", p->node);
+    snprintf(reg.node, sizeof(reg.node), "%s", p->pool.node);
     snprintf(reg.pod, sizeof(reg.pod), "%s", p->pod);
     now = pf_now_ms();
     reg.wait_ms = wait_until > now ? (uint32_t)(wait_until - now) : 0;

@@ -26,9 +26,9 @@
 
 #include "../net/seal.h"
 #include "../net/wire.h"
+#include "../k8s/lease.h"
+#include "../k8s/pool.h"
 #include "../types/config.h"
-#include "../util/kubeapi.h"
-#include "lease.h"
 
 #define PF_CO_MAGIC 0x5046434fu       /* "PFCO" */
 #define PF_CO_VERSION 2           /* 2: the seal signs its flag (net/seal.h) */
@@ -83,17 +83,13 @@ pf_err pf_co_assign_decode(const uint8_t *body, size_t len,
                            const uint8_t nonce[PF_CO_NONCE],
                            struct pf_co_assign *a, char *err);
 
-/* What the agent knows of itself and its pool (daemonset.c fills it). */
+/* What the agent knows of itself and its pool (discover/daemonset.c
+ * fills it). */
 struct pf_co_pool {
-    struct pf_kube *k;
+    struct pf_k8s_pool pool;          /* the client, own Node, the pool */
     const struct pf_config *cfg;
-    char ns[PF_NAME_MAX];
     char pod[PF_NAME_MAX];
-    char node[PF_NAME_MAX];
     char pod_ip[64];                  /* own address, "" = unknown */
-    char type[128], zone[128];        /* the pool: instance type, zone */
-    char nodes_path[PF_PATH_MAX * 2]; /* pending Nodes (list) */
-    char pods_path[PF_PATH_MAX * 3];  /* agent pods (list) */
     int port;                         /* registration port */
     const uint8_t *secret;
     size_t secret_len;

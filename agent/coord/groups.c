@@ -9,7 +9,7 @@
  * straggler is one group of 3, never a node alone beside a group); a larger
  * remainder is a smaller group of its own. Without topology labels every
  * layer is "" and this is a plain cut in node-name order. */
-#include "daemonset.h"
+#include "groups.h"
 
 #include <stdlib.h>
 #include <string.h>

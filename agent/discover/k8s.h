@@ -1,7 +1,7 @@
-/* The k8s bootstrap's pieces: pod parsing, selector and world size, rank
- * assignment (k8s_pods.c) and the list + watch wait (k8s.c); the DaemonSet
- * mode's coordinator (coord/) uses the pod and Node readers too. Exposed
- * for the unit tests. */
+/* The k8s bootstrap's pieces: selector and world size, rank assignment
+ * (k8s_pods.c), the wait for the group (k8s.c) and the DaemonSet mode's
+ * path through the coordinator (daemonset.c). The pods and their list +
+ * watch are agent/k8s/'s (k8s/pods.h). Exposed for the unit tests. */
 #ifndef PF_DISCOVER_K8S_H
 #define PF_DISCOVER_K8S_H
 
@@ -9,14 +9,12 @@
 
 #include <cjson/cJSON.h>
 
+#include "../k8s/pods.h"
 #include "../types/peers.h"
-#include "../util/kubeapi.h"
 
-#define PF_K8S_COMPLETION_INDEX "batch.kubernetes.io/job-completion-index"
 #define PF_K8S_JOBSET_NAME "jobset.sigs.k8s.io/jobset-name"
 #define PF_K8S_JOBSET_RJOB "jobset.sigs.k8s.io/replicatedjob-name"
 #define PF_K8S_JOBSET_REPLICAS "jobset.sigs.k8s.io/replicatedjob-replicas"
-#define PF_K8S_JOBSET_INDEX "jobset.sigs.k8s.io/job-index"
 /* Gangs of other controllers (docs/install/gangs.md): a LeaderWorkerSet
  * group (leader and workers; its size annotated on every pod, its group
  * key shared by them), a Kubeflow PyTorchJob, a Volcano Job. */
@@ -26,37 +24,10 @@
 #define PF_K8S_LWS_SIZE "leaderworkerset.sigs.k8s.io/size"
 #define PF_K8S_PYTORCHJOB_NAME "training.kubeflow.org/job-name"
 #define PF_K8S_VOLCANO_JOB "volcano.sh/job-name"
-/* EKS: the network nodes above an instance, layer 3 nearest to it. */
-#define PF_K8S_TOPO_LAYER "topology.k8s.aws/network-node-layer-"
 
-/* What discovery needs of one pod. */
-struct pf_k8s_pod {
-    char name[PF_NAME_MAX];
-    char node[PF_NAME_MAX];
-    char ip[64];
-    char phase[16];
-    bool deleting;                    /* metadata.deletionTimestamp set */
-    int job_index;                    /* JobSet job-index, -1 = none */
-    int completion_index;             /* Indexed Job index, -1 = none */
-};
-
-struct pf_k8s_podset {
-    int n, cap;
-    struct pf_k8s_pod *items;
-};
-
-void pf_k8s_pod_parse(const cJSON *pod, struct pf_k8s_pod *out);
-/* A pod counts as a peer when it has a podIP, is not being deleted and has
- * not finished. Pending counts: initContainers run while Pending. */
-bool pf_k8s_pod_counts(const struct pf_k8s_pod *p);
 /* Rank hint: job_index x parallelism + completion_index, or the completion
  * index alone; -1 when the pod carries no index. */
 int pf_k8s_pod_rank(const struct pf_k8s_pod *p, int parallelism);
-
-pf_err pf_k8s_podset_put(struct pf_k8s_podset *s, const struct pf_k8s_pod *p,
-                         char *err);
-void pf_k8s_podset_remove(struct pf_k8s_podset *s, const char *name);
-void pf_k8s_podset_free(struct pf_k8s_podset *s);
 
 /* --peer-selector if set, else the first of the labels (docs/internals/kubernetes.md) the own
  * pod carries (JobSet: jobset-name plus replicatedjob-name when present).
@@ -92,11 +63,12 @@ bool pf_k8s_assign_follower(const struct pf_k8s_podset *s, int world,
                             struct pf_peers *peers, char *missing,
                             size_t mlen, bool *fatal);
 
-/* A Node's instance type and zone labels (GA, else beta), or NULL. */
-const char *pf_k8s_node_type(const cJSON *node);
-const char *pf_k8s_node_zone(const cJSON *node);
-
-/* FNV-1a, for run ids every member derives alike. */
-uint64_t pf_k8s_hash(const char *s, uint64_t h);
+/* DaemonSet mode (daemonset.c): the whole run's group, formed by the
+ * pool's coordinator (coord/coord.h) once discovery has the client and the
+ * own pod. */
+struct pf_run;
+pf_err pf_discover_daemonset(struct pf_run *run, struct pf_kube *k,
+                             const struct pf_k8s_target *t,
+                             const cJSON *own_pod, char *err);
 
 #endif

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../util/kubeapi.h"
+#include "../util/json.h"
 #include "k8s.h"
 
 #define JOBSET_UID "jobset.sigs.k8s.io/jobset-uid"

@@ -28,7 +28,7 @@ struct pf_interrupt {
     int sig;                          /* first signal taken, 0 none */
     bool k8s;                         /* the verdict goes on a Node */
     char node[PF_NAME_MAX];           /* that Node, once known */
-    struct pf_node_target target;     /* read before the thread starts */
+    struct pf_k8s_target target;      /* read before the thread starts */
     atomic_int cancel;                /* read by the API client */
     const struct pf_run *run;         /* the signal thread reads cfg only */
 };

@@ -9,12 +9,12 @@
 #include "../baseline/source.h"
 #include "../collective/collective.h"
 #include "../discover/discover.h"
+#include "../k8s/session.h"
 #include "../probe/gpu_health.h"
 #include "../probe/probe.h"
 #include "../publish/publish.h"
 #include "../reasons.h"
 #include "../util/fsutil.h"
-#include "../util/kubeapi.h"
 #include "../util/log.h"
 #include "../verdict/verdict.h"
 
@@ -116,7 +116,7 @@ int pf_run_stages(struct pf_run *run, bool collective)
      * waiting for the peer until the deadline. */
     if (it.k8s)
         run->peer_gone = pf_publish_peer_interrupted;
-    pf_kube_global_init();
+    pf_k8s_global_init();
     if (pf_sigwatch_start(&watch, pf_interrupt_on_signal, &it, err) != PF_OK)
         pf_warn("%s: SIGTERM ends the run without a word", err);
     if (it.k8s) {

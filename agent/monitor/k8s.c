@@ -13,10 +13,12 @@
 #include <time.h>
 
 #include "../config/config.h"
-#include "../publish/budget.h"
-#include "../publish/node.h"
+#include "../k8s/nodes.h"
+#include "../k8s/object.h"
+#include "../k8s/session.h"
+#include "../publish/publish.h"
 #include "../util/clock.h"
-#include "../util/kubeapi.h"
+#include "../util/json.h"
 #include "../util/log.h"
 #include "../util/sanitize.h"
 
@@ -38,38 +40,32 @@ struct pf_mon_k8s {
 pf_err pf_mon_k8s_open(const struct pf_config *cfg, const atomic_int *cancel,
                        struct pf_mon_k8s **out, char *err)
 {
-    struct pf_kube_given given;
-    struct pf_kube_identity id;
-    struct pf_kube_opts o;
+    struct pf_k8s_target t;
     struct pf_mon_k8s *k;
     pf_err rc;
 
     *out = NULL;
-    pf_config_kube(cfg, &given);
-    pf_kube_identity(&given, &id);
-    if (!id.node[0])
+    pf_config_target(cfg, &t);
+    if (!t.id.node[0])
         return pf_fail(err, PF_ERR_USAGE, "the monitor needs its node's name "
                        "(--node-name or $NODE_NAME, the downward API's "
                        "spec.nodeName)");
-    if (!pf_kube_name_ok(id.node))
+    if (!pf_k8s_name_ok(t.id.node))
         return pf_fail(err, PF_ERR_USAGE, "node name '%s' is not a valid "
-                       "Kubernetes name", id.node);
-    rc = pf_kube_opts_init(&o, &given, err);
-    if (rc != PF_OK)
-        return rc;
-    o.request_timeout_ms = REQUEST_MS;
-    if (o.max_attempts > 3)
-        o.max_attempts = 3;
-    o.deadline = 0;
-    o.cancel = cancel;
+                       "Kubernetes name", t.id.node);
+    if (t.rc != PF_OK)
+        return pf_fail(err, t.rc, "%s", t.err);
+    t.opts.request_timeout_ms = REQUEST_MS;
+    if (t.opts.max_attempts > 3)
+        t.opts.max_attempts = 3;
     k = calloc(1, sizeof(*k));
     if (!k)
         return pf_fail(err, PF_ERR_NOMEM, "out of memory");
     k->cfg = cfg;
-    snprintf(k->node, sizeof(k->node), "%s", id.node);
-    snprintf(k->pod, sizeof(k->pod), "%s", id.pod);
-    snprintf(k->ns, sizeof(k->ns), "%s", id.ns);
-    rc = pf_kube_open(&o, &k->k, err);
+    snprintf(k->node, sizeof(k->node), "%s", t.id.node);
+    snprintf(k->pod, sizeof(k->pod), "%s", t.id.pod);
+    snprintf(k->ns, sizeof(k->ns), "%s", t.id.ns);
+    rc = pf_k8s_open(&t, 0, cancel, &k->k, err);
     if (rc != PF_OK) {
         free(k);
         return rc;
@@ -82,17 +78,14 @@ void pf_mon_k8s_close(struct pf_mon_k8s *k)
 {
     if (!k)
         return;
-    pf_kube_close(k->k);
+    pf_k8s_close(k->k);
     free(k);
 }
 
 static pf_err get_node(struct pf_mon_k8s *k, cJSON **node, char *err)
 {
-    char path[PF_PATH_MAX];
-    pf_err rc;
+    pf_err rc = pf_k8s_node_get(k->k, k->node, node, err);
 
-    snprintf(path, sizeof(path), "/api/v1/nodes/%s", k->node);
-    rc = pf_kube_get(k->k, path, node, err);
     if (rc == PF_OK) {
         const char *uid = pf_json_str(*node, "metadata.uid");
         snprintf(k->uid, sizeof(k->uid), "%s", uid ? uid : "");
@@ -156,29 +149,6 @@ pf_err pf_mon_k8s_read(struct pf_mon_k8s *k, struct pf_mon_gate *gate,
     return rc;
 }
 
-static pf_err send(struct pf_mon_k8s *k, const char *method,
-                   const char *path, const char *ctype, cJSON *obj,
-                   long *status, char *err)
-{
-    struct pf_kube_resp r;
-    char *body;
-    pf_err rc;
-
-    pf_sanitize_json(obj);
-    body = cJSON_PrintUnformatted(obj);
-    if (!body)
-        return pf_fail(err, PF_ERR_NOMEM, "out of memory");
-    rc = pf_kube_do(k->k, method, path, ctype, body, &r, err);
-    free(body);
-    if (rc != PF_OK)
-        return rc;
-    *status = r.status;
-    if (r.status != 409 && (r.status < 200 || r.status > 299))
-        rc = pf_kube_status_err(&r, method, path, err);
-    pf_kube_resp_free(&r);
-    return rc;
-}
-
 /* The status the Node's condition `type` has now, and since when. */
 static void current_condition(const cJSON *node, const char *type_want,
                               const char **status, const char **since)
@@ -210,8 +180,7 @@ static pf_err post_event(struct pf_mon_k8s *k, const struct pf_mon_change *c,
     ev = pf_node_event_object(name, k->node, k->uid, pf_reason_name(c->reason),
                               c->msg, cls != PF_CLASS_OK, now,
                               k->pod[0] ? k->pod : "efa-preflight-monitor");
-    rc = send(k, "POST", "/api/v1/namespaces/default/events",
-              "application/json", ev, &status, err);
+    rc = pf_k8s_event_post(k->k, ev, &status, err);
     cJSON_Delete(ev);
     if (rc == PF_OK && status == 409)
         rc = pf_fail(err, PF_ERR_API, "Event %s already exists", name);
@@ -231,11 +200,10 @@ pf_err pf_mon_k8s_condition(struct pf_mon_k8s *k, const char *type,
                             char *err)
 {
     const char *status = pf_class_condition_status(pf_reason_class_of(reason));
-    char path[PF_PATH_MAX], now[32];
+    char now[32];
     pf_err rc = PF_OK;
 
     pf_rfc3339(now, 0);
-    snprintf(path, sizeof(path), "/api/v1/nodes/%s/status", k->node);
     for (int attempt = 1; attempt <= CONFLICT_RETRIES; attempt++) {
         cJSON *node = NULL, *patch, *conds, *c;
         const char *was, *since;
@@ -261,15 +229,15 @@ pf_err pf_mon_k8s_condition(struct pf_mon_k8s *k, const char *type,
                                 was && since && !strcmp(was, status) ? since
                                                                      : now);
         cJSON_Delete(node);
-        rc = send(k, "PATCH", path, "application/strategic-merge-patch+json",
-                  patch, &code, err);
+        rc = pf_k8s_node_patch(k->k, k->node, PF_K8S_NODE_STATUS, patch,
+                               &code, err);
         cJSON_Delete(patch);
         if (rc != PF_OK)
             return rc;
         if (code != 409)
             break;
-        rc = pf_fail(err, PF_ERR_API, "PATCH %s: conflict %d times", path,
-                     attempt);
+        rc = pf_fail(err, PF_ERR_API, "PATCH /api/v1/nodes/%s/status: "
+                     "conflict %d times", k->node, attempt);
     }
     if (rc != PF_OK)
         return rc;
@@ -283,62 +251,16 @@ pf_err pf_mon_k8s_condition(struct pf_mon_k8s *k, const char *type,
 
 pf_err pf_mon_k8s_taint(struct pf_mon_k8s *k, bool add, char *err)
 {
-    struct pf_budget b = { .k = k->k, .node = k->node,
-                           .prefix = k->cfg->label_prefix,
-                           .max_tainted = k->cfg->max_tainted };
-    char path[PF_PATH_MAX];
-    bool allowed = true;
+    bool applied = false;
     pf_err rc;
 
     if (add == k->tainted)
         return PF_OK;
-    rc = pf_budget_target(&b, k->cfg->taint_budget, err);
-    if (rc != PF_OK)
-        return rc;
-    b.deadline = pf_deadline_in(3 * REQUEST_MS);
-    if (add) {
-        rc = pf_budget_take(&b, &allowed, err);
-        if (rc != PF_OK) {
-            pf_err_prefix(err, "%s",
-                          pf_reason_name(PF_R_TaintBudgetUnavailable));
-            return rc;
-        }
-        if (!allowed) {
-            pf_warn("node %s: not tainted (%s): %d of %d nodes hold the "
-                    "budget, max_tainted %s allows %d",
-                    k->node, pf_reason_name(PF_R_TaintCapReached), b.others,
-                    b.total, k->cfg->max_tainted, b.cap);
-            return PF_OK;
-        }
-    }
-    snprintf(path, sizeof(path), "/api/v1/nodes/%s", k->node);
-    for (int attempt = 1; attempt <= CONFLICT_RETRIES; attempt++) {
-        cJSON *node = NULL, *patch;
-        bool changed = false;
-        long code = 0;
-
-        rc = get_node(k, &node, err);
-        if (rc != PF_OK)
-            return rc;
-        patch = pf_node_taints_patch(node, k->cfg->label_prefix, add,
-                                     pf_reason_name(PF_R_EFANICErrorRate),
-                                     &changed);
-        cJSON_Delete(node);
-        if (!changed)
-            break;
-        rc = send(k, "PATCH", path, "application/merge-patch+json", patch,
-                  &code, err);
-        cJSON_Delete(patch);
-        if (rc != PF_OK)
-            return rc;
-        if (code != 409)
-            break;
-    }
-    k->tainted = add;
-    if (!add && pf_budget_release(&b, err) != PF_OK)
-        pf_warn("node %s: taint budget slot not released (%s); it goes "
-                "stale in %d s", k->node, err, PF_BUDGET_STALE_S);
-    return PF_OK;
+    rc = pf_publish_taint(k->k, k->cfg, k->node, add, PF_R_EFANICErrorRate,
+                          pf_deadline_in(3 * REQUEST_MS), &applied, err);
+    if (rc == PF_OK && applied)
+        k->tainted = add;
+    return rc;
 }
 
 /* A quantity string above zero ("1", "32"; EFA counts are whole). */
@@ -378,53 +300,39 @@ bool pf_mon_pod_holds_efa(const cJSON *pod)
            containers_hold(pf_json_at(pod, "spec.initContainers"));
 }
 
+struct busy {
+    const struct pf_mon_k8s *k;
+    bool busy;
+    char *who;
+    size_t len;
+};
+
+static bool busy_pod(void *ctx, const cJSON *p)
+{
+    struct busy *x = ctx;
+    const char *name = pf_json_str(p, "metadata.name");
+    const char *ns = pf_json_str(p, "metadata.namespace");
+
+    if (name && ns && !strcmp(name, x->k->pod) && !strcmp(ns, x->k->ns))
+        return true;                  /* the monitor itself */
+    if (pf_mon_pod_holds_efa(p)) {
+        x->busy = true;
+        snprintf(x->who, x->len, "%s/%s", ns ? ns : "?", name ? name : "?");
+        return false;
+    }
+    return true;
+}
+
 /* Whether any pod on the node other than this one holds EFA devices;
  * *who names the first. Pages through the list. */
 static pf_err node_busy(struct pf_mon_k8s *k, bool *busy, char *who,
                         size_t len, char *err)
 {
-    char sel[PF_NAME_MAX * 3], path[PF_PATH_MAX * 2], cont[1024] = "";
-    char field[PF_NAME_MAX + 32];
+    struct busy x = { .k = k, .who = who, .len = len };
+    pf_err rc = pf_k8s_node_pods_each(k->k, k->node, busy_pod, &x, err);
 
-    *busy = false;
-    snprintf(field, sizeof(field), "spec.nodeName=%s", k->node);
-    if (pf_kube_query_escape(field, sel, sizeof(sel), err) != PF_OK)
-        return PF_ERR_USAGE;
-    for (int page = 0; page < 10000; page++) {
-        cJSON *list = NULL;
-        const cJSON *items, *p;
-        const char *next;
-        char esc[1024] = "";
-        pf_err rc;
-
-        if (cont[0] &&
-            pf_kube_query_escape(cont, esc, sizeof(esc), err) != PF_OK)
-            return PF_ERR_API;
-        snprintf(path, sizeof(path), "/api/v1/pods?fieldSelector=%s"
-                 "&limit=500%s%s", sel, esc[0] ? "&continue=" : "", esc);
-        rc = pf_kube_get(k->k, path, &list, err);
-        if (rc != PF_OK)
-            return rc;
-        items = cJSON_GetObjectItemCaseSensitive(list, "items");
-        cJSON_ArrayForEach(p, items) {
-            const char *name = pf_json_str(p, "metadata.name");
-            const char *ns = pf_json_str(p, "metadata.namespace");
-            if (name && ns && !strcmp(name, k->pod) && !strcmp(ns, k->ns))
-                continue;             /* the monitor itself */
-            if (!*busy && pf_mon_pod_holds_efa(p)) {
-                *busy = true;
-                snprintf(who, len, "%s/%s", ns ? ns : "?",
-                         name ? name : "?");
-            }
-        }
-        next = pf_json_str(list, "metadata.continue");
-        snprintf(cont, sizeof(cont), "%s", next ? next : "");
-        cJSON_Delete(list);
-        if (*busy || !cont[0])
-            return PF_OK;
-    }
-    return pf_fail(err, PF_ERR_API, "pod list of node %s never ended",
-                   k->node);
+    *busy = x.busy;
+    return rc;
 }
 
 pf_err pf_mon_k8s_revalidate(struct pf_mon_k8s *k, bool cleared,
@@ -432,7 +340,7 @@ pf_err pf_mon_k8s_revalidate(struct pf_mon_k8s *k, bool cleared,
 {
     const char *prefix = k->cfg->label_prefix;
     struct pf_mon_gate g;
-    char key[PF_NAME_MAX + 16], path[PF_PATH_MAX], who[2 * PF_NAME_MAX];
+    char key[PF_NAME_MAX + 16], who[2 * PF_NAME_MAX];
     cJSON *node = NULL, *patch, *labels;
     bool expired, busy = false;
     long code = 0;
@@ -469,9 +377,8 @@ pf_err pf_mon_k8s_revalidate(struct pf_mon_k8s *k, bool cleared,
                                                              "metadata"),
                                      "labels");
     cJSON_AddStringToObject(labels, key, PF_NODE_PENDING);
-    snprintf(path, sizeof(path), "/api/v1/nodes/%s", k->node);
-    rc = send(k, "PATCH", path, "application/merge-patch+json", patch, &code,
-              err);
+    rc = pf_k8s_node_patch(k->k, k->node, PF_K8S_NODE_META, patch, &code,
+                           err);
     cJSON_Delete(patch);
     if (rc != PF_OK)
         return rc;

@@ -16,11 +16,11 @@
 #include <unistd.h>
 
 #include "../config/catalog.h"
+#include "../k8s/session.h"
 #include "../probe/probe.h"
 #include "../util/clock.h"
 #include "../util/fsutil.h"
 #include "../util/httpd.h"
-#include "../util/kubeapi.h"
 #include "../util/log.h"
 
 /* The Node's gate labels are read, and re-validation decided, at most
@@ -150,7 +150,7 @@ int pf_monitor_run(struct pf_run *run, struct pf_mon_ctl *ctl)
     /* Before the server's threads (libcurl's global state, and OpenSSL's
      * some 3 MiB of pages, only where a Node is written). */
     if (use_k8s(cfg))
-        pf_kube_global_init();
+        pf_k8s_global_init();
     if (cfg->listen[0] && pf_mon_serve(cfg->listen, ctl, &httpd, err) !=
                               PF_OK) {
         pf_error("%s", err);

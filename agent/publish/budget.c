@@ -8,7 +8,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../k8s/backoff.h"
+#include "../k8s/configmap.h"
+#include "../k8s/nodes.h"
+#include "../k8s/object.h"
 #include "../util/clock.h"
+#include "../util/json.h"
 #include "../util/log.h"
 #include "node.h"
 
@@ -26,7 +31,7 @@ pf_err pf_budget_target(struct pf_budget *b, const char *spec, char *err)
                        "namespace/name", spec);
     snprintf(b->ns, sizeof(b->ns), "%.*s", (int)(slash - spec), spec);
     snprintf(b->name, sizeof(b->name), "%s", slash + 1);
-    if (!pf_kube_name_ok(b->ns) || !pf_kube_name_ok(b->name))
+    if (!pf_k8s_name_ok(b->ns) || !pf_k8s_name_ok(b->name))
         return pf_fail(err, PF_ERR_USAGE, "taint_budget '%s' is not "
                        "namespace/name", spec);
     return PF_OK;
@@ -103,68 +108,51 @@ enum pf_budget_decision pf_budget_decide(const cJSON *data,
     return PF_BUDGET_TAKE;
 }
 
+struct marked {
+    struct pf_budget *b;
+    char **m;
+    int n, cap;
+};
+
+static pf_err count_node(void *ctx, const cJSON *node, char *err)
+{
+    struct marked *x = ctx;
+    const char *name = pf_json_str(node, "metadata.name");
+
+    x->b->total++;
+    if (!name || !pf_node_marked(node, x->b->prefix))
+        return PF_OK;
+    if (x->n == x->cap) {
+        int ncap = x->cap ? x->cap * 2 : 16;
+        char **grown = realloc(x->m, (size_t)ncap * sizeof(*x->m));
+        if (!grown)
+            return pf_fail(err, PF_ERR_NOMEM, "out of memory");
+        x->m = grown;
+        x->cap = ncap;
+    }
+    if (!(x->m[x->n] = strdup(name)))
+        return pf_fail(err, PF_ERR_NOMEM, "out of memory");
+    x->n++;
+    return PF_OK;
+}
+
 /* Every Node (paged, limit 500): how many, and the sorted names of those
  * carrying our mark. */
 static pf_err list_marked(struct pf_budget *b, char ***marked, int *nmarked,
                           char *err)
 {
-    char path[PF_PATH_MAX * 2], token[PF_PATH_MAX] = "";
-    char **m = NULL;
-    int n = 0, cap = 0;
-    pf_err rc = PF_OK;
+    struct marked x = { .b = b };
+    pf_err rc;
 
     b->total = 0;
-    for (int page = 0; page < LOOP_MAX; page++) {
-        cJSON *list = NULL;
-        const cJSON *it;
-        const char *next;
-
-        if (token[0])
-            snprintf(path, sizeof(path), "/api/v1/nodes?limit=500&continue=%s",
-                     token);
-        else
-            snprintf(path, sizeof(path), "/api/v1/nodes?limit=500");
-        rc = pf_kube_get(b->k, path, &list, err);
-        if (rc != PF_OK) {
-            pf_err_prefix(err, "counting the marked Nodes (needs list on "
-                          "nodes)");
-            break;
-        }
-        cJSON_ArrayForEach(it, pf_json_at(list, "items")) {
-            const char *name = pf_json_str(it, "metadata.name");
-            b->total++;
-            if (!name || !pf_node_marked(it, b->prefix))
-                continue;
-            if (n == cap) {
-                int ncap = cap ? cap * 2 : 16;
-                char **grown = realloc(m, (size_t)ncap * sizeof(*m));
-                if (!grown) {
-                    rc = pf_fail(err, PF_ERR_NOMEM, "out of memory");
-                    break;
-                }
-                m = grown;
-                cap = ncap;
-            }
-            if (!(m[n] = strdup(name))) {
-                rc = pf_fail(err, PF_ERR_NOMEM, "out of memory");
-                break;
-            }
-            n++;
-        }
-        next = pf_json_str(list, "metadata.continue");
-        /* Tokens are opaque base64: escape them for the query. */
-        if (rc == PF_OK && next && *next)
-            rc = pf_kube_query_escape(next, token, sizeof(token), err);
-        else
-            token[0] = '\0';
-        cJSON_Delete(list);
-        if (rc != PF_OK || !token[0])
-            break;
-    }
-    if (rc == PF_OK && n > 1)
-        qsort(m, (size_t)n, sizeof(*m), by_name);
-    *marked = m;
-    *nmarked = n;
+    rc = pf_k8s_nodes_each(b->k, count_node, &x, err);
+    if (rc != PF_OK && rc != PF_ERR_NOMEM)
+        pf_err_prefix(err, "counting the marked Nodes (needs list on "
+                      "nodes)");
+    if (rc == PF_OK && x.n > 1)
+        qsort(x.m, (size_t)x.n, sizeof(*x.m), by_name);
+    *marked = x.m;
+    *nmarked = x.n;
     return rc;
 }
 
@@ -189,7 +177,7 @@ static pf_err rbac_hint(pf_err rc, const struct pf_budget *b,
 /* GET the ConfigMap: *cm NULL when there is none. */
 static pf_err read_budget(struct pf_budget *b, cJSON **cm, char *err)
 {
-    pf_err rc = pf_kube_configmap_read(b->k, b->ns, b->name, cm, err);
+    pf_err rc = pf_k8s_configmap_read(b->k, b->ns, b->name, cm, err);
 
     return rc == PF_OK ? PF_OK : rbac_hint(rc, b, "get", err);
 }
@@ -200,7 +188,7 @@ static pf_err read_budget(struct pf_budget *b, cJSON **cm, char *err)
 static pf_err write_budget(struct pf_budget *b, const char *rv, cJSON *data,
                            bool *won, char *err)
 {
-    pf_err rc = pf_kube_configmap_write(b->k, b->ns, b->name, rv, data, NULL,
+    pf_err rc = pf_k8s_configmap_write(b->k, b->ns, b->name, rv, data, NULL,
                                         won, err);
 
     return rc == PF_OK ? PF_OK : rbac_hint(rc, b, rv ? "update" : "create",
@@ -211,7 +199,7 @@ static pf_err write_budget(struct pf_budget *b, const char *rv, cJSON *data,
  * first. */
 static bool back_off(const struct pf_budget *b, int attempt, uint64_t *rng)
 {
-    int64_t d = pf_kube_backoff_ms(attempt, BACKOFF_BASE_MS, BACKOFF_CAP_MS,
+    int64_t d = pf_k8s_backoff_ms(attempt, BACKOFF_BASE_MS, BACKOFF_CAP_MS,
                                    rng);
 
     if (b->deadline && pf_ms_left(b->deadline) <= d)

@@ -35,7 +35,7 @@
 #include <cjson/cJSON.h>
 
 #include "../util/err.h"
-#include "../util/kubeapi.h"
+#include "../k8s/session.h"
 
 /* Longer than any run's publishing takes from taking a slot to the mark. */
 #define PF_BUDGET_STALE_S 600

@@ -15,7 +15,6 @@
 
 #include "../util/fsutil.h"
 #include "../util/json.h"
-#include "../util/kubeapi.h"
 
 #define REPORT_MAX (16u << 20)
 #define SUFFIX ".json"

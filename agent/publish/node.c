@@ -26,8 +26,11 @@
 #include <time.h>
 
 #include "../config/config.h"
+#include "../k8s/nodes.h"
+#include "../k8s/object.h"
+#include "../k8s/pods.h"
 #include "../util/clock.h"
-#include "../util/kubeapi.h"
+#include "../util/json.h"
 #include "../util/log.h"
 #include "../util/sanitize.h"
 
@@ -41,6 +44,7 @@ struct pub {
     const struct pf_config *cfg;
     const struct pf_run *run;         /* NULL: a state write, no verdict */
     struct pf_kube *k;
+    struct pf_k8s_target t;           /* who we are, where the API is */
     char node[PF_NAME_MAX];
     char reporter[PF_NAME_MAX];
     char now[32];
@@ -59,11 +63,8 @@ struct pub {
 
 static pf_err read_node(struct pub *p, cJSON **node, char *err)
 {
-    char path[PF_PATH_MAX];
-    pf_err rc;
+    pf_err rc = pf_k8s_node_get(p->k, p->node, node, err);
 
-    snprintf(path, sizeof(path), "/api/v1/nodes/%s", p->node);
-    rc = pf_kube_get(p->k, path, node, err);
     if (rc == PF_ERR_FORBIDDEN)
         pf_err_prefix(err, "reading Node %s needs get on nodes", p->node);
     return rc;
@@ -82,26 +83,21 @@ static pf_err patch_node(struct pub *p, enum patch_kind kind, char *err)
                                   "patch on nodes/status", "patch on nodes",
                                   "patch on nodes/status" };
     const char *prefix = p->cfg->label_prefix;
-    char path[PF_PATH_MAX];
+    enum pf_k8s_node_part part = kind == PATCH_CONDITIONS ||
+                                         kind == PATCH_STATE_CONDITIONS ||
+                                         kind == PATCH_UNDO_CONDITIONS
+                                     ? PF_K8S_NODE_STATUS : PF_K8S_NODE_META;
     pf_err rc = PF_OK;
 
     for (int attempt = 1; attempt <= CONFLICT_RETRIES; attempt++) {
-        struct pf_kube_resp r;
         struct pf_node_labels l;
         cJSON *node = NULL, *patch = NULL;
-        const char *ctype = "application/merge-patch+json";
         bool changed = true;
-        char *body;
+        long status = 0;
 
         rc = read_node(p, &node, err);
         if (rc != PF_OK)
             return rc;
-        snprintf(path, sizeof(path), "/api/v1/nodes/%s", p->node);
-        if (kind == PATCH_CONDITIONS || kind == PATCH_STATE_CONDITIONS ||
-            kind == PATCH_UNDO_CONDITIONS) {
-            snprintf(path, sizeof(path), "/api/v1/nodes/%s/status", p->node);
-            ctype = "application/strategic-merge-patch+json";
-        }
         switch (kind) {
         case PATCH_LABELS:
             pf_node_labels_make(p->run, p->now_t, &l);
@@ -139,26 +135,21 @@ static pf_err patch_node(struct pub *p, enum patch_kind kind, char *err)
         cJSON_Delete(node);
         if (!changed)
             return PF_OK;
-        /* Condition messages quote peers and the API server. */
-        pf_sanitize_json(patch);
-        body = patch ? cJSON_PrintUnformatted(patch) : NULL;
+        /* Condition messages quote peers and the API server: sanitized
+         * on the way. */
+        rc = pf_k8s_node_patch(p->k, p->node, part, patch, &status, err);
         cJSON_Delete(patch);
-        if (!body)
-            return pf_fail(err, PF_ERR_NOMEM, "out of memory");
-        rc = pf_kube_do(p->k, "PATCH", path, ctype, body, &r, err);
-        free(body);
-        if (rc != PF_OK)
+        if (rc == PF_ERR_NOMEM)
             return rc;
-        if (r.status == 409) {
+        if (rc == PF_OK && status == 409) {
             pf_info("node %s: %s update conflicted (attempt %d); reading "
                     "the Node again", p->node, what[kind], attempt);
-            rc = pf_kube_status_err(&r, "PATCH", path, err);
-            pf_kube_resp_free(&r);
+            rc = PF_ERR_API;          /* err: the 409, if it is the last */
             continue;
         }
-        if (r.status < 200 || r.status > 299) {
-            rc = pf_kube_status_err(&r, "PATCH", path, err);
-            pf_kube_resp_free(&r);
+        if (rc != PF_OK) {
+            if (status == 0)          /* no answer: err says why */
+                return rc;
             if (rc == PF_ERR_FORBIDDEN)
                 pf_err_prefix(err, "writing %s on Node %s needs %s",
                               what[kind], p->node, need[kind]);
@@ -167,7 +158,6 @@ static pf_err patch_node(struct pub *p, enum patch_kind kind, char *err)
                               p->node);
             return rc;
         }
-        pf_kube_resp_free(&r);
         pf_debug("node %s: %s written", p->node, what[kind]);
         return PF_OK;
     }
@@ -178,10 +168,9 @@ static pf_err patch_node(struct pub *p, enum patch_kind kind, char *err)
 
 static pf_err post_event(struct pub *p, char *err)
 {
-    static const char *path = "/api/v1/namespaces/default/events";
-    char name[PF_NAME_MAX + 32], *body;
-    struct pf_kube_resp r;
+    char name[PF_NAME_MAX + 32];
     struct timespec ts;
+    long status = 0;
     cJSON *node = NULL, *ev;
     pf_err rc = read_node(p, &node, err);
 
@@ -194,26 +183,15 @@ static pf_err post_event(struct pub *p, char *err)
     ev = pf_node_event(p->run, p->node, pf_json_str(node, "metadata.uid"),
                        p->reporter, p->now, name, p->note);
     cJSON_Delete(node);
-    pf_sanitize_json(ev);
-    body = cJSON_PrintUnformatted(ev);
+    rc = pf_k8s_event_post(p->k, ev, &status, err);
     cJSON_Delete(ev);
-    if (!body)
-        return pf_fail(err, PF_ERR_NOMEM, "out of memory");
-    rc = pf_kube_do(p->k, "POST", path, "application/json", body, &r, err);
-    free(body);
-    if (rc != PF_OK)
-        return rc;
     /* The name carries the time in ns, so a 409 AlreadyExists is this very
      * Event: an earlier try of the POST landed and its answer was lost.
      * Posting again under a new name would write it twice. */
-    if (r.status == 409) {
+    if (rc == PF_OK && status == 409)
         pf_debug("node %s: event %s already written", p->node, name);
-    } else if (r.status < 200 || r.status > 299) {
-        rc = pf_kube_status_err(&r, "POST", path, err);
-        if (rc == PF_ERR_FORBIDDEN)
-            pf_err_prefix(err, "needs create on events");
-    }
-    pf_kube_resp_free(&r);
+    else if (rc == PF_ERR_FORBIDDEN && status != 0)
+        pf_err_prefix(err, "needs create on events");
     return rc;
 }
 
@@ -281,36 +259,34 @@ static void release_mark(struct pub *p)
 
 /* Node name: the one begin resolved, config, NODE_NAME, the peer table,
  * else the own pod. */
-static pf_err resolve_node(struct pub *p, const struct pf_kube_identity *id,
-                           const char *known, char *err)
+static pf_err resolve_node(struct pub *p, const char *known, char *err)
 {
+    const struct pf_k8s_target *t = &p->t;
+
     const struct pf_peers *pe = p->run ? &p->run->peers : NULL;
-    char path[PF_PATH_MAX];
     cJSON *pod = NULL;
     const char *n;
     pf_err rc;
 
     if (known && known[0]) {
         snprintf(p->node, sizeof(p->node), "%s", known);
-    } else if (id->node[0]) {
-        snprintf(p->node, sizeof(p->node), "%s", id->node);
+    } else if (t->id.node[0]) {
+        snprintf(p->node, sizeof(p->node), "%s", t->id.node);
     } else if (pe && pe->list && pe->rank >= 0 && pe->rank < pe->world &&
                pe->list[pe->rank].node[0]) {
         snprintf(p->node, sizeof(p->node), "%s", pe->list[pe->rank].node);
     } else {
-        if (!pf_kube_name_ok(id->pod) || !pf_kube_name_ok(id->ns))
+        if (!pf_k8s_name_ok(t->id.pod) || !pf_k8s_name_ok(t->id.ns))
             return pf_fail(err, PF_ERR_USAGE, "cannot tell which Node to "
                            "write: set NODE_NAME or --node-name");
-        snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", id->ns,
-                 id->pod);
-        rc = pf_kube_get(p->k, path, &pod, err);
+        rc = pf_k8s_pod_get(p->k, t->id.ns, t->id.pod, &pod, err);
         if (rc != PF_OK)
             return rc;
         n = pf_json_str(pod, "spec.nodeName");
         snprintf(p->node, sizeof(p->node), "%s", n ? n : "");
         cJSON_Delete(pod);
     }
-    if (!pf_kube_name_ok(p->node))
+    if (!pf_k8s_name_ok(p->node))
         return pf_fail(err, PF_ERR_USAGE, "node name '%s' is not a valid "
                        "Kubernetes name", p->node);
     return PF_OK;
@@ -318,14 +294,9 @@ static pf_err resolve_node(struct pub *p, const struct pf_kube_identity *id,
 
 /* A client for one publishing moment, bounded by deadline and, when
  * cancel is set, stopped by it. */
-void pf_publish_target(const struct pf_config *cfg, struct pf_node_target *t)
+void pf_publish_target(const struct pf_config *cfg, struct pf_k8s_target *t)
 {
-    struct pf_kube_given given;
-
-    memset(t, 0, sizeof(*t));
-    pf_config_kube(cfg, &given);
-    pf_kube_identity(&given, &t->id);
-    t->rc = pf_kube_opts_init(&t->opts, &given, t->err);
+    pf_config_target(cfg, t);
 }
 
 /* A client for one publishing moment, bounded by deadline and, when
@@ -333,12 +304,11 @@ void pf_publish_target(const struct pf_config *cfg, struct pf_node_target *t)
  * (NULL: read them now). */
 static pf_err open_pub(struct pub *p, const struct pf_config *cfg,
                        const struct pf_run *run,
-                       const struct pf_node_target *t, int64_t deadline,
+                       const struct pf_k8s_target *t, int64_t deadline,
                        const atomic_int *cancel, const char *known_node,
                        char *err)
 {
-    struct pf_node_target now;
-    struct pf_kube_opts o;
+    struct pf_k8s_target now;
     pf_err rc;
 
     memset(p, 0, sizeof(*p));
@@ -352,21 +322,16 @@ static pf_err open_pub(struct pub *p, const struct pf_config *cfg,
     }
     snprintf(p->reporter, sizeof(p->reporter), "%s",
              t->id.pod[0] ? t->id.pod : "efa-preflight");
-    rc = t->rc;
-    if (rc != PF_OK)
-        return pf_fail(err, rc, "%s", t->err);
-    o = t->opts;
-    o.deadline = deadline;
-    o.cancel = cancel;
-    rc = pf_kube_open(&o, &p->k, err);
+    p->t = *t;
+    rc = pf_k8s_open(t, deadline, cancel, &p->k, err);
     if (rc == PF_OK)
-        rc = resolve_node(p, &t->id, known_node, err);
+        rc = resolve_node(p, known_node, err);
     return rc;
 }
 
 static void close_pub(struct pub *p)
 {
-    pf_kube_close(p->k);
+    pf_k8s_close(p->k);
     cJSON_Delete(p->before);
     p->k = NULL;
     p->before = NULL;
@@ -384,19 +349,12 @@ static char *print_patch(cJSON *patch)
  * that discovery reports, and a usage error writes nothing. */
 static pf_err check_own_pod(struct pub *p, char *err)
 {
-    struct pf_kube_given given;
-    struct pf_kube_identity id;
-    char path[PF_PATH_MAX];
     cJSON *pod = NULL;
     pf_err rc;
 
-    pf_config_kube(p->cfg, &given);
-    pf_kube_identity(&given, &id);
-    if (!pf_kube_name_ok(id.pod) || !pf_kube_name_ok(id.ns))
+    if (!pf_k8s_name_ok(p->t.id.pod) || !pf_k8s_name_ok(p->t.id.ns))
         return PF_OK;
-    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", id.ns,
-             id.pod);
-    rc = pf_kube_get(p->k, path, &pod, err);
+    rc = pf_k8s_pod_get(p->k, p->t.id.ns, p->t.id.pod, &pod, err);
     cJSON_Delete(pod);
     return rc;
 }
@@ -473,7 +431,7 @@ pf_err pf_publish_node_undo(const struct pf_run *run, char *err)
 }
 
 pf_err pf_publish_node_interrupted(const struct pf_config *cfg,
-                                   const struct pf_node_target *t,
+                                   const struct pf_k8s_target *t,
                                    const char *node, int sig,
                                    int64_t deadline, char *err)
 {
@@ -514,7 +472,7 @@ bool pf_publish_peer_interrupted(void *ctx, int rank, char *why, size_t len)
     const struct pf_run *run = ctx;
     const struct pf_peers *pe = &run->peers;
     const struct pf_peer *x;
-    struct pf_node_target t;
+    struct pf_k8s_target t;
     struct pub p;
     cJSON *node = NULL;
     char err[PF_ERRLEN] = "", msg[PF_ERRLEN];
@@ -526,7 +484,7 @@ bool pf_publish_peer_interrupted(void *ctx, int rank, char *why, size_t len)
         pe->bootstrap != PF_BOOT_K8S || since < 0)
         return false;
     x = &pe->list[rank];
-    if (!x->pod[0] || !pf_kube_name_ok(x->node))
+    if (!x->pod[0] || !pf_k8s_name_ok(x->node))
         return false;
     if (deadline > pf_run_deadline(run))
         deadline = pf_run_deadline(run);

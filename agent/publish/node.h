@@ -14,17 +14,11 @@
 #include <cjson/cJSON.h>
 
 #include "../types/run.h"
+#include "publish.h"
 
-/* The status label the operator (or the node group) sets to ask the
- * DaemonSet for a validation; the agent never overwrites it before a
- * verdict. */
-#define PF_NODE_PENDING "pending"
-/* The status label while a run is under way. */
-#define PF_NODE_VALIDATING "validating"
-/* The status of a DaemonSet node that passed its node checks alone, its
- * pool having no other pending node: the fabric was not tested, and a
- * `status in (pass,warn)` selector does not admit it. */
-#define PF_NODE_UNTESTED "untested"
+/* The status label's values (PF_NODE_PENDING, ...) and the Event's shape
+ * (pf_node_event_name, pf_node_event_object) are in publish.h: the
+ * monitor writes them too. */
 
 /* Label values; "" means "remove the label". */
 struct pf_node_labels {
@@ -100,18 +94,6 @@ cJSON *pf_node_undo_conditions_patch(const cJSON *node);
 cJSON *pf_node_taints_patch(const cJSON *node, const char *prefix, bool add,
                             const char *value, bool *changed);
 
-/* The Event's name, client-go's way: node + "." + time in hex (ns), with
- * the node part cut so the name stays within the 253 characters the API
- * server allows. */
-void pf_node_event_name(char *out, size_t len, const char *node,
-                        unsigned long long ns);
-/* A core/v1 Event on Node node (uid may be NULL or ""), in namespace
- * default, from component efa-preflight: the one shape the gate's and the
- * monitor's Events share. */
-cJSON *pf_node_event_object(const char *name, const char *node,
-                            const char *uid, const char *reason,
-                            const char *message, bool warning,
-                            const char *now, const char *reporter);
 /* The gate's Event on the Node: Normal on pass, Warning otherwise. */
 cJSON *pf_node_event(const struct pf_run *run, const char *node,
                      const char *uid, const char *reporter, const char *now,

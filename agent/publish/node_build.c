@@ -7,8 +7,9 @@
 
 #include "../config/catalog.h"
 #include "../config/config.h"
+#include "../k8s/object.h"
 #include "../util/clock.h"
-#include "../util/kubeapi.h"
+#include "../util/json.h"
 #include "../util/log.h"
 #include "../verdict/verdict.h"
 
@@ -470,7 +471,7 @@ cJSON *pf_node_event_object(const char *name, const char *node,
                             const char *message, bool warning,
                             const char *now, const char *reporter)
 {
-    cJSON *ev = pf_kube_object("v1", "Event", name, "default", NULL);
+    cJSON *ev = pf_k8s_object("v1", "Event", name, "default", NULL);
     cJSON *io, *src;
 
     io = cJSON_AddObjectToObject(ev, "involvedObject");

@@ -10,7 +10,8 @@
 #include <string.h>
 
 #include "publish/node.h"
-#include "util/kubeapi.h"
+#include "k8s/client.h"
+#include "util/json.h"
 
 #define PREFIX "efa-preflight.io/"
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "discover/k8s.h"
+#include "util/json.h"
 
 /* Worlds up to this size get the full assignment: keeps one input quick. */
 #define FUZZ_WORLD_LIMIT 4096

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "discover/k8s.h"
+#include "util/json.h"
 
 static int count_named(const struct pf_k8s_podset *s, const char *name)
 {

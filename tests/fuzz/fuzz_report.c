@@ -12,8 +12,9 @@
 #include <cjson/cJSON.h>
 
 #include "publish/publish.h"
+#include "util/json.h"
 #include "util/sanitize.h"
-#include "util/kubeapi.h"
+#include "k8s/client.h"
 
 struct src {
     const uint8_t *p;

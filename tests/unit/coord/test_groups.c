@@ -3,7 +3,7 @@
 #include <criterion/criterion.h>
 #include <stdio.h>
 
-#include "coord/daemonset.h"
+#include "coord/groups.h"
 
 /* Groups of the plain cut (no topology labels): member i's group and
  * rank, checked against the first member and size wanted. */

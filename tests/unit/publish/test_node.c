@@ -8,7 +8,8 @@
 
 #include "coll_fixture.h"
 #include "publish/node.h"
-#include "util/kubeapi.h"
+#include "k8s/client.h"
+#include "util/json.h"
 #include "verdict/verdict.h"
 
 /* A run whose fabric check says `fabric` with `reason` (PF_R_None on a
@@ -427,7 +428,7 @@ Test(k8s_publish, event_name_stays_a_valid_object_name)
     node[253] = '\0';
     pf_node_event_name(name, sizeof(name), node, 0x1873a5b2c4d5e6f7ull);
     cr_assert_eq(strlen(name), 253);
-    cr_assert(pf_kube_name_ok(name), "%s", name);
+    cr_assert(pf_k8s_name_ok(name), "%s", name);
     cr_assert_str_eq(name + 236, ".1873a5b2c4d5e6f7");
     cr_assert_eq(strspn(name, "n"), 236);
 }

@@ -8,7 +8,8 @@
 #include <string.h>
 
 #include "publish/node.h"
-#include "util/kubeapi.h"
+#include "k8s/client.h"
+#include "util/json.h"
 
 #define AT "2026-01-01T00:00:10Z"
 #define AT_S 1767225610

@@ -20,7 +20,8 @@
 #include "publish/metrics.h"
 #include "publish/node.h"
 #include "publish/publish.h"
-#include "util/kubeapi.h"
+#include "k8s/client.h"
+#include "util/json.h"
 #include "verdict/verdict.h"
 
 /* A 2-node run whose node checks passed and whose fabric check says st

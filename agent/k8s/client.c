@@ -1,4 +1,6 @@
-#include "kubeapi.h"
+/* The raw client over libcurl: the token, one request with its retries,
+ * a watch stream. */
+#include "client.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -11,11 +13,13 @@
 
 #include <curl/curl.h>
 
-#include "clock.h"
-#include "fsutil.h"
-#include "log.h"
-#include "sanitize.h"
-#include "version.h"
+#include "../util/clock.h"
+#include "../util/fsutil.h"
+#include "../util/json.h"
+#include "../util/log.h"
+#include "../util/sanitize.h"
+#include "../util/version.h"
+#include "backoff.h"
 
 #define TOKEN_MAX (64 * 1024)
 #define TOKEN_REREAD_MS 60000
@@ -35,25 +39,6 @@ struct buf {
     bool overflow;
 };
 
-/* -------------------------------------------------------------- helpers */
-
-pf_err pf_kube_server_url(const char *host, const char *port, char *out,
-                          size_t len, char *err)
-{
-    int n;
-
-    if (!host || !*host)
-        return pf_fail(err, PF_ERR_USAGE, "API server host is empty");
-    if (strchr(host, ':') && host[0] != '[')
-        n = snprintf(out, len, "https://[%s]:%s", host,
-                     port && *port ? port : "443");
-    else
-        n = snprintf(out, len, "https://%s:%s", host,
-                     port && *port ? port : "443");
-    if (n < 0 || (size_t)n >= len)
-        return pf_fail(err, PF_ERR_USAGE, "API server address too long");
-    return PF_OK;
-}
 
 pf_err pf_kube_query_escape(const char *in, char *out, size_t len, char *err)
 {
@@ -79,229 +64,6 @@ pf_err pf_kube_query_escape(const char *in, char *out, size_t len, char *err)
     out[o] = '\0';
     return PF_OK;
 }
-
-bool pf_kube_name_ok(const char *s)
-{
-    size_t n = strlen(s);
-
-    if (n == 0 || n > PF_K8S_NAME_MAX)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (!(islower((unsigned char)c) || isdigit((unsigned char)c) ||
-              c == '-' || c == '.'))
-            return false;
-        /* DNS-1123: every dot-separated part starts and ends with an
-         * alphanumeric, as the API server checks ("a..b", "a-.b" fail). */
-        if (c == '.' && i > 0 && i + 1 < n &&
-            (s[i - 1] == '.' || s[i - 1] == '-' || s[i + 1] == '-'))
-            return false;
-    }
-    return isalnum((unsigned char)s[0]) && isalnum((unsigned char)s[n - 1]);
-}
-
-int64_t pf_kube_retry_after_ms(const char *value)
-{
-    char *end;
-    long v;
-
-    if (!value)
-        return -1;
-    while (*value == ' ' || *value == '\t')
-        value++;
-    if (!isdigit((unsigned char)*value))
-        return -1;
-    errno = 0;
-    v = strtol(value, &end, 10);
-    while (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n')
-        end++;
-    if (*end || v < 0)
-        return -1;
-    /* A longer wait than an hour is still a request to wait, not to
-     * retry at the backoff pace: clamp it (the caller caps it again). */
-    if (errno == ERANGE || v > 3600)
-        v = 3600;
-    return (int64_t)v * 1000;
-}
-
-static uint64_t xorshift(uint64_t *s)
-{
-    uint64_t x = *s ? *s : 0x9e3779b97f4a7c15ull;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    *s = x;
-    return x;
-}
-
-int64_t pf_kube_backoff_ms(int attempt, int64_t base_ms, int64_t cap_ms,
-                           uint64_t *rng)
-{
-    int64_t d = base_ms;
-
-    for (int i = 1; i < attempt && d < cap_ms; i++)
-        d *= 2;
-    if (d > cap_ms)
-        d = cap_ms;
-    if (d < 2)
-        return d;
-    /* Jitter into [d/2, d] so agents started together do not retry in
-     * lockstep against a busy API server. */
-    return d / 2 + (int64_t)(xorshift(rng) % (uint64_t)(d / 2 + 1));
-}
-
-static bool label_name_ok(const char *s, size_t n)
-{
-    if (n == 0 || n > 63)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (!(isalnum(c) || c == '-' || c == '_' || c == '.'))
-            return false;
-    }
-    return isalnum((unsigned char)s[0]) && isalnum((unsigned char)s[n - 1]);
-}
-
-bool pf_label_value_ok(const char *v)
-{
-    return v && (*v == '\0' || label_name_ok(v, strlen(v)));
-}
-
-bool pf_label_key_ok(const char *k)
-{
-    const char *slash = k ? strchr(k, '/') : NULL;
-    char prefix[254];
-    size_t plen;
-
-    if (!k)
-        return false;
-    if (!slash)
-        return label_name_ok(k, strlen(k));
-    plen = (size_t)(slash - k);
-    if (plen == 0 || plen > PF_K8S_NAME_MAX)
-        return false;
-    memcpy(prefix, k, plen);
-    prefix[plen] = '\0';
-    return pf_kube_name_ok(prefix) && label_name_ok(slash + 1,
-                                                    strlen(slash + 1));
-}
-
-const cJSON *pf_json_at(const cJSON *obj, const char *path)
-{
-    char key[128];
-    const char *p = path;
-
-    while (obj && *p) {
-        const char *dot = strchr(p, '.');
-        size_t n = dot ? (size_t)(dot - p) : strlen(p);
-        if (n >= sizeof(key))
-            return NULL;
-        memcpy(key, p, n);
-        key[n] = '\0';
-        obj = cJSON_GetObjectItemCaseSensitive(obj, key);
-        p = dot ? dot + 1 : p + n;
-    }
-    return obj;
-}
-
-const char *pf_json_str(const cJSON *obj, const char *path)
-{
-    const cJSON *v = pf_json_at(obj, path);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-/* --------------------------------------------------------------- config */
-
-static const char *pick(const char *cfg_value, const char *env_name)
-{
-    const char *e;
-
-    if (cfg_value && *cfg_value)
-        return cfg_value;
-    e = getenv(env_name);
-    return e ? e : "";
-}
-
-void pf_kube_identity(const struct pf_kube_given *g,
-                      struct pf_kube_identity *id)
-{
-    memset(id, 0, sizeof(*id));
-    snprintf(id->pod, sizeof(id->pod), "%s", pick(g->pod, "POD_NAME"));
-    snprintf(id->ns, sizeof(id->ns), "%s", pick(g->ns, "POD_NAMESPACE"));
-    snprintf(id->node, sizeof(id->node), "%s", pick(g->node, "NODE_NAME"));
-    snprintf(id->pod_ip, sizeof(id->pod_ip), "%s", pick(g->pod_ip, "POD_IP"));
-    if (!id->ns[0]) {
-        char line[PF_NAME_MAX];
-        if (pf_read_line(PF_KUBE_SA_DIR "/namespace", line, sizeof(line),
-                         NULL) == PF_OK)
-            snprintf(id->ns, sizeof(id->ns), "%s", line);
-    }
-    /* From the environment: names, but nothing has checked them yet. */
-    pf_sanitize_inplace(id->pod, sizeof(id->pod));
-    pf_sanitize_inplace(id->ns, sizeof(id->ns));
-    pf_sanitize_inplace(id->node, sizeof(id->node));
-    pf_sanitize_inplace(id->pod_ip, sizeof(id->pod_ip));
-}
-
-pf_err pf_kube_opts_init(struct pf_kube_opts *o, const struct pf_kube_given *g,
-                         char *err)
-{
-    const char *api = g->api_server ? g->api_server : "";
-    const char *token = g->token_file ? g->token_file : "";
-    const char *ca = g->ca_file ? g->ca_file : "";
-
-    memset(o, 0, sizeof(*o));
-    o->connect_timeout_ms = 5000;
-    o->request_timeout_ms = 20000;
-    o->max_attempts = 6;
-    o->backoff_base_ms = 250;
-    o->backoff_cap_ms = 8000;
-
-    if (api[0]) {
-        size_t n = strlen(api);
-        if (strncmp(api, "https://", 8) != 0)
-            return pf_fail(err, PF_ERR_USAGE,
-                           "--api-server '%s' must start with https:// "
-                           "(TLS is always verified)", api);
-        while (n > 8 && api[n - 1] == '/')
-            n--;
-        if (n >= sizeof(o->server))
-            return pf_fail(err, PF_ERR_USAGE, "--api-server is too long");
-        memcpy(o->server, api, n);
-        o->server[n] = '\0';
-    } else {
-        const char *host = getenv("KUBERNETES_SERVICE_HOST");
-        const char *port = getenv("KUBERNETES_SERVICE_PORT");
-        if (!host || !*host)
-            return pf_fail(err, PF_ERR_USAGE,
-                           "no API server: KUBERNETES_SERVICE_HOST is unset "
-                           "(not in a pod?) and --api-server was not given");
-        if (pf_kube_server_url(host, port, o->server, sizeof(o->server),
-                               err) != PF_OK)
-            return PF_ERR_USAGE;
-    }
-
-    if (token[0])
-        snprintf(o->token_file, sizeof(o->token_file), "%s", token);
-    else if (!api[0] || access(PF_KUBE_SA_DIR "/token", R_OK) == 0)
-        snprintf(o->token_file, sizeof(o->token_file), "%s",
-                 PF_KUBE_SA_DIR "/token");
-
-    if (ca[0])
-        snprintf(o->ca_file, sizeof(o->ca_file), "%s", ca);
-    else if (!api[0] || access(PF_KUBE_SA_DIR "/ca.crt", R_OK) == 0)
-        snprintf(o->ca_file, sizeof(o->ca_file), "%s",
-                 PF_KUBE_SA_DIR "/ca.crt");
-
-    if (o->ca_file[0] && access(o->ca_file, R_OK) != 0)
-        return pf_fail(err, PF_ERR_USAGE, "CA file %s is not readable",
-                       o->ca_file);
-    if (g->timeout_s > 0)
-        o->deadline = pf_deadline_in((int64_t)g->timeout_s * 1000);
-    return PF_OK;
-}
-
-/* --------------------------------------------------------------- client */
 
 static void wipe(char *p, size_t n)
 {
@@ -394,21 +156,6 @@ void pf_kube_resp_free(struct pf_kube_resp *r)
     if (r->json)
         cJSON_Delete(r->json);
     memset(r, 0, sizeof(*r));
-}
-
-cJSON *pf_kube_object(const char *api_version, const char *kind,
-                      const char *name, const char *ns, const char *rv)
-{
-    cJSON *o = cJSON_CreateObject(), *md;
-
-    cJSON_AddStringToObject(o, "apiVersion", api_version);
-    cJSON_AddStringToObject(o, "kind", kind);
-    md = cJSON_AddObjectToObject(o, "metadata");
-    cJSON_AddStringToObject(md, "name", name);
-    cJSON_AddStringToObject(md, "namespace", ns);
-    if (rv)
-        cJSON_AddStringToObject(md, "resourceVersion", rv);
-    return o;
 }
 
 static size_t on_body(char *data, size_t size, size_t n, void *user)
@@ -695,7 +442,7 @@ pf_err pf_kube_do(struct pf_kube *k, const char *method, const char *path,
         }
         if (attempt == k->o.max_attempts)
             break;
-        wait = pf_kube_backoff_ms(attempt, k->o.backoff_base_ms,
+        wait = pf_k8s_backoff_ms(attempt, k->o.backoff_base_ms,
                                   k->o.backoff_cap_ms, &k->rng);
         if (retry_after >= 0)
             wait = retry_after > k->o.backoff_cap_ms * 4
@@ -860,87 +607,5 @@ pf_err pf_kube_watch(struct pf_kube *k, const char *path, int timeout_s,
         load_token(k, NULL);      /* next watch uses the rotated token */
     if (w.bad_line)
         pf_debug("watch %s: skipped a line that was not JSON", path);
-    return PF_OK;
-}
-
-static void configmap_path(const char *ns, const char *name, char *out,
-                           size_t len)
-{
-    if (name)
-        snprintf(out, len, "/api/v1/namespaces/%s/configmaps/%s", ns, name);
-    else
-        snprintf(out, len, "/api/v1/namespaces/%s/configmaps", ns);
-}
-
-pf_err pf_kube_configmap_read(struct pf_kube *k, const char *ns,
-                              const char *name, cJSON **out, char *err)
-{
-    char path[PF_PATH_MAX];
-    struct pf_kube_resp r;
-    pf_err rc;
-
-    *out = NULL;
-    configmap_path(ns, name, path, sizeof(path));
-    if ((rc = pf_kube_do(k, "GET", path, NULL, NULL, &r, err)) != PF_OK)
-        return rc;
-    if (r.status == 404) {
-        pf_kube_resp_free(&r);
-        return PF_OK;
-    }
-    if (r.status != 200 || !r.json) {
-        rc = pf_kube_status_err(&r, "GET", path, err);
-        pf_kube_resp_free(&r);
-        return rc;
-    }
-    *out = r.json;
-    r.json = NULL;
-    pf_kube_resp_free(&r);
-    return PF_OK;
-}
-
-pf_err pf_kube_configmap_write(struct pf_kube *k, const char *ns,
-                               const char *name, const char *rv, cJSON *data,
-                               const char *managed_by, bool *won, char *err)
-{
-    char path[PF_PATH_MAX];
-    struct pf_kube_resp r;
-    cJSON *o = pf_kube_object("v1", "ConfigMap", name, ns, rv);
-    const char *method = rv ? "PUT" : "POST";
-    char *body = NULL;
-    pf_err rc;
-
-    *won = false;
-    if (o) {
-        if (managed_by) {
-            cJSON *labels = cJSON_AddObjectToObject(
-                cJSON_GetObjectItemCaseSensitive(o, "metadata"), "labels");
-            if (labels)
-                cJSON_AddStringToObject(labels, "app.kubernetes.io/managed-by",
-                                        managed_by);
-        }
-        cJSON_AddItemToObject(o, "data", data);
-        body = cJSON_PrintUnformatted(o);
-        cJSON_Delete(o);
-    } else {
-        cJSON_Delete(data);
-    }
-    if (!body)
-        return pf_fail(err, PF_ERR_NOMEM, "out of memory");
-    configmap_path(ns, rv ? name : NULL, path, sizeof(path));
-    rc = pf_kube_do(k, method, path, "application/json", body, &r, err);
-    cJSON_free(body);
-    if (rc != PF_OK)
-        return rc;
-    if (r.status == 409 || (rv && r.status == 404)) {
-        pf_kube_resp_free(&r);
-        return PF_OK;
-    }
-    if (r.status < 200 || r.status > 299) {
-        rc = pf_kube_status_err(&r, method, path, err);
-        pf_kube_resp_free(&r);
-        return rc;
-    }
-    pf_kube_resp_free(&r);
-    *won = true;
     return PF_OK;
 }

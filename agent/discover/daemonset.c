@@ -6,8 +6,9 @@
  * node that turns pending while others validate never lands in a group
  * nobody joins; it waits for the next round. An agent that gets no group
  * within half its run (no partner came, coordinator unreachable) validates
- * alone: node checks plus a one-rank run, labelled fabric=untested. */
-#include "daemonset.h"
+ * alone: node checks plus a one-rank run, labelled fabric=untested.
+ * What the API server says of the pool is read through k8s/pool.h. */
+#include "k8s.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -15,12 +16,15 @@
 #include <string.h>
 
 #include "../config/config.h"
-#include "../discover/k8s.h"
+#include "../coord/coord.h"
+#include "../k8s/lease.h"
+#include "../k8s/object.h"
+#include "../k8s/pool.h"
+#include "../types/run.h"
 #include "../util/clock.h"
 #include "../util/fsutil.h"
+#include "../util/json.h"
 #include "../util/log.h"
-#include "coord.h"
-#include "lease.h"
 
 #define SECRET_MAX (64 * 1024)
 #define RETRY_MS 1000                 /* between tries of the Lease */
@@ -46,63 +50,27 @@ static int clamp(int v, int lo, int hi)
     return v < lo ? lo : v > hi ? hi : v;
 }
 
-/* The coordinator's pod and address from its holderIdentity
- * "<pod>_<random>". PF_ERR_NOTFOUND: that pod is gone (deleted, finished,
- * never had an address): its holder is dead. */
-static pf_err holder_address(struct pf_kube *k, const char *ns,
-                             const char *holder, char *ip, size_t len,
-                             char *err)
-{
-    char pod[PF_NAME_MAX], path[PF_PATH_MAX];
-    const char *us = strrchr(holder, '_');
-    cJSON *obj = NULL;
-    struct pf_k8s_pod q;
-    pf_err rc;
-
-    snprintf(pod, sizeof(pod), "%.*s", us ? (int)(us - holder)
-                                          : (int)strlen(holder), holder);
-    if (!pf_kube_name_ok(pod))
-        return pf_fail(err, PF_ERR_PROTOCOL, "lease holder '%s' names no pod",
-                       holder);
-    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", ns, pod);
-    rc = pf_kube_get(k, path, &obj, err);
-    if (rc == PF_ERR_NOTFOUND)
-        return pf_fail(err, rc, "coordinator pod %s is gone", pod);
-    if (rc != PF_OK)
-        return rc;
-    pf_k8s_pod_parse(obj, &q);
-    cJSON_Delete(obj);
-    if (!pf_k8s_pod_counts(&q))
-        return pf_fail(err, PF_ERR_NOTFOUND, "coordinator pod %s has no "
-                       "address or is gone", pod);
-    snprintf(ip, len, "%s", q.ip);
-    return PF_OK;
-}
-
 static pf_err pool_init(struct pf_run *run, struct pf_kube *k,
-                        const struct pf_kube_identity *id,
+                        const struct pf_k8s_target *t,
                         const cJSON *own_pod, struct pf_co_pool *p,
                         char *err)
 {
     const struct pf_config *cfg = &run->cfg;
-    char path[PF_PATH_MAX], sel[2048], pend[512];
     char selector[1024];
-    cJSON *node = NULL;
-    const char *t, *z;
     pf_err rc;
 
     memset(p, 0, sizeof(*p));
-    p->k = k;
+    p->pool.k = k;
     p->cfg = cfg;
-    snprintf(p->ns, sizeof(p->ns), "%s", id->ns);
-    snprintf(p->pod, sizeof(p->pod), "%s", id->pod);
-    snprintf(p->node, sizeof(p->node), "%s", id->node[0] ? id->node
+    snprintf(p->pool.ns, sizeof(p->pool.ns), "%s", t->id.ns);
+    snprintf(p->pod, sizeof(p->pod), "%s", t->id.pod);
+    snprintf(p->pool.node, sizeof(p->pool.node), "%s", t->id.node[0] ? t->id.node
              : pf_json_str(own_pod, "spec.nodeName")
                  ? pf_json_str(own_pod, "spec.nodeName") : "");
-    snprintf(p->pod_ip, sizeof(p->pod_ip), "%s", id->pod_ip[0] ? id->pod_ip
+    snprintf(p->pod_ip, sizeof(p->pod_ip), "%s", t->id.pod_ip[0] ? t->id.pod_ip
              : pf_json_str(own_pod, "status.podIP")
                  ? pf_json_str(own_pod, "status.podIP") : "");
-    if (!pf_kube_name_ok(p->node))
+    if (!pf_k8s_name_ok(p->pool.node))
         return pf_fail(err, PF_ERR_USAGE, "daemonset mode needs the node "
                        "name: set NODE_NAME (downward API spec.nodeName) or "
                        "--node-name");
@@ -111,44 +79,20 @@ static pf_err pool_init(struct pf_run *run, struct pf_kube *k,
                        "--port + 1 (the coordinator): --port %d leaves no "
                        "room", cfg->port);
     p->port = cfg->port + 1;
-    snprintf(path, sizeof(path), "/api/v1/nodes/%s", p->node);
-    rc = pf_kube_get(k, path, &node, err);
-    if (rc != PF_OK) {
-        pf_err_prefix(err, "reading own node");
+    rc = pf_k8s_pool_node(&p->pool, err);
+    if (rc != PF_OK)
         return rc;
-    }
-    t = pf_k8s_node_type(node);
-    z = pf_k8s_node_zone(node);
-    snprintf(p->type, sizeof(p->type), "%s", t ? t : "");
-    snprintf(p->zone, sizeof(p->zone), "%s", z ? z : "");
-    cJSON_Delete(node);
-
     rc = pf_k8s_selector(own_pod, cfg->peer_selector, selector,
                          sizeof(selector), err);
     if (rc == PF_OK)
-        rc = pf_kube_query_escape(selector, sel, sizeof(sel), err);
-    /* Only the coordinator lists: the pending Nodes of its instance type
-     * (the zone is checked on each). */
-    if (rc == PF_OK) {
-        if (p->type[0])
-            snprintf(path, sizeof(path), "%sstatus=pending,"
-                     "node.kubernetes.io/instance-type=%s", cfg->label_prefix,
-                     p->type);
-        else
-            snprintf(path, sizeof(path), "%sstatus=pending",
-                     cfg->label_prefix);
-        rc = pf_kube_query_escape(path, pend, sizeof(pend), err);
-    }
+        rc = pf_k8s_pool_select(&p->pool, cfg->label_prefix, selector, err);
     if (rc != PF_OK)
         return rc;
-    snprintf(p->nodes_path, sizeof(p->nodes_path),
-             "/api/v1/nodes?labelSelector=%s", pend);
-    snprintf(p->pods_path, sizeof(p->pods_path),
-             "/api/v1/namespaces/%s/pods?labelSelector=%s", id->ns, sel);
     /* Wait for stragglers a quarter of the run at most (>= 5 s). */
     p->gather_ms = (int64_t)clamp(cfg->timeout_s / 4, 5, 120) * 1000;
     pf_info("daemonset: node %s (%s, %s), agents '%s', group size %d",
-            p->node, p->type[0] ? p->type : "?", p->zone[0] ? p->zone : "?",
+            p->pool.node, p->pool.type[0] ? p->pool.type : "?",
+            p->pool.zone[0] ? p->pool.zone : "?",
             selector, cfg->group_size);
     return PF_OK;
 }
@@ -170,7 +114,7 @@ static pf_err fill_peers(struct pf_run *run, const struct pf_co_pool *p,
         snprintf(pe->host, sizeof(pe->host), "%s", a ? a->e[r].host
                                                      : p->pod_ip);
         snprintf(pe->pod, sizeof(pe->pod), "%s", a ? a->e[r].pod : p->pod);
-        snprintf(pe->node, sizeof(pe->node), "%s", a ? a->e[r].node : p->node);
+        snprintf(pe->node, sizeof(pe->node), "%s", a ? a->e[r].node : p->pool.node);
     }
     if (run->cfg.run_id[0])
         snprintf(run->peers.run_id, sizeof(run->peers.run_id), "%s",
@@ -180,51 +124,12 @@ static pf_err fill_peers(struct pf_run *run, const struct pf_co_pool *p,
                  a->run_id);
     else
         snprintf(run->peers.run_id, sizeof(run->peers.run_id),
-                 "ds-%016" PRIx64, pf_k8s_hash(p->node, 0));
+                 "ds-%016" PRIx64, pf_k8s_hash(p->pool.node, 0));
     return PF_OK;
 }
 
-/* How many other pending nodes of the pool have an agent pod (starting
- * or running, not finished nor being deleted): the agents we could pair
- * with. An error: we cannot tell. */
-static pf_err pool_others(const struct pf_co_pool *p, int *others, char *err)
-{
-    cJSON *nodes = NULL, *pods = NULL;
-    const cJSON *it, *pod;
-    pf_err rc = pf_kube_get(p->k, p->nodes_path, &nodes, err);
-
-    *others = 0;
-    if (rc == PF_OK)
-        rc = pf_kube_get(p->k, p->pods_path, &pods, err);
-    if (rc != PF_OK) {
-        pf_err_prefix(err, "listing the pool's pending Nodes and agents");
-        goto out;
-    }
-    cJSON_ArrayForEach(it, pf_json_at(nodes, "items")) {
-        const char *name = pf_json_str(it, "metadata.name");
-        const char *t = pf_k8s_node_type(it), *z = pf_k8s_node_zone(it);
-        bool agent = false;
-
-        if (!name || !strcmp(name, p->node) || strcmp(t ? t : "", p->type) ||
-            strcmp(z ? z : "", p->zone))
-            continue;
-        cJSON_ArrayForEach(pod, pf_json_at(pods, "items")) {
-            struct pf_k8s_pod q;
-            pf_k8s_pod_parse(pod, &q);
-            if (!strcmp(q.node, name) && !q.deleting &&
-                strcmp(q.phase, "Failed") && strcmp(q.phase, "Succeeded"))
-                agent = true;
-        }
-        *others += agent;
-    }
-out:
-    cJSON_Delete(nodes);
-    cJSON_Delete(pods);
-    return rc;
-}
-
 pf_err pf_discover_daemonset(struct pf_run *run, struct pf_kube *k,
-                             const struct pf_kube_identity *id,
+                             const struct pf_k8s_target *t,
                              const cJSON *own_pod, char *err)
 {
     const struct pf_config *cfg = &run->cfg;
@@ -241,7 +146,7 @@ pf_err pf_discover_daemonset(struct pf_run *run, struct pf_kube *k,
     bool grouped = false;
     pf_err rc;
 
-    rc = pool_init(run, k, id, own_pod, &pool, err);
+    rc = pool_init(run, k, t, own_pod, &pool, err);
     if (rc != PF_OK)
         return rc;
     if (cfg->secret_file[0]) {
@@ -259,12 +164,12 @@ pf_err pf_discover_daemonset(struct pf_run *run, struct pf_kube *k,
     wait_until = start + (left / 2 > 10000 ? left / 2 : 10000);
 
     memset(&lease, 0, sizeof(lease));
-    snprintf(lease.ns, sizeof(lease.ns), "%s", id->ns);
-    pf_lease_name(owner_daemonset(own_pod), pool.type, pool.zone, lease.name,
-                  sizeof(lease.name));
+    snprintf(lease.ns, sizeof(lease.ns), "%s", t->id.ns);
+    pf_lease_name(owner_daemonset(own_pod), pool.pool.type, pool.pool.zone,
+                  lease.name, sizeof(lease.name));
     pf_seal_nonce(rnd);
     snprintf(lease.identity, sizeof(lease.identity),
-             "%s_%02x%02x%02x%02x%02x%02x%02x%02x", id->pod, rnd[0], rnd[1],
+             "%s_%02x%02x%02x%02x%02x%02x%02x%02x", t->id.pod, rnd[0], rnd[1],
              rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
     /* client-go's 15 s, shorter for short runs so a dead coordinator's
      * Lease frees up within a fraction of the run. */
@@ -301,7 +206,7 @@ pf_err pf_discover_daemonset(struct pf_run *run, struct pf_kube *k,
              * with others, or on their way): look again while time is
              * left rather than leave pending untested. */
             if (grouped && group.world < 2 && pf_now_ms() + RETRY_MS < wait_until &&
-                (pool_others(&pool, &others, msg) != PF_OK || others > 0)) {
+                (pf_k8s_pool_others(&pool.pool, &others, msg) != PF_OK || others > 0)) {
                 pf_info("daemonset: a group of one, but %d other pending "
                         "node(s) in the pool: another round", others);
                 pf_co_assign_free(&group);
@@ -331,7 +236,8 @@ pf_err pf_discover_daemonset(struct pf_run *run, struct pf_kube *k,
         if (strcmp(holder, lease.holder) || !ip[0]) {
             snprintf(holder, sizeof(holder), "%s", lease.holder);
             ip[0] = '\0';
-            rc = holder_address(k, id->ns, holder, ip, sizeof(ip), msg);
+            rc = pf_k8s_holder_address(k, t->id.ns, holder, ip, sizeof(ip),
+                                       msg);
             if (rc == PF_ERR_FORBIDDEN || rc == PF_ERR_UNAUTHORIZED) {
                 snprintf(err, PF_ERRLEN, "%s", msg);
                 goto out;
@@ -373,7 +279,7 @@ pf_err pf_discover_daemonset(struct pf_run *run, struct pf_kube *k,
      * With partners there, or when we cannot tell, the node stays pending
      * and the agent exits, to be started again (GroupNotFormed). */
     if (!grouped || group.world < 2) {
-        rc = pool_others(&pool, &others, msg);
+        rc = pf_k8s_pool_others(&pool.pool, &others, msg);
         if (rc != PF_OK || others > 0) {
             if (rc != PF_OK)
                 snprintf(msg + strlen(msg), PF_ERRLEN - strlen(msg),
@@ -381,8 +287,9 @@ pf_err pf_discover_daemonset(struct pf_run *run, struct pf_kube *k,
             else
                 snprintf(msg, sizeof(msg), "%d other node(s) of pool %s/%s "
                          "are pending, but no group formed within %.1f s "
-                         "(%s)", others, pool.type[0] ? pool.type : "?",
-                         pool.zone[0] ? pool.zone : "?",
+                         "(%s)", others,
+                         pool.pool.type[0] ? pool.pool.type : "?",
+                         pool.pool.zone[0] ? pool.pool.zone : "?",
                          (double)(pf_now_ms() - start) / 1000.0, last);
             pf_warn("daemonset: %s: the node stays pending; exiting to be "
                     "started again", msg);
@@ -394,9 +301,9 @@ pf_err pf_discover_daemonset(struct pf_run *run, struct pf_kube *k,
         }
         pf_warn("daemonset: no other pending node in pool %s/%s (%s): "
                 "validating alone, fabric untested",
-                pool.type[0] ? pool.type : "?",
-                pool.zone[0] ? pool.zone : "?", grouped ? "a group of one"
-                                                       : last);
+                pool.pool.type[0] ? pool.pool.type : "?",
+                pool.pool.zone[0] ? pool.pool.zone : "?",
+                grouped ? "a group of one" : last);
         if (grouped && group.world < 2) {
             pf_co_assign_free(&group);
             grouped = false;

@@ -7,9 +7,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "../discover/k8s.h"
 #include "../util/clock.h"
+#include "../util/json.h"
 #include "../util/log.h"
+#include "client.h"
+#include "pods.h"
 
 #define API "/apis/coordination.k8s.io/v1/namespaces"
 
@@ -99,7 +101,7 @@ static void note(struct pf_lease *l, const cJSON *obj, int64_t now_ms)
 static char *record(const struct pf_lease *l, const char *holder, int duration,
                     const char *acquire, int transitions, bool with_rv)
 {
-    cJSON *o = pf_kube_object("coordination.k8s.io/v1", "Lease", l->name,
+    cJSON *o = pf_k8s_object("coordination.k8s.io/v1", "Lease", l->name,
                               l->ns, with_rv ? l->rv : NULL);
     cJSON *spec;
     char now[40];

@@ -16,14 +16,15 @@
  *     next candidate takes it at once.
  * The Lease strategy allows no unconditional update, so every PUT carries a
  * resourceVersion. */
-#ifndef PF_LEASE_H
-#define PF_LEASE_H
+#ifndef PF_K8S_LEASE_H
+#define PF_K8S_LEASE_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "../util/sizes.h"
-#include "../util/kubeapi.h"
+#include "object.h"
+#include "session.h"
 
 struct pf_lease {
     char ns[PF_NAME_MAX];

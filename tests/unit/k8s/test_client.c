@@ -12,8 +12,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "k8s/backoff.h"
 #include "util/clock.h"
-#include "util/kubeapi.h"
+#include "k8s/client.h"
+#include "util/json.h"
 
 Test(kubeapi, server_url_brackets_ipv6)
 {
@@ -42,16 +44,16 @@ Test(kubeapi, query_escape)
 
 Test(kubeapi, names_and_labels)
 {
-    cr_assert(pf_kube_name_ok("ip-10-0-1-2.ec2.internal"));
-    cr_assert_not(pf_kube_name_ok("Upper"));
-    cr_assert_not(pf_kube_name_ok("a/b"));
-    cr_assert_not(pf_kube_name_ok("-a"));
-    cr_assert_not(pf_kube_name_ok(""));
+    cr_assert(pf_k8s_name_ok("ip-10-0-1-2.ec2.internal"));
+    cr_assert_not(pf_k8s_name_ok("Upper"));
+    cr_assert_not(pf_k8s_name_ok("a/b"));
+    cr_assert_not(pf_k8s_name_ok("-a"));
+    cr_assert_not(pf_k8s_name_ok(""));
     /* The API server's DNS-1123 subdomain: parts start and end alnum. */
-    cr_assert_not(pf_kube_name_ok("a..b"));
-    cr_assert_not(pf_kube_name_ok("a-.b"));
-    cr_assert_not(pf_kube_name_ok("a.-b"));
-    cr_assert(pf_kube_name_ok("a-b.c-d.e"));
+    cr_assert_not(pf_k8s_name_ok("a..b"));
+    cr_assert_not(pf_k8s_name_ok("a-.b"));
+    cr_assert_not(pf_k8s_name_ok("a.-b"));
+    cr_assert(pf_k8s_name_ok("a-b.c-d.e"));
 
     cr_assert(pf_label_value_ok(""));
     cr_assert(pf_label_value_ok("20261122T010203Z"));
@@ -90,11 +92,11 @@ Test(kubeapi, backoff_is_capped_and_jittered)
     int64_t seen_min = 1 << 30, seen_max = 0;
 
     for (int i = 0; i < 200; i++) {
-        int64_t d = pf_kube_backoff_ms(1, 200, 5000, &rng);
+        int64_t d = pf_k8s_backoff_ms(1, 200, 5000, &rng);
         cr_assert(d >= 100 && d <= 200, "attempt 1 gave %lld", (long long)d);
-        d = pf_kube_backoff_ms(3, 200, 5000, &rng);
+        d = pf_k8s_backoff_ms(3, 200, 5000, &rng);
         cr_assert(d >= 400 && d <= 800, "attempt 3 gave %lld", (long long)d);
-        d = pf_kube_backoff_ms(30, 200, 5000, &rng);
+        d = pf_k8s_backoff_ms(30, 200, 5000, &rng);
         cr_assert(d >= 2500 && d <= 5000, "attempt 30 gave %lld", (long long)d);
         if (d < seen_min) seen_min = d;
         if (d > seen_max) seen_max = d;
