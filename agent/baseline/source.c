@@ -7,9 +7,9 @@
 #include <string.h>
 
 #include "../config/config.h"
-#include "../publish/history.h"
 #include "../util/clock.h"
 #include "../util/fsutil.h"
+#include "../util/histdir.h"
 #include "../util/json.h"
 #include "../util/log.h"
 #include "configmap.h"

@@ -11,19 +11,7 @@
 #include <time.h>
 
 #include "../util/err.h"
-
-/* Length of a history file name, "20260122T010203.123456Z.json" + NUL. */
-#define PF_HISTORY_NAME 32
-
-/* The file name of a report written at t (UTC, microseconds). */
-void pf_history_name(const struct timespec *t, char out[PF_HISTORY_NAME]);
-/* Whether name is one of ours (only those are ever read or removed). */
-bool pf_history_is_name(const char *name);
-
-/* Our file names in dir, newest first (pf_history_names_free them);
- * PF_ERR_USAGE when dir is missing. */
-pf_err pf_history_list(const char *dir, char ***out, size_t *n, char *err);
-void pf_history_names_free(char **names, size_t n);
+#include "../util/histdir.h"
 
 /* Write json atomically as DIR/<name of t> (the directory is created if
  * only its last part is missing), then remove the oldest of ours beyond
