@@ -8,11 +8,20 @@
 #    (frames, body codec, the challenge seal): it uses util/ alone, and
 #    coord/ and discover/ reach it without transport/;
 #  - the DaemonSet coordinator lives in agent/coord/, not in discover/
-#    (discover/ says who the peers are; only k8s.c hands over to coord/);
+#    (discover/ says who the peers are; only daemonset.c, an agent's path
+#    through the coordinator, enters coord/, through coord/coord.h);
+#  - no include cycle between the folders of agent/: no folder includes a
+#    header of a folder that (directly or not) includes one of its own;
+#  - Kubernetes has its room, agent/k8s/: the raw API client
+#    (k8s/client.h) is used there and by the files of an allow-list
+#    (empty today) alone; every other file reaches the API server through
+#    the narrow headers beside it (docs/internals/architecture.md);
+#  - the monitor publishes through publish/'s one public header;
 #  - agent/webhook/ is a side door, not a stage: it sees neither the run
 #    nor any stage (it takes pf_webhook_opts from main) and only util/;
 #  - agent/monitor/ runs no collective and finds no peers: it never includes
-#    collective/, discover/, transport/ or verdict/;
+#    collective/, discover/, transport/ or verdict/, and of publish/ only
+#    publish.h;
 #  - the floor rule (and the fleet baseline's bar on the pair links,
 #    baseline/baseline.h) is applied by the collective alone: verdict/ and
 #    publish/ read run->coll.judgement and never call pf_floor_for,
@@ -75,17 +84,86 @@ if grep -nE 'pf_hmac_sha256|pf_random_bytes' agent/transport/rdv_*.c agent/coord
 fi
 
 # 2b. The coordinator has its own folder: discover/ defines none of it and
-#     reaches it through one door (k8s.c -> coord/daemonset.h).
-[ -f agent/coord/coord.c ] && [ -f agent/coord/lease.c ] || fail "agent/coord/ is missing"
+#     reaches it through one door (daemonset.c -> coord/coord.h); the
+#     Lease and the pool's reads are the Kubernetes side (agent/k8s/).
+[ -f agent/coord/coord.c ] && [ -f agent/k8s/lease.c ] && [ -f agent/k8s/pool.c ] ||
+    fail "agent/coord/ or the Lease and pool in agent/k8s/ are missing"
 if grep -lE '^[a-z].*\bpf_(co|lease)_[a-z_]+\(' agent/discover/*.c; then
-    fail "the coordinator or its Lease is defined in discover/: it belongs in agent/coord/"
+    fail "the coordinator or its Lease is defined in discover/: they belong in agent/coord/ and agent/k8s/"
 fi
 for f in agent/discover/*.[ch]; do
     while read -r inc; do
-        [ "$f:$inc" = agent/discover/k8s.c:../coord/daemonset.h ] ||
-            fail "$f includes \"$inc\": discover/ enters coord/ only from k8s.c through coord/daemonset.h"
+        [ "$f:$inc" = agent/discover/daemonset.c:../coord/coord.h ] ||
+            fail "$f includes \"$inc\": discover/ enters coord/ only from daemonset.c through coord/coord.h"
     done < <(sed -n 's/^#include "\(\.\.\/coord\/[^"]*\)".*/\1/p' "$f")
 done
+
+# 2c. No include cycle between folders. Folder A uses folder B when a file
+#     of A includes a header of B; those edges must sort (tsort), so no
+#     folder is reached back from what it uses. agent/'s own files (main.c,
+#     pf.h, reasons.[ch]) are no folder: reasons.h is every stage's and
+#     main.c calls launch/.
+folder_edges() {  # folder_edges FILE...: "A B" for each folder A using B
+    local f
+    for f in "$@"; do
+        sed -n 's/^#include "\([^"]*\)".*/\1/p' "$f" | awk -v d="$(dirname "$f")" '{
+            n = split(d "/" $0, p, "/"); k = 0
+            for (i = 1; i <= n; i++)
+                if (p[i] == "..") k--; else if (p[i] != ".") q[++k] = p[i]
+            t = q[1]; for (i = 2; i < k; i++) t = t "/" q[i]
+            if (t != d && t != "agent" && d != "agent") print d, t
+        }'
+    done | sort -u
+}
+loop_in() {  # stdin: edges; stdout: the folders of one loop, if any
+    tsort 2>&1 >/dev/null | sed -n 's/^tsort: \([^ ]*\)$/\1/p' | tr '\n' ' '
+}
+loop=$(folder_edges $(find agent -name '*.[ch]' | sort) | loop_in)
+[ -z "$loop" ] || fail "an include cycle between folders: $loop(each uses the next; see 2c)"
+# The check can fail: a loop of two and one of three are found, a chain is not.
+[ -n "$(printf 'agent/a agent/b\nagent/b agent/a\n' | loop_in)" ] ||
+    fail "the cycle check misses a loop of two folders"
+[ -n "$(printf 'agent/a agent/b\nagent/b agent/c\nagent/c agent/a\n' | loop_in)" ] ||
+    fail "the cycle check misses a loop of three folders"
+[ -z "$(printf 'agent/a agent/b\nagent/b agent/c\n' | loop_in)" ] ||
+    fail "the cycle check sees a loop in a chain"
+etmp=$(mktemp -d)
+mkdir -p "$etmp/agent/x/y"
+printf '#include "../../agent_root.h"\n#include "../z/z.h"\n#include "w.h"\n' >"$etmp/agent/x/y/f.c"
+[ "$(cd "$etmp" && folder_edges agent/x/y/f.c | tr '\n' ' ')" = "agent/x/y agent/x/z " ] ||
+    fail "the folder edges of agent/x/y/f.c are not \"agent/x/y agent/x/z\""
+rm -rf "$etmp"
+
+# 2d. Kubernetes has its room. The raw client (requests by path, responses,
+#     watch streams: agent/k8s/client.h) is used inside agent/k8s/ and by
+#     the files of raw_ok alone; everywhere else the narrow headers
+#     (session.h, object.h, backoff.h, configmap.h, pods.h, nodes.h,
+#     pool.h, lease.h) take the client as an opaque handle and do one job
+#     each. A pf_kube_* call is the raw client too, and no narrow header
+#     may hand the raw one on by including it.
+raw_ok=""                           # files outside agent/k8s/, space-separated
+[ -f agent/k8s/client.h ] && [ ! -e agent/util/kubeapi.h ] ||
+    fail "the raw client is not agent/k8s/client.h"
+raw_users() {  # raw_users FILE...: those that include client.h or call pf_kube_*
+    grep -lE '#include "([^"]*/)?k8s/client\.h"|\bpf_kube_[a-z_]+[[:space:]]*\(' "$@"
+}
+for f in $(raw_users $(find agent -name '*.[ch]' ! -path 'agent/k8s/*' | sort)); do
+    case " $raw_ok " in
+    *" $f "*) ;;
+    *) fail "$f uses the raw API client (k8s/client.h, pf_kube_*): use a narrow header of agent/k8s/, or add it to raw_ok in 2d" ;;
+    esac
+done
+for f in agent/k8s/*.h; do
+    [ "$f" = agent/k8s/client.h ] && continue
+    grep -q '#include "client.h"' "$f" && fail "$f, a narrow header, includes the raw client"
+done
+etmp=$(mktemp -d)
+printf '#include "../k8s/client.h"\n' >"$etmp/a.c"
+printf 'x = pf_kube_get(k, p, &o, e);\n' >"$etmp/b.c"
+printf '#include "../k8s/nodes.h"\nstruct pf_kube *k;\n' >"$etmp/c.c"
+[ "$(raw_users "$etmp"/*.c | xargs -n1 basename | tr '\n' ' ')" = "a.c b.c " ] ||
+    fail "the raw client check does not find exactly a.c and b.c"
+rm -rf "$etmp"
 
 # 3b. The webhook reads a review and writes a patch: util/ is all it may use.
 [ -d agent/webhook ] || fail "agent/webhook/ is missing"
@@ -102,11 +180,15 @@ for f in agent/webhook/*.[ch]; do
     done < <(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$f")
 done
 
-# 3c. The monitor reads, judges and writes; it never joins a collective.
+# 3c. The monitor reads, judges and writes; it never joins a collective,
+#     and it writes on the Node through publish/'s public header alone.
 for f in agent/monitor/*.[ch]; do
     [ -f "$f" ] || continue
     if grep -nE '#include "(\.\./)+(collective|discover|transport|verdict)/' "$f"; then
         fail "$f includes a stage the monitor must not use (it runs no collective)"
+    fi
+    if grep -nE '#include "(\.\./)+publish/' "$f" | grep -v '/publish/publish\.h"'; then
+        fail "$f reaches into publish/: use publish/publish.h"
     fi
 done
 
@@ -226,4 +308,4 @@ others=$(find tests/unit -type f ! -name 'test_*.c')
 [ -z "$others" ] || fail "not a test, belongs in tests/fakes/: $others"
 
 [ $bad -eq 0 ] || exit 1
-echo "layout: util/ is a leaf, net/ stands on util/ alone, transport/ and the engines never see the run, $nfiles files of util/ net/ webhook/ transport/ collective/ compile with only the headers they may use, the coordinator is in coord/, webhook/ uses util/ alone, monitor/ runs no collective, main.c ($lines lines) only dispatches, verdict/ and publish/ read the collective's judgement, publish/ writes its own outcome, $n unit test files mirror their sources"
+echo "layout: util/ is a leaf, net/ stands on util/ alone, transport/ and the engines never see the run, $nfiles files of util/ net/ webhook/ transport/ collective/ compile with only the headers they may use, the coordinator is in coord/, no include cycle between folders, the raw API client stays in agent/k8s/, webhook/ uses util/ alone, monitor/ runs no collective, main.c ($lines lines) only dispatches, verdict/ and publish/ read the collective's judgement, publish/ writes its own outcome, $n unit test files mirror their sources"
