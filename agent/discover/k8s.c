@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "../config/config.h"
+#include "../k8s/object.h"
 #include "../k8s/pods.h"
 #include "../k8s/session.h"
 #include "../util/clock.h"
@@ -110,6 +111,9 @@ static pf_err resolve_world(struct pf_kube *k, const struct pf_config *cfg,
     if (jobset && replicas > 0 && *world > 0 && *world % replicas == 0)
         per_job = *world / replicas;
     if ((*world <= 0 || (jobset && per_job == 0)) && job) {
+        if (!pf_k8s_name_ok(job))
+            return pf_fail(err, PF_ERR_API, "owner Job name '%s' is not a "
+                           "valid name", job);
         rc = pf_k8s_job_size(k, ns, job, &per_job, err);
         if (rc != PF_OK) {
             pf_err_prefix(err, "reading the owner Job for the world size "

@@ -60,7 +60,7 @@ pf_err pf_k8s_pod_get(struct pf_kube *k, const char *ns, const char *name,
 pf_err pf_k8s_own_pod(struct pf_kube *k, const struct pf_kube_identity *id,
                       cJSON **own, char *err);
 /* Pods per run of Job ns/job: its spec.completions, else parallelism, 0
- * when it has neither. */
+ * when it has neither. A job that is no valid name is PF_ERR_API. */
 pf_err pf_k8s_job_size(struct pf_kube *k, const char *ns, const char *job,
                        int *per_job, char *err);
 
@@ -69,8 +69,8 @@ pf_err pf_k8s_job_size(struct pf_kube *k, const char *ns, const char *job,
  * 410 on a continue token or a watch means list again. */
 struct pf_k8s_pod_wait {
     const char *ns, *selector;
-    /* The own pod's podIP from the downward API, used until the API
-     * server shows it. */
+    /* The own pod's name and its podIP from the downward API ("" =
+     * none), used until the API server shows one. */
     const char *own, *own_ip;
     /* One watch to the deadline (a follower watching one pod keeps its
      * request count constant) rather than 30 s streams. */

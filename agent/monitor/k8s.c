@@ -19,8 +19,6 @@
 #include "../publish/publish.h"
 #include "../util/clock.h"
 #include "../util/json.h"
-#include "../util/log.h"
-#include "../util/sanitize.h"
 
 #define CONFLICT_RETRIES 5
 /* One request's bound: an interval must not wait on the API for long. */

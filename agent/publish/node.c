@@ -32,7 +32,6 @@
 #include "../util/clock.h"
 #include "../util/json.h"
 #include "../util/log.h"
-#include "../util/sanitize.h"
 
 #define CONFLICT_RETRIES 5
 
@@ -262,7 +261,6 @@ static void release_mark(struct pub *p)
 static pf_err resolve_node(struct pub *p, const char *known, char *err)
 {
     const struct pf_k8s_target *t = &p->t;
-
     const struct pf_peers *pe = p->run ? &p->run->peers : NULL;
     cJSON *pod = NULL;
     const char *n;

@@ -2,7 +2,7 @@
  * MODIFIED, DELETED, BOOKMARK, ERROR), applied as the k8s bootstrap
  * applies it: split into lines, parse each, update the pod set, re-check
  * the assignment after every event. The line splitter and event handler
- * of the client are internal (kubeapi.c's on_watch, k8s.c's on_event), so
+ * of the client are internal (k8s/client.c's on_watch, k8s/pods.c's on_event), so
  * this drives the same public pieces in the same order. Invariants: the
  * set never holds two pods of one name, and a DELETED pod is gone. */
 #include <stdint.h>

@@ -135,8 +135,8 @@ printf '#include "../../agent_root.h"\n#include "../z/z.h"\n#include "w.h"\n' >"
 rm -rf "$etmp"
 
 # 2d. Kubernetes has its room. The raw client (requests by path, responses,
-#     watch streams: agent/k8s/client.h) is used inside agent/k8s/ and by
-#     the files of raw_ok alone; everywhere else the narrow headers
+#     watch streams: agent/k8s/client.h, and client_impl.h, its state) is
+#     used inside agent/k8s/ and by the files of raw_ok alone; everywhere else the narrow headers
 #     (session.h, object.h, backoff.h, configmap.h, pods.h, nodes.h,
 #     pool.h, lease.h) take the client as an opaque handle and do one job
 #     each. A pf_kube_* call is the raw client too, and no narrow header
@@ -144,8 +144,8 @@ rm -rf "$etmp"
 raw_ok=""                           # files outside agent/k8s/, space-separated
 [ -f agent/k8s/client.h ] && [ ! -e agent/util/kubeapi.h ] ||
     fail "the raw client is not agent/k8s/client.h"
-raw_users() {  # raw_users FILE...: those that include client.h or call pf_kube_*
-    grep -lE '#include "([^"]*/)?k8s/client\.h"|\bpf_kube_[a-z_]+[[:space:]]*\(' "$@"
+raw_users() {  # raw_users FILE...: those that include a raw header or call pf_kube_*
+    grep -lE '#include "([^"]*/)?k8s/client(_impl)?\.h"|\bpf_kube_[a-z_]+[[:space:]]*\(' "$@"
 }
 for f in $(raw_users $(find agent -name '*.[ch]' ! -path 'agent/k8s/*' | sort)); do
     case " $raw_ok " in
@@ -154,11 +154,11 @@ for f in $(raw_users $(find agent -name '*.[ch]' ! -path 'agent/k8s/*' | sort));
     esac
 done
 for f in agent/k8s/*.h; do
-    [ "$f" = agent/k8s/client.h ] && continue
-    grep -q '#include "client.h"' "$f" && fail "$f, a narrow header, includes the raw client"
+    case "$f" in agent/k8s/client.h|agent/k8s/client_impl.h) continue ;; esac
+    grep -qE '#include "client(_impl)?\.h"' "$f" && fail "$f, a narrow header, includes the raw client"
 done
 etmp=$(mktemp -d)
-printf '#include "../k8s/client.h"\n' >"$etmp/a.c"
+printf '#include "../k8s/client_impl.h"\n' >"$etmp/a.c"
 printf 'x = pf_kube_get(k, p, &o, e);\n' >"$etmp/b.c"
 printf '#include "../k8s/nodes.h"\nstruct pf_kube *k;\n' >"$etmp/c.c"
 [ "$(raw_users "$etmp"/*.c | xargs -n1 basename | tr '\n' ' ')" = "a.c b.c " ] ||
