@@ -574,7 +574,7 @@ static pf_err check_text(const struct opt_spec *o, const char *val,
     if (strcmp(o->key, "label_prefix"))
         return PF_OK;
     /* The label prefix must make valid label keys: DNS subdomain + '/'.
-     * The one DNS-1123 rule is the API client's (util/kubeapi.c): a prefix
+     * The one DNS-1123 rule is the API client's (k8s/object.c): a prefix
      * it refuses would be refused by the API server (422) after the
      * conditions and the Event were already written. */
     if (n < 2 || val[n - 1] != '/' || n - 1 > 253) {

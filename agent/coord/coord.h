@@ -1,5 +1,5 @@
 /* The DaemonSet coordinator: one agent per (instance type, zone), the one
- * holding that pool's Lease (lease.h), forms the validation groups; every
+ * holding that pool's Lease (k8s/lease.h), forms the validation groups; every
  * other pending node's agent registers with it over TCP and waits for its
  * group. Frames are the rendezvous' (net/wire.h) with their own
  * magic, on port --port + 1:
