@@ -29,7 +29,10 @@ peers=$(for ((i = 0; i < n; i++)); do printf ',127.0.0.1:%d' "$port"; done)
 peers=${peers#,}
 start=$(date +%s.%N)
 for ((i = 0; i < n; i++)); do
+    # NVML hidden: on a GPU host N agents would each open the real driver
+    # (and see the host's GPUs, not the double's)
     EFA_PREFLIGHT_CUDART=$double EFA_PREFLIGHT_NCCL=$double PF_DOUBLE_GPUS=$g \
+        EFA_PREFLIGHT_NVML=${EFA_PREFLIGHT_NVML:-/nonexistent} \
         unshare -u sh -c 'hostname "$1" && shift && exec "$@"' sh "node-$i" \
         "$timer" -f '%x %e %M' -o "$out/t$i" \
         timeout -k 5 120 "$bin" run --bootstrap static --peers "$peers" \
