@@ -31,6 +31,7 @@ object() {
     if [ -f "$o" ] && [ ! "$src" -nt "$o" ]; then
         fresh=1
         # the .d of -MMD -MP: "obj: src hdr ...", then "hdr:" lines
+        # shellcheck disable=SC2013 # words: the paths hold no spaces
         [ -f "$d" ] && for dep in $(sed 's/\\$//; s/^[^:]*://' "$d"); do
             [ -e "$dep" ] && [ "$dep" -nt "$o" ] && { fresh=0; break; }
         done
