@@ -46,14 +46,23 @@ object() {
     echo "$o"
 }
 
+# "object source" lines, then one nm of each kind over them all.
 n=0
 while read -r src; do
     o=$(object "$src") || exit 2
-    nm --defined-only -g "$o" | awk -v f="$src" 'NF == 3 { print "D", f, $3 }'
-    nm -u "$o" | awk -v f="$src" '{ print "U", f, $NF }'
+    echo "$o $src"
     n=$((n + 1))
-done < <(find agent -name '*.c' ! -path 'agent/mpishim/*' | sort) >"$tmp/syms"
+done < <(find agent -name '*.c' ! -path 'agent/mpishim/*' | sort) >"$tmp/objs"
 [ "$n" -gt 0 ] || { echo "callback_pairs: no sources under $root/agent" >&2; exit 2; }
+cut -d' ' -f1 "$tmp/objs" >"$tmp/objlist"
+# nm -A: "obj:value type name" (defined), "obj:   U name" (undefined)
+{ xargs nm -A --defined-only -g <"$tmp/objlist" | sed 's/^/D /'
+  xargs nm -A -u <"$tmp/objlist" | sed 's/^/U /'; } >"$tmp/nm" ||
+    { echo "callback_pairs: nm failed" >&2; exit 2; }
+awk 'NR == FNR { src[$1] = $2; next }
+     { o = substr($2, 1, index($2, ":") - 1) }
+     $1 == "D" && NF == 4 { print "D", src[o], $4 }
+     $1 == "U" { print "U", src[o], $NF }' "$tmp/objs" "$tmp/nm" >"$tmp/syms"
 
 # Edges "caller callee symbol", one per call between two files (a symbol
 # two alternative files define, like util/httpd.c and httpd_none.c, gives
