@@ -23,7 +23,7 @@ struct rdv {
     struct pf_fault *fault;           /* first failure, for the verdict */
     uint8_t *scratch;
     size_t scratch_cap;
-    /* PING/PONG (rendezvous.h): who still answers. */
+    /* PING/PONG (rendezvous.h, rdv_census.c): who still answers. */
     bool census_on;                   /* rank 0: one is running */
     uint32_t census;                  /* rank 0: its id; others: last PING */
     int64_t census_until;             /* rank 0: when it names the silent */
@@ -40,8 +40,8 @@ struct rdv {
 };
 
 /* Declarations by the file that defines them, lowest first: each file
- * calls only those above its own section (and rdv_hello.c's helpers), so
- * no two call back into each other (tests/integration/test_layout.sh). */
+ * calls only what is declared above its own section, so no two call back
+ * into each other (tests/integration/test_layout.sh). */
 
 /* ---- rdv_hello.c ---- */
 /* Peer-controlled text for a message: printable ASCII, cut to cap - 1
