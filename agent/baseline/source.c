@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../config/config.h"
+#include "../config/run_clock.h"
 #include "../publish/history.h"
 #include "../util/clock.h"
 #include "../util/fsutil.h"

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "../config/config.h"
+#include "../config/run_clock.h"
 #include "../discover/discover.h"
 #include "../probe/gpu_health.h"
 #include "../transport/bootstrap.h"

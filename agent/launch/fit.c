@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "../config/catalog.h"
-#include "../config/config.h"
+#include "../config/run_clock.h"
 #include "../util/clock.h"
 #include "../util/fsutil.h"
 #include "../util/gpulib.h"

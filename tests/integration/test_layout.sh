@@ -143,7 +143,7 @@ strict transport transport "$leaf reasons.h net/*.h types/boot.h types/peers.h"
 strict host collective/host "$engine_may"
 strict nccl collective/nccl "$engine_may"
 strict collective collective "$leaf reasons.h types/*.h transport/bootstrap.h
-    config/config.h config/catalog.h discover/discover.h probe/hw_counters.h
+    config/config.h config/run_clock.h config/catalog.h discover/discover.h probe/hw_counters.h
     probe/gpu_health.h baseline/baseline.h"
 export -f syntax; export cc
 xargs -P "${PF_LAYOUT_JOBS:-2}" -L 1 bash -c 'out=$(syntax "$0" "$1") || {
