@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../config/catalog.h"
+#include "../collective/sweep.h"
 #include "../config/run_clock.h"
 #include "../util/clock.h"
 #include "../util/fsutil.h"

@@ -9,6 +9,7 @@
 
 #include "baseline/baseline.h"
 #include "baseline/configmap.h"
+#include "judge/links.h"
 
 #define GIB (1ull << 30)
 

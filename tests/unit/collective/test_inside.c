@@ -5,6 +5,7 @@
 
 #include "collective/inside.h"
 #include "collective/straggler.h"
+#include "judge/links.h"
 
 #define N 8
 

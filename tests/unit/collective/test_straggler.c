@@ -14,6 +14,9 @@
 #include "collective/collective.h"
 #include "collective/straggler.h"
 #include "fork_boot.h"
+#include "judge/floor.h"
+#include "judge/judge.h"
+#include "judge/links.h"
 #include "util/clock.h"
 #include "verdict/verdict.h"
 
@@ -934,26 +937,26 @@ Test(straggler, judged_at_the_largest_size_with_a_floor)
     r.sizes[0] = (struct pf_size_floor){ 256ull << 20, 200 };
     r.sizes[1] = (struct pf_size_floor){ 1ull << 30, 250 };
     r.sizes[2] = (struct pf_size_floor){ 8ull << 30, 300 };
-    bw = pf_coll_judged_busbw(&c, &r, &at);
+    bw = pf_judged_busbw(&c, &r, &at);
     cr_assert_eq(at, 8ull << 30);
     cr_assert_float_eq(bw, 290, 1e-9);
     cr_assert_lt(bw, pf_floor_rule_at(&r, at));
     /* swept to 1 GiB only: held to the 1 GiB floor, met */
     c.nrows = 2;
-    bw = pf_coll_judged_busbw(&c, &r, &at);
+    bw = pf_judged_busbw(&c, &r, &at);
     cr_assert_eq(at, 1ull << 30);
     cr_assert_float_eq(bw, 310, 1e-9);
     cr_assert_geq(bw, pf_floor_rule_at(&r, at));
     /* one size: the best row from it on */
     c.nrows = 3;
     r.nsizes = 0;
-    bw = pf_coll_judged_busbw(&c, &r, &at);
+    bw = pf_judged_busbw(&c, &r, &at);
     cr_assert_eq(at, 1ull << 30);
     cr_assert_float_eq(bw, 310, 1e-9);
     /* below the smallest size: nothing judged */
     r.nsizes = 3;
     c.nrows = 1;
     c.rows[0].bytes = 128ull << 20;
-    cr_assert_float_eq(pf_coll_judged_busbw(&c, &r, &at), -1, 1e-9);
+    cr_assert_float_eq(pf_judged_busbw(&c, &r, &at), -1, 1e-9);
     cr_assert_eq(at, 0);
 }
