@@ -6,8 +6,9 @@
  * its floor or carried wrong data) each pair of ring neighbours is tested
  * alone over the same fabric endpoints, in rounds of disjoint pairs
  * ((0,1),(2,3)... then (1,2),(3,0)..., and (n-1,0) alone for odd n), at
- * the size the floor is judged at, with the data checked. A link is slow
- * below the 2-node floor and bad when slow or wrong (judged apart, so a
+ * the size the judgement holds them at, with the data checked. A link is
+ * slow below what the judgement holds it to (run->coll.judgement, the
+ * rule: judge/judge.h) and bad when slow or wrong (judged apart, so a
  * slow node is named even when another corrupts). A node with a bad link
  * is a suspect; each suspect is tested once more with a node proven good
  * (both its links good) and is failed only when that link is bad too, in

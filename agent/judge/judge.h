@@ -35,7 +35,6 @@
 
 #include "../types/coll.h"
 #include "../types/config.h"
-#include "../types/engine.h"
 #include "../types/judge.h"
 
 struct pf_run;
