@@ -95,7 +95,6 @@ void pf_floor_for(const struct pf_config *cfg, const struct pf_instance *it,
              pt.verified ? "" : ", estimated");
 }
 
-
 /* The provider rule for the engine's provider: NULL when the catalog
  * floors apply to it. */
 static const char *engine_fallback(const struct pf_run *run)
