@@ -7,8 +7,9 @@
 
 #include "../config/catalog.h"
 
-const int pf_floor_show_nodes[] = { 2, 8, 32, 128, 512, 1024 };
-const int pf_floor_show_count =
+/* The node counts the curves are shown at. */
+static const int pf_floor_show_nodes[] = { 2, 8, 32, 128, 512, 1024 };
+static const int pf_floor_show_count =
     (int)(sizeof(pf_floor_show_nodes) / sizeof(pf_floor_show_nodes[0]));
 
 /* The curves at the node counts a user plans for, as YAML comments: what a

@@ -9,10 +9,6 @@
 #include "../types/catalog.h"
 #include "../util/err.h"
 
-/* The node counts the curves are shown at. */
-extern const int pf_floor_show_nodes[];
-extern const int pf_floor_show_count;
-
 /* The catalog as YAML (config/catalog.h pf_catalog_print), then the
  * curves as YAML comments (so the output stays a catalog). */
 void pf_curves_print(const struct pf_catalog *cat, FILE *out);

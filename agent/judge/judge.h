@@ -6,12 +6,13 @@
  * The floor rule, the one place it is written:
  *  - cfg.min_busbw_gbps, when set, is the floor (held from
  *    cfg.min_busbw_from_bytes on; one size, no curve);
- *  - else the catalog's floor for the instance type, but only where it
- *    measures the same thing. The provider rule: the provider is efa
- *    (tcp/shm numbers say nothing about EFA, so no catalog floor applies
- *    to them, unless --debug-floor-any-provider asks for it). The engine
- *    rule: the engine is the one the floors were set for (nccl on GPU
- *    types, host elsewhere);
+ *  - else the catalog's floor for the instance type (none for a type the
+ *    catalog lacks), but only where it measures the same thing. The
+ *    provider rule: the provider is efa (tcp/shm numbers say nothing
+ *    about EFA, so no catalog floor applies to them, unless
+ *    --debug-floor-any-provider asks for it). The engine rule: the engine
+ *    is the one the floors were set for (nccl on GPU types, host
+ *    elsewhere);
  *  - the host engine across 2+ nodes takes the type's host_floors by the
  *    NICs its ring striped over, where it has them; otherwise, and for
  *    nccl, the node-count curve (judge/floor.h: linear in log2 N between
@@ -24,7 +25,8 @@
  *    the run's size, at the smallest size swept from that floor's size on,
  *    raised to cfg.baseline_fraction x the fleet's median pair link where
  *    the fleet baseline has enough runs (a link between the two is
- *    degraded, not failed); without either, relative to the median link.
+ *    degraded, not failed); without either, relative to the median link
+ *    when the ring missed its floor, else by their data only;
  *  - the sweep runs up to the floor's size when -e does not say otherwise
  *    (collective/sweep.h pf_sweep_max_bytes), so a catalogued type is
  *    judged where its floor holds. */
