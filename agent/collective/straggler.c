@@ -290,12 +290,32 @@ static void say_culprit(int n, int r, unsigned kinds, const double *gbps,
     }
 }
 
+/* Append the suspects whose re-test fell just under the floor, within
+ * the margin, and were not blamed for it (the first 4 and a count). */
+static void say_marginal(const int *marginal, int nmarginal,
+                         double slow_below, char *note, size_t len)
+{
+    size_t used = strlen(note);
+
+    if (nmarginal == 0 || used + 2 >= len)
+        return;
+    used += (size_t)snprintf(note + used, len - used, "; not blamed, within "
+                             "%.0f %% of the floor %.3f GB/s on the re-test: "
+                             "rank", (1 - PF_STRAG_CLEAR_RATIO) * 100,
+                             slow_below);
+    for (int i = 0; i < nmarginal && i < 4 && used < len; i++)
+        used += (size_t)snprintf(note + used, len - used, "%s %d",
+                                 i ? "," : "", marginal[i]);
+    if (nmarginal > 4 && used < len)
+        snprintf(note + used, len - used, " and %d more", nmarginal - 4);
+}
+
 int pf_pairs_blame(int n, const double *ring_gbps, const long *ring_wrong,
                    const unsigned *ring_bad, const struct pf_confirm *conf,
                    int nconf, double slow_below, unsigned *culprit,
                    char *note, size_t len)
 {
-    int count = 0, nbad = 0, ngood = 0;
+    int count = 0, nbad = 0, ngood = 0, marginal[4], nmarginal = 0;
     unsigned seen = 0;
     char who[160];
 
@@ -336,13 +356,23 @@ int pf_pairs_blame(int n, const double *ring_gbps, const long *ring_wrong,
         return 0;
     }
     /* A suspect fails when its re-test with a node proven good is bad in a
-     * way one of its ring links was. */
+     * way one of its ring links was; slow only when clearly under the
+     * floor (PF_STRAG_CLEAR_RATIO). */
     for (int k = 0; k < nconf; k++) {
         const struct pf_confirm *c = &conf[k];
+        unsigned bad;
         int r = c->suspect;
         if (r < 0 || r >= n)
             continue;
-        culprit[r] |= c->bad & (ring_bad[r] | left_bad(n, ring_bad, r));
+        bad = c->bad & (ring_bad[r] | left_bad(n, ring_bad, r));
+        if ((bad & PF_LINK_SLOW) && slow_below > 0 &&
+            good(c->gbps) >= PF_STRAG_CLEAR_RATIO * slow_below) {
+            bad &= ~PF_LINK_SLOW;
+            if (nmarginal < 4)
+                marginal[nmarginal] = r;
+            nmarginal++;
+        }
+        culprit[r] |= bad;
     }
     for (int r = 0; r < n; r++)
         count += culprit[r] != 0;
@@ -355,11 +385,13 @@ int pf_pairs_blame(int n, const double *ring_gbps, const long *ring_wrong,
         return 0;
     }
     if (count == 0) {
-        snprintf(note, len, "pairwise: %d of %d links %s, but every suspect "
+        snprintf(note, len, "pairwise: %d of %d links %s, but %s suspect "
                  "passed its re-test with a node proven good (%d re-test%s): "
                  "no node singled out", nbad, n,
-                 seen & PF_LINK_DATA ? "bad" : "slow", nconf,
-                 nconf == 1 ? "" : "s");
+                 seen & PF_LINK_DATA ? "bad" : "slow",
+                 nmarginal ? "no clear failure: every other" : "every",
+                 nconf, nconf == 1 ? "" : "s");
+        say_marginal(marginal, nmarginal, slow_below, note, len);
         return 0;
     }
     snprintf(note, len, "pairwise: ");
@@ -380,6 +412,7 @@ int pf_pairs_blame(int n, const double *ring_gbps, const long *ring_wrong,
             snprintf(note + strlen(note), len - strlen(note), " (slow below "
                      "%.3f GB/s)", slow_below);
     }
+    say_marginal(marginal, nmarginal, slow_below, note, len);
     return count;
 }
 

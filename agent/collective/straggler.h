@@ -23,6 +23,12 @@
 #include "../types/run.h"
 #include "engine.h"
 
+/* A suspect is slow when its re-test with a node proven good is under
+ * this fraction of the floor: a link measured at 0.95 of its floor on a
+ * busy host is noise, not a straggler, and blaming a good node costs more
+ * than missing a marginal one. Between this and the floor it is named in
+ * the note as marginal, not blamed. */
+#define PF_STRAG_CLEAR_RATIO 0.9
 /* Timings single a rank out when it took this many times the next one. */
 #define PF_STRAG_TIME_RATIO 1.5
 

@@ -18,7 +18,7 @@ root=$(cd "$(dirname "$0")/../../.." && pwd)
 build=${BUILD:-build}
 bin=${PF_BIN:-$root/$build/efa-preflight}
 double=$root/$build/double/libgpu-double.so
-timer=/usr/bin/time
+timer=${PF_TIME:-/usr/bin/time}   # GNU time: %x %e %M
 
 unshare -u true 2>/dev/null || { echo "unshare -u needs root"; exit 77; }
 [ -x "$timer" ] || { echo "$timer is not installed"; exit 77; }

@@ -910,3 +910,43 @@ Test(straggler, degraded_node_held_to_the_baseline)
     cr_assert_eq(pf_pairs_blame(4, ok, wrong, bad, NULL, 0, 80, culprit,
                                 note, sizeof(note)), 0, "%s", note);
 }
+
+/* The 64-node netns run on the GPU machine's host (bench/results/scale.md):
+ * a healthy rank's link measured 0.014 GB/s against a 0.015 floor, and its
+ * re-test with a node proven good 0.015 (just under): it was failed as a
+ * straggler beside the real one at 0.007. Only a re-test clearly under the
+ * floor blames; one within the margin is said, not blamed. */
+Test(straggler, a_re_test_just_under_the_floor_blames_nobody)
+{
+    /* 8 ranks; rank 2's links slow (1-2, 2-3), rank 5's 5-6 just under */
+    double g[8] = { 1, 0.1, 0.1, 1, 1, 0.49, 1, 1 };
+    long w[8] = { 0 };
+    unsigned bad[8], culprit[8];
+    char note[400];
+
+    for (int i = 0; i < 8; i++)
+        bad[i] = pf_link_judge(g[i], w[i], 0.5);
+    struct pf_confirm conf[3] = {
+        { .suspect = 2, .good = 0, .bad = PF_LINK_SLOW, .gbps = 0.1 },
+        { .suspect = 5, .good = 7, .bad = PF_LINK_SLOW, .gbps = 0.47 },
+        { .suspect = 6, .good = 0, .bad = 0, .gbps = 0.9 },
+    };
+    cr_assert_eq(pf_pairs_blame(8, g, w, bad, conf, 3, 0.5, culprit, note,
+                                sizeof(note)), 1, "%s", note);
+    cr_assert_eq(culprit[2], PF_LINK_SLOW);
+    cr_assert_eq(culprit[5], 0, "%s", note);
+    cr_assert(strstr(note, "not blamed, within 10 % of the floor 0.500 GB/s "
+                           "on the re-test: rank 5"), "%s", note);
+    /* alone, the marginal one leaves nobody named, and says why */
+    conf[0].bad = 0;
+    conf[0].gbps = 0.9;
+    cr_assert_eq(pf_pairs_blame(8, g, w, bad, conf, 3, 0.5, culprit, note,
+                                sizeof(note)), 0, "%s", note);
+    cr_assert(strstr(note, "no clear failure") && strstr(note, "rank 5"),
+              "%s", note);
+    /* clearly under (0.44 < 0.9 x 0.5): blamed */
+    conf[1].gbps = 0.44;
+    cr_assert_eq(pf_pairs_blame(8, g, w, bad, conf, 3, 0.5, culprit, note,
+                                sizeof(note)), 1, "%s", note);
+    cr_assert_eq(culprit[5], PF_LINK_SLOW);
+}
