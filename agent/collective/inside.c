@@ -105,26 +105,6 @@ static int by_value(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-double pf_inside_relative_floor(int n, const double *gbps)
-{
-    double *best, median;
-
-    if (n != 3)
-        return pf_links_relative_floor(n, gbps);
-    if (!(best = calloc((size_t)n, sizeof(*best))))
-        return 0;
-    for (int r = 0; r < n; r++) {
-        double l = gbps[(r + n - 1) % n], m = gbps[r];
-        l = isfinite(l) && l > 0 ? l : 0;
-        m = isfinite(m) && m > 0 ? m : 0;
-        best[r] = l > m ? l : m;
-    }
-    qsort(best, (size_t)n, sizeof(*best), by_value);
-    median = n % 2 ? best[n / 2] : (best[n / 2 - 1] + best[n / 2]) / 2;
-    free(best);
-    return PF_STRAG_LINK_RATIO * median;
-}
-
 /* "1-2 128 wrong" or "1-2 0.412 GB/s" for link i into out. */
 static int link_words(int n, int i, unsigned kind, const double *gbps,
                       const long *wrong, char *out, size_t len)

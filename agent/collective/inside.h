@@ -37,16 +37,6 @@ int pf_inside_blame(int n, const double *secs, const long *wrong, bool data,
                     uint64_t bytes, int iters, struct pf_link *links,
                     bool *culprit, char *note, size_t len);
 
-/* The slow threshold for the ring links of one node's processes, where
- * no floor applies (link i: rank i with rank (i+1) % n). At 3 ranks a
- * slow rank spoils two of the three links, so the median link is one of
- * its: PF_STRAG_LINK_RATIO of the median of each rank's better link
- * instead (a slow rank spoils no other rank's better one). Else the
- * re-test's own, pf_links_relative_floor: from 4 ranks on the median link
- * reaches above a slow one, and a higher threshold would count a healthy
- * link slowed by a busy host as slow. */
-double pf_inside_relative_floor(int n, const double *gbps);
-
 /* The ring rule inside one node, for the re-test between its processes
  * (straggler.c calls it at 3 ranks, where none has two good links and no
  * confirmation can run). Both ends of every link are this node's ranks, so a good link

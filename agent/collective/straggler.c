@@ -10,16 +10,10 @@
 
 #include "inside.h"
 #include "nics.h"
-#include "../baseline/baseline.h"
-#include "../config/catalog.h"
+#include "../judge/links.h"
 #include "../util/clock.h"
 #include "../util/log.h"
 
-/* Bytes each way per exchange where no floor judges the links (data and
- * relative speed only): large enough to be bandwidth-bound, small enough
- * that a slow link still finishes well inside the deadline. Where a floor
- * judges them, the exchange is at the size the floor holds from. */
-#define PAIR_MAX_BYTES (4u << 20)
 #define PAIR_ITERS 3
 #define PAIR_MAX_PHASES 3
 /* Nodes from which every run has the pairwise phase: at 2 the ring is the
@@ -52,58 +46,6 @@ struct plan {                         /* rank 0's decision, broadcast */
 struct rail_time {                    /* one rank's rail in one phase */
     double seconds, bytes;
 };
-
-double pf_coll_floor_at(const struct pf_run *run, int nnodes,
-                        struct pf_floor_rule *rule)
-{
-    const struct pf_coll *c = &run->coll;
-    bool other = c->fabric.provider_is_fallback &&
-                 !run->cfg.debug_floor_any_provider;
-
-    pf_floor_for(&run->cfg, run->instance, c->engine_kind,
-                 other ? c->fabric.provider : NULL, nnodes, c->nics.nrails,
-                 rule);
-    return rule->gbps;
-}
-
-double pf_coll_floor(const struct pf_run *run, struct pf_floor_rule *rule)
-{
-    return pf_coll_floor_at(run, run->coll.nnodes, rule);
-}
-
-double pf_coll_judged_busbw(const struct pf_coll *c,
-                            const struct pf_floor_rule *rule,
-                            uint64_t *at_bytes)
-{
-    int nrows = c->nrows < PF_MAX_ROWS ? c->nrows : PF_MAX_ROWS;
-    uint64_t from = pf_floor_rule_min_bytes(rule);
-    double best = -1;
-
-    *at_bytes = 0;
-    if (nrows > 0 && !from) {
-        /* No size named: the best of the largest size, as always. */
-        *at_bytes = c->rows[nrows - 1].bytes;
-        return c->peak_busbw;
-    }
-    /* A floor by size: the largest size swept that has one, held to the
-     * floor at that size. One size: the best row from it on. */
-    for (int i = nrows - 1; rule->nsizes > 0 && i >= 0; i--) {
-        const struct pf_row *r = &c->rows[i];
-        if (r->bytes >= from) {
-            *at_bytes = r->bytes;
-            return r->oop_busbw > r->ip_busbw ? r->oop_busbw : r->ip_busbw;
-        }
-    }
-    for (int i = 0; rule->nsizes == 0 && i < nrows; i++) {
-        const struct pf_row *r = &c->rows[i];
-        double bw = r->oop_busbw > r->ip_busbw ? r->oop_busbw : r->ip_busbw;
-        if (r->bytes >= from && bw > best) {
-            best = bw;
-            *at_bytes = r->bytes;
-        }
-    }
-    return best;
-}
 
 /* ------------------------------------------------------------ decisions */
 
@@ -236,26 +178,6 @@ unsigned pf_link_judge(double gbps, long wrong, double slow_below)
     if (slow_below > 0 && good(gbps) < slow_below)
         bad |= PF_LINK_SLOW;
     return bad;
-}
-
-static int by_value(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-double pf_links_relative_floor(int n, const double *gbps)
-{
-    double *v, median;
-
-    if (n < 1 || !(v = calloc((size_t)n, sizeof(*v))))
-        return 0;
-    for (int i = 0; i < n; i++)
-        v[i] = good(gbps[i]);
-    qsort(v, (size_t)n, sizeof(*v), by_value);
-    median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-    free(v);
-    return PF_STRAG_LINK_RATIO * median;
 }
 
 /* Rank r's two ring links, as judged. */
@@ -621,59 +543,6 @@ static double mean(const double *v, int n)
     return n > 0 ? s / n : 0;
 }
 
-/* The size the pairs are judged at: the smallest swept size from the
- * 2-node floor's own size on (the largest size when it names none), else
- * the largest swept size at which its size curve holds; 0 when no size
- * swept reaches it. */
-static uint64_t pair_judged_bytes(const struct pf_coll *c,
-                                  const struct pf_floor_rule *rule)
-{
-    int nrows = c->nrows < PF_MAX_ROWS ? c->nrows : PF_MAX_ROWS;
-    uint64_t min = pf_floor_rule_min_bytes(rule);
-
-    if (nrows < 1)
-        return 0;
-    if (!rule->from_bytes)
-        return c->rows[nrows - 1].bytes;
-    for (int i = 0; i < nrows; i++)
-        if (c->rows[i].bytes >= rule->from_bytes)
-            return c->rows[i].bytes;
-    for (int i = nrows - 1; i >= 0; i--)
-        if (min && c->rows[i].bytes >= min)
-            return c->rows[i].bytes;
-    return 0;
-}
-
-/* The fleet's baseline for the pairs at p->bytes (pf_base_pair_floor):
- * a link between the catalog floor and the baseline is degraded, not
- * failed, unless --degraded-fails. */
-static void held_to_baseline(const struct pf_run *run, struct plan *p)
-{
-    const struct pf_coll *c = &run->coll;
-    const char *type = run->instance ? run->instance->name
-                                     : run->node.instance_type;
-    struct pf_base_held h;
-    double f;
-
-    if (c->fabric.provider_is_fallback && !run->cfg.debug_floor_any_provider) {
-        snprintf(p->base_src, sizeof(p->base_src), "provider %s is not EFA",
-                 c->fabric.provider);
-        return;
-    }
-    f = pf_base_pair_floor(&run->baseline, type, c->engine, p->bytes,
-                           p->floor, run->cfg.baseline_fraction, &h);
-    p->base_median = h.median_gbps;
-    p->base_runs = h.runs;
-    snprintf(p->base_src, sizeof(p->base_src), "%s",
-             run->baseline.source[0] ? run->baseline.source
-                                     : run->baseline.note);
-    if (h.applied) {
-        p->base_floor = f;
-        p->floor = f;
-        p->relative = 0;
-    }
-}
-
 /* What the links were held to, on every rank from the plan. */
 static void note_held(const struct pf_run *run, const struct plan *p,
                       struct pf_base_held *h)
@@ -707,11 +576,10 @@ static void decide(const struct pf_run *run, const struct pf_engine *e,
                    struct plan *p)
 {
     const struct pf_coll *c = &run->coll;
-    struct pf_floor_rule rule2;
-    double floor = c->judgement.floor.gbps;
+    const struct pf_judgement *j = &c->judgement;
+    double floor = j->floor.gbps;
     uint64_t largest = c->nrows > 0 ? c->rows[c->nrows - 1].bytes : 0;
-    uint64_t judged_bytes = 0;
-    double judged = c->judgement.busbw_gbps;
+    double judged = j->busbw_gbps;
     double per_op, need_s, left_s;
     int rounds;
 
@@ -741,23 +609,24 @@ static void decide(const struct pf_run *run, const struct pf_engine *e,
                  p->data ? "at fault" : "slow");
         return;
     }
-    /* Links across nodes are judged against the 2-node floor at the size
-     * it holds from; without one (or on one node) relative to the median
-     * link when the ring was slow, else by their data only. */
-    if (c->nnodes >= 2 && pf_coll_floor_at(run, 2, &rule2) > 0)
-        judged_bytes = pair_judged_bytes(c, &rule2);
-    if (judged_bytes) {
-        p->floor = pf_floor_rule_at(&rule2, judged_bytes);
-        p->bytes = judged_bytes;
-    } else {
-        p->relative = p->below;
-        p->bytes = largest < PAIR_MAX_BYTES ? largest : PAIR_MAX_BYTES;
-    }
-    p->bytes = p->bytes / sizeof(float) * sizeof(float);
-    if (p->bytes == 0)
-        p->bytes = sizeof(float);
-    p->catalog_floor = p->floor;
-    held_to_baseline(run, p);
+    /* Links across nodes are held to what the judgement says (judge.h);
+     * without a floor (or on one node) relative to the median link when
+     * the ring was slow, else by their data only. */
+    p->bytes = j->pair_bytes;
+    p->floor = j->pair_gbps;
+    p->catalog_floor = j->pair_catalog_gbps;
+    p->relative = p->below && !j->pair_by_floor && !j->pair_held.applied;
+    if (j->pair_held.applied)
+        p->base_floor = j->pair_gbps;
+    p->base_median = j->pair_held.median_gbps;
+    p->base_runs = j->pair_held.runs;
+    if (j->other_provider)
+        snprintf(p->base_src, sizeof(p->base_src), "provider %s is not EFA",
+                 c->fabric.provider);
+    else
+        snprintf(p->base_src, sizeof(p->base_src), "%s",
+                 run->baseline.source[0] ? run->baseline.source
+                                         : run->baseline.note);
     /* A ring all_reduce of B bytes moves 2(n-1)/n x B over every link;
      * an exchange moves its bytes each way: scale the measured time of the
      * largest size, then warm-up + iters per round, for the neighbour

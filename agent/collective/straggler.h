@@ -6,8 +6,9 @@
  * its floor or carried wrong data) each pair of ring neighbours is tested
  * alone over the same fabric endpoints, in rounds of disjoint pairs
  * ((0,1),(2,3)... then (1,2),(3,0)..., and (n-1,0) alone for odd n), at
- * the size the floor is judged at, with the data checked. A link is slow
- * below the 2-node floor and bad when slow or wrong (judged apart, so a
+ * the size the judgement holds them at, with the data checked. A link is
+ * slow below what the judgement holds it to (run->coll.judgement, the
+ * rule: judge/judge.h) and bad when slow or wrong (judged apart, so a
  * slow node is named even when another corrupts). A node with a bad link
  * is a suspect; each suspect is tested once more with a node proven good
  * (both its links good) and is failed only when that link is bad too, in
@@ -20,12 +21,8 @@
 #include <stddef.h>
 
 #include "../types/run.h"
-#include "../config/catalog.h"
 #include "engine.h"
 
-/* A rank is the straggler when the better of its two links is below this
- * fraction of every other rank's better link. */
-#define PF_STRAG_LINK_RATIO 0.5
 /* A suspect is slow when its re-test with a node proven good is under
  * this fraction of the floor: a link measured at 0.95 of its floor on a
  * busy host is noise, not a straggler, and blaming a good node costs more
@@ -34,24 +31,6 @@
 #define PF_STRAG_CLEAR_RATIO 0.9
 /* Timings single a rank out when it took this many times the next one. */
 #define PF_STRAG_TIME_RATIO 1.5
-
-/* The busbw floor this run's ring must reach: pf_floor_for (the one rule,
- * config/catalog.h) applied to the collective's engine, provider and node
- * count. pf_coll_judge (collective.h) applies it and the one below once,
- * into run->coll.judgement, which everyone else reads. */
-double pf_coll_floor(const struct pf_run *run, struct pf_floor_rule *rule);
-/* The same rule at another node count: pair links are judged against the
- * floor at 2 nodes, whatever the run's size. */
-double pf_coll_floor_at(const struct pf_run *run, int nnodes,
-                        struct pf_floor_rule *rule);
-/* The busbw the floor is judged against, the better of in and out of
- * place: with a floor by size (rule->nsizes), the largest row that has a
- * floor; else the best of the rows at or above the floor's size (the
- * largest row when it names none); -1 when no row reaches it. *at_bytes is
- * that row's size. */
-double pf_coll_judged_busbw(const struct pf_coll *c,
-                            const struct pf_floor_rule *rule,
-                            uint64_t *at_bytes);
 
 /* The pure decisions, testable without a fabric. ---------------------- */
 
@@ -86,10 +65,6 @@ int pf_straggler_blame(int n, const double *link_gbps, const long *link_wrong,
 /* What a link of gbps carrying wrong elements is: PF_LINK_SLOW below
  * slow_below (0: slowness not judged), PF_LINK_DATA with wrong data. */
 unsigned pf_link_judge(double gbps, long wrong, double slow_below);
-
-/* The relative threshold, where no floor applies: PF_STRAG_LINK_RATIO of
- * the median of n links. */
-double pf_links_relative_floor(int n, const double *gbps);
 
 /* After the neighbour rounds (ring_bad[i]: link i, rank i with rank
  * (i+1) % n, as pf_link_judge said): pair each suspect (a bad link) with a

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "config/catalog.h"
+#include "judge/floor.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

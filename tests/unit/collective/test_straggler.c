@@ -14,6 +14,7 @@
 #include "collective/collective.h"
 #include "collective/straggler.h"
 #include "fork_boot.h"
+#include "judge/links.h"
 #include "util/clock.h"
 #include "verdict/verdict.h"
 
@@ -908,54 +909,6 @@ Test(straggler, degraded_node_held_to_the_baseline)
         bad[i] = pf_link_judge(ok[i], 0, 80);
     cr_assert_eq(pf_pairs_blame(4, ok, wrong, bad, NULL, 0, 80, culprit,
                                 note, sizeof(note)), 0, "%s", note);
-}
-
-/* A floor by size is judged at the largest size swept that has one, held
- * to the floor at that size (2 GiB, 8 GiB: 290 GB/s is below the 8 GiB
- * floor though above the 1 GiB one); a one-size floor keeps the best row
- * from its size on; a sweep below the smallest size judges nothing. */
-Test(straggler, judged_at_the_largest_size_with_a_floor)
-{
-    struct pf_coll c;
-    struct pf_floor_rule r;
-    uint64_t at;
-    double bw;
-
-    memset(&c, 0, sizeof(c));
-    memset(&r, 0, sizeof(r));
-    c.nrows = 3;
-    c.rows[0] = (struct pf_row){ .bytes = 256ull << 20, .oop_busbw = 220 };
-    c.rows[1] = (struct pf_row){ .bytes = 1ull << 30, .oop_busbw = 300,
-                                 .ip_busbw = 310 };
-    c.rows[2] = (struct pf_row){ .bytes = 8ull << 30, .oop_busbw = 290 };
-    r.gbps = 250;
-    r.from_bytes = 1ull << 30;
-    r.nsizes = 3;
-    r.sizes[0] = (struct pf_size_floor){ 256ull << 20, 200 };
-    r.sizes[1] = (struct pf_size_floor){ 1ull << 30, 250 };
-    r.sizes[2] = (struct pf_size_floor){ 8ull << 30, 300 };
-    bw = pf_coll_judged_busbw(&c, &r, &at);
-    cr_assert_eq(at, 8ull << 30);
-    cr_assert_float_eq(bw, 290, 1e-9);
-    cr_assert_lt(bw, pf_floor_rule_at(&r, at));
-    /* swept to 1 GiB only: held to the 1 GiB floor, met */
-    c.nrows = 2;
-    bw = pf_coll_judged_busbw(&c, &r, &at);
-    cr_assert_eq(at, 1ull << 30);
-    cr_assert_float_eq(bw, 310, 1e-9);
-    cr_assert_geq(bw, pf_floor_rule_at(&r, at));
-    /* one size: the best row from it on */
-    c.nrows = 3;
-    r.nsizes = 0;
-    bw = pf_coll_judged_busbw(&c, &r, &at);
-    cr_assert_eq(at, 1ull << 30);
-    cr_assert_float_eq(bw, 310, 1e-9);
-    /* below the smallest size: nothing judged */
-    r.nsizes = 3;
-    c.nrows = 1;
-    c.rows[0].bytes = 128ull << 20;
-    cr_assert_float_eq(pf_coll_judged_busbw(&c, &r, &at), -1, 1e-9);
-    cr_assert_eq(at, 0);
 }
 
 /* The 64-node netns run on the GPU machine's host (bench/results/scale.md):
