@@ -11,6 +11,8 @@
 #include "collective/sweep.h"
 #include "verdict/verdict.h"
 
+#include "run_fixture.h"
+
 /* One node, n ranks; gpus: one process driving n GPUs (bus 0000:1X:00.0),
  * else n host processes with a NIC each; wrong: elements wrong. */
 static struct pf_run *one_node(int n, bool gpus, long wrong)
@@ -43,14 +45,6 @@ static struct pf_run *one_node(int n, bool gpus, long wrong)
     return run;
 }
 
-static const struct pf_check *find(const struct pf_run *run, const char *name)
-{
-    for (int i = 0; i < run->verdict.n; i++)
-        if (!strcmp(run->verdict.checks[i].name, name))
-            return &run->verdict.checks[i];
-    return NULL;
-}
-
 static void done(struct pf_run *run)
 {
     pf_coll_free(&run->coll);
@@ -73,7 +67,7 @@ Test(inside_checks, a_corrupting_gpu_among_8_is_named_by_index_and_bus_id)
     pf_test_judged(run);
     pf_verdict_fabric(run);
     pf_verdict_finish(run);
-    k = find(run, "data");
+    k = pf_test_check(run, "data");
     cr_assert(k);
     cr_assert_eq(k->status, PF_FAIL);
     cr_assert_eq(k->reason, PF_R_DataCorruption);
@@ -96,7 +90,7 @@ Test(inside_checks, a_corrupting_process_is_named_with_its_nic)
     s->culprits[0] = 2;
     pf_test_judged(run);
     pf_verdict_fabric(run);
-    k = find(run, "data");
+    k = pf_test_check(run, "data");
     cr_assert(k);
     cr_assert_eq(k->reason, PF_R_DataCorruption);
     cr_assert(strstr(k->message, "at rank 2 (NIC rdmap18s0)"), "%s",
@@ -117,7 +111,7 @@ Test(inside_checks, a_slow_gpu_below_the_floor_is_named)
     in->culprits[0] = 6;
     pf_test_judged(run);
     pf_verdict_fabric(run);
-    k = find(run, "busbw");
+    k = pf_test_check(run, "busbw");
     cr_assert(k);
     cr_assert_eq(k->reason, PF_R_NodeBandwidthBelowThreshold);
     cr_assert(strstr(k->message, "this node is slow at rank 6 (GPU 6, bus "
@@ -133,7 +127,7 @@ Test(inside_checks, nobody_singled_out_keeps_the_node_wide_words)
     snprintf(run->coll.inside.kind, sizeof(run->coll.inside.kind), "data");
     pf_test_judged(run);
     pf_verdict_fabric(run);
-    k = find(run, "data");
+    k = pf_test_check(run, "data");
     cr_assert(k);
     cr_assert_eq(k->reason, PF_R_DataCorruption);
     cr_assert(strstr(k->message, "every rank of the run"), "%s", k->message);
@@ -185,7 +179,7 @@ Test(inside_checks, each_culprit_process_is_named_for_its_own_kind)
     cr_assert_str_eq(words, "rank 1 (NIC rdmap17s0)");
     pf_test_judged(run);
     pf_verdict_fabric(run);
-    k = find(run, "data");
+    k = pf_test_check(run, "data");
     cr_assert(k);
     cr_assert_eq(k->reason, PF_R_DataCorruption);
     cr_assert(strstr(k->message, "corrupts data at rank 3 (NIC rdmap19s0): "),
@@ -204,7 +198,7 @@ Test(inside_checks, two_ranks_say_why_nobody_inside_is_named)
              "test cannot tell which end is at fault");
     pf_test_judged(run);
     pf_verdict_fabric(run);
-    k = find(run, "data");
+    k = pf_test_check(run, "data");
     cr_assert(k);
     cr_assert(strstr(k->message, "every rank of the run"), "%s", k->message);
     cr_assert(strstr(k->message, "cannot tell which end is at fault"), "%s",

@@ -14,6 +14,8 @@
 #include "probe/probe.h"
 #include "verdict/verdict.h"
 
+#include "run_fixture.h"
+
 struct nic_case {
     char root[512];
     struct pf_run *run;
@@ -85,11 +87,10 @@ static void done(struct nic_case *k)
 
 static const struct pf_check *find(const struct pf_run *run, const char *name)
 {
-    for (int i = 0; i < run->verdict.n; i++)
-        if (!strcmp(run->verdict.checks[i].name, name))
-            return &run->verdict.checks[i];
-    cr_assert_fail("no check %s", name);
-    return NULL;
+    const struct pf_check *c = pf_test_check(run, name);
+
+    cr_assert_not_null(c, "no check %s", name);
+    return c;
 }
 
 /* nic_traffic is not judged, and says why. */

@@ -17,44 +17,24 @@
 #include "probe/probe.h"
 #include "verdict/verdict.h"
 
-static void build_path(char *out, size_t len, const char *rel)
-{
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-
-    cr_assert(n > 0, "readlink /proc/self/exe");
-    exe[n] = '\0';
-    *strrchr(exe, '/') = '\0';
-    snprintf(out, len, "%s/%s", exe, rel);
-}
+#include "run_fixture.h"
+#include "unit_files.h"
 
 static void use_fixture(struct pf_config *cfg, const char *name)
 {
-    char root[PATH_MAX], cmd[PATH_MAX + 64];
+    char root[PATH_MAX];
 
-    build_path(root, sizeof(root), "fixtures/sysfs");
-    snprintf(cmd, sizeof(cmd), "tests/fakes/make_sysfs.sh '%s'", root);
-    cr_assert_eq(system(cmd), 0, "%s failed (run from the repo root)", cmd);
-    snprintf(cfg->sysfs_root, sizeof(cfg->sysfs_root), "%s/%s", root, name);
-    snprintf(cfg->dev_root, sizeof(cfg->dev_root), "%s/%s", root, name);
+    pf_test_sysfs_fixture(root, sizeof(root), name);
+    snprintf(cfg->sysfs_root, sizeof(cfg->sysfs_root), "%s", root);
+    snprintf(cfg->dev_root, sizeof(cfg->dev_root), "%s", root);
 }
 
 static struct pf_run *new_run(void)
 {
-    struct pf_run *run = calloc(1, sizeof(*run));
-    char err[PF_ERRLEN];
+    struct pf_run *run = pf_test_run_new(NULL);
 
-    cr_assert_not_null(run);
-    cr_assert_eq(pf_catalog_load(&run->catalog, "", err), PF_OK, "%s", err);
-    pf_config_defaults(&run->cfg);
     run->cfg.no_imds = true;
     return run;
-}
-
-static void free_run(struct pf_run *run)
-{
-    pf_catalog_free(&run->catalog);
-    free(run);
 }
 
 /* The limits and GPUs a healthy node of the run's type would show. */
@@ -86,7 +66,7 @@ static struct pf_run *probe_fixture(const char *fx, int domains)
     char path[PATH_MAX], err[PF_ERRLEN], num[16];
 
     use_fixture(&run->cfg, fx);
-    build_path(path, sizeof(path), "test-helpers/libfabric-fake.so.1");
+    pf_test_helper_path(path, sizeof(path), "libfabric-fake.so.1");
     snprintf(run->cfg.libfabric_path, sizeof(run->cfg.libfabric_path), "%s", path);
     snprintf(num, sizeof(num), "%d", domains);
     setenv("PF_FAKE_FI_EFA_DOMAINS", num, 1);
@@ -106,11 +86,10 @@ static void judge(struct pf_run *run)
 
 static const struct pf_check *check(const struct pf_run *run, const char *name)
 {
-    for (int i = 0; i < run->verdict.n; i++)
-        if (!strcmp(run->verdict.checks[i].name, name))
-            return &run->verdict.checks[i];
-    cr_assert_fail("no check named %s", name);
-    return NULL;
+    const struct pf_check *c = pf_test_check(run, name);
+
+    cr_assert_not_null(c, "no check named %s", name);
+    return c;
 }
 
 /* First failing reason, else first warning: what the summary leads with. */
@@ -163,7 +142,7 @@ Test(node_verdict, fixtures_give_their_status_and_headline)
         for (int i = 0; i < run->verdict.n; i++)
             cr_assert_str_eq(run->verdict.checks[i].condition,
                              "EFADevicesReady", "case %s", cases[c].name);
-        free_run(run);
+        pf_test_run_free(run);
     }
 }
 
@@ -175,7 +154,7 @@ Test(node_verdict, p6_b200_passes_ignoring_ibp_devices)
     cr_assert_eq(run->verdict.overall, PF_PASS);
     cr_assert_str_eq(check(run, "efa_devices")->message,
                      "8 of 8 EFA devices; 2 non-EFA RDMA devices ignored");
-    free_run(run);
+    pf_test_run_free(run);
 }
 
 Test(node_verdict, p5_with_31_devices_fails_count)
@@ -190,7 +169,7 @@ Test(node_verdict, p5_with_31_devices_fails_count)
                      "found 31 of 32 EFA devices (PCI 1d0f:efa0-efa3) expected "
                      "for p5.48xlarge");
     cr_assert_neq(check(run, "efa_devices")->remedy[0], '\0');
-    free_run(run);
+    pf_test_run_free(run);
 }
 
 Test(node_verdict, p5_module_not_loaded_fails_module_first)
@@ -204,7 +183,7 @@ Test(node_verdict, p5_module_not_loaded_fails_module_first)
                      "efa kernel module not loaded (/sys/module/efa absent); "
                      "32 EFA PCI functions present");
     cr_assert_eq(check(run, "efa_devices")->status, PF_FAIL);
-    free_run(run);
+    pf_test_run_free(run);
 }
 
 Test(node_verdict, p5_port_down_fails)
@@ -215,7 +194,7 @@ Test(node_verdict, p5_port_down_fails)
     cr_assert_str_eq(headline(run), "EFAPortDown");
     cr_assert_str_eq(check(run, "efa_ports")->message,
                      "1 of 32 EFA ports not ACTIVE: rdmap16s27 (1: DOWN)");
-    free_run(run);
+    pf_test_run_free(run);
 }
 
 Test(node_verdict, expect_efa_overrides_catalog)
@@ -226,7 +205,7 @@ Test(node_verdict, expect_efa_overrides_catalog)
     judge(run);
     cr_assert_eq(run->verdict.overall, PF_PASS);
     cr_assert_eq(check(run, "efa_devices")->reason, PF_R_EFADeviceCountMatches);
-    free_run(run);
+    pf_test_run_free(run);
 }
 
 Test(node_verdict, more_devices_than_catalog_warns)
@@ -237,7 +216,7 @@ Test(node_verdict, more_devices_than_catalog_warns)
     judge(run);
     cr_assert_eq(check(run, "efa_devices")->status, PF_WARN);
     cr_assert_eq(run->verdict.exit_code, 0);
-    free_run(run);
+    pf_test_run_free(run);
 }
 
 Test(node_verdict, plain_machine_is_not_an_efa_instance)
@@ -252,7 +231,7 @@ Test(node_verdict, plain_machine_is_not_an_efa_instance)
               check(run, "instance_type")->message);
     cr_assert_eq(check(run, "efa_devices")->status, PF_SKIP);
     cr_assert_eq(check(run, "memlock")->status, PF_SKIP);
-    free_run(run);
+    pf_test_run_free(run);
 }
 
 Test(node_verdict, named_type_without_catalog_entry_or_efa_fails)
@@ -265,7 +244,7 @@ Test(node_verdict, named_type_without_catalog_entry_or_efa_fails)
     cr_assert_str_eq(check(run, "instance_type")->message,
                      "'m5.large' (from none) has no catalog entry and no EFA "
                      "device was found");
-    free_run(run);
+    pf_test_run_free(run);
 }
 
 Test(node_verdict, unknown_type_with_efa_warns_and_checks_what_is_found)
@@ -281,7 +260,7 @@ Test(node_verdict, unknown_type_with_efa_warns_and_checks_what_is_found)
     cr_assert_eq(check(run, "efa_devices")->status, PF_PASS);
     cr_assert_eq(check(run, "efa_provider")->status, PF_PASS);
     cr_assert_eq(check(run, "gpu_count")->status, PF_SKIP);
-    free_run(run);
+    pf_test_run_free(run);
 }
 
 Test(node_verdict, expect_efa_zero_on_unknown_machine_expects_nothing)
@@ -294,7 +273,7 @@ Test(node_verdict, expect_efa_zero_on_unknown_machine_expects_nothing)
     cr_assert_eq(check(run, "instance_type")->status, PF_SKIP);
     cr_assert_eq(check(run, "efa_devices")->status, PF_SKIP);
     cr_assert_str_eq(check(run, "efa_devices")->message, "no EFA device expected");
-    free_run(run);
+    pf_test_run_free(run);
 }
 
 Test(node_verdict, tcp_provider_skips_every_efa_check)
@@ -313,7 +292,7 @@ Test(node_verdict, tcp_provider_skips_every_efa_check)
         cr_assert(strstr(c->message, "provider tcp requested: EFA not required"),
                   "%s: %s", c->name, c->message);
     }
-    free_run(run);
+    pf_test_run_free(run);
 }
 
 Test(node_verdict, tcp_provider_still_checks_gpus_of_a_known_type)
@@ -325,7 +304,7 @@ Test(node_verdict, tcp_provider_still_checks_gpus_of_a_known_type)
     judge(run);
     cr_assert_eq(check(run, "efa_devices")->status, PF_SKIP);
     cr_assert_str_eq(headline(run), "GPUCountMismatch");
-    free_run(run);
+    pf_test_run_free(run);
 }
 
 Test(node_verdict, memlock_limits)
@@ -345,7 +324,7 @@ Test(node_verdict, memlock_limits)
     run->cfg.min_memlock_mib = 1;
     judge(run);
     cr_assert_eq(check(run, "memlock")->status, PF_FAIL);
-    free_run(run);
+    pf_test_run_free(run);
 }
 
 Test(node_verdict, no_free_hugepages_warns)
@@ -357,7 +336,7 @@ Test(node_verdict, no_free_hugepages_warns)
     cr_assert_eq(run->verdict.overall, PF_WARN);
     cr_assert_eq(run->verdict.exit_code, 0);
     cr_assert_str_eq(headline(run), "HugePagesUnavailable");
-    free_run(run);
+    pf_test_run_free(run);
 }
 
 Test(node_verdict, old_libfabric_warns_on_gpu_types_only)
@@ -375,7 +354,7 @@ Test(node_verdict, old_libfabric_warns_on_gpu_types_only)
     run->cfg.expect_efa = 32;
     judge(run);
     cr_assert_eq(check(run, "libfabric_version")->status, PF_SKIP);
-    free_run(run);
+    pf_test_run_free(run);
 }
 
 Test(node_verdict, net_plugin_found_missing_or_not_applicable)
@@ -427,7 +406,7 @@ Test(node_verdict, net_plugin_found_missing_or_not_applicable)
     judge(run);
     cr_assert_eq(check(run, "nccl_net_plugin")->status, PF_SKIP);
     cr_assert_eq(check(run, "nccl_net_plugin")->reason, PF_R_NotApplicable);
-    free_run(run);
+    pf_test_run_free(run);
 }
 
 Test(node_verdict, gpu_count_mismatch_names_cuda_error)
@@ -447,7 +426,7 @@ Test(node_verdict, gpu_count_mismatch_names_cuda_error)
     run->cfg.expect_gpus = 0;
     judge(run);
     cr_assert_eq(check(run, "gpu_count")->status, PF_PASS);
-    free_run(run);
+    pf_test_run_free(run);
 }
 
 Test(node_verdict, gdr_missing_on_gdr_type_warns)
@@ -458,5 +437,5 @@ Test(node_verdict, gdr_missing_on_gdr_type_warns)
     judge(run);
     cr_assert_str_eq(headline(run), "GDRUnsupported");
     cr_assert_eq(run->verdict.exit_code, 0);
-    free_run(run);
+    pf_test_run_free(run);
 }
