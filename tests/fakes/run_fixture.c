@@ -34,6 +34,23 @@ const struct pf_check *pf_test_check(const struct pf_run *run,
     return NULL;
 }
 
+const struct pf_check *pf_test_check_says(const struct pf_run *run,
+                                          const char *name,
+                                          enum pf_reason reason,
+                                          const char *words)
+{
+    const struct pf_check *c = pf_test_check(run, name);
+
+    cr_assert_not_null(c, "no check %s", name);
+    cr_assert_eq(c->reason, reason, "%s: reason %s, want %s (%s)", name,
+                 pf_reason_name(c->reason), pf_reason_name(reason),
+                 c->message);
+    if (words)
+        cr_assert(strstr(c->message, words), "%s: '%s' lacks '%s'", name,
+                  c->message, words);
+    return c;
+}
+
 void pf_test_run_free(struct pf_run *run)
 {
     pf_catalog_free(&run->catalog);

@@ -11,6 +11,12 @@ struct pf_run *pf_test_run_new(const char *type);
 /* The run's check called name; NULL: none. */
 const struct pf_check *pf_test_check(const struct pf_run *run,
                                      const char *name);
+/* The run's check called name, which must exist, with reason and a
+ * message holding words (NULL: any message). */
+const struct pf_check *pf_test_check_says(const struct pf_run *run,
+                                          const char *name,
+                                          enum pf_reason reason,
+                                          const char *words);
 /* The catalog and the run. */
 void pf_test_run_free(struct pf_run *run);
 

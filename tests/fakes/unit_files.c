@@ -50,6 +50,23 @@ void pf_test_write_file(const char *path, const char *text)
     fclose(f);
 }
 
+char *pf_test_read_file(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    char *text;
+    long len;
+
+    cr_assert_not_null(f, "%s", path);
+    fseek(f, 0, SEEK_END);
+    len = ftell(f);
+    rewind(f);
+    text = calloc(1, (size_t)len + 1);
+    cr_assert_not_null(text);
+    cr_assert_eq(fread(text, 1, (size_t)len, f), (size_t)len, "%s", path);
+    fclose(f);
+    return text;
+}
+
 void pf_test_use_gpu_double(char *lib, size_t len)
 {
     pf_test_build_path(lib, len, "double/libgpu-double.so");

@@ -17,6 +17,8 @@ void pf_test_helper_path(char *out, size_t len, const char *name);
 void pf_test_sysfs_fixture(char *out, size_t len, const char *name);
 /* path holds text and nothing else. */
 void pf_test_write_file(const char *path, const char *text);
+/* What path holds, NUL-terminated (free it); it must be readable. */
+char *pf_test_read_file(const char *path);
 /* EFA_PREFLIGHT_CUDART and EFA_PREFLIGHT_NCCL name the host-memory double
  * (build/double/libgpu-double.so), which must exist; its path in lib. */
 void pf_test_use_gpu_double(char *lib, size_t len);

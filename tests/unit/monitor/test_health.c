@@ -11,6 +11,7 @@
 #include "monitor/monitor.h"
 #include "nic_fixture.h"
 #include "probe/probe.h"
+#include "unit_files.h"
 
 #define K 3
 #define M 5
@@ -94,14 +95,14 @@ static void rising(struct world *w, const char *nic, const char *counter,
     }
 }
 
-/* The state file of a port says `state`. */
-static void port_state(const char *path, const char *state)
+/* The state file of rdmap16s27's port says `state`. */
+static void port_state(const struct world *w, const char *state)
 {
-    FILE *f = fopen(path, "w");
+    char path[1024];
 
-    cr_assert(f, "%s", path);
-    fputs(state, f);
-    fclose(f);
+    snprintf(path, sizeof(path),
+             "%s/sys/class/infiniband/rdmap16s27/ports/1/state", w->root);
+    pf_test_write_file(path, state);
 }
 
 Test(health, p5_all_quiet_is_healthy_every_nic_read)
@@ -298,12 +299,10 @@ Test(health, devices_coming_up_late_after_boot_are_not_a_fault)
 Test(health, a_port_down_on_k_reads_is_a_fault_and_clears_after_m)
 {
     struct world *w = world("p5.48xlarge", 32);
-    char path[1024], msg[PF_ERRLEN];
+    char msg[PF_ERRLEN];
 
     tick(w);
-    snprintf(path, sizeof(path),
-             "%s/sys/class/infiniband/rdmap16s27/ports/1/state", w->root);
-    port_state(path, "1: DOWN\n");
+    port_state(w, "1: DOWN\n");
     for (int i = 1; i < K; i++)
         cr_assert_eq(tick(w), 0, "down on read %d of %d: no change yet", i, K);
     cr_assert_eq(condition(w, msg, sizeof(msg)), PF_R_EFANICsHealthy);
@@ -312,7 +311,7 @@ Test(health, a_port_down_on_k_reads_is_a_fault_and_clears_after_m)
     cr_assert(strstr(w->h.changes[0].msg, "1: DOWN"), "%s",
               w->h.changes[0].msg);
     cr_assert_eq(condition(w, msg, sizeof(msg)), PF_R_EFANICLinkDown);
-    port_state(path, "4: ACTIVE\n");
+    port_state(w, "4: ACTIVE\n");
     quiet(w, M - 1);
     cr_assert_eq(tick(w), 1);
     cr_assert_eq(condition(w, msg, sizeof(msg)), PF_R_EFANICsHealthy);
@@ -324,16 +323,14 @@ Test(health, a_port_down_on_k_reads_is_a_fault_and_clears_after_m)
 Test(health, a_port_flapping_short_of_k_reads_is_never_a_fault)
 {
     struct world *w = world("p5.48xlarge", 32);
-    char path[1024], msg[PF_ERRLEN];
+    char msg[PF_ERRLEN];
 
     tick(w);
-    snprintf(path, sizeof(path),
-             "%s/sys/class/infiniband/rdmap16s27/ports/1/state", w->root);
     for (int round = 0; round < 3; round++) {
-        port_state(path, "1: DOWN\n");
+        port_state(w, "1: DOWN\n");
         for (int i = 1; i < K; i++)
             cr_assert_eq(tick(w), 0);
-        port_state(path, "4: ACTIVE\n");
+        port_state(w, "4: ACTIVE\n");
         cr_assert_eq(tick(w), 0);
     }
     cr_assert_eq(condition(w, msg, sizeof(msg)), PF_R_EFANICsHealthy);

@@ -135,17 +135,16 @@ Test(fabric_checks, localised_corruption_names_rank_pod_and_node)
         run->coll.strag.culprits = &culprit;
         run->coll.strag.nculprits = 1;
         judge(run);
-        const struct pf_check *c = pf_test_check(run, "data");
         if (self == 2) {
-            cr_assert_eq(c->reason, PF_R_DataCorruption);
-            cr_assert(strstr(c->message, "this node (rank 2, pod train-2, node-c, "
-                             "10.0.0.12) corrupts data"), "%s", c->message);
+            pf_test_check_says(run, "data", PF_R_DataCorruption,
+                               "this node (rank 2, pod train-2, node-c, "
+                               "10.0.0.12) corrupts data");
             cr_assert_eq(run->verdict.exit_code, PF_EXIT_FAIL);
             cr_assert(pf_class_may_taint(run->verdict.cls));
         } else {
-            cr_assert_eq(c->reason, PF_R_PeerDataCorruption);
-            cr_assert(strstr(c->message, "rank 2 (pod train-2, node-c, 10.0.0.12) "
-                             "corrupts data, not this node"), "%s", c->message);
+            pf_test_check_says(run, "data", PF_R_PeerDataCorruption,
+                               "rank 2 (pod train-2, node-c, 10.0.0.12) "
+                               "corrupts data, not this node");
             cr_assert_eq(run->verdict.exit_code, PF_EXIT_PEER);
             cr_assert_not(pf_class_may_taint(run->verdict.cls));
         }
@@ -213,11 +212,10 @@ Test(fabric_checks, min_busbw_overrides_everything)
     struct pf_run *run = ran("host", "tcp;ofi_rxm", 0.5, 1);
     run->cfg.min_busbw_gbps = 2;
     judge(run);
-    const struct pf_check *c = pf_test_check(run, "busbw");
     /* one node: every rank is here, so is the fault (class fabric) */
-    cr_assert_eq(c->reason, PF_R_NodeBandwidthBelowThreshold);
-    cr_assert(strstr(c->message, "below the floor 2.00 GB/s from the largest "
-                                 "size (--min-busbw-gbps)"), "%s", c->message);
+    pf_test_check_says(run, "busbw", PF_R_NodeBandwidthBelowThreshold,
+                       "below the floor 2.00 GB/s from the largest size "
+                       "(--min-busbw-gbps)");
     cr_assert_eq(run->verdict.exit_code, PF_EXIT_FAIL);
     cr_assert(pf_class_may_taint(run->verdict.cls));
     free(run);
@@ -294,10 +292,8 @@ Test(fabric_checks, floor_is_judged_only_from_its_message_size)
 
     run = swept(271, 280, 3);                 /* really slow at 1 GiB */
     judge(run);
-    cr_assert_eq(pf_test_check(run, "busbw")->reason, PF_R_BandwidthBelowThreshold,
-                 "%s", pf_test_check(run, "busbw")->message);
-    cr_assert(strstr(pf_test_check(run, "busbw")->message, "busbw 280.00 GB/s at 1 GiB"),
-              "%s", pf_test_check(run, "busbw")->message);
+    pf_test_check_says(run, "busbw", PF_R_BandwidthBelowThreshold,
+                       "busbw 280.00 GB/s at 1 GiB");
     free(run);
     gpu_type.floors[1].from_bytes = 0;
 }
@@ -307,11 +303,10 @@ Test(fabric_checks, sweep_below_the_floor_size_is_not_judged)
 {
     struct pf_run *run = swept(100, 100, 1);  /* 64 MiB only, far below */
     judge(run);
-    const struct pf_check *c = pf_test_check(run, "busbw");
+    const struct pf_check *c = pf_test_check_says(
+        run, "busbw", PF_R_BandwidthNotJudged,
+        "bandwidth not judged: largest size 64 MiB below the floor's size 1 GiB");
     cr_assert_eq(c->status, PF_WARN);
-    cr_assert_eq(c->reason, PF_R_BandwidthNotJudged);
-    cr_assert(strstr(c->message, "bandwidth not judged: largest size 64 MiB "
-                                 "below the floor's size 1 GiB"), "%s", c->message);
     cr_assert_eq(run->verdict.exit_code, PF_EXIT_PASS);
     cr_assert_eq(run->verdict.cls, PF_CLASS_WARN);
     free(run);
@@ -419,11 +414,9 @@ Test(fabric_checks, ring_miss_with_a_culprit_is_not_a_group_failure)
     run->coll.strag.culprit_bad[0] = 0;   /* rank 2 not slow after all */
     run->verdict.n = 0;
     judge(run);
-    cr_assert_eq(pf_test_check(run, "busbw")->reason, PF_R_SlowPeer, "%s",
-                 pf_test_check(run, "busbw")->message);
-    cr_assert(strstr(pf_test_check(run, "busbw")->message, "singled out by the "
-                     "pairwise test, not this node (rank 0)"), "%s",
-              pf_test_check(run, "busbw")->message);
+    pf_test_check_says(run, "busbw", PF_R_SlowPeer,
+                       "singled out by the pairwise test, not this node "
+                       "(rank 0)");
     cr_assert(strstr(pf_test_check(run, "busbw")->remedy, "fails with StragglerNode;"),
               "%s", pf_test_check(run, "busbw")->remedy);
     cr_assert_eq(run->verdict.exit_code, PF_EXIT_PEER);

@@ -67,12 +67,10 @@ Test(inside_checks, a_corrupting_gpu_among_8_is_named_by_index_and_bus_id)
     pf_test_judged(run);
     pf_verdict_fabric(run);
     pf_verdict_finish(run);
-    k = pf_test_check(run, "data");
-    cr_assert(k);
+    k = pf_test_check_says(run, "data", PF_R_DataCorruption,
+                           "this node corrupts data at rank 5 (GPU 5, "
+                           "bus 0000:1d:00.0)");
     cr_assert_eq(k->status, PF_FAIL);
-    cr_assert_eq(k->reason, PF_R_DataCorruption);
-    cr_assert(strstr(k->message, "this node corrupts data at rank 5 (GPU 5, "
-                                 "bus 0000:1d:00.0)"), "%s", k->message);
     cr_assert_eq(run->verdict.exit_code, 1);
     done(run);
 }
@@ -81,7 +79,6 @@ Test(inside_checks, a_corrupting_process_is_named_with_its_nic)
 {
     struct pf_run *run = one_node(4, false, 40);
     struct pf_straggler *s = &run->coll.strag;
-    const struct pf_check *k;
 
     snprintf(s->method, sizeof(s->method), "pairwise");
     snprintf(s->kind, sizeof(s->kind), "data");
@@ -90,11 +87,8 @@ Test(inside_checks, a_corrupting_process_is_named_with_its_nic)
     s->culprits[0] = 2;
     pf_test_judged(run);
     pf_verdict_fabric(run);
-    k = pf_test_check(run, "data");
-    cr_assert(k);
-    cr_assert_eq(k->reason, PF_R_DataCorruption);
-    cr_assert(strstr(k->message, "at rank 2 (NIC rdmap18s0)"), "%s",
-              k->message);
+    pf_test_check_says(run, "data", PF_R_DataCorruption,
+                       "at rank 2 (NIC rdmap18s0)");
     done(run);
 }
 
@@ -102,7 +96,6 @@ Test(inside_checks, a_slow_gpu_below_the_floor_is_named)
 {
     struct pf_run *run = one_node(8, true, 0);
     struct pf_inside *in = &run->coll.inside;
-    const struct pf_check *k;
 
     run->cfg.min_busbw_gbps = 1e6;    /* every ring is below it */
     snprintf(in->kind, sizeof(in->kind), "slow");
@@ -111,26 +104,21 @@ Test(inside_checks, a_slow_gpu_below_the_floor_is_named)
     in->culprits[0] = 6;
     pf_test_judged(run);
     pf_verdict_fabric(run);
-    k = pf_test_check(run, "busbw");
-    cr_assert(k);
-    cr_assert_eq(k->reason, PF_R_NodeBandwidthBelowThreshold);
-    cr_assert(strstr(k->message, "this node is slow at rank 6 (GPU 6, bus "
-                                 "0000:1e:00.0)"), "%s", k->message);
+    pf_test_check_says(run, "busbw", PF_R_NodeBandwidthBelowThreshold,
+                       "this node is slow at rank 6 (GPU 6, bus "
+                       "0000:1e:00.0)");
     done(run);
 }
 
 Test(inside_checks, nobody_singled_out_keeps_the_node_wide_words)
 {
     struct pf_run *run = one_node(8, true, 12);
-    const struct pf_check *k;
 
     snprintf(run->coll.inside.kind, sizeof(run->coll.inside.kind), "data");
     pf_test_judged(run);
     pf_verdict_fabric(run);
-    k = pf_test_check(run, "data");
-    cr_assert(k);
-    cr_assert_eq(k->reason, PF_R_DataCorruption);
-    cr_assert(strstr(k->message, "every rank of the run"), "%s", k->message);
+    pf_test_check_says(run, "data", PF_R_DataCorruption,
+                       "every rank of the run");
     done(run);
 }
 
@@ -152,7 +140,6 @@ Test(inside_checks, each_culprit_process_is_named_for_its_own_kind)
     struct pf_run *run = one_node(4, false, 40);
     struct pf_straggler *s = &run->coll.strag;
     struct pf_inside *in = &run->coll.inside;
-    const struct pf_check *k;
     char words[256];
     int who[4];
 
@@ -179,11 +166,8 @@ Test(inside_checks, each_culprit_process_is_named_for_its_own_kind)
     cr_assert_str_eq(words, "rank 1 (NIC rdmap17s0)");
     pf_test_judged(run);
     pf_verdict_fabric(run);
-    k = pf_test_check(run, "data");
-    cr_assert(k);
-    cr_assert_eq(k->reason, PF_R_DataCorruption);
-    cr_assert(strstr(k->message, "corrupts data at rank 3 (NIC rdmap19s0): "),
-              "%s", k->message);
+    pf_test_check_says(run, "data", PF_R_DataCorruption,
+                       "corrupts data at rank 3 (NIC rdmap19s0): ");
     done(run);
 }
 
