@@ -51,6 +51,18 @@ const struct pf_check *pf_test_check_says(const struct pf_run *run,
     return c;
 }
 
+void pf_test_nccl_image(struct pf_node *node, const char *plugin_name)
+{
+    node->nccl_loaded = true;
+    node->nccl_version = 22809;
+    snprintf(node->net_plugin_name, sizeof(node->net_plugin_name), "%s",
+             plugin_name);
+    snprintf(node->net_plugin_path, sizeof(node->net_plugin_path),
+             "/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so");
+    node->net_plugin_api = 10;
+    node->net_plugin_error[0] = '\0';
+}
+
 void pf_test_run_free(struct pf_run *run)
 {
     pf_catalog_free(&run->catalog);

@@ -17,6 +17,10 @@ const struct pf_check *pf_test_check_says(const struct pf_run *run,
                                           const char *name,
                                           enum pf_reason reason,
                                           const char *words);
+/* NCCL 2.28.9 and aws-ofi-nccl (net plugin API v10, loaded as
+ * plugin_name) as an EFA training image has them, whatever this machine's
+ * library path holds. */
+void pf_test_nccl_image(struct pf_node *node, const char *plugin_name);
 /* The catalog and the run. */
 void pf_test_run_free(struct pf_run *run);
 

@@ -56,13 +56,7 @@ static struct pf_run *p5_run(void)
     run->node.gdr_supported = true;
     run->node.gpu_count = 8;
     run->node.cuda_loaded = true;
-    run->node.nccl_loaded = true;
-    run->node.nccl_version = 22809;
-    snprintf(run->node.net_plugin_name, sizeof(run->node.net_plugin_name),
-             "ofi");
-    snprintf(run->node.net_plugin_path, sizeof(run->node.net_plugin_path),
-             "/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so");
-    run->node.net_plugin_api = 10;
+    pf_test_nccl_image(&run->node, "ofi");
     pf_verdict_node(run);
     pf_verdict_finish(run);
     return run;

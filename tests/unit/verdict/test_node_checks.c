@@ -46,16 +46,7 @@ static void healthy_host(struct pf_run *run)
         run->node.gpu_count = run->instance->accel_count;
         snprintf(run->node.gpus[0].model, sizeof(run->node.gpus[0].model),
                  "NVIDIA %s", run->instance->accel_model);
-        /* NCCL and aws-ofi-nccl as an EFA training image has them, whatever
-         * this machine's library path holds. */
-        run->node.nccl_loaded = true;
-        run->node.nccl_version = 22809;
-        snprintf(run->node.net_plugin_name, sizeof(run->node.net_plugin_name),
-                 "libnccl-net.so");
-        snprintf(run->node.net_plugin_path, sizeof(run->node.net_plugin_path),
-                 "/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so");
-        run->node.net_plugin_api = 10;
-        run->node.net_plugin_error[0] = '\0';
+        pf_test_nccl_image(&run->node, "libnccl-net.so");
     }
 }
 
