@@ -275,6 +275,19 @@ static struct retest *new_retest(void)
     return t;
 }
 
+/* A re-test after a sweep at busbw ring against floor, rank slow (-1:
+ * none) sleeping 100 ms before each exchange. */
+static struct retest *retest_of(int slow, double floor, double ring)
+{
+    struct retest *t = new_retest();
+
+    t->slow_rank = slow;
+    t->slow_ms = slow >= 0 ? 100 : 0;
+    t->floor = floor;
+    t->ring = ring;
+    return t;
+}
+
 /* n ranks of t forked (secs at the most): each ends PF_OK, its re-test
  * method `method` (NULL: any) and its slow rank `found` (-1: none). */
 static void retest_ran(struct retest *t, int n, int secs, const char *method,
@@ -293,13 +306,9 @@ static void retest_ran(struct retest *t, int n, int secs, const char *method,
 
 Test(straggler, host_engine_pairwise_finds_the_slowed_rank, .timeout = 90)
 {
-    struct retest *t = new_retest();
-
-    t->slow_rank = 2;
-    t->slow_ms = 100;
     /* the ring (0.01) misses the floor; healthy links reach it */
-    t->floor = 0.015;
-    t->ring = 0.01;
+    struct retest *t = retest_of(2, 0.015, 0.01);
+
     retest_ran(t, 4, 60, "pairwise", 2);
     for (int r = 0; r < 4; r++) {
         /* 4 ring links; then suspects 2 (both links slow) and 1 (one)
@@ -312,8 +321,7 @@ Test(straggler, host_engine_pairwise_finds_the_slowed_rank, .timeout = 90)
         cr_assert_gt(t->gbps[r][3], 0.021, "link 3-0 %.4f", t->gbps[r][3]);
     }
     /* above the floor on one node: nothing is re-tested */
-    t = new_retest();
-    t->floor = 0.4;
+    t = retest_of(-1, 0.4, 0.5);
     t->nnodes = 1;
     retest_ran(t, 3, 60, "", -1);
     for (int r = 0; r < 3; r++)
@@ -322,23 +330,17 @@ Test(straggler, host_engine_pairwise_finds_the_slowed_rank, .timeout = 90)
 
 Test(straggler, every_node_judged_by_its_links_on_3_nodes, .timeout = 90)
 {
-    struct retest *t = new_retest();
-
     /* the ring meets its floor, rank 1's links do not: the pairwise test
      * runs anyway and names it */
-    t->floor = 0.015;
-    t->ring = 0.5;
-    t->slow_rank = 1;
-    t->slow_ms = 100;
+    struct retest *t = retest_of(1, 0.015, 0.5);
+
     retest_ran(t, 4, 60, "pairwise", 1);
     /* 4 ring links, then ranks 0, 1, 2 re-tested with 3 (the one proven
      * good), one per round */
     for (int r = 0; r < 4; r++)
         cr_assert_geq(t->nlinks[r], 5, "rank %d: %d links", r, t->nlinks[r]);
     /* healthy: every link good, nobody named */
-    t = new_retest();
-    t->floor = 0.015;
-    t->ring = 0.5;
+    t = retest_of(-1, 0.015, 0.5);
     retest_ran(t, 3, 60, "pairwise", -1);
     for (int r = 0; r < 3; r++) {
         cr_assert_eq(t->nlinks[r], 3);
@@ -349,15 +351,11 @@ Test(straggler, every_node_judged_by_its_links_on_3_nodes, .timeout = 90)
 
 Test(straggler, three_ranks_of_one_node_name_the_slow_one, .timeout = 90)
 {
-    struct retest *t = new_retest();
-
     /* 3 local ranks, rank 2 slow, the ring below its floor: no rank has
      * two good links to confirm against, but link 0-1 is inside this node
      * and good, so it clears ranks 0 and 1 */
-    t->slow_rank = 2;
-    t->slow_ms = 100;
-    t->ring = 0.01;
-    t->floor = 0.015;
+    struct retest *t = retest_of(2, 0.015, 0.01);
+
     t->nnodes = 1;
     retest_ran(t, 3, 60, "pairwise", 2);
     for (int r = 0; r < 3; r++) {
@@ -367,11 +365,7 @@ Test(straggler, three_ranks_of_one_node_name_the_slow_one, .timeout = 90)
     }
     /* the same on 3 nodes: a link leaves the node, nobody proven good,
      * nobody blamed */
-    t = new_retest();
-    t->slow_rank = 2;
-    t->slow_ms = 100;
-    t->ring = 0.01;
-    t->floor = 0.015;
+    t = retest_of(2, 0.015, 0.01);
     retest_ran(t, 3, 60, NULL, -1);
 }
 
