@@ -61,15 +61,12 @@ pf_serve prom "$tmp/prometheus.log" /-/ready 30 "address already in use" ||
 PROM=$ADDR
 echo "ok   prometheus up on $PROM"
 
-python3 - "$PROM" <<'PY' || fail "Prometheus' view of the monitor"
-import json, sys, time, urllib.parse, urllib.request
+PYTHONPATH="$root/tests/integration" python3 - "$PROM" <<'PY' || fail "Prometheus' view of the monitor"
+import json, sys, time
+import promql
 prom = sys.argv[1]
 def query(q):
-    url = "http://%s/api/v1/query?%s" % (prom, urllib.parse.urlencode({"query": q}))
-    with urllib.request.urlopen(url, timeout=5) as f:
-        d = json.load(f)
-    assert d["status"] == "success", d
-    return d["data"]["result"]
+    return promql.query(prom, q)
 def until(what, q, ok, secs=40):
     deadline = time.time() + secs
     while True:

@@ -71,8 +71,10 @@ echo "ok   promtool check metrics passes on the textfile ($(grep -c '^# TYPE' "$
 # compare REPORT: wait (bounded) until Prometheus has scraped this run from
 # both paths, then check every value against the report.
 compare() {
+PYTHONPATH="$root/tests/integration" \
 python3 - "$1" "$tmp/reasons.json" "$tmp/textfile/efa_preflight.prom" "$PROM" <<'PY'
-import calendar, json, re, sys, time, urllib.parse, urllib.request
+import calendar, json, re, sys, time
+import promql
 report, reasons, textfile, prom = sys.argv[1:]
 r = json.load(open(report))
 rows = r["collective"]["rows"]
@@ -81,11 +83,7 @@ status = label_of[r["verdict"]["reason"]] if r["verdict"]["reason"] else "pass"
 started = calendar.timegm(time.strptime(r["started_at"], "%Y-%m-%dT%H:%M:%SZ"))
 
 def query(q):
-    url = "http://%s/api/v1/query?%s" % (prom, urllib.parse.urlencode({"query": q}))
-    with urllib.request.urlopen(url, timeout=5) as f:
-        d = json.load(f)
-    assert d["status"] == "success", d
-    return d["data"]["result"]
+    return promql.query(prom, q)
 
 # Both paths must show this run (its timestamp is after the report's
 # start): the scrape job "node" for the textfile, and the pushed grouping
@@ -233,8 +231,10 @@ echo "ok   per-NIC counter deltas (8 NICs, rdmap18s27 retrans_timeout_events +3)
 
 # Every query of the chart's dashboard runs on this Prometheus; those of
 # the main panels return data.
+PYTHONPATH="$root/tests/integration" \
 python3 - "$root/charts/efa-preflight/dashboards/efa-preflight.json" "$PROM" <<'PY' || fail "dashboard queries on Prometheus"
-import json, re, sys, urllib.parse, urllib.request
+import json, re, sys
+import promql
 dash, prom = sys.argv[1:]
 d = json.load(open(dash))
 must = {"Nodes by status", "Top reasons", "busbw per node over time", "Floor margin per node",
@@ -246,10 +246,8 @@ for p in d["panels"]:
         q = re.sub(r"\$\{?node\}?", ".*", t["expr"])
         # Grafana's own range variable, as Grafana would set it
         q = re.sub(r"\$\{?__rate_interval\}?", "1m", q)
-        url = "http://%s/api/v1/query?%s" % (prom, urllib.parse.urlencode({"query": q}))
         try:
-            with urllib.request.urlopen(url, timeout=5) as f:
-                r = json.load(f)
+            r = promql.answer(prom, q)
         except Exception as e:
             print("FAIL panel %r: %s: %s" % (p["title"], q, e)); bad += 1; continue
         n += 1
