@@ -39,12 +39,22 @@ static inline void fuzz_drain(int fd)
     }
 }
 
+/* The rank under test: its settings, what its verdict would read, its
+ * boot once joined. */
+struct fuzz_rank {
+    struct pf_rdv_cfg cfg;
+    struct pf_fault coll;
+    struct pf_boot *b;
+    char err[PF_ERRLEN];
+};
+
 /* Rank `rank` of 2 whose rank 0 is 127.0.0.1:port, run-1, 8 s. */
-static inline void fuzz_rdv_cfg(struct pf_rdv_cfg *cfg, struct pf_fault *coll,
-                                int rank, int port, const char *hostname)
+static inline void fuzz_rdv_cfg(struct fuzz_rank *k, int rank, int port,
+                                const char *hostname)
 {
-    memset(cfg, 0, sizeof(*cfg));
-    memset(coll, 0, sizeof(*coll));
+    struct pf_rdv_cfg *cfg = &k->cfg;
+
+    memset(k, 0, sizeof(*k));
     cfg->rank = rank;
     cfg->world = 2;
     snprintf(cfg->root_host, sizeof(cfg->root_host), "127.0.0.1");
@@ -52,7 +62,7 @@ static inline void fuzz_rdv_cfg(struct pf_rdv_cfg *cfg, struct pf_fault *coll,
     snprintf(cfg->run_id, sizeof(cfg->run_id), "run-1");
     snprintf(cfg->self.hostname, sizeof(cfg->self.hostname), "%s", hostname);
     cfg->deadline = pf_deadline_in(8000);
-    cfg->fault = coll;
+    cfg->fault = &k->coll;
 }
 
 /* Barrier, allgather, a bcast from root and poll on b, then closes it. */
@@ -77,6 +87,17 @@ static inline bool fuzz_rdv_known_reason(enum pf_reason r)
 {
     return r == PF_R_PeerTimeout || r == PF_R_PeerLost ||
            r == PF_R_PeerRejected || r == PF_R_PeerProtocolError;
+}
+
+/* The rank ended well before its deadline (the stream ended: no waiting)
+ * and, failed, with a reason the verdict knows. */
+static inline void fuzz_rdv_ended_well(const struct fuzz_rank *k,
+                                       int64_t start, pf_err rc)
+{
+    if (pf_now_ms() - start > 5000)
+        __builtin_trap();
+    if (rc != PF_OK && !fuzz_rdv_known_reason(k->coll.reason))
+        __builtin_trap();
 }
 
 #endif

@@ -116,29 +116,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static int port;
     struct fake_peer f;
-    struct pf_rdv_cfg cfg;
-    struct pf_fault coll;
-    struct pf_boot *b = NULL;
-    char err[PF_ERRLEN];
+    struct fuzz_rank k;
     pthread_t t;
     int64_t start = pf_now_ms();
     pf_err rc;
 
-    if (!port && pf_free_port(&port, err) != PF_OK)
+    if (!port && pf_free_port(&port, k.err) != PF_OK)
         __builtin_trap();
     f = (struct fake_peer){ port, data, size };
-    fuzz_rdv_cfg(&cfg, &coll, 0, port, "fuzz-root");
-    snprintf(cfg.bind_addr, sizeof(cfg.bind_addr), "127.0.0.1");
+    fuzz_rdv_cfg(&k, 0, port, "fuzz-root");
+    snprintf(k.cfg.bind_addr, sizeof(k.cfg.bind_addr), "127.0.0.1");
     if (pthread_create(&t, NULL, play_peer, &f))
         return 0;
 
-    rc = pf_rdv_open(&cfg, &b, NULL, err);
+    rc = pf_rdv_open(&k.cfg, &k.b, NULL, k.err);
     if (rc == PF_OK)
-        rc = fuzz_rdv_collectives(b, 1, cfg.deadline, err);
+        rc = fuzz_rdv_collectives(k.b, 1, k.cfg.deadline, k.err);
     pthread_join(t, NULL);
-    if (pf_now_ms() - start > 5000)
-        __builtin_trap();             /* the stream ended: no waiting */
-    if (rc != PF_OK && !fuzz_rdv_known_reason(coll.reason))
-        __builtin_trap();
+    fuzz_rdv_ended_well(&k, start, rc);
     return 0;
 }
