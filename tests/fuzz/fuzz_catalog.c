@@ -4,8 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config/catalog.h"
 #include "fuzz_text.h"
+
+#include "config/catalog.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
