@@ -248,11 +248,7 @@ static int retest_rank(struct pf_boot *b, void *arg)
     if (rc == PF_OK)
         rc = pf_straggler_retest(run, &e, b, deadline, err);
     t->ms[r] = pf_now_ms() - t0;
-    /* Leave together: the fork boot has no orderly goodbye. */
-    if (rc == PF_OK)
-        rc = pf_boot_barrier(b, deadline, err);
-    if (rc != PF_OK)
-        fprintf(stderr, "rank %d: %s\n", r, err);
+    rc = pf_test_rank_done(b, rc, deadline, err);
     if (!t->no_pair && e.impl)
         e.ops->close(&e);
     t->rc[r] = rc;
@@ -280,21 +276,42 @@ static struct retest *new_retest(void)
     return t;
 }
 
-Test(straggler, host_engine_pairwise_finds_the_slowed_rank, .timeout = 90)
+/* A re-test after a sweep at busbw ring against floor, rank slow (-1:
+ * none) sleeping 100 ms before each exchange. */
+static struct retest *retest_of(int slow, double floor, double ring)
 {
     struct retest *t = new_retest();
-    int codes[4];
 
-    t->slow_rank = 2;
-    t->slow_ms = 100;
-    /* the ring (0.01) misses the floor; healthy links reach it */
-    t->floor = 0.015;
-    t->ring = 0.01;
-    cr_assert_eq(pf_test_fork_ranks(4, retest_rank, t, 60, codes), 0);
-    for (int r = 0; r < 4; r++) {
+    t->slow_rank = slow;
+    t->slow_ms = slow >= 0 ? 100 : 0;
+    t->floor = floor;
+    t->ring = ring;
+    return t;
+}
+
+/* n ranks of t forked (secs at the most): each ends PF_OK, its re-test
+ * method `method` (NULL: any) and its slow rank `found` (-1: none). */
+static void retest_ran(struct retest *t, int n, int secs, const char *method,
+                       int found)
+{
+    int codes[8];
+
+    cr_assert_eq(pf_test_fork_ranks(n, retest_rank, t, secs, codes), 0);
+    for (int r = 0; r < n; r++) {
         cr_assert_eq(t->rc[r], PF_OK, "rank %d rc %d", r, t->rc[r]);
-        cr_assert_str_eq(t->method[r], "pairwise");
-        cr_assert_eq(t->slow_found[r], 2, "rank %d: %s", r, t->note[r]);
+        if (method)
+            cr_assert_str_eq(t->method[r], method, "rank %d", r);
+        cr_assert_eq(t->slow_found[r], found, "rank %d: %s", r, t->note[r]);
+    }
+}
+
+Test(straggler, host_engine_pairwise_finds_the_slowed_rank, .timeout = 90)
+{
+    /* the ring (0.01) misses the floor; healthy links reach it */
+    struct retest *t = retest_of(2, 0.015, 0.01);
+
+    retest_ran(t, 4, 60, "pairwise", 2);
+    for (int r = 0; r < 4; r++) {
         /* 4 ring links; then suspects 2 (both links slow) and 1 (one)
          * re-tested with rank 0, the one proven good, a round each */
         cr_assert_eq(t->nlinks[r], 6);
@@ -305,47 +322,28 @@ Test(straggler, host_engine_pairwise_finds_the_slowed_rank, .timeout = 90)
         cr_assert_gt(t->gbps[r][3], 0.021, "link 3-0 %.4f", t->gbps[r][3]);
     }
     /* above the floor on one node: nothing is re-tested */
-    t = new_retest();
-    t->floor = 0.4;
+    t = retest_of(-1, 0.4, 0.5);
     t->nnodes = 1;
-    cr_assert_eq(pf_test_fork_ranks(3, retest_rank, t, 60, codes), 0);
-    for (int r = 0; r < 3; r++) {
-        cr_assert_eq(t->rc[r], PF_OK);
-        cr_assert_str_eq(t->method[r], "");
-        cr_assert_eq(t->slow_found[r], -1);
+    retest_ran(t, 3, 60, "", -1);
+    for (int r = 0; r < 3; r++)
         cr_assert_eq(t->nlinks[r], 0);
-    }
 }
 
 Test(straggler, every_node_judged_by_its_links_on_3_nodes, .timeout = 90)
 {
-    struct retest *t = new_retest();
-    int codes[4];
-
     /* the ring meets its floor, rank 1's links do not: the pairwise test
      * runs anyway and names it */
-    t->floor = 0.015;
-    t->ring = 0.5;
-    t->slow_rank = 1;
-    t->slow_ms = 100;
-    cr_assert_eq(pf_test_fork_ranks(4, retest_rank, t, 60, codes), 0);
-    for (int r = 0; r < 4; r++) {
-        cr_assert_eq(t->rc[r], PF_OK, "rank %d rc %d", r, t->rc[r]);
-        cr_assert_str_eq(t->method[r], "pairwise");
-        cr_assert_eq(t->slow_found[r], 1, "rank %d: %s", r, t->note[r]);
-        /* 4 ring links, then ranks 0, 1, 2 re-tested with 3 (the one
-         * proven good), one per round */
+    struct retest *t = retest_of(1, 0.015, 0.5);
+
+    retest_ran(t, 4, 60, "pairwise", 1);
+    /* 4 ring links, then ranks 0, 1, 2 re-tested with 3 (the one proven
+     * good), one per round */
+    for (int r = 0; r < 4; r++)
         cr_assert_geq(t->nlinks[r], 5, "rank %d: %d links", r, t->nlinks[r]);
-    }
     /* healthy: every link good, nobody named */
-    t = new_retest();
-    t->floor = 0.015;
-    t->ring = 0.5;
-    cr_assert_eq(pf_test_fork_ranks(3, retest_rank, t, 60, codes), 0);
+    t = retest_of(-1, 0.015, 0.5);
+    retest_ran(t, 3, 60, "pairwise", -1);
     for (int r = 0; r < 3; r++) {
-        cr_assert_eq(t->rc[r], PF_OK);
-        cr_assert_str_eq(t->method[r], "pairwise");
-        cr_assert_eq(t->slow_found[r], -1);
         cr_assert_eq(t->nlinks[r], 3);
         cr_assert(strstr(t->note[r], "pairwise: every link good (3 links at "
                          "or above 0.015 GB/s"), "%s", t->note[r]);
@@ -354,61 +352,39 @@ Test(straggler, every_node_judged_by_its_links_on_3_nodes, .timeout = 90)
 
 Test(straggler, three_ranks_of_one_node_name_the_slow_one, .timeout = 90)
 {
-    struct retest *t = new_retest();
-    int codes[3];
-
     /* 3 local ranks, rank 2 slow, the ring below its floor: no rank has
      * two good links to confirm against, but link 0-1 is inside this node
      * and good, so it clears ranks 0 and 1 */
-    t->slow_rank = 2;
-    t->slow_ms = 100;
-    t->ring = 0.01;
-    t->floor = 0.015;
+    struct retest *t = retest_of(2, 0.015, 0.01);
+
     t->nnodes = 1;
-    cr_assert_eq(pf_test_fork_ranks(3, retest_rank, t, 60, codes), 0);
+    retest_ran(t, 3, 60, "pairwise", 2);
     for (int r = 0; r < 3; r++) {
-        cr_assert_eq(t->rc[r], PF_OK, "rank %d rc %d", r, t->rc[r]);
-        cr_assert_str_eq(t->method[r], "pairwise");
-        cr_assert_eq(t->slow_found[r], 2, "rank %d: %s", r, t->note[r]);
         cr_assert_eq(t->nlinks[r], 3, "no confirmation round");
         cr_assert(strstr(t->note[r], "pairwise inside this node: rank 2's "
                          "links are both slow (1-2 "), "%s", t->note[r]);
     }
     /* the same on 3 nodes: a link leaves the node, nobody proven good,
      * nobody blamed */
-    t = new_retest();
-    t->slow_rank = 2;
-    t->slow_ms = 100;
-    t->ring = 0.01;
-    t->floor = 0.015;
-    cr_assert_eq(pf_test_fork_ranks(3, retest_rank, t, 60, codes), 0);
-    for (int r = 0; r < 3; r++) {
-        cr_assert_eq(t->rc[r], PF_OK, "rank %d rc %d", r, t->rc[r]);
-        cr_assert_eq(t->slow_found[r], -1, "rank %d: %s", r, t->note[r]);
-    }
+    t = retest_of(2, 0.015, 0.01);
+    retest_ran(t, 3, 60, NULL, -1);
 }
 
 Test(straggler, no_pair_op_or_two_ranks_fall_back_to_timings, .timeout = 60)
 {
     struct retest *t = new_retest();
-    int codes[3];
 
     t->no_pair = true;
-    cr_assert_eq(pf_test_fork_ranks(3, retest_rank, t, 30, codes), 0);
-    for (int r = 0; r < 3; r++) {
-        cr_assert_eq(t->rc[r], PF_OK);
-        cr_assert_str_eq(t->method[r], "timings");
-        cr_assert_eq(t->slow_found[r], -1);
+    retest_ran(t, 3, 30, "timings", -1);
+    for (int r = 0; r < 3; r++)
         cr_assert_str_eq(t->note[r], "the nopair engine has no pairwise test; "
                          "timings compared instead: per-rank timings "
                          "0.0100..0.0100 s per all_reduce: no rank stands out "
                          "(in a ring every rank waits for the slowest)");
-    }
     t = new_retest();
-    cr_assert_eq(pf_test_fork_ranks(2, retest_rank, t, 30, codes), 0);
+    /* 2 ranks: timings compared, nobody named */
+    retest_ran(t, 2, 30, "timings", -1);
     for (int r = 0; r < 2; r++) {
-        cr_assert_eq(t->rc[r], PF_OK);
-        cr_assert_str_eq(t->method[r], "timings");
         cr_assert_eq(t->nlinks[r], 0);
         cr_assert(strstr(t->note[r], "2 ranks share one link: a pairwise "
                          "test cannot tell which end is slow"), "%s",
