@@ -224,26 +224,18 @@ for call in 'pf_probe(run' 'pf_publish(run' 'pf_verdict_finish(run' 'pf_sigwatch
 done
 
 # 3g. Files split by job: no two .c files call back into each other, so a
-#     reader never goes back and forth between two of them. The judgement
-#     room (issue 42) is moving the floors out of collective/straggler.c;
-#     its pair with inside.c is allowed until then (a note says when it
-#     has gone, so the allowance is dropped).
-callback_allowed="agent/collective/inside.c <-> agent/collective/straggler.c"
+#     reader never goes back and forth between two of them.
 pairs=$(tests/integration/callback_pairs.sh 2>&1)
 case $? in
 0|1) ;;
 *) fail "callback_pairs.sh could not read the objects: $pairs" ;;
 esac
-npairs=0
 while read -r line; do
     [ -n "$line" ] || continue
     case "$line" in
-    "$callback_allowed:"*) npairs=$((npairs + 1)) ;;
     agent/*" <-> "*) fail "two files call back into each other (move what both need into a third file below them): $line" ;;
     esac
 done <<<"$pairs"
-[ "$npairs" -eq 0 ] &&
-    echo "note: $callback_allowed no longer call back into each other: drop callback_allowed from test_layout.sh"
 # The check can fail: two files that call each other are found, a call
 # one way only is not (compiled in an empty tree, no build needed).
 cb=$ctmp/callbacks

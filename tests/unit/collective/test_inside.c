@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "collective/inside.h"
+#include "collective/blame.h"
 #include "collective/straggler.h"
 
 #define N 8

@@ -12,6 +12,7 @@
 
 #include "coll_fixture.h"
 #include "collective/collective.h"
+#include "collective/blame.h"
 #include "collective/straggler.h"
 #include "fork_boot.h"
 #include "judge/links.h"
