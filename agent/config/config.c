@@ -7,7 +7,6 @@
 #include "../k8s/session.h"
 #include "../types/run.h"
 
-#include "../util/clock.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -1216,17 +1215,6 @@ void pf_config_free(struct pf_config *cfg)
     cfg->fabric_addrs = NULL;
     free(cfg->monitor_thresholds);
     cfg->monitor_thresholds = NULL;
-}
-
-void pf_run_start_clock(struct pf_run *run)
-{
-    run->deadline_ms = pf_deadline_in((int64_t)run->cfg.timeout_s * 1000);
-}
-
-int64_t pf_run_deadline(const struct pf_run *run)
-{
-    return run->deadline_ms ? run->deadline_ms
-                            : pf_deadline_in((int64_t)run->cfg.timeout_s * 1000);
 }
 
 void pf_config_target(const struct pf_config *cfg, struct pf_k8s_target *t)

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../config/config.h"
+#include "../config/run_clock.h"
 #include "../coord/coord.h"
 #include "../k8s/lease.h"
 #include "../k8s/object.h"

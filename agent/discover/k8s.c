@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "../config/config.h"
+#include "../config/run_clock.h"
 #include "../k8s/object.h"
 #include "../k8s/pods.h"
 #include "../k8s/session.h"

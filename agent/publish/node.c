@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "../config/config.h"
+#include "../config/run_clock.h"
 #include "../k8s/nodes.h"
 #include "../k8s/object.h"
 #include "../k8s/pods.h"
