@@ -1,0 +1,166 @@
+# One Kubernetes scenario, two API servers (sourced, bash). PF_KUBE_SIDE
+# (set by tests/integration/run.sh from kube/scenarios) picks the side:
+#   fake  tests/fakes/apiserver (server.py, pfk8s_* helpers)
+#   real  etcd + kube-apiserver v1.20.2 (tests/kube_real, kr_* helpers)
+# A scenario written against the kube_* functions below runs on either;
+# what one side alone can do (inject a fault, read the audit log) sits
+# behind kube_fake / kube_real.
+#
+#   kube_init N [helm args]  N "pod" network namespaces; the API server
+#                         started (on the bridge when N > 0, else 127.0.0.1)
+#                         with the namespaces efa-preflight and ml; real:
+#                         the chart's RBAC rendered with the helm args
+#   kube_node NAME LABELS [TAINTS] [CONDITIONS]   a Node as its kubelet
+#                         leaves it (Ready), CONDITIONS (JSON list) besides
+#   kube_daemonset NS NAME / kube_job NS NAME   the owner; prints its uid
+#   kube_pod JSON IP      a Pod, then its podIP as the kubelet reports it
+#   kube_token NS SA POD  a token for the pod's service account (stdout)
+#   kube_wait_watch NS    until the agent holds a pod watch in NS
+#   kube_state FILE / kube_check FILE 'python'   the cluster's objects and
+#                         assertions on them (kube/check.py: node, labels,
+#                         cond, events, taints, refused)
+#   kube_netns I / kube_pod_ip I   the namespace and address of pod I (1..N)
+#   kube_die, kube_skip, kube_elapsed, kube_no_token_in
+# Set by kube_init: T (a temp dir, out/ for logs), KUBE_API, KUBE_CA,
+# KUBE_RDV_PORT.
+
+KUBE_SIDE=${PF_KUBE_SIDE:-fake}
+KUBE_LIB=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+case $KUBE_SIDE in
+    fake) . "$PF_ROOT/tests/fakes/apiserver/lib.sh" ;;
+    real) . "$PF_ROOT/tests/kube_real/lib.sh" ;;
+    *) echo "FAIL: PF_KUBE_SIDE=$KUBE_SIDE (fake or real)"; exit 2 ;;
+esac
+
+kube_fake() { [ "$KUBE_SIDE" = fake ]; }
+kube_real() { [ "$KUBE_SIDE" = real ]; }
+kube_die() { echo "FAIL: $*"; exit 1; }
+kube_skip() { echo "$1"; exit 77; }
+kube_elapsed() {
+    awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }'
+}
+
+kube_init() {
+    local n=$1 bind=127.0.0.1
+    shift
+    if kube_fake; then
+        pfk8s_init
+        T=$PFK8S_TMP
+        if [ "$n" -gt 0 ]; then
+            pfk8s_netns_up "$n"
+            bind=$PFK8S_HOST_IP
+        fi
+        echo '[]' > "$T/none.json"
+        pfk8s_server "$bind" "$T/none.json"
+        [ "$n" -gt 0 ] && pfk8s_netns_check
+        KUBE_API=https://$bind:$PFK8S_API_PORT
+        KUBE_CA=$T/certs/ca.crt
+        KUBE_RDV_PORT=$PFK8S_RDV_PORT
+    else
+        kr_init "$n"
+        T=$KR_TMP
+        kr_start
+        kr_namespace efa-preflight ml
+        kr_rbac_from_chart "$@"
+        KUBE_API=$KR_API
+        KUBE_CA=$KR_CA
+        KUBE_RDV_PORT=$KR_RDV_PORT
+    fi
+}
+
+kube_netns() { if kube_fake; then echo "pfk8s-$1"; else echo "pfkr-$1"; fi; }
+kube_pod_ip() { if kube_fake; then echo "10.254.40.$((10 + $1))"; else echo "10.254.42.$((10 + $1))"; fi; }
+
+# kube_post_objects JSON: the fake's store takes objects as they are.
+kube_post_objects() { pfk8s_admin POST /objects "$1"; }
+
+kube_node() {
+    local name=$1 labels=$2 taints=${3:-[]} conds=${4:-[]}
+    local ready='{"type":"Ready","status":"True","reason":"KubeletReady","message":"kubelet is posting ready status","lastHeartbeatTime":"2026-01-01T00:00:00Z","lastTransitionTime":"2025-12-01T00:00:00Z"}'
+    if kube_fake; then
+        kube_post_objects "$(python3 -c '
+import json, sys
+name, (labels, taints, conds, ready) = sys.argv[1], map(json.loads, sys.argv[2:])
+print(json.dumps({"kind": "Node", "apiVersion": "v1",
+                  "metadata": {"name": name, "labels": labels},
+                  "spec": {"taints": taints}, "status": {"conditions": [ready] + conds}}))
+' "$name" "$labels" "$taints" "$conds" "$ready")"
+    else
+        kr_node "$name" "$labels" "$taints"
+        [ "$conds" = "[]" ] || kr_ok PATCH "/api/v1/nodes/$name/status" \
+            --ctype application/strategic-merge-patch+json \
+            --data "{\"status\":{\"conditions\":$conds}}"
+    fi
+}
+
+kube_daemonset() {
+    if kube_fake; then
+        echo 0c9d8e7f-1a2b-4c3d-8e9f-a0b1c2d3e4f5
+        return
+    fi
+    kr_ok POST "/apis/apps/v1/namespaces/$1/daemonsets" --data '{"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"name":"'"$2"'","namespace":"'"$1"'"},"spec":{"selector":{"matchLabels":{"app.kubernetes.io/name":"'"$2"'"}},"template":{"metadata":{"labels":{"app.kubernetes.io/name":"'"$2"'"}},"spec":{"containers":[{"name":"agent","image":"registry.invalid/efa-preflight"}]}}}}'
+    kr_call GET "/apis/apps/v1/namespaces/$1/daemonsets/$2" |
+        python3 -c 'import json, sys; print(json.load(sys.stdin)["metadata"]["uid"])'
+}
+
+kube_job() {
+    local job='{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"'"$2"'","namespace":"'"$1"'"},"spec":{"parallelism":1,"completions":1,"template":{"spec":{"restartPolicy":"Never","containers":[{"name":"train","image":"registry.invalid/train"}]}}}}'
+    if kube_fake; then
+        kube_post_objects "${job/\"metadata\":\{/\"metadata\":{\"uid\":\"job-uid-$2\",}"
+        echo "job-uid-$2"
+        return
+    fi
+    kr_ok POST "/apis/batch/v1/namespaces/$1/jobs" --data "$job"
+    kr_call GET "/apis/batch/v1/namespaces/$1/jobs/$2" |
+        python3 -c 'import json, sys; print(json.load(sys.stdin)["metadata"]["uid"])'
+}
+
+# kube_pod JSON IP: the fake stores it Pending with the IP (as before a
+# container runs); the real one gets it from a status patch, Running.
+kube_pod() {
+    if kube_fake; then
+        kube_post_objects "$(python3 -c '
+import json, sys
+p = json.loads(sys.argv[1]); p["status"] = {"phase": "Pending", "podIP": sys.argv[2]}
+print(json.dumps(p))' "$1" "$2")"
+        return
+    fi
+    local ns name
+    read -r ns name < <(python3 -c 'import json, sys; m = json.loads(sys.argv[1])["metadata"]; print(m["namespace"], m["name"])' "$1")
+    kr_ok POST "/api/v1/namespaces/$ns/pods" --data "$1"
+    kr_pod_ip "$ns" "$name" "$2"
+}
+
+kube_token() {
+    if kube_fake; then cat "$T/token"; else kr_token "$@"; fi
+}
+
+# kube_wait_watch NS: the agent's pod watch in NS is open (30 s).
+kube_wait_watch() {
+    if kube_real; then
+        kr_wait_watchers pods 1
+        return
+    fi
+    local i
+    for i in $(seq 1 300); do
+        pfk8s_http GET /state 2>/dev/null | python3 -c '
+import json, re, sys
+s = json.load(sys.stdin)
+sys.exit(0 if any(a["method"] == "GET" and re.search(r"/namespaces/%s/pods\?.*watch=(1|true)" % sys.argv[1], a["path"])
+                  for a in s["arrivals"]) else 1)' "$1" && return 0
+        sleep 0.1
+    done
+    kube_die "no pod watch in $1 after 30 s"
+}
+
+kube_state() {
+    if kube_fake; then pfk8s_state "$1"; else kr_state "$1"; fi
+}
+
+kube_check() {
+    if kube_fake; then pfk8s_check "$@"; else kr_check "$@"; fi
+}
+
+kube_no_token_in() {
+    if kube_fake; then pfk8s_no_token_in "$@"; else kr_no_token_in "$@"; fi
+}
