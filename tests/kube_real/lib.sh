@@ -339,39 +339,10 @@ EOF
 kr_state() { python3 "$KR_LIB/kr.py" state "$1" || kr_die "cannot read the cluster state"; }
 
 # kr_check STATE_FILE 'python'; helpers node(name), labels(name), cond(name,
-# type), events(name), taints(name), audit() (the agent's requests: audit
-# events of service accounts).
+# type), events(name), taints(name), refused(), audit() (the agent's
+# requests: audit events of service accounts; tests/integration/kube/check.py).
 kr_check() {
-    python3 - "$1" "$2" "$KR_TMP/out/audit.log" <<'EOF' || exit 1
-import json, re, sys
-s = json.load(open(sys.argv[1]))
-def node(n):
-    return next(x for x in s['nodes'] if x['metadata']['name'] == n)
-def labels(n):
-    return node(n)['metadata'].get('labels', {})
-def cond(n, t):
-    for c in node(n).get('status', {}).get('conditions', []):
-        if c['type'] == t:
-            return c
-    return None
-def events(n):
-    return [e for e in s['events'] if e['involvedObject'].get('kind') == 'Node'
-            and e['involvedObject']['name'] == n]
-def taints(n):
-    return node(n).get('spec', {}).get('taints', [])
-def audit():
-    out = []
-    for line in open(sys.argv[3]):
-        e = json.loads(line)
-        if e['user']['username'].startswith('system:serviceaccount:'):
-            out.append(e)
-    return out
-try:
-    exec(sys.argv[2])
-except AssertionError as e:
-    print("FAIL:", e)
-    sys.exit(1)
-EOF
+    python3 "$KR_LIB/../integration/kube/check.py" "$1" "$2" "$KR_TMP/out/audit.log" || exit 1
 }
 
 # Fail if a token, or its signature, appears in any file under the paths.

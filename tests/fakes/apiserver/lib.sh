@@ -108,28 +108,10 @@ pfk8s_elapsed() {
 }
 
 # pfk8s_check STATE_FILE 'python code'; helpers: node(name), labels(name),
-# cond(name, type), events(name). Assertion failures exit 1 with the line.
+# cond(name, type), events(name), taints(name), refused()
+# (tests/integration/kube/check.py). Assertion failures exit 1 with the line.
 pfk8s_check() {
-    python3 - "$1" "$2" <<'EOF' || exit 1
-import json, re, sys
-s = json.load(open(sys.argv[1]))
-def node(n):
-    return next(x for x in s['nodes'] if x['metadata']['name'] == n)
-def labels(n):
-    return node(n)['metadata'].get('labels', {})
-def cond(n, t):
-    for c in node(n).get('status', {}).get('conditions', []):
-        if c['type'] == t:
-            return c
-    return None
-def events(n):
-    return [e for e in s['events'] if e['involvedObject']['name'] == n]
-try:
-    exec(sys.argv[2])
-except AssertionError as e:
-    print("FAIL:", e)
-    sys.exit(1)
-EOF
+    python3 "$PFK8S_LIB/../../integration/kube/check.py" "$1" "$2" || exit 1
 }
 
 pfk8s_netns_up() {

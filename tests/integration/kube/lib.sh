@@ -28,7 +28,8 @@ KUBE_SIDE=${PF_KUBE_SIDE:-fake}
 KUBE_LIB=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 case $KUBE_SIDE in
     fake) . "$PF_ROOT/tests/fakes/apiserver/lib.sh" ;;
-    real) . "$PF_ROOT/tests/kube_real/lib.sh" ;;
+    real) . "$PF_ROOT/tests/kube_real/lib.sh"
+          . "$PF_ROOT/tests/integration/lib_port.sh" ;;
     *) echo "FAIL: PF_KUBE_SIDE=$KUBE_SIDE (fake or real)"; exit 2 ;;
 esac
 
@@ -65,6 +66,8 @@ kube_init() {
         KUBE_API=$KR_API
         KUBE_CA=$KR_CA
         KUBE_RDV_PORT=$KR_RDV_PORT
+        # Without pod namespaces the agents share the host's loopback.
+        [ "$n" -gt 0 ] || KUBE_RDV_PORT=$(pf_free_port)
     fi
 }
 
