@@ -20,6 +20,7 @@
 # stays on this host (the bridge and 127.0.0.1).
 
 export KR_LIB=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$KR_LIB/../integration/kube/podnet.sh"
 KR_HOST_IP=10.254.42.1
 KR_RDV_PORT=33600
 KR_NS_MAX=0
@@ -30,15 +31,9 @@ kr_skip() { echo "$1"; exit 77; }
 kr_die() { echo "FAIL: $*"; exit 1; }
 
 kr_cleanup() {
-    local i
     [ -n "$KR_API_PID" ] && kill "$KR_API_PID" 2>/dev/null && wait "$KR_API_PID" 2>/dev/null
     [ -n "$KR_ETCD_PID" ] && kill "$KR_ETCD_PID" 2>/dev/null && wait "$KR_ETCD_PID" 2>/dev/null
-    for i in $(seq 1 "$KR_NS_MAX"); do
-        ip netns pids "pfkr-$i" 2>/dev/null | xargs -r kill 2>/dev/null
-        ip netns del "pfkr-$i" 2>/dev/null
-        ip link del "pfkr-v$i" 2>/dev/null
-    done
-    ip link del pfkr-br 2>/dev/null
+    podnet_down pfkr "$KR_NS_MAX"
     [ -n "${KR_TMP:-}" ] && [ -z "${KR_KEEP:-}" ] && rm -rf "$KR_TMP"
     return 0
 }
@@ -60,28 +55,15 @@ kr_init() {
     local n=${1:-0} i
     kr_find_binaries
     [ -x "$PF_BIN" ] || kr_die "no agent binary at $PF_BIN"
-    ip netns add pfkr-probe 2>/dev/null || kr_skip "cannot create network namespaces here (root needed)"
-    ip netns del pfkr-probe
+    podnet_can pfkr || kr_skip "cannot create network namespaces here (root needed)"
     # One real-API-server test at a time (the bridge and namespace names).
     exec 8>/tmp/pfkr.lock
     flock -w 240 8 || kr_skip "another kube_real test held /tmp/pfkr.lock for 240 s"
     KR_TMP=$(mktemp -d /tmp/pfkr.XXXXXX)
     trap kr_cleanup EXIT
     mkdir -p "$KR_TMP/out"
-    ip link del pfkr-br 2>/dev/null   # left by a killed run
-    ip link add pfkr-br type bridge || kr_die "bridge pfkr-br"
-    ip addr add "$KR_HOST_IP/24" dev pfkr-br
-    ip link set pfkr-br up
     KR_NS_MAX=$n
-    for i in $(seq 1 "$n"); do
-        ip netns del "pfkr-$i" 2>/dev/null
-        ip netns add "pfkr-$i"
-        ip link add "pfkr-v$i" type veth peer name eth0 netns "pfkr-$i"
-        ip link set "pfkr-v$i" master pfkr-br up
-        ip -n "pfkr-$i" addr add "10.254.42.$((10 + i))/24" dev eth0
-        ip -n "pfkr-$i" link set eth0 up
-        ip -n "pfkr-$i" link set lo up
-    done
+    podnet_up pfkr "$KR_HOST_IP" "$n" || kr_die "bridge pfkr-br"
     kr_certs
 }
 

@@ -69,15 +69,7 @@ for i in $(seq 0 $((N - 1))); do
 done
 
 # Wait (bounded) until every node has a verdict.
-for t in $(seq 1 "$WAIT"); do
-    kube_state "$T/state.json"
-    left=$(python3 -c "
-import json; s = json.load(open('$T/state.json'))
-print(sum(1 for n in s['nodes'] if n['metadata']['labels'].get('efa-preflight.io/status') in ('pending', 'validating')))")
-    [ "$left" = 0 ] && break
-    sleep 0.5
-done
-[ "$left" = 0 ] || { tail -n 20 "$T"/out/ds-*.stderr; kube_die "$left node(s) still pending after $((WAIT / 2)) s"; }
+kube_wait_verdicts "pending validating" "$WAIT" "$T"/out/ds-*.stderr
 echo "all $N nodes have a verdict after $(kube_elapsed "$start")s"
 # A real server's Leases are released after the groups ran, by agents that
 # race the last verdict: wait for the last release.
@@ -185,11 +177,7 @@ for p in $pids; do
 done
 for p in $pids; do kill -TERM "$p"; done
 t0=$(date +%s.%N)
-for p in $pids; do
-    wait "$p"
-    rc=$?
-    [ $rc -eq 0 ] || kube_die "agent exited $rc after SIGTERM, want 0"
-done
+kube_wait_pids 0 "$T/out/ds" "after SIGTERM, agent" $pids
 echo "all $N agents idled, then exited 0 within $(kube_elapsed "$t0")s of SIGTERM"
 kube_no_token_in "$T/out"
 echo "PASS"

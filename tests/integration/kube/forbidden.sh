@@ -11,12 +11,8 @@
 #   4. The RoleBinding removed too (no pod rights): 403 on the own pod, exit
 #      3, only reads tried.
 set -u
-. "$PF_ROOT/tests/kube_real/lib.sh"
-kr_init 0
-T=$KR_TMP
-kr_start
-kr_namespace efa-preflight ml
-kr_rbac_from_chart --set mode=initcontainer --set 'jobNamespaces={ml}'
+. "$PF_ROOT/tests/integration/kube/lib.sh"
+kube_init 0 --set mode=initcontainer --set 'jobNamespaces={ml}'
 kr_node node-0 '{"kubernetes.io/hostname":"node-0"}'
 kr_jobset_pods ml 1
 kr_pod_ip ml train-workers-0-0-p0 127.0.0.1

@@ -13,12 +13,8 @@
 # status=error, fabric=untested, EFAFabricReady False/PeerTimeout. Only the
 # verbs the chart grants are used (audit log: no 403).
 set -u
-. "$PF_ROOT/tests/kube_real/lib.sh"
-kr_init 3
-T=$KR_TMP
-kr_start
-kr_namespace efa-preflight ml
-kr_rbac_from_chart --set mode=initcontainer --set 'jobNamespaces={ml}'
+. "$PF_ROOT/tests/integration/kube/lib.sh"
+kube_init 3 --set mode=initcontainer --set 'jobNamespaces={ml}'
 for i in 0 1 2; do
     kr_node "node-$i" '{"kubernetes.io/hostname":"node-'$i'","node.kubernetes.io/instance-type":"test.fake","topology.kubernetes.io/zone":"us-east-1a"}' \
         '[{"key":"nvidia.com/gpu","value":"present","effect":"NoSchedule"}]'
@@ -70,14 +66,7 @@ for i in 0 1 2; do agent $i pass 60 & pids="$pids $!"; done
 all_seen
 kr_wait_watchers pods 1
 kr_pod_ip ml train-workers-2-0-p2 10.254.42.13
-i=0
-for p in $pids; do
-    wait "$p"
-    rc=$?
-    [ $rc -eq 0 ] || { tail -n 30 "$T/out/pass-$i.stderr"; cat "$T/out/pass-$i.stdout";
-                       kr_die "pass: agent $i exited $rc, want 0"; }
-    i=$((i + 1))
-done
+kube_wait_pids 0 "$T/out/pass" "pass: agent" $pids
 echo "gang of 3: every agent exit 0 in $(kr_elapsed "$start")s (pod 2's IP delivered by the watch)"
 kr_state "$T/pass.json"
 kr_check "$T/pass.json" '
@@ -127,13 +116,9 @@ kr_call POST /api/v1/namespaces/ml/pods --data '{"apiVersion":"v1","kind":"Pod",
 start=$(date +%s.%N)
 pids=""
 for i in 0 1; do agent $i fail 8 & pids="$pids $!"; done
-i=0
-for p in $pids; do
-    wait "$p"
-    rc=$?
-    [ $rc -eq 3 ] || { tail -n 30 "$T/out/fail-$i.stderr"; kr_die "fail: agent $i exited $rc, want 3"; }
+kube_wait_pids 3 "$T/out/fail" "fail: agent" $pids
+for i in 0 1; do
     grep -q PeerTimeout "$T/out/fail-$i.json" || kr_die "fail: agent $i: no PeerTimeout in its report"
-    i=$((i + 1))
 done
 grep -q "train-workers-2-0-p2 (Pending, no podIP)" "$T/out/fail-0.json" ||
     { cat "$T/out/fail-0.json"; kr_die "rank 0 does not name the pod without an IP"; }

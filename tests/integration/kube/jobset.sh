@@ -7,17 +7,12 @@
 # conditions, other labels and taints stay exactly as they were. A second
 # run with the same outcome keeps lastTransitionTime (heartbeat moves on).
 set -u
-. "$PF_ROOT/tests/fakes/apiserver/lib.sh"
+. "$PF_ROOT/tests/integration/kube/lib.sh"
 pfk8s_init
 T=$PFK8S_TMP
 N=4
 
-pfk8s_netns_up $N
-specs=""
-for i in $(seq 0 $((N - 1))); do specs="$specs $i:10.254.40.$((11 + i))"; done
-pfk8s_jobset_objects "$T/objects.json" $specs
-pfk8s_server "$PFK8S_HOST_IP" "$T/objects.json"
-pfk8s_netns_check
+pfk8s_jobset_up $N
 pfk8s_state "$T/before.json"
 
 run_all() {   # run_all TAG: one agent per namespace, identity from env
@@ -33,14 +28,7 @@ run_all() {   # run_all TAG: one agent per namespace, identity from env
             > "$T/out/$1-$i.stdout" 2> "$T/out/$1-$i.stderr" &
         pids="$pids $!"
     done
-    i=0
-    for p in $pids; do
-        wait "$p"
-        rc=$?
-        [ $rc -eq 0 ] || { tail -20 "$T/out/$1-$i.stderr"; cat "$T/out/$1-$i.stdout";
-                           pfk8s_die "$1: agent $i exited $rc, want 0"; }
-        i=$((i + 1))
-    done
+    kube_wait_pids 0 "$T/out/$1" "$1: agent" $pids
 }
 
 start=$(date +%s)

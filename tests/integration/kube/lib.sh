@@ -24,8 +24,10 @@
 # Set by kube_init: T (a temp dir, out/ for logs), KUBE_API, KUBE_CA,
 # KUBE_RDV_PORT.
 
-KUBE_SIDE=${PF_KUBE_SIDE:-fake}
 KUBE_LIB=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# Run by hand without PF_KUBE_SIDE: the first side the table names.
+KUBE_SIDE=${PF_KUBE_SIDE:-$(awk -v n="$(basename "$0" .sh)" \
+    '$1 == n { split($2, s, ","); print s[1] }' "$KUBE_LIB/scenarios")}
 case $KUBE_SIDE in
     fake) . "$PF_ROOT/tests/fakes/apiserver/lib.sh" ;;
     real) . "$PF_ROOT/tests/kube_real/lib.sh"
@@ -60,7 +62,7 @@ kube_init() {
     else
         kr_init "$n"
         T=$KR_TMP
-        kr_start
+        kr_start ${KR_START_FLAGS:-}
         kr_namespace efa-preflight ml
         kr_rbac_from_chart "$@"
         KUBE_API=$KR_API
@@ -166,4 +168,81 @@ kube_check() {
 
 kube_no_token_in() {
     if kube_fake; then pfk8s_no_token_in "$@"; else kr_no_token_in "$@"; fi
+}
+
+# kube_wait_verdicts STATUSES TRIES LOG...: until no Node's status label is
+# one of STATUSES ("pending validating"), TRIES half-seconds; the state is
+# then in $T/state.json. On time-out the LOGs' tails, and FAIL.
+kube_wait_verdicts() {
+    local statuses=$1 tries=$2 t left
+    shift 2
+    for t in $(seq 1 "$tries"); do
+        kube_state "$T/state.json"
+        left=$(python3 -c '
+import json, sys
+s = json.load(open(sys.argv[1]))
+print(sum(1 for n in s["nodes"] if n["metadata"]["labels"].get("efa-preflight.io/status") in sys.argv[2].split()))' \
+            "$T/state.json" "$statuses")
+        [ "$left" = 0 ] && return 0
+        sleep 0.5
+    done
+    tail -n 20 "$@"
+    kube_die "$left node(s) still $statuses after $((tries / 2)) s"
+}
+
+# kube_term PID WHAT GRACE: SIGTERM to the agent PID (a child of this
+# shell), then its exit, 20 s at most; sets rc and secs (since the signal).
+# FAIL when it exits later than GRACE + 1.5 s.
+kube_term() {
+    local t0 i
+    t0=$(date +%s.%N)
+    kill -TERM "$1"
+    for i in $(seq 1 200); do
+        kill -0 "$1" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -0 "$1" 2>/dev/null && { kill -KILL "$1"; kube_die "$2: still running 20 s after SIGTERM"; }
+    wait "$1"
+    rc=$?
+    secs=$(kube_elapsed "$t0")
+    awk -v s="$secs" -v g="$3" 'BEGIN { exit !(s <= g + 1.5) }' ||
+        kube_die "$2: exit $secs s after SIGTERM, grace is $3 s"
+}
+
+# kube_job_pod POD_IP: Job train-workers-0 in ml and its one pod
+# train-workers-0-0-p0 on node-0 (labelled with the Job's name, the job
+# account's), at POD_IP; the pod's token in $T/token-pod.
+kube_job_pod() {
+    local uid
+    uid=$(kube_job ml train-workers-0)
+    kube_pod '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"train-workers-0-0-p0","namespace":"ml","labels":{"batch.kubernetes.io/job-name":"train-workers-0"},"ownerReferences":[{"apiVersion":"batch/v1","kind":"Job","name":"train-workers-0","uid":"'"$uid"'","controller":true}]},"spec":{"nodeName":"node-0","restartPolicy":"Never","serviceAccountName":"efa-preflight-job","automountServiceAccountToken":false,"containers":[{"name":"train","image":"registry.invalid/train"}]}}' "$1"
+    kube_token ml efa-preflight-job train-workers-0-0-p0 > "$T/token-pod"
+}
+
+# kube_wait_pids WANT LOGS WHAT PID...: agent i (PIDs in order) exits WANT;
+# else the tail of LOGS-i.stderr and LOGS-i.stdout, and FAIL naming WHAT i.
+kube_wait_pids() {
+    local want=$1 logs=$2 what=$3 i=0 p rc
+    shift 3
+    for p in "$@"; do
+        wait "$p"
+        rc=$?
+        [ $rc -eq "$want" ] || { tail -n 30 "$logs-$i.stderr"; cat "$logs-$i.stdout" 2>/dev/null;
+                                 kube_die "$what $i exited $rc, want $want"; }
+        i=$((i + 1))
+    done
+}
+
+# kube_call METHOD PATH [--data JSON] [--ctype TYPE] [--status]: the API as
+# the cluster's admin (fake: the admin token; real: kr_call's client
+# certificate in system:masters); the body, or with --status the code.
+kube_call() {
+    if kube_real; then
+        kr_call "$@"
+        return
+    fi
+    local method=$1 path=$2
+    shift 2
+    python3 "$PFK8S_LIB/admin_call.py" "$method" "$KUBE_API$path" \
+        --cacert "$KUBE_CA" --token-file "$T/token" "$@"
 }

@@ -14,10 +14,7 @@ set -u
 pfk8s_init
 T=$PFK8S_TMP
 
-pfk8s_netns_up 2
-pfk8s_jobset_objects "$T/objects.json" 0:10.254.40.11 1:10.254.40.12
-pfk8s_server "$PFK8S_HOST_IP" "$T/objects.json"
-pfk8s_netns_check
+pfk8s_jobset_up 2
 
 # The stranger on rank 0's port (both stacks), alive longer than the run;
 # the agents start only once it listens (under load a fixed sleep was not

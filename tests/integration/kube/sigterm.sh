@@ -17,9 +17,7 @@ kube_init 0 --set mode=initcontainer --set 'jobNamespaces={ml}'
 kube_node node-0 '{"kubernetes.io/hostname":"node-0","efa-preflight.io/status":"pass","efa-preflight.io/efa-count":"32","efa-preflight.io/busbw-gbps":"335.24","efa-preflight.io/fabric":"tested","efa-preflight.io/validated-at":"20260101T000000Z","efa-preflight.io/valid-until":"20260102T000000Z","efa-preflight.io/valid-until-epoch":"4102444800"}' '[]' '[
  {"type":"EFADevicesReady","status":"True","reason":"PreflightPassed","message":"yesterday","lastTransitionTime":"2026-01-01T00:00:00Z","lastHeartbeatTime":"2026-01-01T00:00:00Z"},
  {"type":"EFAFabricReady","status":"True","reason":"PreflightPassed","message":"yesterday","lastTransitionTime":"2026-01-01T00:00:00Z","lastHeartbeatTime":"2026-01-01T00:00:00Z"}]'
-job_uid=$(kube_job ml train-workers-0)
-kube_pod '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"train-workers-0-0-p0","namespace":"ml","labels":{"batch.kubernetes.io/job-name":"train-workers-0"},"ownerReferences":[{"apiVersion":"batch/v1","kind":"Job","name":"train-workers-0","uid":"'$job_uid'","controller":true}]},"spec":{"nodeName":"node-0","restartPolicy":"Never","serviceAccountName":"efa-preflight-job","automountServiceAccountToken":false,"containers":[{"name":"train","image":"registry.invalid/train"}]}}' 127.0.0.1
-kube_token ml efa-preflight-job train-workers-0-0-p0 > "$T/token-pod"
+kube_job_pod 127.0.0.1
 
 "$PF_BIN" run --api-server "$KUBE_API" --token-file "$T/token-pod" --ca-file "$KUBE_CA" --no-imds \
     --pod-name train-workers-0-0-p0 --namespace ml \
@@ -31,18 +29,8 @@ apid=$!
 kube_wait_watch ml
 kill -0 "$apid" 2>/dev/null || { cat "$T/out/run.stderr"; kube_die "the agent exited while watching"; }
 kube_state "$T/marked.json"
-t0=$(date +%s.%N)
-kill -TERM "$apid"
-for t in $(seq 1 200); do
-    kill -0 "$apid" 2>/dev/null || break
-    sleep 0.1
-done
-kill -0 "$apid" 2>/dev/null && { kill -KILL "$apid"; kube_die "still running 20 s after SIGTERM"; }
-wait "$apid"
-rc=$?
-secs=$(kube_elapsed "$t0")
+kube_term "$apid" run "$GRACE"
 [ $rc -eq 3 ] || { cat "$T/out/run.stderr"; kube_die "exit $rc after SIGTERM, want 3 (Interrupted)"; }
-awk -v s="$secs" -v g="$GRACE" 'BEGIN { exit !(s <= g + 1.5) }' || kube_die "exit $secs s after SIGTERM, grace is $GRACE s"
 grep -q "Terminated: the run stopped before its verdict (Interrupted)" "$T/out/run.stderr" ||
     { cat "$T/out/run.stderr"; kube_die "no Interrupted message"; }
 kube_state "$T/state.json"

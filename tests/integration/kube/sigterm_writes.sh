@@ -19,7 +19,7 @@
 # SIGTERM while discovery waits for a peer, on both API servers:
 # kube/sigterm.sh.)
 set -u
-. "$PF_ROOT/tests/fakes/apiserver/lib.sh"
+. "$PF_ROOT/tests/integration/kube/lib.sh"
 pfk8s_init
 T=$PFK8S_TMP
 GRACE=8
@@ -98,21 +98,7 @@ EOF
 }
 
 # term_and_wait TAG: SIGTERM, wait for the exit; sets rc and secs.
-term_and_wait() {
-    local t0 i
-    t0=$(date +%s.%N)
-    kill -TERM "$apid"
-    for i in $(seq 1 200); do
-        kill -0 "$apid" 2>/dev/null || break
-        sleep 0.1
-    done
-    kill -0 "$apid" 2>/dev/null && { kill -KILL "$apid"; pfk8s_die "$1: still running 20 s after SIGTERM"; }
-    wait "$apid"
-    rc=$?
-    secs=$(pfk8s_elapsed "$t0")
-    awk -v s="$secs" -v g="$GRACE" 'BEGIN { exit !(s <= g + 1.5) }' ||
-        pfk8s_die "$1: exit $secs s after SIGTERM, grace is $GRACE s"
-}
+term_and_wait() { kube_term "$apid" "$1" "$GRACE"; }
 
 # settle: the writes held in flight land (their latency passes) before the
 # state is read.

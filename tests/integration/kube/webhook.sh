@@ -57,7 +57,7 @@
 # fabric=tested, busbw, EFAFabricReady True; every request the gates made
 # was as training/trainer bound to its own Pod, none refused (audit log).
 set -u
-. "$PF_ROOT/tests/kube_real/lib.sh"
+. "$PF_ROOT/tests/integration/kube/lib.sh"
 kr_init 2
 T=$KR_TMP
 t_all=$(date +%s.%N)
@@ -505,14 +505,7 @@ for i in 0 1; do
         > "$T/out/gate-$i.stdout" 2> "$T/out/gate-$i.stderr" &
     pids="$pids $!"
 done
-i=0
-for p in $pids; do
-    wait "$p"
-    rc=$?
-    [ $rc -eq 0 ] || { tail -n 30 "$T/out/gate-$i.stderr"; cat "$T/out/gate-$i.stdout";
-                       kr_die "the gate of ${POD[$i]} exited $rc, want 0"; }
-    i=$((i + 1))
-done
+kube_wait_pids 0 "$T/out/gate" "the gate of pod" $pids
 echo "both injected gates exit 0 in $(kr_elapsed "$start")s"
 kr_state "$T/pass.json"
 kr_check "$T/pass.json" '
