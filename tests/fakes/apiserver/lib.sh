@@ -186,6 +186,22 @@ pfk8s_jobset_up() {
     pfk8s_netns_check
 }
 
+# pfk8s_jobset_agent I TAG [args]: the agent of JobSet pod I (after
+# pfk8s_jobset_up N) in its namespace, a one-shot run with the test's
+# sizes and --taint-on-failure; its report and logs $PFK8S_TMP/out/TAG-I.*.
+pfk8s_jobset_agent() {
+    local i=$1 tag=$2
+    shift 2
+    ip netns exec "pfk8s-$((i + 1))" "$PF_BIN" run \
+        --api-server "https://$PFK8S_HOST_IP:$PFK8S_API_PORT" \
+        --token-file "$PFK8S_TMP/token" --ca-file "$PFK8S_TMP/certs/ca.crt" --no-imds \
+        --pod-name "train-workers-$i-0-p$i" --namespace ml \
+        --port "$PFK8S_RDV_PORT" --fabric-provider tcp --engine host \
+        -b 64K -e 256K -n 2 -w 1 --taint-on-failure \
+        --report "$PFK8S_TMP/out/$tag-$i.json" "$@" \
+        > "$PFK8S_TMP/out/$tag-$i.stdout" 2> "$PFK8S_TMP/out/$tag-$i.stderr"
+}
+
 # pfk8s_objects FILE PODS_SPEC... writes nodes, Jobs and JobSet pods.
 # Each spec is "index:ip" (ip "-" = Pending without an IP, "x" = no pod).
 pfk8s_jobset_objects() {

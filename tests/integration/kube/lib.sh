@@ -246,3 +246,12 @@ kube_call() {
     python3 "$PFK8S_LIB/admin_call.py" "$method" "$KUBE_API$path" \
         --cacert "$KUBE_CA" --token-file "$T/token" "$@"
 }
+
+# kube_exited WANT TAG WHAT [PATTERN]: the agent run just before (its exit
+# code in $rc, its logs $T/out/TAG.*) exited WANT and its stderr holds
+# PATTERN (grep); else its stderr, and FAIL naming WHAT.
+kube_exited() {
+    [ "$rc" -eq "$1" ] || { cat "$T/out/$2.stderr"; kube_die "$3: exit $rc, want $1"; }
+    [ -z "${4:-}" ] || grep -q -- "$4" "$T/out/$2.stderr" ||
+        { cat "$T/out/$2.stderr"; kube_die "$3: no '$4' in its stderr"; }
+}
