@@ -285,8 +285,9 @@ for i in range(n):
 json.dump(objs, open(out, "w"))
 EOF
     kr_apply "$KR_TMP/jobset.json" >/dev/null
-    python3 - "$1" "$2" "$KR_TMP/pods.json" <<'EOF'
+    PYTHONPATH="$KR_LIB/../integration/kube" python3 - "$1" "$2" "$KR_TMP/pods.json" <<'EOF'
 import json, os, subprocess, sys
+from kube_objects import jobset_labels
 ns, n, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 lib = os.environ["KR_LIB"]
 objs = []
@@ -298,14 +299,7 @@ for i in range(n):
         "name": "train-workers-%d-0-p%d" % (i, i), "namespace": ns,
         "labels": {"batch.kubernetes.io/job-completion-index": "0",
                    "batch.kubernetes.io/job-name": "train-workers-%d" % i}
-        if os.environ.get("KR_PODS") == "jobs" else
-                  {"jobset.sigs.k8s.io/jobset-name": "train",
-                   "jobset.sigs.k8s.io/jobset-uid": "7d2c0b1e-5a4f-4c3e-9b8a-1f2e3d4c5b6a",
-                   "jobset.sigs.k8s.io/replicatedjob-name": "workers",
-                   "jobset.sigs.k8s.io/replicatedjob-replicas": str(n),
-                   "jobset.sigs.k8s.io/job-index": str(i),
-                   "batch.kubernetes.io/job-completion-index": "0",
-                   "batch.kubernetes.io/job-name": "train-workers-%d" % i},
+        if os.environ.get("KR_PODS") == "jobs" else jobset_labels(i, n),
         "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job",
                              "name": job["metadata"]["name"],
                              "uid": job["metadata"]["uid"], "controller": True}]},

@@ -207,8 +207,9 @@ pfk8s_jobset_agent() {
 pfk8s_jobset_objects() {
     local file=$1
     shift
-    python3 - "$file" "$@" <<'EOF'
+    PYTHONPATH="$PFK8S_LIB/../../integration/kube" python3 - "$file" "$@" <<'EOF'
 import json, sys
+from kube_objects import jobset_labels
 out, specs = sys.argv[1], sys.argv[2:]
 n = len(specs)
 objs = []
@@ -239,13 +240,7 @@ for spec in specs:
         continue
     pod = {"kind": "Pod", "apiVersion": "v1", "metadata": {
         "name": "train-workers-%d-0-p%d" % (i, i), "namespace": "ml",
-        "labels": {"jobset.sigs.k8s.io/jobset-name": "train",
-                   "jobset.sigs.k8s.io/jobset-uid": "7d2c0b1e-5a4f-4c3e-9b8a-1f2e3d4c5b6a",
-                   "jobset.sigs.k8s.io/replicatedjob-name": "workers",
-                   "jobset.sigs.k8s.io/replicatedjob-replicas": str(n),
-                   "jobset.sigs.k8s.io/job-index": str(i),
-                   "batch.kubernetes.io/job-completion-index": "0",
-                   "batch.kubernetes.io/job-name": "train-workers-%d" % i},
+        "labels": jobset_labels(i, n),
         "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job",
                              "name": "train-workers-%d" % i, "uid": "job-uid-%d" % i,
                              "controller": True}]},

@@ -96,19 +96,48 @@ def label_value_error(k, v):
     return None
 
 
-def merge_patch(target, patch):
-    """RFC 7386."""
+def merge_patch(target, patch, merge_keys=None, path=()):
+    """RFC 7386. With merge_keys, a strategic merge patch: the lists at the
+    paths it names merged by their key (an item {"$patch": "delete"}
+    removes), its $setElementOrder and $retainKeys directives passed over."""
     if not isinstance(patch, dict):
         return copy.deepcopy(patch)
     if not isinstance(target, dict):
         target = {}
     out = dict(target)
     for k, v in patch.items():
+        if merge_keys is not None and (k.startswith('$setElementOrder')
+                                       or k == '$retainKeys'):
+            continue
+        key_path = path + (k,)
         if v is None:
             out.pop(k, None)
+        elif isinstance(v, list) and key_path in (merge_keys or {}):
+            out[k] = merge_list(out.get(k) or [], v, merge_keys[key_path],
+                                key_path)
         else:
-            out[k] = merge_patch(out.get(k), v)
+            out[k] = merge_patch(out.get(k), v, merge_keys, key_path)
     return out
+
+
+def merge_list(cur, items, mk, key_path):
+    """A strategic merge of a list whose items are keyed by mk."""
+    cur = [copy.deepcopy(x) for x in cur]
+    for item in items:
+        if not isinstance(item, dict) or mk not in item:
+            raise ValueError("%s: list item without merge key %r"
+                             % ('.'.join(key_path), mk))
+        idx = next((i for i, x in enumerate(cur) if x.get(mk) == item[mk]),
+                   None)
+        if item.get('$patch') == 'delete':
+            if idx is not None:
+                cur.pop(idx)
+            continue
+        if idx is None:
+            cur.append(copy.deepcopy(item))
+        else:
+            cur[idx] = merge_patch(cur[idx], item)
+    return cur
 
 
 # Lists merged by a key under strategic merge (as the Node types declare);
@@ -117,39 +146,8 @@ SMP_MERGE_KEYS = {("status", "conditions"): "type",
                   ("status", "addresses"): "type"}
 
 
-def strategic_patch(target, patch, path=()):
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    if not isinstance(target, dict):
-        target = {}
-    out = dict(target)
-    for k, v in patch.items():
-        if k.startswith('$setElementOrder') or k == '$retainKeys':
-            continue
-        key_path = path + (k,)
-        if v is None:
-            out.pop(k, None)
-        elif isinstance(v, list) and key_path in SMP_MERGE_KEYS:
-            mk = SMP_MERGE_KEYS[key_path]
-            cur = [copy.deepcopy(x) for x in (out.get(k) or [])]
-            for item in v:
-                if not isinstance(item, dict) or mk not in item:
-                    raise ValueError("%s: list item without merge key %r"
-                                     % ('.'.join(key_path), mk))
-                idx = next((i for i, x in enumerate(cur)
-                            if x.get(mk) == item[mk]), None)
-                if item.get('$patch') == 'delete':
-                    if idx is not None:
-                        cur.pop(idx)
-                    continue
-                if idx is None:
-                    cur.append(copy.deepcopy(item))
-                else:
-                    cur[idx] = merge_patch(cur[idx], item)
-            out[k] = cur
-        else:
-            out[k] = strategic_patch(out.get(k), v, key_path)
-    return out
+def strategic_patch(target, patch):
+    return merge_patch(target, patch, SMP_MERGE_KEYS)
 
 
 def parse_selector(sel):

@@ -57,14 +57,8 @@ openssl rand -hex 32 > "$T/secret"
 start=$(date +%s.%N)
 pids=""
 for i in $(seq 0 $((N - 1))); do
-    ip netns exec "$(kube_netns $((i + 1)))" env POD_NAME="efa-preflight-ds-$i" \
-        POD_NAMESPACE=efa-preflight NODE_NAME="node-$i" \
-        "$PF_BIN" run --mode daemonset --group-size 2 --expect-gpus 0 \
-        --api-server "$KUBE_API" --token-file "$T/token-$i" --ca-file "$KUBE_CA" --no-imds \
-        --secret-file "$T/secret" \
-        --port "$KUBE_RDV_PORT" --fabric-provider tcp --engine host \
-        -b 64K -e 256K -n 2 -w 1 --timeout "$TIMEOUT" --report "$T/out/ds-$i.json" -vv \
-        > "$T/out/ds-$i.stdout" 2> "$T/out/ds-$i.stderr" &
+    kube_ds_agent "$i" "efa-preflight-ds-$i" "ds-$i" --secret-file "$T/secret" \
+        -b 64K -e 256K -n 2 -w 1 --timeout "$TIMEOUT" -vv &
     pids="$pids $!"
 done
 

@@ -23,14 +23,7 @@ pfk8s_netns_check
 
 declare -A pid
 agent() {   # agent I POD
-    ip netns exec "pfk8s-$(($1 + 1))" env POD_NAME="$2" \
-        POD_NAMESPACE=efa-preflight NODE_NAME="node-$1" \
-        "$PF_BIN" run --mode daemonset --group-size 2 --expect-gpus 0 \
-        --api-server "https://$PFK8S_HOST_IP:$PFK8S_API_PORT" \
-        --token-file "$T/token" --ca-file "$T/certs/ca.crt" --no-imds \
-        --port "$PFK8S_RDV_PORT" --fabric-provider tcp --engine host \
-        -b 64K -e 256K -n 2 -w 1 --timeout 40 --report "$T/out/$2.json" -vv \
-        > "$T/out/$2.stdout" 2> "$T/out/$2.stderr" &
+    kube_ds_agent "$1" "$2" "$2" -b 64K -e 256K -n 2 -w 1 --timeout 40 -vv &
     pid[$2]=$!
 }
 

@@ -28,14 +28,7 @@ declare -A pid
 start_all() {   # start_all TAG TIMEOUT
     local i
     for i in $(seq 0 $((N - 1))); do
-        ip netns exec "pfk8s-$((i + 1))" env POD_NAME="efa-preflight-ds-$i" \
-            POD_NAMESPACE=efa-preflight NODE_NAME="node-$i" \
-            "$PF_BIN" run --mode daemonset --group-size 2 --expect-gpus 0 \
-            --api-server "https://$PFK8S_HOST_IP:$PFK8S_API_PORT" \
-            --token-file "$T/token" --ca-file "$T/certs/ca.crt" --no-imds \
-            --port "$PFK8S_RDV_PORT" --fabric-provider tcp --engine host \
-            -b 64K -e 64K -n 1 -w 0 --timeout "$2" --report "$T/out/$1-$i.json" -v \
-            > "$T/out/$1-$i.stdout" 2> "$T/out/$1-$i.stderr" &
+        kube_ds_agent "$i" "efa-preflight-ds-$i" "$1-$i" -b 64K -e 64K -n 1 -w 0 --timeout "$2" -v &
         pid[$i]=$!
     done
 }

@@ -43,15 +43,8 @@ pending() {
   \"status\":{\"phase\":\"Running\",\"podIP\":\"10.254.40.$((11 + i))\",
    \"containerStatuses\":[{\"name\":\"preflight\",\"ready\":true,\"restartCount\":0,
      \"state\":{\"running\":{\"startedAt\":\"$now\"}}}]}}]"
-    ip netns exec "pfk8s-$((i + 1))" env POD_NAME="efa-preflight-ds-$i" \
-        POD_NAMESPACE=efa-preflight NODE_NAME="node-$i" \
-        "$PF_BIN" run --mode daemonset --group-size 2 --expect-gpus 0 \
-        --api-server "https://$PFK8S_HOST_IP:$PFK8S_API_PORT" \
-        --token-file "$T/token" --ca-file "$T/certs/ca.crt" --no-imds \
-        --port "$PFK8S_RDV_PORT" --fabric-provider tcp --engine host \
-        -b 64K -e 8M -n 8 -w 2 --timeout 40 --report "$T/out/r$run-$i.json" -vv \
-        --progress-interval 2 \
-        > "$T/out/r$run-$i.stdout" 2> "$T/out/r$run-$i.stderr" &
+    kube_ds_agent "$i" "efa-preflight-ds-$i" "r$run-$i" -b 64K -e 8M -n 8 -w 2 --timeout 40 -vv \
+        --progress-interval 2 &
     pids="$pids $!"
 }
 

@@ -27,16 +27,8 @@ for i in 0 1 2; do
 done
 kr_state "$T/before.json"
 
-agent() {   # agent INDEX TAG TIMEOUT: in pod pfkr-(INDEX+1), in the background
-    local i=$1
-    ip netns exec "pfkr-$((i + 1))" env POD_NAME="train-workers-$i-0-p$i" \
-        POD_NAMESPACE=ml POD_IP="10.254.42.$((11 + i))" \
-        "$PF_BIN" run --api-server "$KR_API" \
-        --token-file "$T/token-$i" --ca-file "$KR_CA" --no-imds \
-        --port "$KR_RDV_PORT" --fabric-provider tcp --engine host \
-        -b 64K -e 1M -n 3 -w 1 --timeout "$3" --taint-on-failure \
-        --report "$T/out/$2-$i.json" -vv \
-        > "$T/out/$2-$i.stdout" 2> "$T/out/$2-$i.stderr"
+agent() {   # agent INDEX TAG TIMEOUT: in pod pfkr-(INDEX+1)
+    kube_jobset_agent "$1" "$2-$1" -b 64K -e 1M -n 3 -w 1 --timeout "$3" --taint-on-failure -vv
 }
 
 # Wait (bounded) until every agent has asked the server something (a bound

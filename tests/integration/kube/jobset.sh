@@ -18,14 +18,7 @@ pfk8s_state "$T/before.json"
 run_all() {   # run_all TAG: one agent per namespace, identity from env
     local i pids=""
     for i in $(seq 0 $((N - 1))); do
-        ip netns exec "pfk8s-$((i + 1))" env POD_NAME="train-workers-$i-0-p$i" \
-            POD_NAMESPACE=ml POD_IP="10.254.40.$((11 + i))" \
-            "$PF_BIN" run --api-server "https://$PFK8S_HOST_IP:$PFK8S_API_PORT" \
-            --token-file "$T/token" --ca-file "$T/certs/ca.crt" --no-imds \
-            --port "$PFK8S_RDV_PORT" --fabric-provider tcp --engine host \
-            -b 64K -e 1M -n 3 -w 1 --timeout 40 --taint-on-failure \
-            --report "$T/out/$1-$i.json" -vv \
-            > "$T/out/$1-$i.stdout" 2> "$T/out/$1-$i.stderr" &
+        kube_jobset_agent "$i" "$1-$i" -b 64K -e 1M -n 3 -w 1 --timeout 40 --taint-on-failure -vv &
         pids="$pids $!"
     done
     kube_wait_pids 0 "$T/out/$1" "$1: agent" $pids

@@ -255,3 +255,47 @@ kube_exited() {
     [ -z "${4:-}" ] || grep -q -- "$4" "$T/out/$2.stderr" ||
         { cat "$T/out/$2.stderr"; kube_die "$3: no '$4' in its stderr"; }
 }
+
+# kube_ds_agent I POD OUT [args]: the DaemonSet agent of node-I in pod
+# namespace I+1 (--mode daemonset --group-size 2, identity from the
+# downward-API env), its token $T/token-I where there is one, else
+# $T/token; report and logs $T/out/OUT.*. (The fake's address is read at
+# the call: a scenario may restart the server.)
+kube_ds_agent() {
+    local i=$1 pod=$2 out=$3
+    shift 3
+    kube_pod_agent "$i" "$out" env POD_NAME="$pod" POD_NAMESPACE=efa-preflight NODE_NAME="node-$i" \
+        -- --mode daemonset --group-size 2 --expect-gpus 0 "$@"
+}
+
+# kube_jobset_agent I OUT [args]: the agent of JobSet pod I
+# (train-workers-I-0-pI in ml, at 10.254.x.(11+I)) in its pod namespace,
+# identity from the downward-API env; report and logs $T/out/OUT.*.
+kube_jobset_agent() {
+    local i=$1 out=$2
+    shift 2
+    kube_pod_agent "$i" "$out" env POD_NAME="train-workers-$i-0-p$i" POD_NAMESPACE=ml \
+        POD_IP="$(kube_pod_ip $((i + 1)))" -- "$@"
+}
+
+# kube_pod_agent I OUT env VAR=VALUE... -- [args]: `efa-preflight run` in pod
+# namespace I+1 with that env, the side's API server, CA, rendezvous port
+# and token ($T/token-I where there is one, else $T/token), tcp and the
+# host engine; report and logs $T/out/OUT.*.
+kube_pod_agent() {
+    local i=$1 out=$2 tok=$T/token api ca port
+    local -a envs=()
+    shift 2
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do envs+=("$1"); shift; done
+    shift
+    [ -f "$T/token-$i" ] && tok=$T/token-$i
+    if kube_fake; then
+        api=https://$PFK8S_HOST_IP:$PFK8S_API_PORT ca=$PFK8S_TMP/certs/ca.crt port=$PFK8S_RDV_PORT
+    else
+        api=$KR_API ca=$KR_CA port=$KR_RDV_PORT
+    fi
+    ip netns exec "$(kube_netns $((i + 1)))" "${envs[@]}" \
+        "$PF_BIN" run --api-server "$api" --token-file "$tok" --ca-file "$ca" --no-imds \
+        --port "$port" --fabric-provider tcp --engine host \
+        --report "$T/out/$out.json" "$@" > "$T/out/$out.stdout" 2> "$T/out/$out.stderr"
+}
