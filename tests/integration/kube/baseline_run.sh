@@ -17,8 +17,8 @@ run_all() {   # run_all TAG
     local i pids=""
     for i in $(seq 0 $((N - 1))); do
         kube_jobset_agent "$i" "$1-$i" --instance-type test.fake --debug-floor-any-provider \
-            -b 256K -e 256K -n 2 -w 1 --timeout 40 -v &
-        pids="$pids $!"
+            -b 256K -e 256K -n 2 -w 1 --timeout 40 -v
+        pids="$pids $KUBE_AGENT_PID"
     done
     kube_wait_pids 0 "$T/out/$1" "$1: agent" $pids
 }

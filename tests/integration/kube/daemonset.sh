@@ -58,8 +58,8 @@ start=$(date +%s.%N)
 pids=""
 for i in $(seq 0 $((N - 1))); do
     kube_ds_agent "$i" "efa-preflight-ds-$i" "ds-$i" --secret-file "$T/secret" \
-        -b 64K -e 256K -n 2 -w 1 --timeout "$TIMEOUT" -vv &
-    pids="$pids $!"
+        -b 64K -e 256K -n 2 -w 1 --timeout "$TIMEOUT" -vv
+    pids="$pids $KUBE_AGENT_PID"
 done
 
 # Wait (bounded) until every node has a verdict.

@@ -23,8 +23,8 @@ pfk8s_netns_check
 
 declare -A pid
 agent() {   # agent I POD
-    kube_ds_agent "$1" "$2" "$2" -b 64K -e 256K -n 2 -w 1 --timeout 40 -vv &
-    pid[$2]=$!
+    kube_ds_agent "$1" "$2" "$2" -b 64K -e 256K -n 2 -w 1 --timeout 40 -vv
+    pid[$2]=$KUBE_AGENT_PID
 }
 
 lease() {   # lease FIELD: the Lease's spec field, "" when none

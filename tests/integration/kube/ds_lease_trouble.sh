@@ -28,8 +28,8 @@ declare -A pid
 start_all() {   # start_all TAG TIMEOUT
     local i
     for i in $(seq 0 $((N - 1))); do
-        kube_ds_agent "$i" "efa-preflight-ds-$i" "$1-$i" -b 64K -e 64K -n 1 -w 0 --timeout "$2" -v &
-        pid[$i]=$!
+        kube_ds_agent "$i" "efa-preflight-ds-$i" "$1-$i" -b 64K -e 64K -n 1 -w 0 --timeout "$2" -v
+        pid[$i]=$KUBE_AGENT_PID
     done
 }
 stop_all() {

@@ -44,8 +44,8 @@ pending() {
    \"containerStatuses\":[{\"name\":\"preflight\",\"ready\":true,\"restartCount\":0,
      \"state\":{\"running\":{\"startedAt\":\"$now\"}}}]}}]"
     kube_ds_agent "$i" "efa-preflight-ds-$i" "r$run-$i" -b 64K -e 8M -n 8 -w 2 --timeout 40 -vv \
-        --progress-interval 2 &
-    pids="$pids $!"
+        --progress-interval 2
+    pids="$pids $KUBE_AGENT_PID"
 }
 
 grouped() {   # grouped I: the agent has its group (bounded wait, 30 s)

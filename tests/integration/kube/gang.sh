@@ -27,8 +27,9 @@ for i in 0 1 2; do
 done
 kr_state "$T/before.json"
 
-agent() {   # agent INDEX TAG TIMEOUT: in pod pfkr-(INDEX+1)
+agent() {   # agent INDEX TAG TIMEOUT: in pod pfkr-(INDEX+1), its pid added to pids
     kube_jobset_agent "$1" "$2-$1" -b 64K -e 1M -n 3 -w 1 --timeout "$3" --taint-on-failure -vv
+    pids="$pids $KUBE_AGENT_PID"
 }
 
 # Wait (bounded) until every agent has asked the server something (a bound
@@ -52,7 +53,7 @@ EOF
 
 start=$(date +%s.%N)
 pids=""
-for i in 0 1 2; do agent $i pass 60 & pids="$pids $!"; done
+for i in 0 1 2; do agent $i pass 60; done
 # Rank 0 lists the group and waits for pod 2's IP, as the kubelet would
 # report it; it comes once every agent is up.
 all_seen
@@ -107,7 +108,7 @@ kr_call POST /api/v1/namespaces/ml/pods --data '{"apiVersion":"v1","kind":"Pod",
     kr_die "recreating pod 2"
 start=$(date +%s.%N)
 pids=""
-for i in 0 1; do agent $i fail 8 & pids="$pids $!"; done
+for i in 0 1; do agent $i fail 8; done
 kube_wait_pids 3 "$T/out/fail" "fail: agent" $pids
 for i in 0 1; do
     grep -q PeerTimeout "$T/out/fail-$i.json" || kr_die "fail: agent $i: no PeerTimeout in its report"

@@ -18,8 +18,8 @@ pfk8s_state "$T/before.json"
 run_all() {   # run_all TAG: one agent per namespace, identity from env
     local i pids=""
     for i in $(seq 0 $((N - 1))); do
-        kube_jobset_agent "$i" "$1-$i" -b 64K -e 1M -n 3 -w 1 --timeout 40 --taint-on-failure -vv &
-        pids="$pids $!"
+        kube_jobset_agent "$i" "$1-$i" -b 64K -e 1M -n 3 -w 1 --timeout 40 --taint-on-failure -vv
+        pids="$pids $KUBE_AGENT_PID"
     done
     kube_wait_pids 0 "$T/out/$1" "$1: agent" $pids
 }

@@ -258,9 +258,8 @@ kube_exited() {
 
 # kube_ds_agent I POD OUT [args]: the DaemonSet agent of node-I in pod
 # namespace I+1 (--mode daemonset --group-size 2, identity from the
-# downward-API env), its token $T/token-I where there is one, else
-# $T/token; report and logs $T/out/OUT.*. (The fake's address is read at
-# the call: a scenario may restart the server.)
+# downward-API env), started as kube_pod_agent starts it. (The fake's
+# address is read at the call: a scenario may restart the server.)
 kube_ds_agent() {
     local i=$1 pod=$2 out=$3
     shift 3
@@ -270,7 +269,7 @@ kube_ds_agent() {
 
 # kube_jobset_agent I OUT [args]: the agent of JobSet pod I
 # (train-workers-I-0-pI in ml, at 10.254.x.(11+I)) in its pod namespace,
-# identity from the downward-API env; report and logs $T/out/OUT.*.
+# identity from the downward-API env, started as kube_pod_agent starts it.
 kube_jobset_agent() {
     local i=$1 out=$2
     shift 2
@@ -281,7 +280,8 @@ kube_jobset_agent() {
 # kube_pod_agent I OUT env VAR=VALUE... -- [args]: `efa-preflight run` in pod
 # namespace I+1 with that env, the side's API server, CA, rendezvous port
 # and token ($T/token-I where there is one, else $T/token), tcp and the
-# host engine; report and logs $T/out/OUT.*.
+# host engine, in the background: the agent's own pid (a signal reaches
+# it) in KUBE_AGENT_PID; report and logs $T/out/OUT.*.
 kube_pod_agent() {
     local i=$1 out=$2 tok=$T/token api ca port
     local -a envs=()
@@ -297,5 +297,6 @@ kube_pod_agent() {
     ip netns exec "$(kube_netns $((i + 1)))" "${envs[@]}" \
         "$PF_BIN" run --api-server "$api" --token-file "$tok" --ca-file "$ca" --no-imds \
         --port "$port" --fabric-provider tcp --engine host \
-        --report "$T/out/$out.json" "$@" > "$T/out/$out.stdout" 2> "$T/out/$out.stderr"
+        --report "$T/out/$out.json" "$@" > "$T/out/$out.stdout" 2> "$T/out/$out.stderr" &
+    KUBE_AGENT_PID=$!
 }
