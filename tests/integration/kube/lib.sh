@@ -300,3 +300,52 @@ kube_pod_agent() {
         --report "$T/out/$out.json" "$@" > "$T/out/$out.stdout" 2> "$T/out/$out.stderr" &
     KUBE_AGENT_PID=$!
 }
+
+# kube_jobset SPEC...: a JobSet "train" of one pod per Job, as
+# pfk8s_jobset_objects writes it: for each "I:IP" spec (I = 0, 1, ... in
+# order) Node node-I (type test.fake, zone us-east-1a, the GPU taint), Job
+# train-workers-I and its pod train-workers-I-0-pI on node-I at IP ("-":
+# Pending without a podIP; "x": no pod); the pods' tokens in $T/token-I.
+kube_jobset() {
+    local spec i ip
+    if kube_fake; then
+        pfk8s_jobset_objects "$T/jobset.json" "$@"
+        kube_post_objects "$(cat "$T/jobset.json")"
+        for spec; do cp "$T/token" "$T/token-${spec%%:*}"; done
+        return
+    fi
+    for spec; do
+        i=${spec%%:*}
+        kr_node "node-$i" '{"kubernetes.io/hostname":"node-'"$i"'","node.kubernetes.io/instance-type":"test.fake","topology.kubernetes.io/zone":"us-east-1a"}' \
+            '[{"key":"nvidia.com/gpu","value":"present","effect":"NoSchedule"}]'
+    done
+    kr_jobset_pods ml $#
+    for spec; do
+        i=${spec%%:*} ip=${spec#*:}
+        if [ "$ip" = x ]; then
+            kr_ok DELETE "/api/v1/namespaces/ml/pods/train-workers-$i-0-p$i?gracePeriodSeconds=0"
+            continue
+        fi
+        [ "$ip" = - ] || kr_pod_ip ml "train-workers-$i-0-p$i" "$ip"
+        kr_token ml efa-preflight-job "train-workers-$i-0-p$i" > "$T/token-$i"
+    done
+}
+
+# kube_pending_pod I N: JobSet pod I of N (after kube_jobset) created now,
+# Pending without a podIP, as one the scheduler cannot place.
+kube_pending_pod() {
+    local pod
+    pod=$(PYTHONPATH=$KUBE_LIB python3 -c '
+import json, sys
+from kube_objects import jobset_labels
+i, n = int(sys.argv[1]), int(sys.argv[2])
+print(json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {
+    "name": "train-workers-%d-0-p%d" % (i, i), "namespace": "ml",
+    "labels": jobset_labels(i, n)},
+    "spec": {"restartPolicy": "Never",
+             "serviceAccountName": "efa-preflight-job",
+             "automountServiceAccountToken": False,
+             "containers": [{"name": "train", "image": "registry.invalid/train"}]},
+    "status": {"phase": "Pending"}}))' "$1" "$2")
+    if kube_fake; then kube_post_objects "$pod"; else kr_ok POST /api/v1/namespaces/ml/pods --data "$pod"; fi
+}
