@@ -52,7 +52,8 @@ MAIN_OBJ   := $(BUILD)/agent/main.o
 # they share live in tests/fakes/.
 UNIT_SRCS  := $(wildcard tests/unit/*.c tests/unit/*/*.c tests/unit/*/*/*.c) \
               tests/fakes/fork_boot.c tests/fakes/free_port.c \
-              tests/fakes/nic_fixture.c
+              tests/fakes/nic_fixture.c tests/fakes/run_fixture.c \
+              tests/fakes/unit_files.c
 UNIT_OBJS  := $(patsubst %.c,$(BUILD)/%.o,$(UNIT_SRCS))
 BIN        := $(BUILD)/efa-preflight
 

@@ -26,6 +26,7 @@
 #include "collective/collective.h"
 #include "config/catalog.h"
 #include "config/config.h"
+#include "config/run_clock.h"
 #include "discover/discover.h"
 #include "launch/commands.h"
 #include "launch/launch.h"

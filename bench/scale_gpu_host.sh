@@ -28,7 +28,7 @@ mkdir -p "$out"
 {
     echo "host: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo), kernel $(uname -r)"
     grep -m1 PRETTY_NAME /etc/os-release
-    echo "agent: $("$tools/efa-preflight" version 2>&1 | head -1), build $(cat "$tools/AGENT_BUILD" 2>/dev/null) (carried libraries in use: $(ls "$("$tools/bin/agent-libs")" | tr '\n' ' '))"
+    echo "agent: $(LD_LIBRARY_PATH="$("$tools/bin/agent-libs")" "$tools/efa-preflight" version 2>&1 | head -1), build $(cat "$tools/AGENT_BUILD" 2>/dev/null) (carried libraries in use: $(ls "$("$tools/bin/agent-libs")" | tr '\n' ' '))"
     echo "tcp_mem $(cat /proc/sys/net/ipv4/tcp_mem); somaxconn $(cat /proc/sys/net/core/somaxconn); gc_thresh3 $(cat /proc/sys/net/ipv4/neigh/default/gc_thresh3); pid_max $(cat /proc/sys/kernel/pid_max)"
 } | tee -a "$out/host.txt"
 start=$SECONDS

@@ -10,6 +10,8 @@
 #                             `ip netns exec` starts keeps the caller's
 #                             order; bench/scale_netns still starts agents
 #                             with the caller's own LD_LIBRARY_PATH)
+#   DIR/bin/gnu-time          GNU time (glibc only), for the GPU double's
+#                             groups (tests/fakes/gpu/run_nodes.sh, PF_TIME)
 #   DIR/tc/                   tc's plugin and distribution dir (TC_LIB_DIR)
 #   DIR/etc/iproute2/         Debian's iproute2 tables (not needed by ip for
 #                             what scale_netns does; kept for reference)
@@ -145,6 +147,12 @@ done
 echo "$use"
 EOF
 chmod +x "$dir/bin/agent-libs"
+
+if [ -x /usr/bin/time ]; then
+    cp /usr/bin/time "$dir/bin/gnu-time"
+else
+    echo "no /usr/bin/time (apt-get install time): bin/gnu-time left out" >&2
+fi
 
 # certificates for the fake API server on the hub bridge of any --net-base
 # and --one-link (10.254.{0,64,128,192}.1)

@@ -48,14 +48,6 @@ pf_err pf_base_parse(const char *name, const char *buf, size_t len,
 /* A --baseline file, read and parsed strictly. */
 pf_err pf_base_load_file(const char *path, struct pf_baseline *b, char *err);
 
-/* The floor a pair link at bytes is held to: the larger of catalog (the
- * 2-node catalog floor, 0 = none) and fraction x the median of the key
- * (type, engine, pair, 2, bytes) once it holds PF_BASE_MIN_RUNS values;
- * the catalog floor alone otherwise. h (may be NULL) says what and why. */
-double pf_base_pair_floor(const struct pf_baseline *b, const char *type,
-                          const char *engine, uint64_t bytes, double catalog,
-                          double fraction, struct pf_base_held *h);
-
 /* Add an entry (a copy) or replace the one with its key. */
 pf_err pf_base_put(struct pf_baseline *b, const struct pf_base_entry *e,
                    char *err);

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../config/config.h"
+#include "../config/run_clock.h"
 #include "../publish/history.h"
 #include "../util/clock.h"
 #include "../util/fsutil.h"
@@ -60,8 +60,7 @@ int pf_base_observe(const struct pf_run *run, struct pf_base_obs *obs,
     int n = 0;
 
     if (!c->ran || !type[0] || !c->engine[0] || c->nnodes < 2 ||
-        c->wrong_total > 0 ||
-        (c->fabric.provider_is_fallback && !run->cfg.debug_floor_any_provider))
+        c->wrong_total > 0 || c->judgement.other_provider)
         return 0;
     if (n < max && !strcmp(s->method, "pairwise") && s->pair_bytes > 0) {
         double m = median_link(s);

@@ -21,8 +21,9 @@
 
 /* What the run measured that the baseline keeps: its median pair link (a
  * pairwise test ran) and its ring's judged busbw, keyed by type, engine,
- * size and node bucket. None for an unknown type or a provider that is not
- * EFA (unless --debug-floor-any-provider). Returns how many (<= max). */
+ * size and node bucket. None for an unknown type or over a provider the
+ * judgement holds to no catalog floor (run->coll.judgement.other_provider).
+ * Returns how many (<= max). */
 int pf_base_observe(const struct pf_run *run, struct pf_base_obs *obs,
                     int max);
 /* The same from a JSON report's "baseline.observed", only when the report

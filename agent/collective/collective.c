@@ -19,7 +19,9 @@
 #include <string.h>
 
 #include "../config/config.h"
+#include "../config/run_clock.h"
 #include "../discover/discover.h"
+#include "../judge/judge.h"
 #include "../probe/gpu_health.h"
 #include "../transport/bootstrap.h"
 #include "../util/clock.h"
@@ -68,16 +70,6 @@ static void record(struct pf_coll *c, pf_err rc, const char *msg)
         snprintf(f->msg, sizeof(f->msg), "%s", msg);
     }
     pf_error("collective: %s: %s", pf_reason_name(f->reason), f->msg);
-}
-
-/* A provider other than efa asked for on the command line: no catalog
- * floor applies (the engine confirms it once open), unless a test asks
- * for the floors anyway. */
-static const char *requested_fallback(const struct pf_config *cfg)
-{
-    const char *p = cfg->fabric_provider;
-    return p[0] && strncmp(p, "efa", 3) && !cfg->debug_floor_any_provider
-               ? p : NULL;
 }
 
 static pf_err open_boot(struct pf_run *run, struct pf_boot **boot, char *err)
@@ -130,7 +122,6 @@ pf_err pf_collective(struct pf_run *run, char *err)
     struct pf_boot *boot = NULL;
     char msg[PF_ERRLEN] = "";
     double t0 = pf_now_s();
-    struct pf_floor_rule rule;
     int64_t deadline, timeout_ms;
     pf_err rc;
 
@@ -140,6 +131,7 @@ pf_err pf_collective(struct pf_run *run, char *err)
     memset(&c->nics, 0, sizeof(c->nics));
     memset(&c->inside, 0, sizeof(c->inside));
     memset(&c->plan, 0, sizeof(c->plan));
+    memset(&c->judgement, 0, sizeof(c->judgement));
     c->nranks = run->peers.world;
     if ((rc = pf_roster_from_peers(&c->roster, &run->peers, err)) != PF_OK)
         return rc;
@@ -151,11 +143,10 @@ pf_err pf_collective(struct pf_run *run, char *err)
     /* Sweep up to the floor's size unless -e says otherwise, so a
      * catalogued type is judged where its floor holds (the host engine
      * will stripe over every EFA device). */
-    pf_floor_for(&run->cfg, run->instance, c->engine_kind,
-                 requested_fallback(&run->cfg), c->nnodes,
-                 run->node.efa_count, &rule);
+    pf_judge_plan(run);
     /* Bad sizes are the user's to fix before any peer is waited for. */
-    if ((rc = pf_sweep_plan(&run->cfg, &rule, &c->sweep, err)) != PF_OK)
+    if ((rc = pf_sweep_plan(&run->cfg, &c->judgement.planned, &c->sweep,
+                            err)) != PF_OK)
         return rc;
     /* cfg.timeout_s bounds the whole run and the clock started before
      * probe and discovery: keep a margin so a stuck fabric is reported as
@@ -183,6 +174,9 @@ pf_err pf_collective(struct pf_run *run, char *err)
             int nrails = pf_rails_read(&engine, rails0);
 
             c->nranks = engine.nranks;
+            /* The provider is known: what the sweep's stop rule holds
+             * the ring to. */
+            pf_judge_stop(run);
             /* The group has formed: split what is left between the sweep
              * and the localisation after it. */
             pf_plan_make(&c->plan, pf_now_ms(),
@@ -202,8 +196,9 @@ pf_err pf_collective(struct pf_run *run, char *err)
                 pf_rails_sweep(&c->nics, run->cfg.nic_slow_ratio, rails0,
                                rails1, nrails);
             /* The rows, the NICs striped over and the provider are known:
-             * the re-tests below judge by this. */
-            pf_coll_judge(run);
+             * the judgement, once; the re-tests below, the verdict and
+             * publishing read it. */
+            pf_judge(run);
             if (rc == PF_OK)
                 rc = pf_straggler_retest(run, &engine, boot, deadline, msg);
             if (rc == PF_OK)
@@ -216,9 +211,10 @@ pf_err pf_collective(struct pf_run *run, char *err)
     }
     c->wall_s = pf_now_s() - t0;
     pf_nics_spread(run);
-    /* Again with the engine's facts as it closed (or as far as a failure
-     * got): what the verdict and publishing read. */
-    pf_coll_judge(run);
+    /* No sweep ran (no peers, the engine did not open): the floor that
+     * would have applied, with the engine's facts as far as it got. */
+    if (!c->judgement.done)
+        pf_judge(run);
     if (is_usage(rc)) {
         pf_boot_close(boot);
         return pf_fail(err, rc, "%s", msg);
@@ -229,20 +225,6 @@ pf_err pf_collective(struct pf_run *run, char *err)
         c->ran = true;
     pf_boot_close(boot);
     return PF_OK;
-}
-
-void pf_coll_judge(struct pf_run *run)
-{
-    struct pf_judgement *j = &run->coll.judgement;
-
-    memset(j, 0, sizeof(*j));
-    pf_coll_floor(run, &j->floor);
-    j->busbw_gbps = pf_coll_judged_busbw(&run->coll, &j->floor,
-                                         &j->busbw_bytes);
-    /* A floor by size is held at the size judged. */
-    if (j->floor.nsizes > 0 && j->busbw_bytes > 0)
-        j->floor.gbps = pf_floor_rule_at(&j->floor, j->busbw_bytes);
-    j->judged = j->floor.gbps > 0 && j->busbw_gbps >= 0;
 }
 
 void pf_coll_free(struct pf_coll *c)

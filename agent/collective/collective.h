@@ -9,14 +9,6 @@
 #include "engine.h"
 
 pf_err pf_collective(struct pf_run *run, char *err);
-/* What the ring is judged by (run->coll.judgement): the floor rule at the
- * collective's engine, provider, node count and NICs, and the busbw held
- * against it, from the rows as they are. pf_collective calls it once the
- * sweep is over (the re-tests read it) and again as it returns (the
- * verdict and publishing read it); the pipeline (launch/pipeline.c) calls
- * it when discovery failed and no collective ran, so the report still
- * states the floor. */
-void pf_coll_judge(struct pf_run *run);
 /* Release what the collective sized by the run (per-rank timings, the
  * re-test's links); run->coll stays usable. */
 void pf_coll_free(struct pf_coll *c);

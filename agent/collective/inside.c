@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blame.h"
 #include "straggler.h"
 #include "../util/clock.h"
 #include "../util/log.h"
@@ -103,92 +104,6 @@ static int by_value(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
-}
-
-double pf_inside_relative_floor(int n, const double *gbps)
-{
-    double *best, median;
-
-    if (n != 3)
-        return pf_links_relative_floor(n, gbps);
-    if (!(best = calloc((size_t)n, sizeof(*best))))
-        return 0;
-    for (int r = 0; r < n; r++) {
-        double l = gbps[(r + n - 1) % n], m = gbps[r];
-        l = isfinite(l) && l > 0 ? l : 0;
-        m = isfinite(m) && m > 0 ? m : 0;
-        best[r] = l > m ? l : m;
-    }
-    qsort(best, (size_t)n, sizeof(*best), by_value);
-    median = n % 2 ? best[n / 2] : (best[n / 2 - 1] + best[n / 2]) / 2;
-    free(best);
-    return PF_STRAG_LINK_RATIO * median;
-}
-
-/* "1-2 128 wrong" or "1-2 0.412 GB/s" for link i into out. */
-static int link_words(int n, int i, unsigned kind, const double *gbps,
-                      const long *wrong, char *out, size_t len)
-{
-    if (kind & PF_LINK_DATA)
-        return snprintf(out, len, "%d-%d %ld wrong", i, (i + 1) % n,
-                        wrong[i]);
-    return snprintf(out, len, "%d-%d %.3f GB/s", i, (i + 1) % n,
-                    gbps[i] > 0 ? gbps[i] : 0);
-}
-
-int pf_inside_ring_blame(int n, const double *gbps, const long *wrong,
-                         const unsigned *ring_bad, unsigned *culprit,
-                         char *note, size_t len)
-{
-    static const unsigned kinds[] = { PF_LINK_DATA, PF_LINK_SLOW };
-    char buf[320];
-    size_t used = 0;
-    int count = 0;
-
-    for (int r = 0; r < n; r++)
-        culprit[r] = 0;
-    if (n < 3)
-        return 0;
-    for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
-        unsigned kind = kinds[k];
-        int blamed = 0, stray = 0;
-        for (int r = 0; r < n; r++)
-            if ((ring_bad[r] & kind) && (ring_bad[(r + n - 1) % n] & kind)) {
-                culprit[r] |= kind;
-                blamed++;
-            }
-        for (int i = 0; i < n; i++)
-            stray += (ring_bad[i] & kind) && !(culprit[i] & kind) &&
-                     !(culprit[(i + 1) % n] & kind);
-        if (blamed == 0 || stray > 0 || 2 * blamed > n)
-            for (int r = 0; r < n; r++)
-                culprit[r] &= ~kind;
-    }
-    for (int r = 0; r < n; r++)
-        count += culprit[r] != 0;
-    if (count == 0)
-        return 0;
-    buf[0] = '\0';
-    for (int r = 0; r < n && used + 1 < sizeof(buf); r++) {
-        char l[64], m[64];
-        unsigned kind = culprit[r] & PF_LINK_DATA ? PF_LINK_DATA
-                                                  : PF_LINK_SLOW;
-        if (!culprit[r])
-            continue;
-        link_words(n, (r + n - 1) % n, kind, gbps, wrong, l, sizeof(l));
-        link_words(n, r, kind, gbps, wrong, m, sizeof(m));
-        int w = snprintf(buf + used, sizeof(buf) - used, "%srank %d's links "
-                         "%s (%s, %s)", used ? "; " : "", r,
-                         kind == PF_LINK_DATA ? "both carry wrong data"
-                                              : "are both slow", l, m);
-        if (w < 0)
-            break;
-        used += (size_t)w;
-    }
-    snprintf(note, len, "pairwise inside this node: %s, while every other "
-             "link was good (both ends of a link are this node's ranks, so "
-             "a good link clears both)", buf);
-    return count;
 }
 
 /* The GPUs of this process, pair by pair. */

@@ -37,27 +37,4 @@ int pf_inside_blame(int n, const double *secs, const long *wrong, bool data,
                     uint64_t bytes, int iters, struct pf_link *links,
                     bool *culprit, char *note, size_t len);
 
-/* The slow threshold for the ring links of one node's processes, where
- * no floor applies (link i: rank i with rank (i+1) % n). At 3 ranks a
- * slow rank spoils two of the three links, so the median link is one of
- * its: PF_STRAG_LINK_RATIO of the median of each rank's better link
- * instead (a slow rank spoils no other rank's better one). Else the
- * re-test's own, pf_links_relative_floor: from 4 ranks on the median link
- * reaches above a slow one, and a higher threshold would count a healthy
- * link slowed by a busy host as slow. */
-double pf_inside_relative_floor(int n, const double *gbps);
-
-/* The ring rule inside one node, for the re-test between its processes
- * (straggler.c calls it at 3 ranks, where none has two good links and no
- * confirmation can run). Both ends of every link are this node's ranks, so a good link
- * clears both of them: for each kind (PF_LINK_SLOW, PF_LINK_DATA) a rank
- * whose two ring links (ring_bad[i]: rank i with rank (i+1) % n) are bad
- * that way is blamed, when every such link ends at a blamed rank and the
- * blamed are at most half the ranks. culprit[r] gets the kinds; returns
- * how many ranks, and only then writes note (gbps and wrong: the links,
- * for its numbers). */
-int pf_inside_ring_blame(int n, const double *gbps, const long *wrong,
-                         const unsigned *ring_bad, unsigned *culprit,
-                         char *note, size_t len);
-
 #endif

@@ -1,5 +1,5 @@
-/* Straggler localisation (straggler.h): the decisions, then the re-test
- * over the bootstrap and the engine's pair op. */
+/* Straggler localisation (straggler.h): the re-test over the bootstrap
+ * and the engine's pair op; who is blamed is blame.c's rules. */
 #include "straggler.h"
 #include "plan.h"
 
@@ -8,18 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blame.h"
 #include "inside.h"
 #include "nics.h"
-#include "../baseline/baseline.h"
-#include "../config/catalog.h"
+#include "../judge/links.h"
 #include "../util/clock.h"
 #include "../util/log.h"
 
-/* Bytes each way per exchange where no floor judges the links (data and
- * relative speed only): large enough to be bandwidth-bound, small enough
- * that a slow link still finishes well inside the deadline. Where a floor
- * judges them, the exchange is at the size the floor holds from. */
-#define PAIR_MAX_BYTES (4u << 20)
 #define PAIR_ITERS 3
 #define PAIR_MAX_PHASES 3
 /* Nodes from which every run has the pairwise phase: at 2 the ring is the
@@ -53,592 +48,14 @@ struct rail_time {                    /* one rank's rail in one phase */
     double seconds, bytes;
 };
 
-double pf_coll_floor_at(const struct pf_run *run, int nnodes,
-                        struct pf_floor_rule *rule)
-{
-    const struct pf_coll *c = &run->coll;
-    bool other = c->fabric.provider_is_fallback &&
-                 !run->cfg.debug_floor_any_provider;
-
-    pf_floor_for(&run->cfg, run->instance, c->engine_kind,
-                 other ? c->fabric.provider : NULL, nnodes, c->nics.nrails,
-                 rule);
-    return rule->gbps;
-}
-
-double pf_coll_floor(const struct pf_run *run, struct pf_floor_rule *rule)
-{
-    return pf_coll_floor_at(run, run->coll.nnodes, rule);
-}
-
-double pf_coll_judged_busbw(const struct pf_coll *c,
-                            const struct pf_floor_rule *rule,
-                            uint64_t *at_bytes)
-{
-    int nrows = c->nrows < PF_MAX_ROWS ? c->nrows : PF_MAX_ROWS;
-    uint64_t from = pf_floor_rule_min_bytes(rule);
-    double best = -1;
-
-    *at_bytes = 0;
-    if (nrows > 0 && !from) {
-        /* No size named: the best of the largest size, as always. */
-        *at_bytes = c->rows[nrows - 1].bytes;
-        return c->peak_busbw;
-    }
-    /* A floor by size: the largest size swept that has one, held to the
-     * floor at that size. One size: the best row from it on. */
-    for (int i = nrows - 1; rule->nsizes > 0 && i >= 0; i--) {
-        const struct pf_row *r = &c->rows[i];
-        if (r->bytes >= from) {
-            *at_bytes = r->bytes;
-            return r->oop_busbw > r->ip_busbw ? r->oop_busbw : r->ip_busbw;
-        }
-    }
-    for (int i = 0; rule->nsizes == 0 && i < nrows; i++) {
-        const struct pf_row *r = &c->rows[i];
-        double bw = r->oop_busbw > r->ip_busbw ? r->oop_busbw : r->ip_busbw;
-        if (r->bytes >= from && bw > best) {
-            best = bw;
-            *at_bytes = r->bytes;
-        }
-    }
-    return best;
-}
-
-/* ------------------------------------------------------------ decisions */
-
-void pf_pairs_split_degraded(int n, const struct pf_confirm *conf, int nconf,
-                             double catalog_floor, double base_floor,
-                             unsigned *culprit)
-{
-    if (base_floor <= 0 || base_floor <= catalog_floor)
-        return;
-    for (int r = 0; r < n; r++) {
-        bool below_catalog = false;
-        if (!(culprit[r] & PF_LINK_SLOW))
-            continue;
-        for (int k = 0; k < nconf; k++)
-            if (conf[k].suspect == r && conf[k].gbps < catalog_floor)
-                below_catalog = true;
-        if (!below_catalog)
-            culprit[r] = (culprit[r] & ~PF_LINK_SLOW) | PF_LINK_DEGRADED;
-    }
-}
-
-int pf_straggler_nphases(int n)
-{
-    if (n < 2)
-        return 0;
-    if (n == 2)
-        return 1;
-    return n % 2 ? 3 : 2;
-}
-
-int pf_straggler_link_phase(int n, int i)
-{
-    /* Odd n: the closing link (n-1, 0) shares rank 0 with link 0 and rank
-     * n-1 with link n-2, so it gets a phase of its own. */
-    if (n % 2 && n > 2 && i == n - 1)
-        return 2;
-    return i % 2;
-}
-
-int pf_straggler_peer(int rank, int n, int phase)
-{
-    int left;
-
-    if (n < 2 || rank < 0 || rank >= n)
-        return -1;
-    if (n == 2)
-        return phase == 0 ? 1 - rank : -1;
-    if (pf_straggler_link_phase(n, rank) == phase)
-        return (rank + 1) % n;
-    left = (rank + n - 1) % n;
-    if (pf_straggler_link_phase(n, left) == phase)
-        return left;
-    return -1;
-}
-
-static double good(double v)
-{
-    return isfinite(v) && v > 0 ? v : 0;
-}
-
-int pf_straggler_from_links(int n, const double *link_gbps, char *note,
-                            size_t len)
-{
-    double *score, lo_link, hi_link;
-    int best = 0, lo_i = 0;
-
-    if (n < 2) {
-        snprintf(note, len, "%d rank(s): no link to test", n);
-        return -1;
-    }
-    if (n == 2) {
-        snprintf(note, len, "2 ranks share one link (%.3f GB/s): a pairwise "
-                 "test cannot tell which end is slow", good(link_gbps[0]));
-        return -1;
-    }
-    score = calloc((size_t)n, sizeof(*score));
-    if (!score) {
-        snprintf(note, len, "pairwise: no memory to score %d ranks", n);
-        return -1;
-    }
-    /* A rank's score is its better link: only the straggler has no good
-     * link, while a healthy neighbour of it still has one. */
-    for (int r = 0; r < n; r++) {
-        double l = good(link_gbps[(r + n - 1) % n]), m = good(link_gbps[r]);
-        score[r] = l > m ? l : m;
-        if (score[r] < score[best])
-            best = r;
-    }
-    double second = -1;
-    for (int r = 0; r < n; r++)
-        if (r != best && (second < 0 || score[r] < second))
-            second = score[r];
-    if (score[best] < PF_STRAG_LINK_RATIO * second) {
-        int left = (best + n - 1) % n, right = (best + 1) % n;
-        snprintf(note, len, "pairwise: rank %d's links are both slow (%d-%d "
-                 "%.3f GB/s, %d-%d %.3f GB/s) while every other rank has a "
-                 "link of at least %.3f GB/s", best, left, best,
-                 good(link_gbps[left]), best, right, good(link_gbps[best]),
-                 second);
-        free(score);
-        return best;
-    }
-    free(score);
-    lo_link = hi_link = good(link_gbps[0]);
-    for (int i = 1; i < n; i++) {
-        double g = good(link_gbps[i]);
-        if (g < lo_link) {
-            lo_link = g;
-            lo_i = i;
-        }
-        if (g > hi_link)
-            hi_link = g;
-    }
-    if (lo_link < PF_STRAG_LINK_RATIO * hi_link)
-        snprintf(note, len, "pairwise: the slow links do not share one rank "
-                 "(slowest %d-%d %.3f GB/s, best %.3f GB/s): a slow link or "
-                 "several slow ranks, not one straggler", lo_i,
-                 (lo_i + 1) % n, lo_link, hi_link);
-    else
-        snprintf(note, len, "pairwise: every link alike (%.3f..%.3f GB/s): "
-                 "no single rank is slow, the fabric as a whole is", lo_link,
-                 hi_link);
-    return -1;
-}
-
-unsigned pf_link_judge(double gbps, long wrong, double slow_below)
-{
-    unsigned bad = wrong > 0 ? PF_LINK_DATA : 0;
-
-    if (slow_below > 0 && good(gbps) < slow_below)
-        bad |= PF_LINK_SLOW;
-    return bad;
-}
-
-static int by_value(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-double pf_links_relative_floor(int n, const double *gbps)
-{
-    double *v, median;
-
-    if (n < 1 || !(v = calloc((size_t)n, sizeof(*v))))
-        return 0;
-    for (int i = 0; i < n; i++)
-        v[i] = good(gbps[i]);
-    qsort(v, (size_t)n, sizeof(*v), by_value);
-    median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-    free(v);
-    return PF_STRAG_LINK_RATIO * median;
-}
-
-/* Rank r's two ring links, as judged. */
-static unsigned left_bad(int n, const unsigned *ring_bad, int r)
-{
-    return ring_bad[(r + n - 1) % n];
-}
-
-int pf_pairs_confirm_plan(int n, const unsigned *ring_bad, int max_rounds,
-                          int *partner)
-{
-    int *goods, *suspects, ngood = 0, nsusp = 0, rounds;
-
-    for (int i = 0; i < n * max_rounds; i++)
-        partner[i] = -1;
-    if (n < 3 || max_rounds < 1)
-        return 0;
-    goods = calloc((size_t)n, sizeof(*goods));
-    suspects = calloc((size_t)n, sizeof(*suspects));
-    if (!goods || !suspects) {
-        free(goods);
-        free(suspects);
-        return 0;
-    }
-    for (int r = 0; r < n; r++)
-        if (!ring_bad[r] && !left_bad(n, ring_bad, r))
-            goods[ngood++] = r;
-    /* Both links bad first: they are the likely culprits, and a node
-     * between two bad ones is among them and must get its chance. */
-    for (int both = 1; both >= 0; both--)
-        for (int r = 0; r < n; r++) {
-            unsigned l = left_bad(n, ring_bad, r), m = ring_bad[r];
-            if ((l || m) && (both ? l && m : !(l && m)))
-                suspects[nsusp++] = r;
-        }
-    rounds = 0;
-    if (ngood > 0 && nsusp > 0) {
-        rounds = (nsusp + ngood - 1) / ngood;
-        if (rounds > max_rounds)
-            rounds = max_rounds;
-        for (int k = 0; k < rounds; k++)
-            for (int j = 0; j < ngood && k * ngood + j < nsusp; j++) {
-                int sus = suspects[k * ngood + j], g = goods[j];
-                partner[k * n + sus] = g;
-                partner[k * n + g] = sus;
-            }
-    }
-    free(goods);
-    free(suspects);
-    return rounds;
-}
-
-/* "2, 5" into out. */
-static void rank_list(const unsigned *culprit, unsigned kind, int n,
-                      char *out, size_t len)
-{
-    size_t used = 0;
-
-    out[0] = '\0';
-    for (int r = 0; r < n && used + 16 < len; r++)
-        if (culprit[r] & kind)
-            used += (size_t)snprintf(out + used, len - used, "%s%d",
-                                     used ? ", " : "", r);
-}
-
-/* Append to note what rank r's links and confirmation showed. */
-static void say_culprit(int n, int r, unsigned kinds, const double *gbps,
-                        const long *wrong, const unsigned *ring_bad,
-                        const struct pf_confirm *c, char *note, size_t len)
-{
-    size_t used = strlen(note);
-    int l = (r + n - 1) % n, m = (r + 1) % n;
-    unsigned lb = ring_bad[l], mb = ring_bad[r];
-
-    if (used + 2 >= len)
-        return;
-    if (kinds & PF_LINK_SLOW) {
-        if ((lb & mb) & PF_LINK_SLOW)
-            used += (size_t)snprintf(note + used, len - used, "%srank %d's "
-                                     "links are both slow (%d-%d %.3f GB/s, "
-                                     "%d-%d %.3f GB/s)", used ? "; " : "", r,
-                                     l, r, good(gbps[l]), r, m,
-                                     good(gbps[r]));
-        else
-            used += (size_t)snprintf(note + used, len - used, "%srank %d's "
-                                     "link to %d is slow (%.3f GB/s)",
-                                     used ? "; " : "", r,
-                                     lb & PF_LINK_SLOW ? l : m,
-                                     good(gbps[lb & PF_LINK_SLOW ? l : r]));
-        if (used < len)
-            used += (size_t)snprintf(note + used, len - used, ", and with "
-                                     "rank %d (proven good) %.3f GB/s",
-                                     c->good, good(c->gbps));
-    }
-    if ((kinds & PF_LINK_DATA) && used < len) {
-        if ((lb & mb) & PF_LINK_DATA)
-            used += (size_t)snprintf(note + used, len - used, "%srank %d's "
-                                     "links both carry wrong data (%d-%d %ld, "
-                                     "%d-%d %ld wrong)", used ? "; " : "", r,
-                                     l, r, wrong[l], r, m, wrong[r]);
-        else
-            used += (size_t)snprintf(note + used, len - used, "%srank %d's "
-                                     "link to %d carries wrong data (%ld "
-                                     "wrong)", used ? "; " : "", r,
-                                     lb & PF_LINK_DATA ? l : m,
-                                     wrong[lb & PF_LINK_DATA ? l : r]);
-        if (used < len)
-            snprintf(note + used, len - used, ", and with rank %d (proven "
-                     "good) %ld wrong", c->good, c->wrong);
-    }
-}
-
-int pf_pairs_blame(int n, const double *ring_gbps, const long *ring_wrong,
-                   const unsigned *ring_bad, const struct pf_confirm *conf,
-                   int nconf, double slow_below, unsigned *culprit,
-                   char *note, size_t len)
-{
-    int count = 0, nbad = 0, ngood = 0;
-    unsigned seen = 0;
-    char who[160];
-
-    for (int r = 0; r < n; r++)
-        culprit[r] = 0;
-    if (len)
-        note[0] = '\0';
-    if (n < 2) {
-        snprintf(note, len, "%d rank(s): no link to test", n);
-        return 0;
-    }
-    for (int i = 0; i < n; i++) {
-        seen |= ring_bad[i];
-        nbad += ring_bad[i] != 0;
-        ngood += !ring_bad[i] && !ring_bad[(i + n - 1) % n];
-    }
-    if (n == 2) {
-        snprintf(note, len, "2 ranks share one link (%.3f GB/s%s): a pairwise "
-                 "test cannot tell which end is at fault",
-                 good(ring_gbps[0]), ring_wrong[0] > 0 ? ", wrong data" : "");
-        return 0;
-    }
-    if (nbad == 0) {
-        if (slow_below > 0)
-            snprintf(note, len, "pairwise: every link good (%d links at or "
-                     "above %.3f GB/s, right data)", n, slow_below);
-        else
-            snprintf(note, len, "pairwise: every link carried right data "
-                     "(%d links; speed not judged: no floor)", n);
-        return 0;
-    }
-    if (ngood == 0) {
-        snprintf(note, len, "pairwise: %d of %d links %s, and no rank has two "
-                 "good links: no node proven good to confirm against, none "
-                 "blamed", nbad, n,
-                 seen == (PF_LINK_SLOW | PF_LINK_DATA) ? "slow or wrong"
-                 : seen & PF_LINK_DATA ? "carry wrong data" : "slow");
-        return 0;
-    }
-    /* A suspect fails when its re-test with a node proven good is bad in a
-     * way one of its ring links was. */
-    for (int k = 0; k < nconf; k++) {
-        const struct pf_confirm *c = &conf[k];
-        int r = c->suspect;
-        if (r < 0 || r >= n)
-            continue;
-        culprit[r] |= c->bad & (ring_bad[r] | left_bad(n, ring_bad, r));
-    }
-    for (int r = 0; r < n; r++)
-        count += culprit[r] != 0;
-    if (2 * count > n) {
-        for (int r = 0; r < n; r++)
-            culprit[r] = 0;
-        snprintf(note, len, "pairwise: %d of %d ranks failed their links and "
-                 "the re-test with a node proven good: not a minority, the "
-                 "fabric as a whole is suspect, none blamed", count, n);
-        return 0;
-    }
-    if (count == 0) {
-        snprintf(note, len, "pairwise: %d of %d links %s, but every suspect "
-                 "passed its re-test with a node proven good (%d re-test%s): "
-                 "no node singled out", nbad, n,
-                 seen & PF_LINK_DATA ? "bad" : "slow", nconf,
-                 nconf == 1 ? "" : "s");
-        return 0;
-    }
-    snprintf(note, len, "pairwise: ");
-    for (int r = 0; r < n; r++) {
-        const struct pf_confirm *c = NULL;
-        if (!culprit[r])
-            continue;
-        for (int k = 0; k < nconf && !c; k++)
-            if (conf[k].suspect == r)
-                c = &conf[k];
-        if (c)
-            say_culprit(n, r, culprit[r], ring_gbps, ring_wrong, ring_bad, c,
-                        note + 10, len > 10 ? len - 10 : 0);
-    }
-    if (slow_below > 0 && strlen(note) + 40 < len) {
-        rank_list(culprit, PF_LINK_SLOW, n, who, sizeof(who));
-        if (who[0])
-            snprintf(note + strlen(note), len - strlen(note), " (slow below "
-                     "%.3f GB/s)", slow_below);
-    }
-    return count;
-}
-
-/* The ring-neighbour rule alone (no re-test with a node proven good),
- * for the ranks of one node (inside.c), where every link is local. */
-/* "2, 5" into out. */
-static void bool_rank_list(const bool *culprit, int n, char *out, size_t len)
-{
-    size_t used = 0;
-
-    out[0] = '\0';
-    for (int r = 0; r < n && used + 16 < len; r++)
-        if (culprit[r])
-            used += (size_t)snprintf(out + used, len - used, "%s%d",
-                                     used ? ", " : "", r);
-}
-
-int pf_straggler_blame(int n, const double *link_gbps, const long *link_wrong,
-                       bool *culprit, char *note, size_t len)
-{
-    bool data = false, *bad;
-    double best = 0;
-    int count = 0, stray = -1;
-    char who[256];
-
-    for (int r = 0; r < n; r++)
-        culprit[r] = false;
-    if (n < 2) {
-        snprintf(note, len, "%d rank(s): no link to test", n);
-        return 0;
-    }
-    for (int i = 0; i < n; i++) {
-        data |= link_wrong && link_wrong[i] > 0;
-        if (good(link_gbps[i]) > best)
-            best = good(link_gbps[i]);
-    }
-    if (n == 2) {
-        snprintf(note, len, "2 ranks share one link (%.3f GB/s%s): a pairwise "
-                 "test cannot tell which end is at fault", good(link_gbps[0]),
-                 data ? ", wrong data" : "");
-        return 0;
-    }
-    if (!data) {
-        /* The classic one straggler keeps its words. */
-        int one = pf_straggler_from_links(n, link_gbps, note, len);
-        if (one >= 0) {
-            culprit[one] = true;
-            return 1;
-        }
-    }
-    bad = calloc((size_t)n, sizeof(*bad));
-    if (!bad) {
-        snprintf(note, len, "pairwise: out of memory");
-        return 0;
-    }
-    /* A bad link carried wrong data or, when none did, ran below
-     * PF_STRAG_LINK_RATIO of the best link. */
-    for (int i = 0; i < n; i++)
-        bad[i] = data ? link_wrong[i] > 0
-                      : good(link_gbps[i]) < PF_STRAG_LINK_RATIO * best;
-    for (int r = 0; r < n; r++) {
-        culprit[r] = bad[r] && bad[(r + n - 1) % n];
-        count += culprit[r];
-    }
-    for (int i = 0; i < n; i++)
-        if (bad[i] && !culprit[i] && !culprit[(i + 1) % n])
-            stray = i;
-    free(bad);
-    /* Blame only what the links prove: every bad link ends at a culprit,
-     * and the culprits are a minority (else the fabric as a whole is). */
-    if (count == 0 || stray >= 0 || 2 * count > n) {
-        for (int r = 0; r < n; r++)
-            culprit[r] = false;
-        if (data)
-            snprintf(note, len, "pairwise: the links that carried wrong data "
-                     "do not single out a minority of ranks: no node is "
-                     "blamed");
-        else if (len && note[0] == '\0')
-            snprintf(note, len, "pairwise: no rank singled out");
-        return 0;
-    }
-    bool_rank_list(culprit, n, who, sizeof(who));
-    snprintf(note, len, "pairwise: rank%s %s %s both links %s while every "
-             "other rank has a good one", count > 1 ? "s" : "", who,
-             count > 1 ? "have" : "has", data ? "carry wrong data" : "slow");
-    return count;
-}
-
-int pf_straggler_from_times(int n, const double *secs, char *note,
-                            size_t len)
-{
-    int worst = 0;
-    double next = -1;
-
-    if (n < 2) {
-        snprintf(note, len, "%d rank(s): no timings to compare", n);
-        return -1;
-    }
-    for (int r = 1; r < n; r++)
-        if (good(secs[r]) > good(secs[worst]))
-            worst = r;
-    for (int r = 0; r < n; r++)
-        if (r != worst && good(secs[r]) > next)
-            next = good(secs[r]);
-    if (good(secs[worst]) > PF_STRAG_TIME_RATIO * next) {
-        snprintf(note, len, "per-rank timings: rank %d took %.4f s per "
-                 "all_reduce, the next slowest %.4f s", worst,
-                 good(secs[worst]), next);
-        return worst;
-    }
-    double fastest = good(secs[0]);
-    for (int r = 1; r < n; r++)
-        if (good(secs[r]) < fastest)
-            fastest = good(secs[r]);
-    snprintf(note, len, "per-rank timings %.4f..%.4f s per all_reduce: no "
-             "rank stands out (in a ring every rank waits for the slowest)",
-             fastest, good(secs[worst]));
-    return -1;
-}
-
 /* -------------------------------------------------------------- re-test */
 
 static double mean(const double *v, int n)
 {
     double s = 0;
     for (int i = 0; i < n; i++)
-        s += good(v[i]);
+        s += isfinite(v[i]) && v[i] > 0 ? v[i] : 0;   /* a failed measure counts 0 */
     return n > 0 ? s / n : 0;
-}
-
-/* The size the pairs are judged at: the smallest swept size from the
- * 2-node floor's own size on (the largest size when it names none), else
- * the largest swept size at which its size curve holds; 0 when no size
- * swept reaches it. */
-static uint64_t pair_judged_bytes(const struct pf_coll *c,
-                                  const struct pf_floor_rule *rule)
-{
-    int nrows = c->nrows < PF_MAX_ROWS ? c->nrows : PF_MAX_ROWS;
-    uint64_t min = pf_floor_rule_min_bytes(rule);
-
-    if (nrows < 1)
-        return 0;
-    if (!rule->from_bytes)
-        return c->rows[nrows - 1].bytes;
-    for (int i = 0; i < nrows; i++)
-        if (c->rows[i].bytes >= rule->from_bytes)
-            return c->rows[i].bytes;
-    for (int i = nrows - 1; i >= 0; i--)
-        if (min && c->rows[i].bytes >= min)
-            return c->rows[i].bytes;
-    return 0;
-}
-
-/* The fleet's baseline for the pairs at p->bytes (pf_base_pair_floor):
- * a link between the catalog floor and the baseline is degraded, not
- * failed, unless --degraded-fails. */
-static void held_to_baseline(const struct pf_run *run, struct plan *p)
-{
-    const struct pf_coll *c = &run->coll;
-    const char *type = run->instance ? run->instance->name
-                                     : run->node.instance_type;
-    struct pf_base_held h;
-    double f;
-
-    if (c->fabric.provider_is_fallback && !run->cfg.debug_floor_any_provider) {
-        snprintf(p->base_src, sizeof(p->base_src), "provider %s is not EFA",
-                 c->fabric.provider);
-        return;
-    }
-    f = pf_base_pair_floor(&run->baseline, type, c->engine, p->bytes,
-                           p->floor, run->cfg.baseline_fraction, &h);
-    p->base_median = h.median_gbps;
-    p->base_runs = h.runs;
-    snprintf(p->base_src, sizeof(p->base_src), "%s",
-             run->baseline.source[0] ? run->baseline.source
-                                     : run->baseline.note);
-    if (h.applied) {
-        p->base_floor = f;
-        p->floor = f;
-        p->relative = 0;
-    }
 }
 
 /* What the links were held to, on every rank from the plan. */
@@ -674,11 +91,10 @@ static void decide(const struct pf_run *run, const struct pf_engine *e,
                    struct plan *p)
 {
     const struct pf_coll *c = &run->coll;
-    struct pf_floor_rule rule2;
-    double floor = c->judgement.floor.gbps;
+    const struct pf_judgement *j = &c->judgement;
+    double floor = j->floor.gbps;
     uint64_t largest = c->nrows > 0 ? c->rows[c->nrows - 1].bytes : 0;
-    uint64_t judged_bytes = 0;
-    double judged = c->judgement.busbw_gbps;
+    double judged = j->busbw_gbps;
     double per_op, need_s, left_s;
     int rounds;
 
@@ -708,23 +124,24 @@ static void decide(const struct pf_run *run, const struct pf_engine *e,
                  p->data ? "at fault" : "slow");
         return;
     }
-    /* Links across nodes are judged against the 2-node floor at the size
-     * it holds from; without one (or on one node) relative to the median
-     * link when the ring was slow, else by their data only. */
-    if (c->nnodes >= 2 && pf_coll_floor_at(run, 2, &rule2) > 0)
-        judged_bytes = pair_judged_bytes(c, &rule2);
-    if (judged_bytes) {
-        p->floor = pf_floor_rule_at(&rule2, judged_bytes);
-        p->bytes = judged_bytes;
-    } else {
-        p->relative = p->below;
-        p->bytes = largest < PAIR_MAX_BYTES ? largest : PAIR_MAX_BYTES;
-    }
-    p->bytes = p->bytes / sizeof(float) * sizeof(float);
-    if (p->bytes == 0)
-        p->bytes = sizeof(float);
-    p->catalog_floor = p->floor;
-    held_to_baseline(run, p);
+    /* Links across nodes are held to what the judgement says (judge.h);
+     * without a floor (or on one node) relative to the median link when
+     * the ring was slow, else by their data only. */
+    p->bytes = j->pair_bytes;
+    p->floor = j->pair_gbps;
+    p->catalog_floor = j->pair_catalog_gbps;
+    p->relative = p->below && !j->pair_by_floor && !j->pair_held.applied;
+    if (j->pair_held.applied)
+        p->base_floor = j->pair_gbps;
+    p->base_median = j->pair_held.median_gbps;
+    p->base_runs = j->pair_held.runs;
+    if (j->other_provider)
+        snprintf(p->base_src, sizeof(p->base_src), "provider %s is not EFA",
+                 c->fabric.provider);
+    else
+        snprintf(p->base_src, sizeof(p->base_src), "%s",
+                 run->baseline.source[0] ? run->baseline.source
+                                         : run->baseline.note);
     /* A ring all_reduce of B bytes moves 2(n-1)/n x B over every link;
      * an exchange moves its bytes each way: scale the measured time of the
      * largest size, then warm-up + iters per round, for the neighbour

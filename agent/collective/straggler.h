@@ -6,8 +6,9 @@
  * its floor or carried wrong data) each pair of ring neighbours is tested
  * alone over the same fabric endpoints, in rounds of disjoint pairs
  * ((0,1),(2,3)... then (1,2),(3,0)..., and (n-1,0) alone for odd n), at
- * the size the floor is judged at, with the data checked. A link is slow
- * below the 2-node floor and bad when slow or wrong (judged apart, so a
+ * the size the judgement holds them at, with the data checked. A link is
+ * slow below what the judgement holds it to (run->coll.judgement, the
+ * rule: judge/judge.h) and bad when slow or wrong (judged apart, so a
  * slow node is named even when another corrupts). A node with a bad link
  * is a suspect; each suspect is tested once more with a node proven good
  * (both its links good) and is failed only when that link is bad too, in
@@ -20,112 +21,7 @@
 #include <stddef.h>
 
 #include "../types/run.h"
-#include "../config/catalog.h"
 #include "engine.h"
-
-/* A rank is the straggler when the better of its two links is below this
- * fraction of every other rank's better link. */
-#define PF_STRAG_LINK_RATIO 0.5
-/* Timings single a rank out when it took this many times the next one. */
-#define PF_STRAG_TIME_RATIO 1.5
-
-/* The busbw floor this run's ring must reach: pf_floor_for (the one rule,
- * config/catalog.h) applied to the collective's engine, provider and node
- * count. pf_coll_judge (collective.h) applies it and the one below once,
- * into run->coll.judgement, which everyone else reads. */
-double pf_coll_floor(const struct pf_run *run, struct pf_floor_rule *rule);
-/* The same rule at another node count: pair links are judged against the
- * floor at 2 nodes, whatever the run's size. */
-double pf_coll_floor_at(const struct pf_run *run, int nnodes,
-                        struct pf_floor_rule *rule);
-/* The busbw the floor is judged against, the better of in and out of
- * place: with a floor by size (rule->nsizes), the largest row that has a
- * floor; else the best of the rows at or above the floor's size (the
- * largest row when it names none); -1 when no row reaches it. *at_bytes is
- * that row's size. */
-double pf_coll_judged_busbw(const struct pf_coll *c,
-                            const struct pf_floor_rule *rule,
-                            uint64_t *at_bytes);
-
-/* The pure decisions, testable without a fabric. ---------------------- */
-
-/* Phases of the pairwise re-test for n ranks (0 for n < 2). */
-int pf_straggler_nphases(int n);
-/* Phase in which link i (rank i with rank (i+1) % n) is tested. */
-int pf_straggler_link_phase(int n, int i);
-/* rank's partner in phase, -1 when it sits that phase out. */
-int pf_straggler_peer(int rank, int n, int phase);
-
-/* link_gbps[i] = bandwidth between rank i and rank (i+1) % n. Returns the
- * straggler's rank or -1 (2 ranks, links alike, slow links that do not
- * share one rank); note says which and why, in words and numbers. */
-int pf_straggler_from_links(int n, const double *link_gbps, char *note,
-                            size_t len);
-
-/* The ring-neighbour rule alone, for the ranks inside one node
- * (inside.c): link i joins rank i and rank (i+1) % n; with link_wrong
- * given and any link carrying wrong data, the bad links are those; else
- * those below PF_STRAG_LINK_RATIO of the best link. culprit[r] is set for
- * each rank whose two links are bad, only when every bad link ends at one
- * of them and they are at most half the ranks. Returns how many. */
-int pf_straggler_blame(int n, const double *link_gbps, const long *link_wrong,
-                       bool *culprit, char *note, size_t len);
-
-/* The blame rule, for slowness and wrong data alike. ---------------- */
-
-/* Confirmation rounds at most: each pairs every suspect it can with a
- * distinct node proven good. */
-#define PF_PAIR_CONFIRM_ROUNDS 2
-
-/* What a link of gbps carrying wrong elements is: PF_LINK_SLOW below
- * slow_below (0: slowness not judged), PF_LINK_DATA with wrong data. */
-unsigned pf_link_judge(double gbps, long wrong, double slow_below);
-
-/* The relative threshold, where no floor applies: PF_STRAG_LINK_RATIO of
- * the median of n links. */
-double pf_links_relative_floor(int n, const double *gbps);
-
-/* After the neighbour rounds (ring_bad[i]: link i, rank i with rank
- * (i+1) % n, as pf_link_judge said): pair each suspect (a bad link) with a
- * node proven good (both links good), suspects with both links bad first,
- * one good node per suspect per round, at most max_rounds rounds.
- * partner[k * n + r] is rank r's partner in confirmation round k, -1 when
- * it sits the round out (n x max_rounds entries). Returns the rounds
- * needed (0: no suspect, no good node or n < 3). */
-int pf_pairs_confirm_plan(int n, const unsigned *ring_bad, int max_rounds,
-                          int *partner);
-
-/* One confirmation: suspect re-tested with good; bad as pf_link_judge. */
-struct pf_confirm {
-    int suspect, good;
-    unsigned bad;
-    double gbps;
-    long wrong;
-};
-
-/* The verdict of the links: culprit[r] (n entries) gets the PF_LINK_*
- * kinds for which rank r is failed: its confirmation link was bad in a
- * way one of its ring links was. Nobody when n < 3, when no node was
- * proven good, or when more than half the ranks would be. Returns how many
- * ranks are blamed; note says what was seen, in words and numbers
- * (ring_gbps and ring_wrong: the n ring links, for it). */
-int pf_pairs_blame(int n, const double *ring_gbps, const long *ring_wrong,
-                   const unsigned *ring_bad, const struct pf_confirm *conf,
-                   int nconf, double slow_below, unsigned *culprit,
-                   char *note, size_t len);
-
-/* After pf_pairs_blame with the links held to base_floor (a fleet
- * baseline above catalog_floor): a slow culprit whose confirmation link
- * met the catalog floor is PF_LINK_DEGRADED instead (a warning, not a
- * proven fault of the fabric). Nothing when base_floor <= catalog_floor. */
-void pf_pairs_split_degraded(int n, const struct pf_confirm *conf, int nconf,
-                             double catalog_floor, double base_floor,
-                             unsigned *culprit);
-
-/* secs[r] = rank r's time per all_reduce. Returns the rank that took
- * PF_STRAG_TIME_RATIO times the next slowest, else -1; note as above. */
-int pf_straggler_from_times(int n, const double *secs, char *note,
-                            size_t len);
 
 /* After a good sweep, on every rank: the pairwise phase on a run of 3 or
  * more nodes, and when the ring missed its floor or data was wrong on any

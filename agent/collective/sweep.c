@@ -6,14 +6,14 @@
  * #wrong the sum over ranks; both come from one allgather per size. */
 #include "engine.h"
 #include "plan.h"
-#include "straggler.h"
 #include "sweep.h"
+
+#include "../types/run.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../config/catalog.h"
 #include "../util/clock.h"
 #include "../util/log.h"
 
@@ -51,6 +51,21 @@ pf_err pf_sweep_sizes(uint64_t min_bytes, uint64_t max_bytes, int factor,
             break;
     }
     return PF_OK;
+}
+
+/* The largest size without -e: 64 MiB, or the floor's size when larger. */
+#define DEFAULT_MAX_BYTES (64ull << 20)
+
+uint64_t pf_sweep_max_bytes(const struct pf_config *cfg,
+                            const struct pf_floor_rule *rule)
+{
+    uint64_t max = DEFAULT_MAX_BYTES;
+
+    if (cfg->max_bytes)
+        return cfg->max_bytes;
+    if (rule && rule->gbps > 0 && rule->from_bytes > max)
+        max = rule->from_bytes;
+    return max > cfg->min_bytes ? max : cfg->min_bytes;
 }
 
 pf_err pf_sweep_plan(const struct pf_config *cfg,
@@ -171,7 +186,7 @@ pf_err pf_sweep(struct pf_run *run, struct pf_engine *e, struct pf_boot *b,
     const struct pf_config *cfg = &run->cfg;
     const uint64_t *sizes = c->sweep.sizes;
     struct rank_result *all;
-    struct pf_floor_rule floor;
+    const struct pf_floor_rule *stop = &c->judgement.stop;
     int nsizes = c->sweep.nsizes, iters = cfg->iters > 0 ? cfg->iters : 1;
     pf_err rc;
 
@@ -189,7 +204,6 @@ pf_err pf_sweep(struct pf_run *run, struct pf_engine *e, struct pf_boot *b,
 
     c->nrows = 0;
     c->plan.sweep_cut[0] = '\0';
-    pf_coll_floor(run, &floor);
     pf_progress_begin(&run->progress, "all_reduce sweep", pf_now_ms());
     for (int i = 0; i < nsizes && rc == PF_OK; i++) {
         uint64_t count = sizes[i] / sizeof(float);
@@ -239,7 +253,7 @@ pf_err pf_sweep(struct pf_run *run, struct pf_engine *e, struct pf_boot *b,
                              c->rows[c->nrows - 1].ip_busbw
                          ? c->rows[c->nrows - 1].oop_busbw
                          : c->rows[c->nrows - 1].ip_busbw,
-            .floor_gbps = floor.gbps, .floor_from = floor.from_bytes,
+            .floor_gbps = stop->gbps, .floor_from = stop->from_bytes,
             .left_s = all[0].sweep_left_s };
         if (i < nsizes - 1 &&
             pf_plan_sweep_stops(&told, sizes[i + 1], c->plan.sweep_cut,

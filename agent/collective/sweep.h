@@ -14,8 +14,9 @@ struct pf_engine;
 struct pf_boot;
 
 /* The nccl-tests-style sweep over an opened engine, under the time plan
- * (plan.h): sizes run until the ring is decided or the sweep's share is
- * spent, rows into run->coll. */
+ * (plan.h): sizes run until the ring is decided (against the judgement's
+ * stop floor, judge/judge.h pf_judge_stop) or the sweep's share is spent,
+ * rows into run->coll. */
 pf_err pf_sweep(struct pf_run *run, struct pf_engine *e, struct pf_boot *b,
                 int64_t deadline, char *err);
 
@@ -32,9 +33,17 @@ static inline double pf_busbw_factor(int nranks)
 pf_err pf_sweep_sizes(uint64_t min_bytes, uint64_t max_bytes, int factor,
                       uint64_t *out, int max_n, int *n, char *err);
 
+/* The largest size to sweep: -e when given, else 64 MiB or the floor's
+ * size when that is larger (so a catalogued type is judged by default),
+ * and never below -b. rule NULL: no floor known (the local launcher, before
+ * any rank has probed its instance type). */
+uint64_t pf_sweep_max_bytes(const struct pf_config *cfg,
+                            const struct pf_floor_rule *rule);
+
 /* The sweep's sizes, decided once (collective.c, before any peer is
  * waited for): from cfg->min_bytes by cfg->step_factor up to
- * pf_sweep_max_bytes (config/catalog.h) under rule (NULL: no floor known).
+ * pf_sweep_max_bytes under rule (the judgement's planned floor, NULL: no
+ * floor known).
  * Sizes pf_sweep_sizes refuses leave plan->nsizes 0. */
 pf_err pf_sweep_plan(const struct pf_config *cfg,
                      const struct pf_floor_rule *rule,

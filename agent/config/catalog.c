@@ -19,7 +19,6 @@
 #include "../util/yamldoc.h"
 
 #define CATALOG_MAX 1024
-#define DEFAULT_MAX_BYTES (64ull << 20)
 
 void pf_catalog_free(struct pf_catalog *cat)
 {
@@ -134,180 +133,10 @@ bool pf_catalog_suggest(const struct pf_catalog *cat, const char *type,
     return true;
 }
 
-/* The points of the curve around a node count: lo the largest count <= nodes,
- * hi the smallest >= nodes (equal on a point). Across nodes only multi-node
- * points count (the 1-node point measures NVLink, not EFA); below the first
- * of them lo = hi = that point, beyond the last lo = hi = the last. */
-static bool curve_points(const struct pf_instance *it, int nodes,
-                         const struct pf_floor **lo, const struct pf_floor **hi)
-{
-    *lo = *hi = NULL;
-    if (!it || nodes < 1)
-        return false;
-    for (int i = 0; i < it->nfloors; i++) {
-        const struct pf_floor *p = &it->floors[i];
-        if (nodes == 1 ? p->nodes != 1 : p->nodes < 2)
-            continue;
-        if (p->nodes <= nodes && (!*lo || p->nodes > (*lo)->nodes))
-            *lo = p;
-        if (p->nodes >= nodes && (!*hi || p->nodes < (*hi)->nodes))
-            *hi = p;
-    }
-    if (!*lo)
-        *lo = *hi;
-    if (!*hi)
-        *hi = *lo;
-    return *lo != NULL;
-}
-
-/* A floor point's sizes: its own list, else its one size (from_bytes),
- * else none (a bare number: busbw_gbps at any size). */
-static int eff_sizes(const struct pf_floor *f, struct pf_size_floor *out)
-{
-    if (f->nsizes > 0) {
-        int n = f->nsizes < PF_MAX_SIZE_FLOORS ? f->nsizes : PF_MAX_SIZE_FLOORS;
-        memcpy(out, f->sizes, (size_t)n * sizeof(*out));
-        return n;
-    }
-    if (!f->from_bytes)
-        return 0;
-    out[0] = (struct pf_size_floor){ f->from_bytes, f->busbw_gbps };
-    return 1;
-}
-
-double pf_size_floor_at(const struct pf_size_floor *s, int n, uint64_t bytes)
-{
-    if (n <= 0 || bytes < s[0].bytes)
-        return 0;
-    for (int i = 0; i + 1 < n; i++) {
-        if (bytes >= s[i + 1].bytes)
-            continue;
-        /* busbw grows roughly by a step per doubling of the message
-         * (2x p4d: 44, 66, 75 GB/s at 64 MiB, 256 MiB, 1 GiB): linear in
-         * log2 size, as the node curve is in log2 N. */
-        double t = (log2((double)bytes) - log2((double)s[i].bytes)) /
-                   (log2((double)s[i + 1].bytes) - log2((double)s[i].bytes));
-        return s[i].gbps + t * (s[i + 1].gbps - s[i].gbps);
-    }
-    return s[n - 1].gbps;     /* flat beyond the last: never more asked */
-}
-
-/* A point's floor at a size: a bare number holds at every size. */
-static double point_at(const struct pf_floor *f, const struct pf_size_floor *s,
-                       int n, uint64_t bytes)
-{
-    return n ? pf_size_floor_at(s, n, bytes) : f->busbw_gbps;
-}
-
 static int by_bytes(const void *a, const void *b)
 {
     const struct pf_size_floor *x = a, *y = b;
     return (x->bytes > y->bytes) - (x->bytes < y->bytes);
-}
-
-/* Between two node points the curve by size: at every size either names
- * from where both have a floor, each point's own size curve, linear in
- * log2 N between them. */
-static void interp_sizes(const struct pf_floor *lo, const struct pf_floor *hi,
-                         double t, struct pf_floor *out)
-{
-    struct pf_size_floor a[PF_MAX_SIZE_FLOORS], b[PF_MAX_SIZE_FLOORS];
-    struct pf_size_floor u[2 * PF_MAX_SIZE_FLOORS];
-    int na = eff_sizes(lo, a), nb = eff_sizes(hi, b), nu = 0;
-    uint64_t first = 0;
-
-    if (na && a[0].bytes > first)
-        first = a[0].bytes;
-    if (nb && b[0].bytes > first)
-        first = b[0].bytes;
-    for (int i = 0; i < na + nb; i++) {
-        uint64_t x = i < na ? a[i].bytes : b[i - na].bytes;
-        bool dup = false;
-        for (int k = 0; k < nu; k++)
-            dup = dup || u[k].bytes == x;
-        if (x >= first && !dup)
-            u[nu++].bytes = x;
-    }
-    qsort(u, (size_t)nu, sizeof(u[0]), by_bytes);
-    out->nsizes = 0;
-    for (int k = 0; k < nu && out->nsizes < PF_MAX_SIZE_FLOORS; k++) {
-        double x = point_at(lo, a, na, u[k].bytes);
-        double y = point_at(hi, b, nb, u[k].bytes);
-        out->sizes[out->nsizes++] =
-            (struct pf_size_floor){ u[k].bytes, x + t * (y - x) };
-    }
-    out->busbw_gbps = out->from_bytes
-        ? pf_size_floor_at(out->sizes, out->nsizes, out->from_bytes)
-        : lo->busbw_gbps + t * (hi->busbw_gbps - lo->busbw_gbps);
-    if (out->nsizes <= 1)
-        out->nsizes = 0;      /* one size: from_bytes and busbw_gbps say it */
-}
-
-bool pf_instance_floor(const struct pf_instance *it, int nodes,
-                       struct pf_floor *out)
-{
-    const struct pf_floor *lo, *hi;
-    double t;
-
-    memset(out, 0, sizeof(*out));
-    if (!curve_points(it, nodes, &lo, &hi))
-        return false;
-    if (lo == hi) {
-        *out = *lo;
-        out->nodes = nodes;
-        return true;
-    }
-    /* Busbw falls roughly by a constant step per doubling of the node
-     * count (p5 at 1 GiB: ~435, 274, 220 GB/s at 2, 8, 32 nodes): linear
-     * in log2 N. */
-    t = (log2(nodes) - log2(lo->nodes)) / (log2(hi->nodes) - log2(lo->nodes));
-    out->nodes = nodes;
-    /* Held from the larger of the two sizes; 0 (the largest swept) is
-     * never larger than a size the sweep must reach anyway. */
-    out->from_bytes = lo->from_bytes > hi->from_bytes ? lo->from_bytes
-                                                      : hi->from_bytes;
-    interp_sizes(lo, hi, t, out);
-    out->verified = lo->verified && hi->verified;
-    snprintf(out->source, sizeof(out->source), "linear in log2 N between "
-             "the %d-node floor (%g GB/s) and the %d-node floor (%g GB/s)",
-             lo->nodes, lo->busbw_gbps, hi->nodes, hi->busbw_gbps);
-    return true;
-}
-
-uint64_t pf_floor_rule_min_bytes(const struct pf_floor_rule *r)
-{
-    return r->nsizes > 0 ? r->sizes[0].bytes : r->from_bytes;
-}
-
-double pf_floor_rule_at(const struct pf_floor_rule *r, uint64_t bytes)
-{
-    if (r->gbps <= 0)
-        return 0;
-    if (r->nsizes > 0)
-        return pf_size_floor_at(r->sizes, r->nsizes, bytes);
-    return bytes >= r->from_bytes ? r->gbps : 0;
-}
-
-/* The rule's size curve from a floor point (none for one size). */
-static void rule_sizes(struct pf_floor_rule *r, const struct pf_floor *f)
-{
-    r->nsizes = eff_sizes(f, r->sizes);
-    if (r->nsizes <= 1)
-        r->nsizes = 0;
-}
-
-const struct pf_floor *pf_instance_host_floor(const struct pf_instance *it,
-                                              int nics)
-{
-    const struct pf_floor *best = NULL;
-
-    if (!it)
-        return NULL;
-    for (int i = 0; i < it->nhost_floors; i++)
-        if (it->host_floors[i].nodes <= nics &&
-            (!best || it->host_floors[i].nodes > best->nodes))
-            best = &it->host_floors[i];
-    return best;
 }
 
 /* ------------------------------------------------------------- parsing */
@@ -940,9 +769,6 @@ static void print_floors(FILE *out, const char *key, const struct pf_floor *fl,
     }
 }
 
-static void print_effective(const struct pf_catalog *cat, FILE *out);
-static void print_by_size(const struct pf_catalog *cat, FILE *out);
-
 static bool gpu_stated(const struct pf_gpu_expect *g)
 {
     return g->nvlinks >= 0 || g->pcie_gen || g->pcie_width ||
@@ -1007,112 +833,9 @@ void pf_catalog_print(const struct pf_catalog *cat, FILE *out)
             fputc('\n', out);
         }
     }
-    print_effective(cat, out);
-    print_by_size(cat, out);
 }
 
-const int pf_floor_show_nodes[] = { 2, 8, 32, 128, 512, 1024 };
-const int pf_floor_show_count =
-    (int)(sizeof(pf_floor_show_nodes) / sizeof(pf_floor_show_nodes[0]));
-
-/* The curves at the node counts a user plans for, as YAML comments: what a
- * 64-node job will be held to is readable before it runs. */
-static void print_effective(const struct pf_catalog *cat, FILE *out)
-{
-    bool any = false;
-
-    for (int i = 0; i < cat->n && !any; i++)
-        any = cat->items[i].nfloors > 0;
-    if (!any)
-        return;
-    fprintf(out, "# Effective all_reduce busbw floors (GB/s) by node count, "
-            "NCCL engine on GPU\n# types, host engine elsewhere: linear in "
-            "log2 N between the points above,\n# flat below the first "
-            "multi-node point and beyond the last; ~ = an estimate\n"
-            "# (a point or an interpolation resting on one). Judged from the "
-            "size in\n# parentheses.\n# %-22s", "type");
-    for (int k = 0; k < pf_floor_show_count; k++)
-        fprintf(out, " %12d", pf_floor_show_nodes[k]);
-    fputc('\n', out);
-    for (int i = 0; i < cat->n; i++) {
-        const struct pf_instance *it = &cat->items[i];
-        if (!it->nfloors)
-            continue;
-        fprintf(out, "# %-22s", it->name);
-        for (int k = 0; k < pf_floor_show_count; k++) {
-            struct pf_floor f;
-            char cell[32], size[16];
-            if (!pf_instance_floor(it, pf_floor_show_nodes[k], &f)) {
-                fprintf(out, " %12s", "-");
-                continue;
-            }
-            if (f.from_bytes >= (1ull << 30) && !(f.from_bytes % (1ull << 30)))
-                snprintf(size, sizeof(size), "%lluG",
-                         (unsigned long long)(f.from_bytes >> 30));
-            else if (f.from_bytes >= (1ull << 20) &&
-                     !(f.from_bytes % (1ull << 20)))
-                snprintf(size, sizeof(size), "%lluM",
-                         (unsigned long long)(f.from_bytes >> 20));
-            else
-                snprintf(size, sizeof(size), "%llu",
-                         (unsigned long long)f.from_bytes);
-            snprintf(cell, sizeof(cell), "%s%.1f (%s)",
-                     f.verified ? "" : "~", f.busbw_gbps,
-                     f.from_bytes ? size : "max");
-            fprintf(out, " %12s", cell);
-        }
-        fputc('\n', out);
-    }
-}
-
-static void size_text(char *out, size_t len, uint64_t b)
-{
-    if (b >= (1ull << 30) && !(b % (1ull << 30)))
-        snprintf(out, len, "%lluG", (unsigned long long)(b >> 30));
-    else if (b >= (1ull << 20) && !(b % (1ull << 20)))
-        snprintf(out, len, "%lluM", (unsigned long long)(b >> 20));
-    else
-        snprintf(out, len, "%llu", (unsigned long long)b);
-}
-
-/* The curves by message size where a type names more than one: the floor
- * at each size a point names, at the node counts of the table above. */
-static void print_by_size(const struct pf_catalog *cat, FILE *out)
-{
-    bool head = false;
-
-    for (int i = 0; i < cat->n; i++) {
-        const struct pf_instance *it = &cat->items[i];
-        bool any = false;
-        for (int f = 0; f < it->nfloors; f++)
-            any = any || it->floors[f].nsizes > 1;
-        if (!any)
-            continue;
-        if (!head)
-            fprintf(out, "# Floors by message size (GB/s): judged at the "
-                    "largest size swept that has one,\n# linear in log2 "
-                    "size between two, flat beyond the last.\n");
-        head = true;
-        for (int k = 0; k < pf_floor_show_count; k++) {
-            struct pf_floor fl;
-            struct pf_size_floor sz[PF_MAX_SIZE_FLOORS];
-            int n;
-            if (!pf_instance_floor(it, pf_floor_show_nodes[k], &fl))
-                continue;
-            n = eff_sizes(&fl, sz);
-            fprintf(out, "# %-22s %5d nodes:", it->name, pf_floor_show_nodes[k]);
-            for (int s = 0; s < n; s++) {
-                char t[16];
-                size_text(t, sizeof(t), sz[s].bytes);
-                fprintf(out, " %s %s%.1f", t, fl.verified ? "" : "~",
-                        sz[s].gbps);
-            }
-            fputc('\n', out);
-        }
-    }
-}
-
-static cJSON *floor_json(const struct pf_floor *f, const char *key)
+cJSON *pf_catalog_point_json(const struct pf_floor *f, const char *key)
 {
     cJSON *o = cJSON_CreateObject();
 
@@ -1153,10 +876,12 @@ cJSON *pf_instance_json(const struct pf_instance *it)
     cJSON_AddBoolToObject(o, "no_nccl", it->no_nccl);
     floors = cJSON_AddArrayToObject(o, "floors");
     for (int i = 0; i < it->nfloors && i < PF_MAX_FLOORS; i++)
-        cJSON_AddItemToArray(floors, floor_json(&it->floors[i], "nodes"));
+        cJSON_AddItemToArray(floors,
+                             pf_catalog_point_json(&it->floors[i], "nodes"));
     floors = cJSON_AddArrayToObject(o, "host_floors");
     for (int i = 0; i < it->nhost_floors && i < PF_MAX_FLOORS; i++)
-        cJSON_AddItemToArray(floors, floor_json(&it->host_floors[i], "nics"));
+        cJSON_AddItemToArray(floors,
+                             pf_catalog_point_json(&it->host_floors[i], "nics"));
     if (gpu_stated(&it->gpu)) {
         cJSON *g = cJSON_AddObjectToObject(o, "gpu");
         if (it->gpu.nvlinks >= 0)
@@ -1180,117 +905,15 @@ cJSON *pf_instance_json(const struct pf_instance *it)
     return o;
 }
 
-pf_err pf_catalog_print_json(const struct pf_catalog *cat, FILE *out,
-                             char *err)
+cJSON *pf_catalog_json(const struct pf_catalog *cat)
 {
     cJSON *root = cJSON_CreateObject(), *list;
-    char *text;
 
     if (!root)
-        return pf_fail(err, PF_ERR_NOMEM, "catalog JSON: out of memory");
+        return NULL;
     cJSON_AddNumberToObject(root, "version", 1);
     list = cJSON_AddArrayToObject(root, "instances");
-    for (int i = 0; i < cat->n; i++) {
-        const struct pf_instance *it = &cat->items[i];
-        cJSON *o = pf_instance_json(it);
-        cJSON *eff = cJSON_AddArrayToObject(o, "effective_floors");
-        for (int k = 0; it->nfloors && k < pf_floor_show_count; k++) {
-            struct pf_floor f;
-            if (pf_instance_floor(it, pf_floor_show_nodes[k], &f))
-                cJSON_AddItemToArray(eff, floor_json(&f, "nodes"));
-        }
-        cJSON_AddItemToArray(list, o);
-    }
-    text = cJSON_Print(root);
-    cJSON_Delete(root);
-    if (!text)
-        return pf_fail(err, PF_ERR_NOMEM, "catalog JSON: out of memory");
-    fprintf(out, "%s\n", text);
-    cJSON_free(text);
-    return PF_OK;
-}
-
-/* The one floor rule (catalog.h). */
-void pf_floor_for(const struct pf_config *cfg, const struct pf_instance *it,
-                  enum pf_engine_kind engine, const char *fallback_provider,
-                  int nnodes, int nics, struct pf_floor_rule *out)
-{
-    const struct pf_floor *f, *lo, *hi;
-    struct pf_floor pt;
-    char where[64] = "";
-    bool gpu_type, nccl;
-
-    memset(out, 0, sizeof(*out));
-    if (cfg->min_busbw_gbps > 0) {
-        /* One size, the user's: no curve. */
-        out->gbps = cfg->min_busbw_gbps;
-        out->from_bytes = cfg->min_busbw_from_bytes;
-        snprintf(out->src, sizeof(out->src), "--min-busbw-gbps");
-        return;
-    }
-    if (fallback_provider) {
-        snprintf(out->src, sizeof(out->src), "no floor: provider %s is not "
-                 "EFA, so no catalog floor applies", fallback_provider);
-        return;
-    }
-    if (!it) {
-        snprintf(out->src, sizeof(out->src), "no floor: instance type not in "
-                 "the catalog");
-        return;
-    }
-    gpu_type = !strcmp(it->accel_kind, "gpu");
-    nccl = engine == PF_ENGINE_NCCL;
-    if (gpu_type != nccl) {
-        snprintf(out->src, sizeof(out->src), "no floor: the catalog's floors "
-                 "for %s measure the %s engine", it->name,
-                 gpu_type ? "nccl" : "host");
-        return;
-    }
-    /* Across nodes the host engine's ring goes through every NIC it
-     * striped over: its floor grows with them. */
-    f = !nccl && nnodes >= 2 ? pf_instance_host_floor(it, nics) : NULL;
-    if (f && f->busbw_gbps > 0) {
-        out->gbps = f->busbw_gbps;
-        out->from_bytes = f->from_bytes;
-        out->verified = f->verified;
-        rule_sizes(out, f);
-        snprintf(out->src, sizeof(out->src), "catalog host floor for %s over "
-                 "%d NIC(s)%s", it->name, nics,
-                 f->verified ? "" : ", estimated");
-        return;
-    }
-    if (!curve_points(it, nnodes, &lo, &hi) ||
-        !pf_instance_floor(it, nnodes, &pt) || pt.busbw_gbps <= 0) {
-        snprintf(out->src, sizeof(out->src), "no floor: none in the catalog "
-                 "for %s at %d node(s)", it->name, nnodes);
-        return;
-    }
-    out->gbps = pt.busbw_gbps;
-    out->from_bytes = pt.from_bytes;
-    out->verified = pt.verified;
-    rule_sizes(out, &pt);
-    if (lo != hi)
-        snprintf(where, sizeof(where), ", between its %d- and %d-node points",
-                 lo->nodes, hi->nodes);
-    else if (lo->nodes < nnodes)
-        snprintf(where, sizeof(where), ", its %d-node point (flat beyond)",
-                 lo->nodes);
-    else if (lo->nodes > nnodes)
-        snprintf(where, sizeof(where), ", its %d-node point (flat below)",
-                 lo->nodes);
-    snprintf(out->src, sizeof(out->src), "catalog floor for %s at %d "
-             "node(s)%s%s", it->name, nnodes, where,
-             pt.verified ? "" : ", estimated");
-}
-
-uint64_t pf_sweep_max_bytes(const struct pf_config *cfg,
-                            const struct pf_floor_rule *rule)
-{
-    uint64_t max = DEFAULT_MAX_BYTES;
-
-    if (cfg->max_bytes)
-        return cfg->max_bytes;
-    if (rule && rule->gbps > 0 && rule->from_bytes > max)
-        max = rule->from_bytes;
-    return max > cfg->min_bytes ? max : cfg->min_bytes;
+    for (int i = 0; i < cat->n; i++)
+        cJSON_AddItemToArray(list, pf_instance_json(&cat->items[i]));
+    return root;
 }

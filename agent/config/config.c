@@ -5,7 +5,6 @@
 #include "config.h"
 #include "../types/run.h"
 
-#include "../util/clock.h"
 #include "../util/kubeapi.h"
 
 #include <ctype.h>
@@ -1215,17 +1214,6 @@ void pf_config_free(struct pf_config *cfg)
     cfg->fabric_addrs = NULL;
     free(cfg->monitor_thresholds);
     cfg->monitor_thresholds = NULL;
-}
-
-void pf_run_start_clock(struct pf_run *run)
-{
-    run->deadline_ms = pf_deadline_in((int64_t)run->cfg.timeout_s * 1000);
-}
-
-int64_t pf_run_deadline(const struct pf_run *run)
-{
-    return run->deadline_ms ? run->deadline_ms
-                            : pf_deadline_in((int64_t)run->cfg.timeout_s * 1000);
 }
 
 void pf_config_kube(const struct pf_config *cfg, struct pf_kube_given *g)

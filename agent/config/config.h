@@ -12,8 +12,6 @@
 #include "../types/config.h"
 #include "../util/err.h"
 
-struct pf_run;
-
 void pf_config_defaults(struct pf_config *cfg);
 /* Release what the options hold on the heap (--peers); cfg stays usable
  * with those options unset. pf_config_defaults and pf_config_load do not
@@ -64,11 +62,5 @@ void pf_config_kube(const struct pf_config *cfg, struct pf_kube_given *g);
 /* A cap given as a node count ("5": *count = 5, *pct = -1) or a share of
  * the cluster ("20%": *pct = 20, *count = -1). */
 pf_err pf_parse_cap(const char *s, int *count, double *pct);
-
-/* The run deadline: start it once (main, before the probe) from
- * cfg.timeout_s; every stage reads the same one. A run that was never
- * started (unit tests) gets timeout_s from now. */
-void pf_run_start_clock(struct pf_run *run);
-int64_t pf_run_deadline(const struct pf_run *run);
 
 #endif

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../config/config.h"
+#include "../config/run_clock.h"
 #include "../discover/k8s.h"
 #include "../util/clock.h"
 #include "../util/fsutil.h"

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../config/config.h"
+#include "../config/run_clock.h"
 #include "../util/clock.h"
 #include "../util/log.h"
 #include "../util/sanitize.h"

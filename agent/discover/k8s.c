@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "../config/config.h"
+#include "../config/run_clock.h"
 #include "../coord/daemonset.h"
 #include "../util/clock.h"
 #include "../util/log.h"

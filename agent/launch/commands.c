@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "launch.h"
-#include "../config/catalog.h"
+#include "../judge/curves.h"
 #include "../publish/history.h"
 #include "../reasons.h"
 #include "../util/log.h"
@@ -129,9 +129,9 @@ int pf_catalog_command(struct pf_run *run)
     pf_err rc;
 
     if (!run->cfg.json) {
-        pf_catalog_print(&run->catalog, stdout);
-    } else if ((rc = pf_catalog_print_json(&run->catalog, stdout,
-                                           err)) != PF_OK) {
+        pf_curves_print(&run->catalog, stdout);
+    } else if ((rc = pf_curves_print_json(&run->catalog, stdout,
+                                          err)) != PF_OK) {
         fprintf(stderr, "efa-preflight: catalog: %s\n", err);
         return pf_class_exit_code(pf_err_class(rc));
     }

@@ -18,8 +18,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../config/catalog.h"
-#include "../config/config.h"
+#include "../collective/sweep.h"
+#include "../config/run_clock.h"
 #include "../util/clock.h"
 #include "../util/fsutil.h"
 #include "../util/gpulib.h"

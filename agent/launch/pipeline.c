@@ -9,6 +9,7 @@
 #include "../baseline/source.h"
 #include "../collective/collective.h"
 #include "../discover/discover.h"
+#include "../judge/judge.h"
 #include "../probe/gpu_health.h"
 #include "../probe/probe.h"
 #include "../publish/publish.h"
@@ -62,7 +63,7 @@ static int pipeline(struct pf_run *run, bool collective,
         else
             /* No collective: the floor that would have applied, for the
              * report and the metrics. */
-            pf_coll_judge(run);
+            pf_judge(run);
         /* Bad input stops here; a deployment error the collective named
          * (RendezvousPortInUse) goes on to the verdict, whose usage class
          * writes nothing to the cluster but still reports. */

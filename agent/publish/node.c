@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "../config/config.h"
+#include "../config/run_clock.h"
 #include "../util/clock.h"
 #include "../util/kubeapi.h"
 #include "../util/log.h"

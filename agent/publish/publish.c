@@ -14,7 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../config/config.h"
+#include "../config/run_clock.h"
 #include "../util/clock.h"
 #include "../util/fsutil.h"
 #include "../util/log.h"

@@ -8,7 +8,9 @@
  * frame is never left half-written). The receiving side judges silence by
  * when bytes last arrived (pf_conn.heard_ms), read before it judges, so a
  * rank that was itself busy for a while finds its peers' beats waiting in
- * the socket and blames nobody. */
+ * the socket and blames nobody; rdv_check_silent (rdv_census.c) judges.
+ * It calls nothing else of the rendezvous: the group's operations, its
+ * census and its failure all stand on it. */
 #include "rendezvous.h"
 
 #include <errno.h>
@@ -207,36 +209,6 @@ void rdv_beat_in(struct rdv *r, int i, const uint8_t *b, size_t len)
         return;
     r->stall[i] = (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 |
                   (uint32_t)b[2] << 8 | b[3];
-}
-
-pf_err rdv_beat_check(struct rdv *r, char *err)
-{
-    int first = r->boot.rank == 0 ? 1 : 0;
-    int last = r->boot.rank == 0 ? r->boot.world : 1;
-    int64_t now = pf_now_ms();
-    char name[WHO_LEN];
-
-    if (!r->beat || r->broken != PF_OK)
-        return PF_OK;
-    for (int i = first; i < last; i++) {
-        int64_t quiet = now - r->conns[i].heard_ms;
-
-        if (rdv_excused(r, i))
-            continue;
-        if (quiet >= r->silent_ms)
-            return rdv_broke(r, PF_ERR_LOST, i, err, "%s stopped answering: "
-                             "nothing heard from it for %.1f s although its "
-                             "connection is open (process stopped or hung, "
-                             "or its host froze)", rdv_who(r, i, name),
-                             (double)quiet / 1000.0);
-        if (r->stall[i] >= (uint32_t)r->silent_ms)
-            return rdv_broke(r, PF_ERR_LOST, i, err, "%s stopped making "
-                             "progress: its engine has been inside one "
-                             "fabric or GPU call for %.1f s (a stuck driver "
-                             "call or a hung device)", rdv_who(r, i, name),
-                             r->stall[i] / 1000.0);
-    }
-    return PF_OK;
 }
 
 int64_t rdv_self_frozen_ms(const struct rdv *r)

@@ -1,11 +1,19 @@
 /* rendezvous: the group operations after the join (allgather, bcast,
- * barrier through rank 0; poll, abort, close) and pf_rdv_open. Joining
- * itself (CHALLENGE/HELLO/WELCOME) is rdv_join.c. */
+ * barrier through rank 0; poll, abort, close) and pf_rdv_open. The rest
+ * of the rendezvous sits below this file and never calls back into it:
+ *   rdv_root.c, rdv_join.c  joining (CHALLENGE/HELLO/WELCOME; rdv_hello.c
+ *                           the HELLO itself, rdv_door.c rank 0's
+ *                           listener after the table);
+ *   rdv_census.c            who still answers: PING/PONG, the heartbeat's
+ *                           silence check;
+ *   rdv_bye.c               the orderly close;
+ *   rdv_group.c             the members' names, who owes no answer, the
+ *                           reason frames and the group failing for good;
+ *   rdv_beat.c              the heartbeat thread and the send locks. */
 #include "rendezvous.h"
 
 #include <errno.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,38 +40,7 @@ static const struct pf_boot_ops rdv_ops;
 
 /* ------------------------------------------------------------- helpers */
 
-/* The wire carries the word; the table turns it back into a reason. */
-pf_err pf_rdv_reason_err(const char *reason)
-{
-    switch (pf_reason_by_name(reason)) {
-    case PF_R_PeerTimeout: return PF_ERR_TIMEOUT;
-    case PF_R_PeerRejected: return PF_ERR_REJECTED;
-    case PF_R_PeerProtocolError: return PF_ERR_PROTOCOL;
-    default: return PF_ERR_LOST;
-    }
-}
-
-/* The first failure a rank detects is the one its report carries. */
-pf_err rdv_record(struct pf_fault *fault, pf_err code, const char *msg)
-{
-    return pf_fault_set(fault, code,
-                        pf_reason_for_err(code, PF_STAGE_TRANSPORT), msg);
-}
-
-const char *rdv_who(const struct rdv *r, int rank, char *buf)
-{
-    const struct pf_rdv_facts *f = &r->facts[rank];
-
-    if (f->hostname[0] && f->addr[0] && strcmp(f->hostname, f->addr))
-        snprintf(buf, WHO_LEN, "rank %d (%s, %s)", rank, f->hostname, f->addr);
-    else if (f->hostname[0] || f->addr[0])
-        snprintf(buf, WHO_LEN, "rank %d (%s)", rank,
-                 f->addr[0] ? f->addr : f->hostname);
-    else
-        snprintf(buf, WHO_LEN, "rank %d", rank);
-    return buf;
-}
-
+/* The send buffer of a DATA frame, grown to the largest so far. */
 static uint8_t *scratch(struct rdv *r, size_t len)
 {
     if (len > r->scratch_cap) {
@@ -76,252 +53,11 @@ static uint8_t *scratch(struct rdv *r, size_t len)
     return r->scratch;
 }
 
-pf_err rdv_send_reason(struct pf_conn *c, uint8_t type, const char *reason,
-                       const char *msg, int64_t deadline)
-{
-    uint8_t body[64 + PF_ERRLEN];
-    struct pf_wbuf w = { body, 0, sizeof(body), false };
-
-    pf_put_str(&w, reason);
-    pf_put_str(&w, msg);
-    if (w.overflow)
-        return PF_ERR_USAGE;
-    return pf_wire_send(c, type, body, w.len, deadline, NULL);
-}
-
-void rdv_read_reason(const struct pf_msg *m, char reason[48],
-                     char msg[PF_ERRLEN])
-{
-    struct pf_rbuf rb = { m->body, m->len, 0, false };
-    char raw[PF_ERRLEN];
-
-    pf_get_str(&rb, reason, 48);
-    pf_get_str(&rb, raw, sizeof(raw));
-    if (rb.bad) {
-        snprintf(reason, 48, "%s", pf_reason_name(PF_R_PeerLost));
-        snprintf(msg, PF_ERRLEN, "(malformed abort message)");
-        return;
-    }
-    rdv_clean(raw, msg, PF_ERRLEN);
-}
-
-/* Rank 0: tell every connected peer but skip why the run stops. */
-static void spread_abort(struct rdv *r, int skip, const char *reason,
-                         const char *msg)
-{
-    if (r->boot.rank != 0)
-        return;
-    for (int i = 1; i < r->boot.world; i++)
-        if (i != skip && r->conns[i].fd >= 0 && !r->bye[i]) {
-            rdv_lock(r, i);
-            rdv_send_reason(&r->conns[i], PF_RDV_ABORT, reason, msg,
-                            pf_deadline_in(CTRL_MS));
-            rdv_unlock(r, i);
-        }
-}
-
-/* A failure after the join: sticky, recorded, and spread by rank 0 under
- * the wire reason (the code's own unless relaying a peer's). */
-static pf_err stop(struct rdv *r, pf_err code, const char *wire, int culprit,
-                   char *err)
-{
-    int64_t frozen = rdv_self_frozen_ms(r);
-
-    if (frozen > 0) {
-        /* This process stood still: whatever it now sees of the others
-         * (rank 0 gone, an ABORT) follows from its own silence. */
-        char seen[PF_ERRLEN], self[WHO_LEN];
-        snprintf(seen, sizeof(seen), "%s", r->broken_msg);
-        snprintf(r->broken_msg, sizeof(r->broken_msg), "%s was the silent "
-                 "one: it stood still for %.1f s (process stopped, or its "
-                 "host froze), past the group's %.1f s silence window, so "
-                 "the others named it and went on without it; then it saw: "
-                 "%s", rdv_who(r, r->boot.rank, self), frozen / 1000.0,
-                 r->silent_ms / 1000.0, seen);
-        code = PF_ERR_LOST;
-        wire = NULL;
-        culprit = -1;
-    }
-    r->broken = code;
-    rdv_record(r->fault, code, r->broken_msg);
-    if (!wire)
-        wire = pf_reason_name(pf_reason_for_err(code, PF_STAGE_TRANSPORT));
-    spread_abort(r, culprit, wire, r->broken_msg);
-    return pf_fail(err, code, "%s", r->broken_msg);
-}
-
-pf_err rdv_broke(struct rdv *r, pf_err code, int culprit, char *err,
-                    const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(r->broken_msg, sizeof(r->broken_msg), fmt, ap);
-    va_end(ap);
-    return stop(r, code, NULL, culprit, err);
-}
-
-static pf_err from_abort(struct rdv *r, const struct pf_msg *m, int from,
-                         char *err)
-{
-    char reason[48], msg[PF_ERRLEN], name[WHO_LEN];
-
-    rdv_read_reason(m, reason, msg);
-    if (r->boot.rank == 0)
-        snprintf(r->broken_msg, sizeof(r->broken_msg), "%s gave up: %s",
-                 rdv_who(r, from, name), msg);
-    else   /* rank 0 relays: keep its words, they name the rank at fault */
-        snprintf(r->broken_msg, sizeof(r->broken_msg), "%s", msg);
-    return stop(r, pf_rdv_reason_err(reason), reason, from, err);
-}
-
-void rdv_missing_list(const struct rdv *r, const bool *joined, char *out,
-                         size_t cap)
-{
-    char name[WHO_LEN];
-    size_t len = 0;
-    int shown = 0, missing = 0;
-
-    out[0] = '\0';
-    for (int i = 1; i < r->boot.world; i++) {
-        if (joined[i])
-            continue;
-        missing++;
-        if (shown < 8 && len + 1 < cap) {
-            int n = snprintf(out + len, cap - len, "%s%s", shown ? ", " : "",
-                             rdv_who(r, i, name));
-            if (n > 0)
-                len += (size_t)n < cap - len ? (size_t)n : cap - len - 1;
-            shown++;
-        }
-    }
-    if (missing > shown && len + 1 < cap)
-        snprintf(out + len, cap - len, " and %d more", missing - shown);
-}
-
-/* ------------------------------------------------------------- census */
-
-/* Frames any wait answers on the way, wherever they arrive. */
+/* Frames any wait answers on the way, wherever they arrive
+ * (rdv_control, rdv_census.c). */
 static bool is_control(uint8_t type)
 {
     return type == PF_RDV_PING || type == PF_RDV_PONG || type == PF_RDV_BEAT;
-}
-
-static void send_u32(struct rdv *r, int to, uint8_t type, uint32_t v)
-{
-    uint8_t body[4] = { (uint8_t)(v >> 24), (uint8_t)(v >> 16),
-                        (uint8_t)(v >> 8), (uint8_t)v };
-
-    if (r->conns[to].fd >= 0) {
-        rdv_lock(r, to);
-        pf_wire_send(&r->conns[to], type, body, sizeof(body),
-                     pf_deadline_in(CTRL_MS), NULL);
-        rdv_unlock(r, to);
-    }
-}
-
-/* Rank i owes no answer (closed, said BYE, or gave up). */
-bool rdv_excused(const struct rdv *r, int i)
-{
-    struct pf_msg m;
-
-    return r->conns[i].fd < 0 || (r->boot.rank == 0 && r->bye[i]) ||
-           pf_wire_has(&r->conns[i], PF_RDV_ABORT, &m) ||
-           pf_wire_has(&r->conns[i], PF_RDV_BYE, &m);
-}
-
-/* Rank 0: ask every member whether it is there. One census at a time;
- * askers join the running one. */
-static void census_start(struct rdv *r)
-{
-    if (r->boot.rank != 0 || r->census_on)
-        return;
-    r->census_on = true;
-    r->census++;
-    r->census_until = pf_now_ms() + PF_RDV_CENSUS_MS;
-    for (int i = 1; i < r->boot.world; i++) {
-        r->alive[i] = rdv_excused(r, i);
-        if (!r->alive[i])
-            send_u32(r, i, PF_RDV_PING, r->census);
-    }
-}
-
-/* One PING, PONG or BEAT from rank i (rank 0) or from rank 0 (the
- * others). */
-static void control(struct rdv *r, int from, uint8_t type, const uint8_t *b,
-                    size_t len)
-{
-    uint32_t id = len >= 4 ? (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 |
-                             (uint32_t)b[2] << 8 | b[3] : 0;
-
-    if (type == PF_RDV_BEAT) {
-        rdv_beat_in(r, from, b, len);
-        return;
-    }
-    if (r->boot.rank == 0) {
-        if (type == PF_RDV_PING) {        /* a member about to give up */
-            r->asked[from] = true;
-            census_start(r);
-            r->alive[from] = true;
-        } else if (r->census_on && id == r->census) {
-            r->alive[from] = true;
-        }
-        return;
-    }
-    if (type == PF_RDV_PING) {
-        r->census = id;
-        send_u32(r, 0, PF_RDV_PONG, id);
-    } else {
-        r->settled = true;                /* everyone answered rank 0 */
-    }
-}
-
-/* Take the PINGs and PONGs buffered on rank i's connection, wherever they
- * sit: a rank busy in its engine must still answer. */
-static void control_in(struct rdv *r, int i)
-{
-    uint8_t b[8];
-    size_t n;
-
-    while (pf_wire_extract(&r->conns[i], PF_RDV_PING, b, sizeof(b), &n))
-        control(r, i, PF_RDV_PING, b, n);
-    while (pf_wire_extract(&r->conns[i], PF_RDV_PONG, b, sizeof(b), &n))
-        control(r, i, PF_RDV_PONG, b, n);
-    while (pf_wire_extract(&r->conns[i], PF_RDV_BEAT, b, sizeof(b), &n))
-        rdv_beat_in(r, i, b, n);
-}
-
-/* Rank 0: once every member answered, PONG {0} to those who asked; at the
- * end of the census, PeerTimeout naming those who did not (their
- * connection is open, so nothing else would ever name them). */
-static pf_err census_step(struct rdv *r, char *err)
-{
-    char silent[PF_ERRLEN - 160];
-    bool all = true;
-
-    if (r->boot.rank != 0 || !r->census_on)
-        return PF_OK;
-    for (int i = 1; i < r->boot.world && all; i++)
-        all = r->alive[i] || rdv_excused(r, i);
-    if (all) {
-        r->census_on = false;
-        for (int i = 1; i < r->boot.world; i++) {
-            if (r->asked[i])
-                send_u32(r, i, PF_RDV_PONG, 0);
-            r->asked[i] = false;
-        }
-        return PF_OK;
-    }
-    if (pf_now_ms() < r->census_until)
-        return PF_OK;
-    r->census_on = false;
-    for (int i = 1; i < r->boot.world; i++)
-        r->alive[i] = r->alive[i] || rdv_excused(r, i);
-    rdv_missing_list(r, r->alive, silent, sizeof(silent));
-    return rdv_broke(r, PF_ERR_TIMEOUT, -1, err, "%s stopped answering: no "
-                     "reply within %.1f s although its connection is open "
-                     "(process stopped or hung, or its host froze)", silent,
-                     PF_RDV_CENSUS_MS / 1000.0);
 }
 
 /* ------------------------------------------------------------- ops */
@@ -364,7 +100,7 @@ static pf_err take_data(struct rdv *r, int from, const struct pf_msg *m,
     uint32_t seq;
 
     if (m->type == PF_RDV_ABORT)
-        return from_abort(r, m, from, err);
+        return rdv_from_abort(r, m, from, err);
     if (m->type == PF_RDV_BYE)
         return rdv_broke(r, PF_ERR_LOST, from, err, "%s closed the group while "
                          "others still ran collective call #%u",
@@ -420,7 +156,7 @@ static pf_err root_collect(struct rdv *r, uint8_t op, int only, uint8_t *dst,
                 t = pf_wire_take(&r->conns[i], &m, msg);
                 if (t != 1 || !is_control(m.type))
                     break;
-                control(r, i, m.type, m.body, m.len);
+                rdv_control(r, i, m.type, m.body, m.len);
             }
             if (t < 0) {
                 rc = rdv_broke(r, PF_ERR_PROTOCOL, i, err, "%s: %s",
@@ -438,8 +174,8 @@ static pf_err root_collect(struct rdv *r, uint8_t op, int only, uint8_t *dst,
         }
         if (need == 0)
             break;
-        if ((rc = census_step(r, err)) != PF_OK ||
-            (rc = rdv_beat_check(r, err)) != PF_OK)
+        if ((rc = rdv_census_step(r, err)) != PF_OK ||
+            (rc = rdv_check_silent(r, err)) != PF_OK)
             goto out;
         left = pf_ms_left(deadline);
         if (left <= 0) {
@@ -475,7 +211,7 @@ static pf_err root_collect(struct rdv *r, uint8_t op, int only, uint8_t *dst,
             if (pf_wire_pump(&r->conns[i], msg) != PF_OK &&
                 !pf_wire_has(&r->conns[i], PF_RDV_DATA, &m)) {
                 if (pf_wire_has(&r->conns[i], PF_RDV_ABORT, &m)) {
-                    rc = from_abort(r, &m, i, err);
+                    rc = rdv_from_abort(r, &m, i, err);
                     goto out;
                 }
                 rc = rdv_broke(r, PF_ERR_LOST, i, err, "%s closed its connection "
@@ -484,10 +220,10 @@ static pf_err root_collect(struct rdv *r, uint8_t op, int only, uint8_t *dst,
                                op == OP_GATHER ? "allgather" : "bcast", r->seq);
                 goto out;
             }
-            control_in(r, i);
+            rdv_control_in(r, i);
             if (pf_wire_has(&r->conns[i], PF_RDV_ABORT, &m) &&
                 (got[i] || (only >= 0 && i != only))) {
-                rc = from_abort(r, &m, i, err);
+                rc = rdv_from_abort(r, &m, i, err);
                 goto out;
             }
         }
@@ -515,14 +251,14 @@ static pf_err peer_receive(struct rdv *r, uint8_t op, void *dst, size_t len,
         rc = pf_wire_recv(&r->conns[0], &m, slice < deadline ? slice : deadline,
                           msg);
         if (rc == PF_ERR_TIMEOUT && pf_ms_left(deadline) > 0) {
-            pf_err bc = rdv_beat_check(r, err);
+            pf_err bc = rdv_check_silent(r, err);
             if (bc != PF_OK)
                 return bc;
             continue;
         }
         if (rc != PF_OK || !is_control(m.type))
             break;
-        control(r, 0, m.type, m.body, m.len);
+        rdv_control(r, 0, m.type, m.body, m.len);
     }
     if (rc == PF_ERR_TIMEOUT)
         return rdv_broke(r, PF_ERR_TIMEOUT, -1, err, "%s did not complete %s #%u "
@@ -647,7 +383,7 @@ static pf_err poll_conns(struct rdv *r, bool deaths_only, char *err)
             continue;
         if (pfds[k].revents)
             closed = pf_wire_pump(c, msg) != PF_OK;
-        control_in(r, i);
+        rdv_control_in(r, i);
         if (pf_wire_has(c, PF_RDV_ABORT, &m)) {
             char reason[48], text[PF_ERRLEN];
             rdv_read_reason(&m, reason, text);
@@ -658,7 +394,7 @@ static pf_err poll_conns(struct rdv *r, bool deaths_only, char *err)
                     r->settled = true;
                 continue;
             }
-            rc = from_abort(r, &m, i, err);
+            rc = rdv_from_abort(r, &m, i, err);
             break;
         }
         if (pf_wire_has(c, PF_RDV_BYE, &m)) {
@@ -675,9 +411,9 @@ static pf_err poll_conns(struct rdv *r, bool deaths_only, char *err)
     if (pfds != &one)
         free(pfds);
     if (rc == PF_OK)
-        rc = census_step(r, err);
+        rc = rdv_census_step(r, err);
     if (rc == PF_OK)
-        rc = rdv_beat_check(r, err);
+        rc = rdv_check_silent(r, err);
     return rc;
 }
 
@@ -704,11 +440,11 @@ static void rdv_abort(struct pf_boot *b, const char *why)
     if (r->broken != PF_OK)
         return;
     if (b->rank == 0) {
-        census_start(r);
+        rdv_census_start(r);
     } else {
         /* Nobody left to ask when rank 0 has closed already. */
         r->settled = r->conns[0].fd < 0;
-        send_u32(r, 0, PF_RDV_PING, ++r->asked_seq);
+        rdv_send_u32(r, 0, PF_RDV_PING, ++r->asked_seq);
     }
     for (;;) {
         int64_t spent;
@@ -736,7 +472,7 @@ static void rdv_abort(struct pf_boot *b, const char *why)
     r->broken = PF_ERR_LOST;
     snprintf(r->broken_msg, sizeof(r->broken_msg), "%s", msg);
     if (b->rank == 0)
-        spread_abort(r, -1, ABORT_OWN, msg);
+        rdv_spread_abort(r, -1, ABORT_OWN, msg);
     else if (r->conns[0].fd >= 0) {
         rdv_lock(r, 0);
         rdv_send_reason(&r->conns[0], PF_RDV_ABORT, ABORT_OWN, msg,

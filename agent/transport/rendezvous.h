@@ -38,7 +38,7 @@
  * growing stall (the time since its engine last asked pf_boot_poll while
  * waiting). Whoever waits on the group (every pf_boot call) names a peer
  * from whom nothing arrived for PF_RDV_SILENT_MS, or whose stall reached
- * it, as PeerLost, and rank 0 spreads that to every rank: a hung member is
+ * it, as PeerLost (rdv_census.c, beside the PING/PONG census), and rank 0 spreads that to every rank: a hung member is
  * named within seconds, whatever the run's deadline.
  *
  * Gone before joining: a rank stopped (SIGTERM) before it ever dialled

@@ -1,8 +1,8 @@
 /* The fleet's baseline (baseline/baseline.h): what healthy runs of a type
  * measured, per (instance type, engine, pair|ring, node-count bucket,
- * message size), as the last PF_BASE_K runs' values of each key. A run's
- * pair links are held to the larger of the catalog floor and a fraction of
- * the key's median. Released by pf_base_free. */
+ * message size), as the last PF_BASE_K runs' values of each key (how a
+ * run's pair links are held to it: judge/judge.h). Released by
+ * pf_base_free. */
 #ifndef PF_TYPES_BASELINE_H
 #define PF_TYPES_BASELINE_H
 
@@ -44,7 +44,8 @@ struct pf_base_obs {
     double gbps;
 };
 
-/* What this run's pair links were held to (collective/straggler.c). */
+/* What this run's pair links were held to (judge/links.h
+ * pf_base_pair_floor). */
 struct pf_base_held {
     bool applied;                     /* the baseline raised the bar */
     double catalog_gbps;              /* the 2-node catalog floor, 0 = none */

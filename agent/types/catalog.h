@@ -71,7 +71,7 @@ struct pf_instance {
     char notes[256];
 };
 
-/* A floor as it applies to one run (config/catalog.h pf_floor_for). */
+/* A floor as it applies to one run (judge/judge.h pf_floor_for). */
 struct pf_floor_rule {
     double gbps;                      /* 0 = no floor */
     uint64_t from_bytes;              /* judged at sizes >= this; 0 = at the
@@ -79,7 +79,7 @@ struct pf_floor_rule {
     bool verified;                    /* false: an estimate */
     char src[192];                    /* where it comes from, or why none */
     /* The floor by message size (pf_floor.sizes; nsizes 0: gbps at every
-     * size from from_bytes): pf_floor_rule_at reads it. */
+     * size from from_bytes): judge/floor.h pf_floor_rule_at reads it. */
     int nsizes;
     struct pf_size_floor sizes[PF_MAX_SIZE_FLOORS];
 };

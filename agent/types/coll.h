@@ -13,6 +13,7 @@
 #include "catalog.h"
 #include "config.h"
 #include "engine.h"
+#include "judge.h"
 #include "node.h"
 #include "peers.h"
 
@@ -29,33 +30,11 @@ struct pf_row {
 
 /* The sizes the sweep runs, planned once before any peer is waited for
  * (collective/sweep.h pf_sweep_plan) and read by the sweep and the engine's
- * buffers: from -b, times -f, up to -e, or without -e up to 64 MiB or the
- * floor's size where that is larger. */
+ * buffers. */
 struct pf_sweep_plan {
     uint64_t min_bytes, max_bytes;    /* max resolved */
     int nsizes;                       /* 0 = not planned */
     uint64_t sizes[PF_MAX_ROWS];
-};
-
-/* What the ring is judged by, decided once by the collective
- * (collective/collective.h pf_coll_judge) from its rows, engine, provider,
- * node count and NICs: the floor (the one rule, config/catalog.h
- * pf_floor_for) and the busbw held against it. The re-tests, the verdict
- * and publishing read it; none applies the rule again. */
-struct pf_judgement {
-    struct pf_floor_rule floor;       /* floor.gbps 0 = no floor; with a
-                                         curve by size, gbps is the floor
-                                         at busbw_bytes */
-    double busbw_gbps;                /* in or out of place, the better:
-                                         a floor by size, at the largest
-                                         row that has one; else the best
-                                         of the rows at or above
-                                         floor.from_bytes (the largest
-                                         size's when it names none);
-                                         -1 = no row reaches it */
-    uint64_t busbw_bytes;             /* the size of that row; 0 = none */
-    bool judged;                      /* a floor applies and a row reaches
-                                         its size: busbw_gbps vs floor.gbps */
 };
 
 /* Straggler localisation (collective/straggler.h): on every run of 3 or
@@ -200,7 +179,8 @@ struct pf_coll {
     struct pf_row rows[PF_MAX_ROWS];
     double avg_busbw;                 /* mean over rows, nccl-tests footer */
     double peak_busbw;                /* best busbw of the largest size */
-    struct pf_judgement judgement;    /* the floor and the busbw judged */
+    struct pf_judgement judgement;    /* the floors and the busbw judged
+                                         (judge/judge.h) */
     struct pf_time_plan plan;         /* the deadline's split */
     long wrong_total;
     double *rank_seconds;             /* per bootstrap rank, time of the

@@ -42,7 +42,8 @@ struct pf_run {
     char started_at[32];              /* RFC 3339 */
     int64_t deadline_ms;              /* the one run deadline (util/clock.h):
                                          set once in main before the probe,
-                                         read through pf_run_deadline */
+                                         read through pf_run_deadline
+                                         (config/run_clock.h) */
     struct pf_progress progress;      /* progress lines of long phases */
     struct pf_node_mark mark;         /* k8s: pf_publish_begin */
     struct pf_gpu_session *gpu_session; /* NULL = none open */

@@ -1,12 +1,10 @@
 /* Collective checks, condition EFAFabricReady: did the ranks meet, was
  * every element right, and is the bus bandwidth above the floor.
  *
- * The floor is cfg.min_busbw_gbps when set, else the catalog's floor for
- * this instance type and node count, but only where it measures the same
- * thing: the provider is efa (tcp/shm numbers say nothing about EFA, so no
- * catalog floor applies to them) and the engine is the one the floors were
- * set for (NCCL for GPU types, host for the others). Order matters: the
- * first failing check is the run's headline reason.
+ * The floor and the busbw held against it are the run's judgement
+ * (run->coll.judgement; the rule: judge/judge.h), read here, never
+ * decided again. Order matters: the first failing check is the run's
+ * headline reason.
  *
  * Each node is judged by its own links (collective/straggler.h): a node
  * the pairwise test singled out fails (StragglerNode for slow links,

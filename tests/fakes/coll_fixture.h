@@ -5,6 +5,7 @@
 #define PF_TEST_COLL_FIXTURE_H
 
 #include "collective/collective.h"
+#include "judge/judge.h"
 
 /* run->coll.judgement (the floor and the busbw judged against it) from
  * run->coll, run->instance and the floor options, as pf_collective leaves
@@ -12,7 +13,7 @@
  * verdict or a publisher reads the run. */
 static inline void pf_test_judged(struct pf_run *run)
 {
-    pf_coll_judge(run);
+    pf_judge(run);
 }
 
 #endif

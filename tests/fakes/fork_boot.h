@@ -4,6 +4,8 @@
 #ifndef PF_TEST_FORK_BOOT_H
 #define PF_TEST_FORK_BOOT_H
 
+#include <stdio.h>
+
 #include "collective/collective.h"
 #include "transport/bootstrap.h"
 
@@ -27,6 +29,20 @@ static inline pf_err pf_test_engine_open(struct pf_engine *e,
 
     pf_engine_args_for(run, b, max_count, &a);
     return e->ops->open(e, &a, deadline, err);
+}
+
+/* A rank's end: the fork boot has no orderly goodbye, so a rank that went
+ * well meets the others at a barrier before it leaves (one that exits
+ * early would look lost to them); a failure is printed with its rank.
+ * Returns rc, else the barrier's. */
+static inline pf_err pf_test_rank_done(struct pf_boot *b, pf_err rc,
+                                       int64_t deadline, char *err)
+{
+    if (rc == PF_OK)
+        rc = pf_boot_barrier(b, deadline, err);
+    if (rc != PF_OK)
+        fprintf(stderr, "rank %d: %s\n", b->rank, err);
+    return rc;
 }
 
 #endif

@@ -9,23 +9,15 @@
 #include <unistd.h>
 
 #include "config/config.h"
+#include "unit_files.h"
 
 void pf_test_fixture_copy(const char *name, char *out, size_t len)
 {
-    char exe[PATH_MAX], cmd[3 * PATH_MAX], tmpl[] = "/tmp/pf-nicfx-XXXXXX";
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    char *slash;
+    char root[PATH_MAX], cmd[3 * PATH_MAX], tmpl[] = "/tmp/pf-nicfx-XXXXXX";
 
-    cr_assert(n > 0, "readlink /proc/self/exe");
-    exe[n] = '\0';
-    slash = strrchr(exe, '/');
-    *slash = '\0';
-    snprintf(cmd, sizeof(cmd), "tests/fakes/make_sysfs.sh '%s/fixtures/sysfs'",
-             exe);
-    cr_assert_eq(system(cmd), 0, "%s failed (run from the repo root)", cmd);
+    pf_test_sysfs_fixture(root, sizeof(root), NULL);
     cr_assert(mkdtemp(tmpl), "mkdtemp");
-    snprintf(cmd, sizeof(cmd), "cp -a '%s/fixtures/sysfs/%s' '%s/root'", exe,
-             name, tmpl);
+    snprintf(cmd, sizeof(cmd), "cp -a '%s/%s' '%s/root'", root, name, tmpl);
     cr_assert_eq(system(cmd), 0, "%s", cmd);
     snprintf(out, len, "%s/root", tmpl);
 }

@@ -4,19 +4,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_text.h"
+
 #include "config/catalog.h"
+#include "judge/floor.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct pf_catalog cat = { 0 };
     char err[PF_ERRLEN];
-    char *text = malloc(size + 1);
+    char *text = fuzz_text(data, size);
     int before;
 
     if (!text)
         return 0;
-    memcpy(text, data, size);
-    text[size] = '\0';
     /* Parse the embedded catalog once; each input starts from a copy. */
     static struct pf_catalog base;
     if (!base.items && pf_catalog_load(&base, NULL, err) != PF_OK)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "collective/nccl/nccl_log.h"
+#include "fuzz_text.h"
 
 #define TERMINATED(a) (strnlen((a), sizeof(a)) < sizeof(a))
 
@@ -17,13 +18,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct pf_nccl_facts f;
     struct pf_fabric_facts coll;
     char out[256], err[PF_ERRLEN], pattern[512];
-    char *text = malloc(size + 1);
+    char *text = fuzz_text(data, size);
     size_t n;
 
     if (!text)
         return 0;
-    memcpy(text, data, size);
-    text[size] = '\0';
 
     pf_nccl_log_parse(text, &f);
     if (!TERMINATED(f.version) || !TERMINATED(f.plugin) ||

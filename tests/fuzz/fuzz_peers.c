@@ -7,17 +7,16 @@
 #include <string.h>
 
 #include "discover/discover.h"
+#include "fuzz_text.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct pf_peer *list = NULL;
-    char err[PF_ERRLEN] = "", *spec = malloc(size + 1);
+    char err[PF_ERRLEN] = "", *spec = fuzz_text(data, size);
     int n = -1;
 
     if (!spec)
         return 0;
-    memcpy(spec, data, size);
-    spec[size] = '\0';
     if (pf_parse_peers(spec, &list, &n, err) == PF_OK) {
         if (n < 1 || !list)
             __builtin_trap();

@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "fuzz_rdv.h"
 #include "transport/rendezvous.h"
 #include "util/clock.h"
 
@@ -28,18 +29,6 @@ struct fake_root {
     size_t size;
 };
 
-static void send_all(int fd, const void *p, size_t n)
-{
-    const uint8_t *b = p;
-    while (n > 0) {
-        ssize_t w = send(fd, b, n, MSG_NOSIGNAL);
-        if (w <= 0)
-            return;
-        b += w;
-        n -= (size_t)w;
-    }
-}
-
 /* One connection: the CHALLENGE, then body (the input, or nothing), then
  * the rank's bytes read until it closes, so its HELLO and BYE land
  * somewhere. */
@@ -48,16 +37,11 @@ static void serve(int fd, const uint8_t *body, size_t len)
     uint8_t ch[5 + 4 + 2 + PF_RDV_NONCE] = { 0, 0, 0, 23, PF_RDV_CHALLENGE,
                                              0x50, 0x46, 0x52, 0x56, 0,
                                              PF_RDV_VERSION };
-    uint8_t sink[4096];
 
-    send_all(fd, ch, sizeof(ch));
-    send_all(fd, body, len);
+    fuzz_send_all(fd, ch, sizeof(ch));
+    fuzz_send_all(fd, body, len);
     shutdown(fd, SHUT_WR);
-    for (int i = 0; i < 1000; i++) {
-        struct pollfd p = { .fd = fd, .events = POLLIN };
-        if (poll(&p, 1, 5000) <= 0 || recv(fd, sink, sizeof(sink), 0) <= 0)
-            break;
-    }
+    fuzz_drain(fd);
     close(fd);
 }
 
@@ -93,23 +77,14 @@ static int listener(int *port)
     return fd;
 }
 
-static bool known_reason(enum pf_reason r)
-{
-    return r == PF_R_PeerTimeout || r == PF_R_PeerLost ||
-           r == PF_R_PeerRejected || r == PF_R_PeerProtocolError;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const uint8_t secret[] = "fuzz-secret";
     static int lfd = -1, port, done[2] = { -1, -1 };
     struct fake_root f;
     uint8_t drain[16];
-    struct pf_rdv_cfg cfg;
+    struct fuzz_rank k;
     struct pf_rdv_facts table[2];
-    struct pf_fault coll;
-    struct pf_boot *b = NULL;
-    char err[PF_ERRLEN];
     pthread_t t;
     int64_t start = pf_now_ms();
     pf_err rc;
@@ -121,49 +96,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (done[0] < 0 && pipe2(done, O_NONBLOCK | O_CLOEXEC))
         __builtin_trap();
     f = (struct fake_root){ lfd, done[0], data + 1, size - 1 };
-    memset(&cfg, 0, sizeof(cfg));
-    memset(&coll, 0, sizeof(coll));
-    cfg.rank = 1;
-    cfg.world = 2;
-    snprintf(cfg.root_host, sizeof(cfg.root_host), "127.0.0.1");
-    cfg.root_port = port;
-    snprintf(cfg.run_id, sizeof(cfg.run_id), "run-1");
+    fuzz_rdv_cfg(&k, 1, port, "fuzz-host");
     if (data[0] & 1) {
-        cfg.secret = secret;
-        cfg.secret_len = sizeof(secret) - 1;
+        k.cfg.secret = secret;
+        k.cfg.secret_len = sizeof(secret) - 1;
     }
-    snprintf(cfg.self.hostname, sizeof(cfg.self.hostname), "fuzz-host");
-    cfg.deadline = pf_deadline_in(8000);
-    cfg.fault = &coll;
     if (pthread_create(&t, NULL, play_root, &f))
         return 0;
 
-    rc = pf_rdv_open(&cfg, &b, table, err);
+    rc = pf_rdv_open(&k.cfg, &k.b, table, k.err);
     if (rc == PF_OK) {
-        uint8_t mine[8] = { 0 }, all[16], buf[16] = { 0 };
         if (strnlen(table[0].hostname, sizeof(table[0].hostname)) ==
             sizeof(table[0].hostname))
             __builtin_trap();
-        rc = pf_boot_barrier(b, cfg.deadline, err);
-        if (rc == PF_OK)
-            rc = pf_boot_allgather(b, mine, sizeof(mine), all, cfg.deadline,
-                                   err);
-        if (rc == PF_OK)
-            rc = pf_boot_bcast(b, buf, sizeof(buf), 0, cfg.deadline, err);
-        if (rc == PF_OK)
-            rc = pf_boot_poll(b, err);
-        pf_boot_close(b);
+        rc = fuzz_rdv_collectives(k.b, 0, k.cfg.deadline, k.err);
     }
     if (write(done[1], "", 1) != 1)
         __builtin_trap();
     pthread_join(t, NULL);
     while (read(done[0], drain, sizeof(drain)) > 0)
         ;
-    if (pf_now_ms() - start > 5000)
-        __builtin_trap();             /* the stream ended: no waiting */
     /* err may be empty when rank 0's REJECT or ABORT carried no words;
      * the verdict then falls back to the error code's name. */
-    if (rc != PF_OK && !known_reason(coll.reason))
-        __builtin_trap();
+    fuzz_rdv_ended_well(&k, start, rc);
     return 0;
 }

@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "fuzz_rdv.h"
 #include "transport/rendezvous.h"
 #include "discover/discover.h"
 #include "launch/launch.h"
@@ -27,18 +28,6 @@ struct fake_peer {
     const uint8_t *data;
     size_t size;
 };
-
-static void send_all(int fd, const void *p, size_t n)
-{
-    const uint8_t *b = p;
-    while (n > 0) {
-        ssize_t w = send(fd, b, n, MSG_NOSIGNAL);
-        if (w <= 0)
-            return;
-        b += w;
-        n -= (size_t)w;
-    }
-}
 
 static bool recv_all(int fd, void *p, size_t n)
 {
@@ -105,7 +94,7 @@ static void *play_peer(void *arg)
         body[2] = (uint8_t)(flen >> 8);
         body[3] = (uint8_t)flen;
         body[4] = PF_RDV_HELLO;
-        send_all(fd, body, 5 + w.len);
+        fuzz_send_all(fd, body, 5 + w.len);
         /* A real peer speaks only after the table (rank 0 counts a peer
          * that closes before it as gone again). */
         if (recv_all(fd, head, sizeof(head)) && head[4] == PF_RDV_WELCOME) {
@@ -113,72 +102,37 @@ static void *play_peer(void *arg)
                            (uint32_t)head[2] << 8 | head[3];
             if (len >= 1 && len - 1 <= sizeof(sink) &&
                 recv_all(fd, sink, len - 1))
-                send_all(fd, f->data, f->size);
+                fuzz_send_all(fd, f->data, f->size);
         }
     }
     shutdown(fd, SHUT_WR);
     /* Read until rank 0 closes, so its table, DATA and BYE land somewhere. */
-    for (int i = 0; i < 1000; i++) {
-        struct pollfd p = { .fd = fd, .events = POLLIN };
-        if (poll(&p, 1, 5000) <= 0 || recv(fd, sink, sizeof(sink), 0) <= 0)
-            break;
-    }
+    fuzz_drain(fd);
     close(fd);
     return NULL;
-}
-
-static bool known_reason(enum pf_reason r)
-{
-    return r == PF_R_PeerTimeout || r == PF_R_PeerLost ||
-           r == PF_R_PeerRejected || r == PF_R_PeerProtocolError;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static int port;
     struct fake_peer f;
-    struct pf_rdv_cfg cfg;
-    struct pf_fault coll;
-    struct pf_boot *b = NULL;
-    char err[PF_ERRLEN];
+    struct fuzz_rank k;
     pthread_t t;
     int64_t start = pf_now_ms();
     pf_err rc;
 
-    if (!port && pf_free_port(&port, err) != PF_OK)
+    if (!port && pf_free_port(&port, k.err) != PF_OK)
         __builtin_trap();
     f = (struct fake_peer){ port, data, size };
-    memset(&cfg, 0, sizeof(cfg));
-    memset(&coll, 0, sizeof(coll));
-    cfg.rank = 0;
-    cfg.world = 2;
-    snprintf(cfg.root_host, sizeof(cfg.root_host), "127.0.0.1");
-    snprintf(cfg.bind_addr, sizeof(cfg.bind_addr), "127.0.0.1");
-    cfg.root_port = port;
-    snprintf(cfg.run_id, sizeof(cfg.run_id), "run-1");
-    snprintf(cfg.self.hostname, sizeof(cfg.self.hostname), "fuzz-root");
-    cfg.deadline = pf_deadline_in(8000);
-    cfg.fault = &coll;
+    fuzz_rdv_cfg(&k, 0, port, "fuzz-root");
+    snprintf(k.cfg.bind_addr, sizeof(k.cfg.bind_addr), "127.0.0.1");
     if (pthread_create(&t, NULL, play_peer, &f))
         return 0;
 
-    rc = pf_rdv_open(&cfg, &b, NULL, err);
-    if (rc == PF_OK) {
-        uint8_t mine[8] = { 0 }, all[16], buf[16] = { 0 };
-        rc = pf_boot_barrier(b, cfg.deadline, err);
-        if (rc == PF_OK)
-            rc = pf_boot_allgather(b, mine, sizeof(mine), all, cfg.deadline,
-                                   err);
-        if (rc == PF_OK)
-            rc = pf_boot_bcast(b, buf, sizeof(buf), 1, cfg.deadline, err);
-        if (rc == PF_OK)
-            rc = pf_boot_poll(b, err);
-        pf_boot_close(b);
-    }
+    rc = pf_rdv_open(&k.cfg, &k.b, NULL, k.err);
+    if (rc == PF_OK)
+        rc = fuzz_rdv_collectives(k.b, 1, k.cfg.deadline, k.err);
     pthread_join(t, NULL);
-    if (pf_now_ms() - start > 5000)
-        __builtin_trap();             /* the stream ended: no waiting */
-    if (rc != PF_OK && !known_reason(coll.reason))
-        __builtin_trap();
+    fuzz_rdv_ended_well(&k, start, rc);
     return 0;
 }

@@ -20,6 +20,25 @@ pfb_need_root() {
     command -v ip >/dev/null || { echo "skip: iproute2 is not installed"; exit 77; }
 }
 
+# pfb_test PREFIX NET: the start of a namespace test: its own names (such
+# as pfbl-) and subnet (such as 10.254.62), root or a skip.
+pfb_test() {
+    PFB_PREFIX=$1
+    PFB_BRIDGE=${1}br
+    PFB_NET=$2
+    pfb_need_root
+}
+
+# fail MESSAGE: FAIL and why, the last stderr lines of the ranks in
+# PFB_SHOW (default: every rank of the last pfb_setup), exit 1.
+PFB_N=0
+fail() {
+    local r
+    echo "FAIL $*"
+    for r in ${PFB_SHOW:-$(seq 0 $((PFB_N - 1)))}; do pfb_show "$r"; done
+    exit 1
+}
+
 pfb_ns() { echo "${PFB_PREFIX}ns$1"; }
 pfb_addr() { echo "$PFB_NET.$((10 + $1))"; }
 
@@ -69,6 +88,7 @@ trap 'exit 130' INT TERM
 
 pfb_setup() {
     local n=$1 i ns
+    PFB_N=$n
     pfb_lock
     pfb_cleanup
     ip link add "$PFB_BRIDGE" type bridge || return 1
@@ -137,4 +157,114 @@ pfb_show() {
     local r=$1
     echo "--- rank $r stderr (last 15 lines)"
     tail -n 15 "$PFB_TMP/r$r.log" 2>/dev/null
+}
+
+# No log or report of an earlier case may be read as this one's.
+pfb_fresh() { rm -f "$PFB_TMP"/r*.log "$PFB_TMP"/r*.json "$PFB_TMP"/r*.out; }
+
+# pfb_check RANK NAME FIELD: FIELD of rank RANK's check NAME.
+pfb_check() {
+    pfb_json "$1" "[c['$3'] for c in r['checks'] if c['name'] == '$2'][0]"
+}
+
+# pfb_qdisc RANK QDISC...: QDISC on everything rank RANK sends; a kernel
+# that cannot is a skip.
+pfb_qdisc() {
+    local r=$1 out
+    shift
+    out=$(ip netns exec "$(pfb_ns "$r")" tc qdisc add dev "${PFB_PREFIX}p$r" \
+        root "$@" 2>&1) && return 0
+    echo "skip: this kernel cannot slow a link with 'tc qdisc add ... root $*': $out"
+    exit 77
+}
+
+# pfb_ring_start N PORT ARGS...: ranks 0 to N-1, one per namespace, with
+# `run --bootstrap static --peers <all N on PORT> --rank R ARGS`. With
+# PFB_RANK_GPU=1 rank R sees GPU R of the double only.
+pfb_ring_start() {
+    local n=$1 port=$2 r peers
+    shift 2
+    peers=$(pfb_peers "$n" "$port")
+    for ((r = 0; r < n; r++)); do
+        if [ "${PFB_RANK_GPU:-0}" = 1 ]; then
+            CUDA_VISIBLE_DEVICES=$r pfb_start $r run --bootstrap static \
+                --peers "$peers" --rank $r "$@"
+        else
+            pfb_start $r run --bootstrap static --peers "$peers" --rank $r "$@"
+        fi
+    done
+}
+
+# pfb_ring_wait N: every rank's end. RC_<r> = rank r's exit code,
+# PFB_ENDS[r] = when it ended (epoch seconds), PFB_LAST = the last of
+# those, PFB_TOOK = the most seconds any rank took.
+pfb_ring_wait() {
+    local n=$1 r
+    PFB_ENDS=()
+    PFB_LAST=0
+    PFB_TOOK=0
+    for ((r = 0; r < n; r++)); do
+        pfb_wait $r
+        eval "RC_$r=$PFB_RC"
+        PFB_ENDS[r]=$PFB_END
+        PFB_LAST=$(python3 -c "print(max($PFB_LAST, $PFB_END))")
+        PFB_TOOK=$(python3 -c "print(max($PFB_TOOK, $PFB_SECS))")
+    done
+}
+
+# pfb_ring N PORT ARGS...: N fresh namespaces, the ranks started
+# (pfb_ring_start) and waited for (pfb_ring_wait).
+pfb_ring() {
+    pfb_setup "$1" || fail "cannot build $1 namespaces"
+    pfb_fresh
+    pfb_ring_start "$@"
+    pfb_ring_wait "$1"
+}
+
+# pfb_await_log SECONDS PATTERN RANK...: until every RANK's stderr holds
+# PATTERN (grep), SECONDS at the most; 1 when one never did.
+pfb_await_log() {
+    local tenths=$(($1 * 10)) pat=$2 i r missing
+    shift 2
+    for ((i = 0; i <= tenths; i++)); do
+        missing=
+        for r in "$@"; do
+            grep -q "$pat" "$PFB_TMP/r$r.log" 2>/dev/null || { missing=1; break; }
+        done
+        [ -z "$missing" ] && return 0
+        [ $i -lt $tenths ] && sleep 0.1
+    done
+    return 1
+}
+
+# pfb_signal RANK SIGNAL: the signal to rank RANK's agent (checked to be
+# the agent); PFB_VICTIM = its pid, PFB_SIGNALLED = when (epoch seconds).
+pfb_signal() {
+    PFB_VICTIM=$(pfb_agent_pid "$1") || fail "rank $1 has no pid"
+    [ "$(cat /proc/"$PFB_VICTIM"/comm)" = efa-preflight ] ||
+        fail "rank $1's pid is not the agent"
+    kill -"$2" "$PFB_VICTIM"
+    PFB_SIGNALLED=$(date +%s.%N)
+}
+
+# pfb_wait_after RANK SINCE WANT_RC MAX_S WHAT: waits for rank RANK, which
+# must exit WANT_RC within MAX_S seconds of SINCE (epoch seconds);
+# PFB_AFTER = the seconds it took from SINCE. WHAT ends the messages.
+pfb_wait_after() {
+    local r=$1 since=$2 want=$3 max=$4 what=$5
+    pfb_wait "$r"
+    PFB_AFTER=$(python3 -c "print(round($PFB_END - $since, 2))")
+    [ "$PFB_RC" -eq "$want" ] || fail "rank $r exited $PFB_RC after $what, want $want"
+    python3 -c "import sys; sys.exit(0 if $PFB_AFTER <= $max else 1)" ||
+        fail "rank $r needed $PFB_AFTER s after $what, more than $max s"
+}
+
+# pfb_error_is RANK REASON: rank RANK's collective error and verdict are
+# REASON; PFB_MSG = the error's message.
+pfb_error_is() {
+    [ "$(pfb_json "$1" 'r["collective"]["error"]["reason"]')" = "$2" ] ||
+        fail "rank $1: collective.error.reason is not $2"
+    [ "$(pfb_json "$1" 'r["verdict"]["reason"]')" = "$2" ] ||
+        fail "rank $1: verdict.reason is $(pfb_json "$1" 'r["verdict"]["reason"]'), not $2"
+    PFB_MSG=$(pfb_json "$1" 'r["collective"]["error"]["message"]')
 }

@@ -17,6 +17,7 @@ nic_addrs() { echo "$(pfb_addr "$1"),$(nic_addr_b "$1")"; }
 
 nic_setup() {
     local n=$1 i ns side br net
+    PFB_N=$n
     pfb_lock
     pfb_cleanup
     for side in a b; do

@@ -4,37 +4,21 @@
 # interface so that everything rank 2 sends is slow, then: rank 2 alone
 # fails with StragglerNode, ranks 0, 1, 3 warn SlowPeer naming it and exit
 # 4 (a peer failed, this node did not: the gang still does not start). Source it, then: sg_slow_link_case PORT FLOOR "QDISC ARGS" SWEEP_ARGS...
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-. "$here/lib_netns.sh"
-PFB_PREFIX=pfsg-
-PFB_BRIDGE=${PFB_PREFIX}br
-PFB_NET=10.254.60
-pfb_need_root
+. "$(dirname "${BASH_SOURCE[0]}")/lib_netns.sh"
+pfb_test pfsg- 10.254.60
 command -v tc >/dev/null || { echo "skip: tc (iproute2) is not installed"; exit 77; }
-fail() { echo "FAIL $*"; for r in 0 1 2 3; do pfb_show $r; done; exit 1; }
 
-sg_check() { pfb_json "$1" "[c['$2'] for c in r['checks'] if c['name'] == 'busbw'][0]"; }
+sg_check() { pfb_check "$1" busbw "$2"; }
 
 sg_slow_link_case() {
-    local port=$1 floor=$2 qdisc=$3 out r rc peers
+    local port=$1 floor=$2 qdisc=$3 r rc
     shift 3
     pfb_setup 4 || fail "cannot build 4 namespaces"
     # shellcheck disable=SC2086 # the qdisc words are meant to split
-    if ! out=$(ip netns exec "$(pfb_ns 2)" tc qdisc add dev "${PFB_PREFIX}p2" \
-            root $qdisc 2>&1); then
-        echo "skip: this kernel cannot slow a link with 'tc qdisc add ... root $qdisc': $out"
-        exit 77
-    fi
-    peers=$(pfb_peers 4 "$port")
-    for r in 0 1 2 3; do
-        pfb_start $r run --bootstrap static --peers "$peers" --rank $r \
-            --fabric-provider tcp --no-imds --log-level info --timeout 90 \
-            --min-busbw-gbps "$floor" "$@"
-    done
-    for r in 0 1 2 3; do
-        pfb_wait $r
-        eval "RC_$r=$PFB_RC"
-    done
+    pfb_qdisc 2 $qdisc
+    pfb_ring_start 4 "$port" --fabric-provider tcp --no-imds --log-level info \
+        --timeout 90 --min-busbw-gbps "$floor" "$@"
+    pfb_ring_wait 4
     [ "$RC_2" -eq 1 ] || fail "rank 2 ($qdisc) exited $RC_2, want 1: $(sg_check 2 message)"
     [ "$(sg_check 2 reason)" = StragglerNode ] ||
         fail "rank 2 reason $(sg_check 2 reason): $(sg_check 2 message)"

@@ -16,13 +16,10 @@
 #   4. with --degraded-fails rank 2 exits 1.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-PFB_PREFIX=pfbd-
-PFB_NET=10.254.66
 . "$here/lib_netns.sh"
 . "$here/lib_port.sh"
-pfb_need_root
+pfb_test pfbd- 10.254.66
 command -v tc >/dev/null || { echo "skip: tc (iproute2) is not installed"; exit 77; }
-fail() { echo "FAIL $*"; for r in 0 1 2 3; do pfb_show $r; done; exit 1; }
 
 pfb_setup 4 || fail "cannot build 4 namespaces"
 shape() {   # shape RANK RATE
@@ -45,9 +42,8 @@ run4() {    # run4 TAG [args...]: every rank, then RC_<r>; HIST=1: each rank
             --min-busbw-gbps 0.0005 -b 1M -e 1M -n 2 -w 1 \
             ${HIST:+--history-dir "$PFB_TMP/h$r"} "$@"
     done
+    pfb_ring_wait 4
     for r in 0 1 2 3; do
-        pfb_wait $r
-        eval "RC_$r=$PFB_RC"
         cp "$PFB_TMP/r$r.json" "$PFB_TMP/$tag-r$r.json" 2>/dev/null
     done
 }

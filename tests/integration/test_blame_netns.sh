@@ -21,36 +21,18 @@
 #      double, 0.16 at worst under ASan beside two other test runs; each
 #      link is judged against the 2-node floor, here the same).
 set -u
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/lib_netns.sh"
-PFB_PREFIX=pfbl-
-PFB_BRIDGE=${PFB_PREFIX}br
-PFB_NET=10.254.62
-pfb_need_root
-N=6
-fail() { echo "FAIL $*"; for ((r = 0; r < N; r++)); do pfb_show $r; done; exit 1; }
-fresh() { rm -f "$PFB_TMP"/r*.log "$PFB_TMP"/r*.json "$PFB_TMP"/r*.out; }
+. "$(dirname "$0")/lib_netns.sh"
+pfb_test pfbl- 10.254.62
 common=(--fabric-provider tcp --no-imds --log-level info --expect-efa 0)
+# GPU r of the double is rank r's own (only read by the nccl engine)
+PFB_RANK_GPU=1
 
 run_ring() {   # run_ring PORT N ARGS...
-    local port=$1 n=$2 r
+    local port=$1 n=$2
     shift 2
-    N=$n
-    pfb_setup "$n" || fail "cannot build $n namespaces"
-    fresh
-    for ((r = 0; r < n; r++)); do
-        # GPU r of the double is rank r's own (only read by the nccl engine)
-        CUDA_VISIBLE_DEVICES=$r pfb_start $r run --bootstrap static \
-            --peers "$(pfb_peers "$n" "$port")" --rank $r "${common[@]}" "$@"
-    done
-    for ((r = 0; r < n; r++)); do
-        pfb_wait $r
-        eval "RC_$r=$PFB_RC"
-    done
+    pfb_ring "$n" "$port" "${common[@]}" "$@"
 }
-check() {   # check RANK NAME FIELD
-    pfb_json "$1" "[c['$3'] for c in r['checks'] if c['name'] == '$2'][0]"
-}
+check() { pfb_check "$@"; }   # check RANK NAME FIELD
 
 # 1. six ranks, rank 3 slow
 # Rank 3 sleeps 400 ms before each exchange of 8 MiB, so its links stay

@@ -4,20 +4,11 @@
 # and #wrong = 3 ranks x 2 (out/in place) x 1 = 6 at 4 KiB, where the sweep
 # stops: wrong data decides the ring, and the time left goes to finding
 # who (collective/plan.h). Ports from the kernel (lib_port.sh).
-set -u
-root=${PF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
-bin=${PF_BIN:-$root/${BUILD:-build}/efa-preflight}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL $*"; tail -n 20 "$tmp/err" 2>/dev/null; exit 1; }
-json() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
-. "$root/tests/integration/lib_port.sh"
+. "$(dirname "$0")/lib_test.sh"
 
-timeout -k 5 60 "$bin" local --ranks 3 --fabric-provider tcp --no-imds \
+pf_local 1 "--debug-corrupt-rank 1" --ranks 3 --fabric-provider tcp --no-imds \
     --port "$(pf_free_port)" --timeout 45 -b 4K -e 64K -n 2 -w 1 --engine host --log-level info \
-    --debug-corrupt-rank 1 --report "$tmp/r.json" >"$tmp/out" 2>"$tmp/err"
-rc=$?
-[ $rc -eq 1 ] || fail "--debug-corrupt-rank 1 exited $rc, want 1"
+    --debug-corrupt-rank 1 --report "$tmp/r.json"
 got=$(json "$tmp/r.json" '(r["verdict"]["reason"], r["collective"]["wrong_total"], [x["out_of_place"]["wrong"] for x in r["collective"]["rows"]], [x["in_place"]["wrong"] for x in r["collective"]["rows"]])')
 [ "$got" = "('DataCorruption', 6, [3], [3])" ] ||
     fail "report (reason, wrong_total, oop wrong, ip wrong) = $got"
@@ -27,11 +18,9 @@ grep -q "DataCorruption" "$tmp/out" || fail "the table does not name DataCorrupt
 echo "ok   corrupt rank 1 of 3: DataCorruption, 6 wrong at 4 KiB where the sweep stopped, exit 1"
 
 # Without the flag the same run is clean.
-timeout -k 5 60 "$bin" local --ranks 3 --fabric-provider tcp --no-imds \
+pf_local 0 "clean run" --ranks 3 --fabric-provider tcp --no-imds \
     --port "$(pf_free_port)" --timeout 45 -b 4K -e 64K -n 2 -w 1 --engine host \
-    --report "$tmp/c.json" >"$tmp/out" 2>"$tmp/err"
-rc=$?
-[ $rc -eq 0 ] || fail "clean run exited $rc"
+    --report "$tmp/c.json"
 [ "$(json "$tmp/c.json" 'r["collective"]["wrong_total"]')" = "0" ] ||
     fail "clean run has wrong elements"
 echo "ok   same run without the flag: 0 wrong, exit 0"

@@ -8,28 +8,18 @@
 # and the pairwise phase must still run and name rank 2: exit 1
 # StragglerNode there, 4 on the others, every verdict inside the timeout.
 set -u
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/lib_netns.sh"
-PFB_PREFIX=pfdp-
-PFB_BRIDGE=${PFB_PREFIX}br
-PFB_NET=10.254.63
-pfb_need_root
-fail() { echo "FAIL $*"; for r in 0 1 2 3; do pfb_show $r; done; exit 1; }
+. "$(dirname "$0")/lib_netns.sh"
+pfb_test pfdp- 10.254.63
 TIMEOUT=45
 
 pfb_setup 4 || fail "cannot build 4 namespaces"
-peers=$(pfb_peers 4 36301)
 t0=$(date +%s.%N)
+pfb_ring_start 4 36301 --fabric-provider tcp --no-imds --log-level info --timeout $TIMEOUT \
+    --min-busbw-gbps 0.03 -b 1M -e 8M -f 2 -n 2 -w 1 \
+    --debug-slow-rank 2 --debug-slow-ms 400
+pfb_ring_wait 4
 for r in 0 1 2 3; do
-    pfb_start $r run --bootstrap static --peers "$peers" --rank $r \
-        --fabric-provider tcp --no-imds --log-level info --timeout $TIMEOUT \
-        --min-busbw-gbps 0.03 -b 1M -e 8M -f 2 -n 2 -w 1 \
-        --debug-slow-rank 2 --debug-slow-ms 400
-done
-for r in 0 1 2 3; do
-    pfb_wait $r
-    eval "RC_$r=$PFB_RC"
-    python3 -c "import sys; sys.exit(0 if $PFB_END - $t0 <= $TIMEOUT else 1)" ||
+    python3 -c "import sys; sys.exit(0 if ${PFB_ENDS[r]} - $t0 <= $TIMEOUT else 1)" ||
         fail "rank $r had its verdict after the timeout"
 done
 grep -q "deadline plan: $TIMEOUT s in all" "$PFB_TMP/r0.log" ||

@@ -8,11 +8,7 @@
 #  - a config that is only "---" is empty, as an empty file is;
 #  - a CR/LF in --api-server is bad input (exit 2), not an API failure;
 #  - a FIFO or a bad entry as --baseline: exit 2 before any peer.
-set -u
-root=${PF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
-bin=${PF_BIN:-$root/build/efa-preflight}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/lib_test.sh"
 fail() { echo "FAIL: $*"; exit 1; }
 
 # run_fast LIMIT_S WANT_RC PATTERN cmd...: exit WANT_RC within LIMIT_S,

@@ -14,19 +14,13 @@
 #     on GPU 0's bus warns;
 #  5. `local`: an XID 48 raised on GPU 3 while the agent runs fails the run
 #     with GPUXid "during the all_reduce".
-set -u
-root=${PF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+. "$(dirname "$0")/lib_test.sh"
 build=${BUILD:-build}
-bin=${PF_BIN:-$root/$build/efa-preflight}
 nvml=$root/$build/double/libnvml-double.so
 gpu=$root/$build/double/libgpu-double.so
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL $*"; tail -n 20 "$tmp/out" "$tmp/err" 2>/dev/null; exit 1; }
-json() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($1)" "$tmp/r.json"; }
-check() { # name -> "status reason message" of that check
-    json "' '.join([c['status'] + ' ' + c['reason'] + ' ' + c['message'] for c in r['checks'] if c['name'] == '$1'])"
-}
+report() { json "$tmp/r.json" "$1"; }
+check() { pf_check_said "$1"; }   # name -> "status reason message"
 [ -r "$nvml" ] && [ -r "$gpu" ] || fail "test doubles missing (make test-helpers)"
 unset CUDA_VISIBLE_DEVICES NCCL_DEBUG NCCL_DEBUG_FILE
 mkdir -p "$tmp/root/dev"
@@ -34,23 +28,20 @@ mkdir -p "$tmp/root/dev"
 node() { # fixture-text [extra flags...]
     printf '%s\n' "$1" >"$tmp/fixture"
     shift
-    rm -f "$tmp/r.json"
-    env EFA_PREFLIGHT_NVML="${NVML:-$nvml}" PF_NVML_FIXTURE="$tmp/fixture" \
+    pf_agent 60 env EFA_PREFLIGHT_NVML="${NVML:-$nvml}" PF_NVML_FIXTURE="$tmp/fixture" \
         EFA_PREFLIGHT_CUDART="$gpu" EFA_PREFLIGHT_NCCL="$gpu" PF_DOUBLE_GPUS=8 \
-        timeout -k 5 60 "$bin" node --no-imds --instance-type p5e.48xlarge \
-        --fabric-provider tcp --dev-root "$tmp/root" --report "$tmp/r.json" \
-        "$@" >"$tmp/out" 2>"$tmp/err"
-    rc=$?
+        "$bin" node --no-imds --instance-type p5e.48xlarge \
+        --fabric-provider tcp --dev-root "$tmp/root" "$@"
 }
 
 # 1. healthy
 node "gpus 8"
 [ $rc -eq 0 ] || fail "healthy GPUs: exit $rc"
-got=$(json '[c["status"] for c in r["checks"] if c["condition"] == "GPUHealthy"]')
+got=$(report '[c["status"] for c in r["checks"] if c["condition"] == "GPUHealthy"]')
 [[ "$got" != *fail* && "$got" != *warn* && "$got" == *pass* ]] || fail "healthy: GPU checks $got"
-got=$(json '(r["node"]["gpu_health"]["count"], r["node"]["gpu_health"]["devices"][2]["serial"], r["node"]["gpu_health"]["devices"][2]["bus_id"], r["verdict"]["conditions"]["GPUHealthy"])')
+got=$(report '(r["node"]["gpu_health"]["count"], r["node"]["gpu_health"]["devices"][2]["serial"], r["node"]["gpu_health"]["devices"][2]["bus_id"], r["verdict"]["conditions"]["GPUHealthy"])')
 [ "$got" = "(8, '1650000000002', '00000000:38:00.0', 'pass')" ] || fail "healthy: report says $got"
-ms=$(json 'r["node"]["gpu_health"]["read_ms"]')
+ms=$(report 'r["node"]["gpu_health"]["read_ms"]')
 python3 -c "import sys; sys.exit(not float(sys.argv[1]) < 1000)" "$ms" || fail "reading 8 GPUs took $ms ms"
 echo "ok   8 healthy GPUs: exit 0, GPUHealthy=pass, read in $ms ms"
 
@@ -60,7 +51,7 @@ node "gpu.2.remap_pending 1"
 got=$(check gpu_row_remap)
 [[ "$got" == "fail GPURowRemapPending GPU 2 (00000000:38:00.0, serial 1650000000002): row remap pending"* ]] ||
     fail "remap pending: check is: $got"
-got=$(json '(r["verdict"]["reason"], r["verdict"]["status"], r["verdict"]["class"], r["verdict"]["conditions"]["GPUHealthy"])')
+got=$(report '(r["verdict"]["reason"], r["verdict"]["status"], r["verdict"]["class"], r["verdict"]["conditions"]["GPUHealthy"])')
 [ "$got" = "('GPURowRemapPending', 'fail', 'node', 'fail')" ] || fail "remap pending: verdict $got"
 grep -q "GPURowRemapPending" "$tmp/out" && grep -q "reset the GPU" "$tmp/out" ||
     fail "remap pending: the table lacks the reason or its remedy"
@@ -86,18 +77,15 @@ echo "ok   XID 79 in the kernel log since boot: a warning naming GPU 0"
 
 # 5. an XID while the all_reduce runs (local, one process, 8 GPUs)
 printf 'gpu.3.xid 48\n' >"$tmp/fixture"
-rm -f "$tmp/r.json"
-env EFA_PREFLIGHT_NVML="$nvml" PF_NVML_FIXTURE="$tmp/fixture" \
+pf_agent 60 env EFA_PREFLIGHT_NVML="$nvml" PF_NVML_FIXTURE="$tmp/fixture" \
     EFA_PREFLIGHT_CUDART="$gpu" EFA_PREFLIGHT_NCCL="$gpu" PF_DOUBLE_GPUS=8 \
-    timeout -k 5 60 "$bin" local --ranks 1 --no-imds --expect-efa 0 \
-    --dev-root "$tmp/root" --timeout 30 -b 8 -e 64K -n 2 -w 1 \
-    --report "$tmp/r.json" >"$tmp/out" 2>"$tmp/err"
-rc=$?
+    "$bin" local --ranks 1 --no-imds --expect-efa 0 \
+    --dev-root "$tmp/root" --timeout 30 -b 8 -e 64K -n 2 -w 1
 [ $rc -eq 1 ] || fail "XID 48 in the run: exit $rc, want 1"
 got=$(check gpu_xid)
 [[ "$got" == "fail GPUXid GPU 3 (00000000:48:00.0, serial 1650000000003): XID 48 (double-bit ECC error) x1 during the all_reduce"* ]] ||
     fail "XID 48 in the run: check is: $got"
-got=$(json '(r["node"]["gpu_health"]["window"], r["collective"]["ran"] if "ran" in r["collective"] else None)')
+got=$(report '(r["node"]["gpu_health"]["window"], r["collective"]["ran"] if "ran" in r["collective"] else None)')
 [[ "$got" == "('all_reduce', "* ]] || fail "XID 48: counters not read around the all_reduce: $got"
 echo "ok   local: XID 48 on GPU 3 during the all_reduce fails with GPUXid"
 

@@ -7,11 +7,7 @@
 # order; EFA_PREFLIGHT_HISTORY_DIR works as the flag does; the oldest
 # report is gone and nothing else was touched. Ports from the kernel
 # (lib_port.sh).
-set -u
-root=${PF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
-bin=${PF_BIN:-$root/${BUILD:-build}/efa-preflight}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/lib_test.sh"
 fail() { echo "FAIL $*"; cat "$tmp/out" 2>/dev/null | head -20; exit 1; }
 
 hist=$tmp/history

@@ -4,21 +4,12 @@
 # (12 B x 3^k), the report names the engine and the fallback provider, and
 # --min-busbw-gbps above what loopback can do fails BandwidthBelowThreshold.
 # Ports from the kernel (lib_port.sh).
-set -u
-root=${PF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
-bin=${PF_BIN:-$root/${BUILD:-build}/efa-preflight}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL $*"; tail -n 20 "$tmp/err" 2>/dev/null; exit 1; }
-json() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
-. "$root/tests/integration/lib_port.sh"
+. "$(dirname "$0")/lib_test.sh"
 
 for n in 2 4; do
-    timeout -k 5 60 "$bin" local --ranks "$n" --fabric-provider tcp --no-imds \
+    pf_local 0 "local --ranks $n over tcp" --ranks "$n" --fabric-provider tcp --no-imds \
         --port "$(pf_free_port)" --timeout 45 -b 12 -e 4M -f 3 -n 2 -w 1 \
-        --report "$tmp/r$n.json" >"$tmp/out" 2>"$tmp/err"
-    rc=$?
-    [ $rc -eq 0 ] || fail "local --ranks $n over tcp exited $rc"
+        --report "$tmp/r$n.json"
     got=$(json "$tmp/r$n.json" '(r["verdict"]["exit_code"], r["verdict"]["reason"], r["collective"]["engine"], r["collective"]["provider"], r["collective"]["provider_is_fallback"], r["collective"]["nranks"], r["collective"]["wrong_total"], len(r["collective"]["rows"]), r["collective"]["rows"][-1]["bytes"])')
     [ "$got" = "(0, 'ProviderFallback', 'host', 'tcp;ofi_rxm', True, $n, 0, 12, 2125764)" ] ||
         fail "n=$n report (exit, reason, engine, provider, fallback, nranks, wrong, rows, last) = $got"
@@ -32,11 +23,9 @@ done
 
 # A floor no loopback reaches: every rank is on this node, so it is this
 # node's: NodeBandwidthBelowThreshold, exit 1.
-timeout -k 5 60 "$bin" local --ranks 2 --fabric-provider tcp --no-imds \
+pf_local 1 "--min-busbw-gbps 10000" --ranks 2 --fabric-provider tcp --no-imds \
     --port "$(pf_free_port)" --timeout 45 -b 64K -e 256K -n 2 -w 1 --min-busbw-gbps 10000 \
-    --report "$tmp/floor.json" >"$tmp/out" 2>"$tmp/err"
-rc=$?
-[ $rc -eq 1 ] || fail "--min-busbw-gbps 10000 exited $rc, want 1"
+    --report "$tmp/floor.json"
 got=$(json "$tmp/floor.json" '[(c["name"], c["status"], c["reason"]) for c in r["checks"] if c["status"] == "fail"]')
 [ "$got" = "[('busbw', 'fail', 'NodeBandwidthBelowThreshold')]" ] ||
     fail "--min-busbw-gbps 10000 failing checks = $got"

@@ -66,6 +66,19 @@ hostile() {   # hostile PORT SOURCES RECONNECT(0|1) [tool args...]: in the backg
 }
 hostile_stop() { kill "$hpid" 2>/dev/null; wait "$hpid" 2>/dev/null; hpid=; }
 rss() { awk '$1 == "VmRSS:" {print $2}' "/proc/$pid/status"; }
+# sigterm_ends WHAT: SIGTERM to the server (pid) with the hostile
+# connections open; it must exit 0 within a second (ms: how long it took).
+sigterm_ends() {
+    local t0 rc
+    t0=$(date +%s%N)
+    kill -TERM "$pid"
+    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.01; done
+    wait "$pid"; rc=$?; pid=
+    ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+    hostile_stop
+    [ $rc -eq 0 ] || fail "${1}exit $rc after SIGTERM"
+    [ $ms -le 1000 ] || fail "${1}exit took $ms ms with 300 connections open"
+}
 # legit WHAT N: N requests on new connections, one at a time (python);
 # prints the latencies; fails on a refusal or one past 2 s, or a median past 1 s.
 legit() {
@@ -132,14 +145,7 @@ echo "ok   300 hostile connections from the client's own address: reviews answer
 
 # 3. SIGTERM with 300 connections open.
 hostile "$port" 127.0.1.1-30 0 --tls idle=150 headers=150
-t0=$(date +%s%N)
-kill -TERM "$pid"
-for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.01; done
-wait "$pid"; rc=$?; pid=
-ms=$(( ($(date +%s%N) - t0) / 1000000 ))
-hostile_stop
-[ $rc -eq 0 ] || fail "exit $rc after SIGTERM"
-[ $ms -le 1000 ] || fail "exit took $ms ms with 300 connections open"
+sigterm_ends ""
 echo "ok   SIGTERM with 300 connections open: exit 0 after $ms ms"
 
 # 4. TLS versions and suites.
@@ -260,12 +266,5 @@ for _ in $(seq 100); do
 done
 hostile "$port" 127.0.1.1-30 1 --path /metrics --big 1023 idle=75 headers=75 body=75 bigbody=75
 legit scrape 8
-t0=$(date +%s%N)
-kill -TERM "$pid"
-for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.01; done
-wait "$pid"; rc=$?; pid=
-ms=$(( ($(date +%s%N) - t0) / 1000000 ))
-hostile_stop
-[ $rc -eq 0 ] || fail "monitor: exit $rc after SIGTERM"
-[ $ms -le 1000 ] || fail "monitor: exit took $ms ms with 300 connections open"
+sigterm_ends "monitor: "
 echo "ok   monitor with 300 hostile connections: scrapes answered; SIGTERM exit 0 after $ms ms"

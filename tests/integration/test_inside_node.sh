@@ -20,18 +20,11 @@
 # 9: `local --ranks 3` on the NCCL engine (the double, one GPU a process),
 #   GPU 2 corrupting -> named by GPU index and bus id.
 # Ports: free ones on loopback (--port 0).
-set -u
-root=${PF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+. "$(dirname "$0")/lib_test.sh"
 build=${BUILD:-build}
-bin=${PF_BIN:-$root/$build/efa-preflight}
 double=$root/$build/double/libgpu-double.so
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL $*"; tail -n 20 "$tmp/err" 2>/dev/null; exit 1; }
-json() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($1)" "$tmp/r.json"; }
-check() { # name -> "status reason message" of that check
-    json "' '.join([c['status'] + ' ' + c['reason'] + ' ' + c['message'] for c in r['checks'] if c['name'] == '$1'])"
-}
+report() { json "$tmp/r.json" "$1"; }
+check() { pf_check_said "$1"; }   # name -> "status reason message"
 
 [ -r "$double" ] || fail "test double missing: $double (make test-helpers)"
 unset NCCL_DEBUG NCCL_DEBUG_FILE NCCL_DEBUG_SUBSYS CUDA_VISIBLE_DEVICES
@@ -40,19 +33,16 @@ gpus() { # env assignments... -- extra flags...
     local envs=()
     while [ $# -gt 0 ] && [ "$1" != "--" ]; do envs+=("$1"); shift; done
     shift
-    rm -f "$tmp/r.json"
-    env EFA_PREFLIGHT_CUDART="$double" EFA_PREFLIGHT_NCCL="$double" \
+    pf_agent 60 env EFA_PREFLIGHT_CUDART="$double" EFA_PREFLIGHT_NCCL="$double" \
         PF_DOUBLE_GPUS=8 PF_DOUBLE_TRACE="$tmp/trace" "${envs[@]}" \
-        timeout -k 5 60 "$bin" local --ranks 1 --no-imds --expect-efa 0 \
-        --timeout 30 -b 8 -e 64K -n 2 -w 1 --report "$tmp/r.json" "$@" \
-        >"$tmp/out" 2>"$tmp/err"
-    rc=$?
+        "$bin" local --ranks 1 --no-imds --expect-efa 0 \
+        --timeout 30 -b 8 -e 64K -n 2 -w 1 "$@"
 }
 
 # 0. no fault: pass, every rank described, nobody named
 gpus X=1 --
 [ $rc -eq 0 ] || fail "clean 8-GPU run exited $rc"
-got=$(json '(r["collective"]["nranks"], r["collective"]["inside"]["ranks"][3], r["collective"]["inside"]["culprits"], r["collective"]["inside"]["method"])')
+got=$(report '(r["collective"]["nranks"], r["collective"]["inside"]["ranks"][3], r["collective"]["inside"]["culprits"], r["collective"]["inside"]["method"])')
 [ "$got" = "(8, {'rank': 3, 'process': 0, 'gpu': 3, 'bus_id': '0000:1b:00.0', 'nic': None}, [], None)" ] ||
     fail "clean run: (nranks, inside.ranks[3], culprits, method) = $got"
 echo "ok   clean: 8 GPUs in one process described by index and bus id, nobody named, exit 0"
@@ -63,7 +53,7 @@ gpus PF_DOUBLE_CORRUPT_GPU=5:3 --
 got=$(check data)
 [[ "$got" == "fail DataCorruption this node corrupts data at rank 5 (GPU 5, bus 0000:1d:00.0): "* ]] ||
     fail "corrupting GPU 5: data check is: $got"
-got=$(json '(r["collective"]["inside"]["method"], r["collective"]["inside"]["kind"], r["collective"]["inside"]["culprits"], [(l["a"], l["b"]) for l in r["collective"]["inside"]["links"] if l["wrong"] > 0])')
+got=$(report '(r["collective"]["inside"]["method"], r["collective"]["inside"]["kind"], r["collective"]["inside"]["culprits"], [(l["a"], l["b"]) for l in r["collective"]["inside"]["links"] if l["wrong"] > 0])')
 [ "$got" = "('gpu-pairs', 'data', [5], [(4, 5), (5, 6)])" ] ||
     fail "corrupting GPU 5: inside (method, kind, culprits, wrong links) = $got"
 echo "ok   GPU 5 corrupting its results: DataCorruption names rank 5 (GPU 5, bus 0000:1d:00.0), links 4-5 and 5-6 wrong"
@@ -85,7 +75,7 @@ got=$(check busbw)
 echo "ok   slow GPU 6 below the floor: NodeBandwidthBelowThreshold names rank 6 (GPU 6, bus 0000:1e:00.0)"
 
 inside() { # what the report's collective.inside says: (method, kind, culprits)
-    json '(r["collective"]["inside"]["method"], r["collective"]["inside"]["kind"], r["collective"]["inside"]["culprits"])'
+    report '(r["collective"]["inside"]["method"], r["collective"]["inside"]["kind"], r["collective"]["inside"]["culprits"])'
 }
 table() { # the table's line of a check on stdout
     grep -E "^[A-Z]+ +$1 " "$tmp/out"
@@ -93,11 +83,8 @@ table() { # the table's line of a check on stdout
 
 ranks=4
 host() { # extra flags...
-    rm -f "$tmp/r.json"
-    timeout -k 5 90 "$bin" local --ranks "$ranks" --fabric-provider tcp --no-imds \
-        --expect-efa 0 --timeout 60 -b 64K -e 1M -n 5 -w 2 \
-        --report "$tmp/r.json" "$@" >"$tmp/out" 2>"$tmp/err"
-    rc=$?
+    pf_agent 90 "$bin" local --ranks "$ranks" --fabric-provider tcp --no-imds \
+        --expect-efa 0 --timeout 60 -b 64K -e 1M -n 5 -w 2 "$@"
 }
 
 # 4. host engine, rank 2 corrupting
@@ -106,7 +93,7 @@ host --debug-corrupt-rank 2
 got=$(check data)
 [[ "$got" == "fail DataCorruption this node corrupts data at rank 2 (NIC 127.0.0.1): "* ]] ||
     fail "host rank 2 corrupting: data check is: $got"
-got=$(json '[(x["rank"], x["process"], x["gpu"], x["nic"]) for x in r["collective"]["inside"]["ranks"]][2]')
+got=$(report '[(x["rank"], x["process"], x["gpu"], x["nic"]) for x in r["collective"]["inside"]["ranks"]][2]')
 [ "$got" = "(2, 2, None, '127.0.0.1')" ] || fail "host rank 2: inside.ranks[2] = $got"
 [ "$(inside)" = "('pairwise', 'data', [2])" ] || fail "host rank 2 corrupting: inside = $(inside)"
 [[ "$(table data)" == *"corrupts data at rank 2 (NIC 127.0.0.1)"* ]] ||
@@ -158,13 +145,10 @@ echo "ok   local --ranks 2, rank 1 corrupting: the node fails, and the message s
 # 9. the NCCL engine on the GPU double, 3 processes of one GPU each on this
 #    node, GPU 2 corrupting what it receives (PF_DOUBLE_CORRUPT=2:4 follows
 #    the GPU into the pairwise test's 2-rank communicators)
-rm -f "$tmp/r.json"
-env EFA_PREFLIGHT_CUDART="$double" EFA_PREFLIGHT_NCCL="$double" \
+pf_agent 90 env EFA_PREFLIGHT_CUDART="$double" EFA_PREFLIGHT_NCCL="$double" \
     PF_DOUBLE_GPUS=3 PF_DOUBLE_CORRUPT=2:4 \
-    timeout -k 5 90 "$bin" local --ranks 3 --no-imds --expect-efa 0 \
-    --timeout 60 -b 8 -e 64K -n 2 -w 1 --report "$tmp/r.json" \
-    >"$tmp/out" 2>"$tmp/err"
-rc=$?
+    "$bin" local --ranks 3 --no-imds --expect-efa 0 \
+    --timeout 60 -b 8 -e 64K -n 2 -w 1
 [ $rc -eq 1 ] || fail "3 NCCL processes, GPU 2 corrupting: exit $rc, want 1"
 got=$(check data)
 [[ "$got" == "fail DataCorruption this node corrupts data at rank 2 (GPU 2, bus 0000:1a:00.0): pairwise inside this node: "* ]] ||

@@ -13,10 +13,9 @@
 #    nor any stage (it takes pf_webhook_opts from main) and only util/;
 #  - agent/monitor/ runs no collective and finds no peers: it never includes
 #    collective/, discover/, transport/ or verdict/;
-#  - the floor rule (and the fleet baseline's bar on the pair links,
-#    baseline/baseline.h) is applied by the collective alone: verdict/ and
-#    publish/ read run->coll.judgement and never call pf_floor_for,
-#    pf_coll_floor or pf_coll_judged_busbw;
+#  - the judgement has one room, agent/judge/: the floor rule (and the
+#    fleet baseline's bar on the pair links) is applied there alone, once
+#    per run, and every other folder reads run->coll.judgement;
 #  - util/, net/, webhook/, transport/, the collective harness and each
 #    engine compile with only the headers they may use (pf.h, the
 #    aggregate of agent/types/, is for main.c; types/run.h for the
@@ -27,6 +26,10 @@
 #    (the stage order is launch/pipeline.c, the signal state
 #    launch/interrupt.c, the commands launch/commands.c and
 #    monitor/command.c);
+#  - no two .c files in agent/ call back into each other (A calls a
+#    function B defines and B one A defines; callback_pairs.sh reads
+#    that from the objects): what both need is a third file below them,
+#    or a callback passed explicitly;
 #  - unit tests mirror the sources: tests/unit/<folder>/test_<source>[_<what>].c
 #    names a source agent/<folder>/<source>.c, and only tests live there
 #    (every fake is in tests/fakes/).
@@ -143,8 +146,8 @@ strict transport transport "$leaf reasons.h net/*.h types/boot.h types/peers.h"
 strict host collective/host "$engine_may"
 strict nccl collective/nccl "$engine_may"
 strict collective collective "$leaf reasons.h types/*.h transport/bootstrap.h
-    config/config.h config/catalog.h discover/discover.h probe/hw_counters.h
-    probe/gpu_health.h baseline/baseline.h"
+    config/config.h config/run_clock.h config/catalog.h discover/discover.h probe/hw_counters.h
+    probe/gpu_health.h baseline/baseline.h judge/judge.h judge/links.h"
 export -f syntax; export cc
 xargs -P "${PF_LAYOUT_JOBS:-2}" -L 1 bash -c 'out=$(syntax "$0" "$1") || {
         printf "%s\n" "${1#"$0"/}: compiled with only the headers it may include:" "$out" | head -n 8; }' \
@@ -172,17 +175,32 @@ probe nccl collective/nccl ../host/host.h fail
 probe collective collective ../verdict/verdict.h fail
 probe collective collective host/host.h fail
 
-# 3e. The floor and the busbw judged against it are decided once, by the
-#     collective (pf_coll_judge): the verdict and the publishers read
-#     run->coll.judgement, so a report, a label and a metric cannot
-#     disagree with the verdict about either.
-judge_re='\bpf_(floor_for|coll_floor(_at)?|coll_judged_busbw)[[:space:]]*\('
-if grep -nE "$judge_re" agent/verdict/*.[ch] agent/publish/*.[ch]; then
-    fail "verdict/ or publish/ applies the floor rule itself: read run->coll.judgement (collective/collective.h pf_coll_judge)"
+# 3e. The judgement has one room, agent/judge/ (judge/judge.h writes the
+#     floor rule): the floors and the busbw judged against them are
+#     computed there, once per run, into run->coll.judgement, which the
+#     sweep, the pairwise phase, the verdict and the publishers read, so a
+#     report, a label and a metric cannot disagree with the verdict. No
+#     file outside judge/ applies the rule (pf_floor_for, pf_judged_busbw)
+#     or defines a floor function; only the collective and the pipeline
+#     take the judgement's steps.
+[ -f agent/judge/judge.c ] && [ -f agent/judge/floor.c ] || fail "agent/judge/ is missing"
+judge_re='\bpf_(floor_for|judged_busbw)[[:space:]]*\('
+if grep -nE "$judge_re" $(ls agent/*.[ch] agent/*/*.[ch] agent/*/*/*.[ch] | grep -v '^agent/judge/'); then
+    fail "the floor rule applied outside agent/judge/: read run->coll.judgement (judge/judge.h)"
 fi
-for call in 'pf_floor_for(cfg' 'pf_coll_floor (run' 'pf_coll_floor_at(run' 'pf_coll_judged_busbw(c'; do
+for call in 'pf_floor_for(cfg' 'pf_judged_busbw (c'; do
     grep -qE "$judge_re" <<<"x = $call, &rule);" || fail "the floor-rule check misses \"$call\""
 done
+floor_def_re='^[a-z][a-z0-9_ *]*[ *]pf_[a-z0-9_]*floor[a-z0-9_]*\('
+if grep -nE "$floor_def_re" $(ls agent/*.c agent/*/*.c agent/*/*/*.c | grep -v '^agent/judge/'); then
+    fail "a floor function defined outside agent/judge/: the judgement's room holds them all"
+fi
+grep -qE "$floor_def_re" <<<'double pf_links_relative_floor(int n,' ||
+    fail "the floor-definition check misses a floor function"
+step_re='\bpf_judge(_plan|_stop)?[[:space:]]*\('
+if grep -nE "$step_re" $(ls agent/*.c agent/*/*.c agent/*/*/*.c | grep -vE '^agent/(judge/|collective/collective\.c|launch/pipeline\.c)'); then
+    fail "a judgement step taken outside the collective and the pipeline: read run->coll.judgement"
+fi
 
 # 3e'. Publishing reads the run and writes none of it: its own checks
 #      (Node write, report file, a mark withheld) go to its outcome
@@ -205,6 +223,31 @@ for call in 'pf_probe(run' 'pf_publish(run' 'pf_verdict_finish(run' 'pf_sigwatch
     grep -qE "$main_re" <<<"x = $call, err);" || fail "the main.c check misses \"$call\""
 done
 
+# 3g. Files split by job: no two .c files call back into each other, so a
+#     reader never goes back and forth between two of them.
+pairs=$(tests/integration/callback_pairs.sh 2>&1)
+case $? in
+0|1) ;;
+*) fail "callback_pairs.sh could not read the objects: $pairs" ;;
+esac
+while read -r line; do
+    [ -n "$line" ] || continue
+    case "$line" in
+    agent/*" <-> "*) fail "two files call back into each other (move what both need into a third file below them): $line" ;;
+    esac
+done <<<"$pairs"
+# The check can fail: two files that call each other are found, a call
+# one way only is not (compiled in an empty tree, no build needed).
+cb=$ctmp/callbacks
+mkdir -p "$cb/agent/a" "$cb/agent/b" "$cb/tests/integration"
+cp tests/integration/callback_pairs.sh "$cb/tests/integration/"
+printf 'int pf_b_two(void);\nint pf_a_one(void) { return 1; }\nint pf_a_three(void) { return pf_b_two(); }\n' >"$cb/agent/a/one.c"
+printf 'int pf_a_one(void);\nint pf_b_two(void) { return pf_a_one(); }\n' >"$cb/agent/b/two.c"
+printf 'int pf_a_one(void);\nint pf_c_four(void) { return pf_a_one(); }\n' >"$cb/agent/b/four.c"
+cb_out=$(PF_ROOT=$cb BUILD=none "$cb/tests/integration/callback_pairs.sh")
+[ $? -eq 1 ] && [ "$cb_out" = "agent/a/one.c <-> agent/b/two.c: one.c calls pf_b_two; two.c calls pf_a_one" ] ||
+    fail "callback check: a file pair calling each other should be the one pair found, got: ${cb_out:-nothing}"
+
 # 4. Tests mirror sources.
 n=0
 while read -r t; do
@@ -226,4 +269,4 @@ others=$(find tests/unit -type f ! -name 'test_*.c')
 [ -z "$others" ] || fail "not a test, belongs in tests/fakes/: $others"
 
 [ $bad -eq 0 ] || exit 1
-echo "layout: util/ is a leaf, net/ stands on util/ alone, transport/ and the engines never see the run, $nfiles files of util/ net/ webhook/ transport/ collective/ compile with only the headers they may use, the coordinator is in coord/, webhook/ uses util/ alone, monitor/ runs no collective, main.c ($lines lines) only dispatches, verdict/ and publish/ read the collective's judgement, publish/ writes its own outcome, $n unit test files mirror their sources"
+echo "layout: util/ is a leaf, net/ stands on util/ alone, transport/ and the engines never see the run, $nfiles files of util/ net/ webhook/ transport/ collective/ compile with only the headers they may use, the coordinator is in coord/, webhook/ uses util/ alone, monitor/ runs no collective, main.c ($lines lines) only dispatches, no two files call back into each other, the judgement is computed in judge/ alone and read everywhere else, publish/ writes its own outcome, $n unit test files mirror their sources"

@@ -6,21 +6,11 @@
 # PeerLost; --ranks beyond what the host holds is a usage error naming the
 # limit; two runs at once pick their own free ports and both pass. The
 # ports given with --port come from the kernel (lib_port.sh).
-set -u
-root=${PF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
-bin=${PF_BIN:-$root/${BUILD:-build}/efa-preflight}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL $*"; tail -n 20 "$tmp/err" 2>/dev/null; exit 1; }
-. "$root/tests/integration/lib_port.sh"
-json() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
+. "$(dirname "$0")/lib_test.sh"
 
 # 1. Three ranks pass.
-timeout -k 5 60 "$bin" local --ranks 3 --fabric-provider tcp --no-imds \
-    --port "$(pf_free_port)" --timeout 40 -e 1M --report "$tmp/r.json" --log-level info \
-    >"$tmp/out" 2>"$tmp/err"
-rc=$?
-[ $rc -eq 0 ] || fail "local --ranks 3 exited $rc"
+pf_local 0 "local --ranks 3" --ranks 3 --fabric-provider tcp --no-imds \
+    --port "$(pf_free_port)" --timeout 40 -e 1M --report "$tmp/r.json" --log-level info
 got=$(json "$tmp/r.json" '(r["verdict"]["exit_code"], r["collective"]["nranks"], r["collective"]["wrong_total"], r["collective"]["error"], len(r["collective"]["rows"]))')
 [ "$got" = "(0, 3, 0, None, 18)" ] ||
     fail "report (exit_code, nranks, wrong, error, rows) = $got"
@@ -35,10 +25,8 @@ n=$(grep -o 'rank [0-2] of 3, run local-[0-9]*-[0-9]*' "$tmp/err" | sed 's/.*run
 echo "ok   local --ranks 3: pass, 0 wrong, one table, one run id"
 
 # 2. One rank: the collective with a world of one.
-timeout -k 5 60 "$bin" local --ranks 1 --fabric-provider tcp --no-imds \
-    --timeout 30 -e 64K --report "$tmp/r1.json" >"$tmp/out" 2>"$tmp/err"
-rc=$?
-[ $rc -eq 0 ] || fail "local --ranks 1 exited $rc"
+pf_local 0 "local --ranks 1" --ranks 1 --fabric-provider tcp --no-imds \
+    --timeout 30 -e 64K --report "$tmp/r1.json"
 [ "$(json "$tmp/r1.json" '(r["collective"]["nranks"], r["collective"]["wrong_total"])')" = "(1, 0)" ] ||
     fail "local --ranks 1 report is not one rank with 0 wrong"
 echo "ok   local --ranks 1: pass with a world of one"

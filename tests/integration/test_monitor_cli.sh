@@ -2,11 +2,7 @@
 # `efa-preflight monitor` without a cluster: bad input is exit 2 naming
 # what is wrong, before anything runs; a bounded run on the p5en and
 # old-driver fixtures exits 0 and leaves a textfile that says what it saw.
-set -u
-root=${PF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
-bin=${PF_BIN:-$root/${BUILD:-build}/efa-preflight}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/lib_test.sh"
 fail() { echo "FAIL: $*"; exit 1; }
 "$root/tests/fakes/make_sysfs.sh" "$tmp/fixtures" || fail "fixtures"
 fx=$tmp/fixtures

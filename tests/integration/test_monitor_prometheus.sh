@@ -5,34 +5,14 @@
 # passes on /metrics and on the textfile written beside it; Prometheus
 # stores every NIC's counters, sees the rising one's rate and the NIC
 # judged unhealthy; /healthz answers 200, an unknown path 404.
-set -u
-root=${PF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
-bin=${PF_BIN:-$root/${BUILD:-build}/efa-preflight}
-. "$root/tests/integration/lib_port.sh"
+. "$(dirname "$0")/lib_test.sh"
 for b in prometheus promtool curl; do
     command -v $b >/dev/null || { echo "skip: $b is not installed"; exit 77; }
 done
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-    for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
 fail() {
     echo "FAIL $*"
     for f in "$tmp"/*.log; do [ -f "$f" ] && { echo "--- $f"; tail -n 8 "$f"; }; done
     exit 1
-}
-# wait_http URL SECONDS: until it answers 200.
-wait_http() {
-    local end=$(( $(date +%s) + $2 ))
-    while [ "$(date +%s)" -lt $end ]; do
-        curl -fsS -o /dev/null --max-time 2 "$1" 2>/dev/null && return 0
-        sleep 0.2
-    done
-    return 1
 }
 
 "$root/tests/fakes/make_sysfs.sh" "$tmp/fixtures" || fail "fixtures"
@@ -40,17 +20,14 @@ cp -a "$tmp/fixtures/p5.48xlarge" "$tmp/fx"
 ctr="$tmp/fx/sys/class/infiniband/rdmap20s27/ports/1/hw_counters/retrans_timeout_events"
 
 # The monitor, on a port the kernel gave (retried if someone took it).
-for attempt in 1 2 3; do
-    MON=127.0.0.1:$(pf_free_port)
-    "$bin" monitor --sysfs-root "$tmp/fx" --dev-root "$tmp/fx" --no-imds \
-        --interval 0.5 --listen "$MON" --node-name node-0 \
-        --metrics-textfile "$tmp/monitor.prom" -v >"$tmp/monitor.log" 2>&1 &
-    mon=$!
-    wait_http "http://$MON/healthz" 10 && break
-    kill "$mon" 2>/dev/null; wait "$mon" 2>/dev/null
-    grep -q "in use" "$tmp/monitor.log" || fail "the monitor did not serve /healthz"
-done
-pids+=($mon)
+monitor() {
+    exec "$bin" monitor --sysfs-root "$tmp/fx" --dev-root "$tmp/fx" --no-imds \
+        --interval 0.5 --listen "$ADDR" --node-name node-0 \
+        --metrics-textfile "$tmp/monitor.prom" -v
+}
+pf_serve monitor "$tmp/monitor.log" /healthz 10 "in use" ||
+    fail "the monitor did not serve /healthz"
+MON=$ADDR
 echo "ok   the monitor serves /healthz on $MON"
 ( while :; do
       v=$(cat "$ctr"); echo $((v + 2)) >"$ctr.tmp" && mv "$ctr.tmp" "$ctr"
@@ -67,9 +44,7 @@ promtool check metrics <"$tmp/monitor.prom" >"$tmp/promtool-file.log" 2>&1 ||
     fail "promtool check metrics on the textfile: $(cat "$tmp/promtool-file.log")"
 echo "ok   promtool check metrics passes on /metrics ($(grep -c '^# TYPE' "$tmp/scrape.txt") families) and on the textfile"
 
-for attempt in 1 2 3; do
-    PROM=127.0.0.1:$(pf_free_port)
-    cat >"$tmp/prometheus.yml" <<EOF
+cat >"$tmp/prometheus.yml" <<EOF
 global:
   scrape_interval: 1s
   evaluation_interval: 1s
@@ -77,25 +52,21 @@ scrape_configs:
   - job_name: efa-preflight-monitor
     static_configs: [{targets: ["$MON"]}]
 EOF
-    prometheus --config.file="$tmp/prometheus.yml" --storage.tsdb.path="$tmp/tsdb" \
-        --web.listen-address=$PROM >"$tmp/prometheus.log" 2>&1 &
-    prom=$!
-    wait_http "http://$PROM/-/ready" 30 && break
-    kill "$prom" 2>/dev/null; wait "$prom" 2>/dev/null
-    grep -q "address already in use" "$tmp/prometheus.log" || fail "prometheus did not come up"
-done
-pids+=($prom)
+prom() {
+    exec prometheus --config.file="$tmp/prometheus.yml" \
+        --storage.tsdb.path="$tmp/tsdb" --web.listen-address="$ADDR"
+}
+pf_serve prom "$tmp/prometheus.log" /-/ready 30 "address already in use" ||
+    fail "prometheus did not come up"
+PROM=$ADDR
 echo "ok   prometheus up on $PROM"
 
-python3 - "$PROM" <<'PY' || fail "Prometheus' view of the monitor"
-import json, sys, time, urllib.parse, urllib.request
+PYTHONPATH="$root/tests/integration" python3 - "$PROM" <<'PY' || fail "Prometheus' view of the monitor"
+import json, sys, time
+import promql
 prom = sys.argv[1]
 def query(q):
-    url = "http://%s/api/v1/query?%s" % (prom, urllib.parse.urlencode({"query": q}))
-    with urllib.request.urlopen(url, timeout=5) as f:
-        d = json.load(f)
-    assert d["status"] == "success", d
-    return d["data"]["result"]
+    return promql.query(prom, q)
 def until(what, q, ok, secs=40):
     deadline = time.time() + secs
     while True:

@@ -4,13 +4,9 @@
 # find each other through the dlopened shim (build/libpf-mpi.so), agree on
 # one run id, and pass with 0 wrong and 4 ranks in every report. The agent
 # itself must not link libmpi.
-set -u
-root=${PF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+. "$(dirname "$0")/lib_test.sh"
 build=${BUILD:-build}
-bin=${PF_BIN:-$root/$build/efa-preflight}
 shim=$(dirname "$bin")/libpf-mpi.so
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL $*"; tail -n 30 "$tmp/out"; exit 1; }
 
 command -v mpirun >/dev/null || { echo "skip: mpirun is not installed"; exit 77; }

@@ -6,15 +6,9 @@
 # async error mid-sweep, NCCL missing; and `local` without --ranks: one
 # rank per GPU (1 GPU, 4 GPUs across processes), 2 host ranks without GPUs.
 # Ports: free ones on loopback (--port 0).
-set -u
-root=${PF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+. "$(dirname "$0")/lib_test.sh"
 build=${BUILD:-build}
-bin=${PF_BIN:-$root/$build/efa-preflight}
 double=$root/$build/double/libgpu-double.so
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL $*"; tail -n 20 "$tmp/err" 2>/dev/null; exit 1; }
-json() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
 check() { # name -> (status, reason) of that check
     json "$tmp/r.json" "[(c['status'], c['reason']) for c in r['checks'] if c['name'] == '$1']"
 }
@@ -103,11 +97,9 @@ fit() { # env assignments... -- extra flags...
     local envs=()
     while [ $# -gt 0 ] && [ "$1" != "--" ]; do envs+=("$1"); shift; done
     shift
-    rm -f "$tmp/r.json" "$tmp/trace"
-    env "${envs[@]}" timeout -k 5 60 "$bin" local --no-imds --expect-efa 0 \
-        --timeout 30 -b 8 -e 64 -n 2 -w 1 --port 0 --report "$tmp/r.json" \
-        --log-level info "$@" >"$tmp/out" 2>"$tmp/err"
-    rc=$?
+    rm -f "$tmp/trace"
+    pf_agent 60 env "${envs[@]}" "$bin" local --no-imds --expect-efa 0 \
+        --timeout 30 -b 8 -e 64 -n 2 -w 1 --port 0 --log-level info "$@"
 }
 
 # 8. a 1-GPU host (g5.8xlarge): one rank, busbw NotApplicable, pass

@@ -10,18 +10,12 @@
 #     collective.nics and the table's per-NIC block carry the deltas; over
 #     tcp the NICs are reported but not judged (EFANotRequired).
 # Ports 36175-36179.
-set -u
-case $BUILD in /*) B=$BUILD ;; *) B=$PF_ROOT/$BUILD ;; esac
-FX=$B/fixtures/sysfs
-FAKE=$B/test-helpers/libfabric-fake.so.1
-"$PF_ROOT/tests/fakes/make_sysfs.sh" "$FX" || { echo "fixture build failed"; exit 1; }
-[ -r "$FAKE" ] || { echo "missing $FAKE (make test-helpers)"; exit 1; }
+. "$(dirname "$0")/lib_test.sh"
+pf_fixtures
+pf_need "$FAKE"
 export EFA_PREFLIGHT_NCCL=/nonexistent/libnccl.so.2
 export EFA_PREFLIGHT_CUDART=/nonexistent/libcudart.so
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL $*"; tail -n 5 "$tmp/err.txt" 2>/dev/null; exit 1; }
-json() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
 check() { json "$1" "[(c['status'], c['reason'], c['message']) for c in r['checks'] if c['name'] == '$2'][0]"; }
 
 node_fx() {   # node_fx FIXTURE DOMAINS: JSON in $tmp/$1.json, exit in RC
@@ -58,13 +52,7 @@ grep -q "^('skip', 'NotApplicable', 'the EFA driver exposes no hardware counters
 echo "ok   old driver, no counters at all: reported, exit 0 both"
 
 # Counters moved between the reads: a copy of the trn1 tree, rewritten.
-cp -a "$FX/trn1.32xlarge" "$tmp/after"
-d=$tmp/after/sys/class/infiniband
-for dev in $(ls "$d"); do
-    f=$d/$dev/ports/1/hw_counters/tx_bytes
-    echo $(( $(cat "$f") + 50000000 )) >"$f"
-done
-echo 3 >"$d/rdmap18s27/ports/1/hw_counters/retrans_timeout_events"
+pf_counters_moved "$FX" "$tmp/after" || fail "the moved counters' copy"
 timeout -k 5 60 "$PF_BIN" local --ranks 2 --fabric-provider tcp --no-imds \
     --sysfs-root "$FX/trn1.32xlarge" --dev-root "$FX/trn1.32xlarge" \
     --debug-counters-after "$tmp/after" --port 36175 --timeout 45 \

@@ -13,7 +13,6 @@ set -u
 . "$(cd "$(dirname "$0")" && pwd)/lib_nic_netns.sh"
 pfb_need_root
 command -v tc >/dev/null || { echo "skip: tc (iproute2) is not installed"; exit 77; }
-fail() { echo "FAIL $*"; for r in 0 1 2 3; do pfb_show $r; done; exit 1; }
 check() { pfb_json "$1" "[c['$2'] for c in r['checks'] if c['name'] == 'nic_speed'][0]"; }
 TBF="tbf rate 20mbit burst 32kb latency 400ms"
 
@@ -25,10 +24,7 @@ start_all() {   # start_all N PORT
             --fabric-provider tcp --fabric-addrs "$(nic_addrs $r)" --no-imds \
             --log-level info --timeout 90 -b 1M -e 4M -n 2 -w 1
     done
-    for ((r = 0; r < n; r++)); do
-        pfb_wait $r
-        eval "RC_$r=$PFB_RC"
-    done
+    pfb_ring_wait "$n"
 }
 
 nic_setup 4 || fail "cannot build 4 namespaces with 2 NICs each"

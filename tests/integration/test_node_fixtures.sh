@@ -7,30 +7,16 @@
 # this machine's own libraries cannot change a verdict (NVML too: GPU
 # health is tests/integration/test_gpu_health.sh's); the net plugin
 # cases load the NCCL/CUDA double instead.
-set -u
-case $BUILD in /*) B=$BUILD ;; *) B=$PF_ROOT/$BUILD ;; esac
-FX=$B/fixtures/sysfs
-FAKE=$B/test-helpers/libfabric-fake.so.1
-"$PF_ROOT/tests/fakes/make_sysfs.sh" "$FX" || { echo "fixture build failed"; exit 1; }
-[ -r "$FAKE" ] || { echo "missing $FAKE (make test-helpers)"; exit 1; }
+. "$(dirname "$0")/lib_test.sh"
+pf_fixtures
+pf_need "$FAKE"
 DOUBLE=$B/double/libgpu-double.so
-[ -r "$DOUBLE" ] || { echo "missing $DOUBLE (make test-helpers)"; exit 1; }
+pf_need "$DOUBLE"
 export EFA_PREFLIGHT_NCCL=/nonexistent/libnccl.so.2
 export EFA_PREFLIGHT_CUDART=/nonexistent/libcudart.so
 export EFA_PREFLIGHT_NVML=/nonexistent/libnvidia-ml.so.1
 unset NCCL_NET_PLUGIN
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 fails=0
-
-# field FILE PATH: a value from the JSON report ("None" for null)
-field() {
-    python3 -c 'import json,sys
-d = json.load(open(sys.argv[1]))
-for k in sys.argv[2].split("."):
-    d = d[k]
-print(d)' "$1" "$2"
-}
 
 # run_fx FIXTURE DOMAINS [flags...]: run the binary on a fixture, JSON to $tmp/out.json
 run_fx() {
@@ -46,7 +32,7 @@ expect() {
     local fx=$1 domains=$2 want_rc=$3 want_reason=$4; shift 4
     run_fx "$fx" "$domains" --instance-type "$(cat "$FX/$fx/sys/devices/virtual/dmi/id/product_name")" "$@"
     local rc=$? reason
-    reason=$(field "$tmp/out.json" verdict.reason 2>/dev/null)
+    reason=$(pf_field "$tmp/out.json" verdict.reason 2>/dev/null)
     if [ "$rc" = "$want_rc" ] && [ "$reason" = "$want_reason" ]; then
         echo "ok   $fx: exit $rc, reason $reason"
     else
@@ -101,8 +87,8 @@ check_plugin warn NetPluginNotFound "libpf-plugin-dep.so: cannot open shared obj
 
 # p6-b200: exactly 8 EFA counted, the 2 ibp* devices reported apart
 run_fx p6-b200.48xlarge 8
-if [ "$(field "$tmp/out.json" node.efa.count)" = 8 ] &&
-   [ "$(field "$tmp/out.json" node.efa.non_efa_rdma_devices)" = 2 ]; then
+if [ "$(pf_field "$tmp/out.json" node.efa.count)" = 8 ] &&
+   [ "$(pf_field "$tmp/out.json" node.efa.non_efa_rdma_devices)" = 2 ]; then
     echo "ok   p6-b200: 8 EFA, 2 non-EFA"
 else
     echo "FAIL p6-b200 counts"; fails=$((fails + 1))
@@ -110,8 +96,8 @@ fi
 
 # no --instance-type: the type comes from DMI product_name
 run_fx p5.48xlarge 32
-if [ "$(field "$tmp/out.json" node.instance_type)" = p5.48xlarge ] &&
-   [ "$(field "$tmp/out.json" node.instance_source)" = dmi ]; then
+if [ "$(pf_field "$tmp/out.json" node.instance_type)" = p5.48xlarge ] &&
+   [ "$(pf_field "$tmp/out.json" node.instance_source)" = dmi ]; then
     echo "ok   instance type from DMI"
 else
     echo "FAIL instance type from DMI"; fails=$((fails + 1))
@@ -145,7 +131,7 @@ if [ "$(ulimit -l)" = unlimited ]; then
 else
     run_fx p5.48xlarge 32 --min-memlock-mib 1073741823
     rc=$?
-    if [ $rc = 1 ] && [ "$(field "$tmp/out.json" verdict.reason)" = MemlockTooLow ]; then
+    if [ $rc = 1 ] && [ "$(pf_field "$tmp/out.json" verdict.reason)" = MemlockTooLow ]; then
         echo "ok   MemlockTooLow"
     else
         echo "FAIL MemlockTooLow (exit $rc)"; fails=$((fails + 1))

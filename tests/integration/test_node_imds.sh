@@ -6,17 +6,8 @@
 #   - a server that never answers -> given up within the 1 s budget.
 # Fake servers on 127.0.0.1 only, on ports the kernel picks (port 0), so
 # two copies of the suite on one machine do not collide.
-set -u
-case $BUILD in /*) B=$BUILD ;; *) B=$PF_ROOT/$BUILD ;; esac
-FX=$B/fixtures/sysfs
-"$PF_ROOT/tests/fakes/make_sysfs.sh" "$FX" || { echo "fixture build failed"; exit 1; }
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/lib_test.sh"
+pf_fixtures
 fails=0
 TOKEN=tok-5ecret-d0-not-print
 
@@ -67,14 +58,6 @@ PY
     echo "fake IMDS ($1) did not start"; exit 1
 }
 
-field() {
-    python3 -c 'import json,sys
-d = json.load(open(sys.argv[1]))
-for k in sys.argv[2].split("."):
-    d = d[k]
-print(d)' "$1" "$2"
-}
-
 # a p5 tree without DMI: IMDS is the only source left
 mkdir -p "$tmp/nodmi"
 cp -a "$FX/p5.48xlarge/." "$tmp/nodmi/"
@@ -85,8 +68,8 @@ OK_PORT=$PORT
 "$PF_BIN" node --sysfs-root "$tmp/nodmi" --dev-root "$tmp/nodmi" \
     --imds-endpoint http://127.0.0.1:$OK_PORT --log-level debug --json \
     >"$tmp/out.json" 2>"$tmp/err.txt"
-if [ "$(field "$tmp/out.json" node.instance_type)" = p5.48xlarge ] &&
-   [ "$(field "$tmp/out.json" node.instance_source)" = imds ] &&
+if [ "$(pf_field "$tmp/out.json" node.instance_type)" = p5.48xlarge ] &&
+   [ "$(pf_field "$tmp/out.json" node.instance_source)" = imds ] &&
    grep -q '^PUT /latest/api/token ttl=[0-9]' "$tmp/imds.log" &&
    grep -q '^GET /latest/meta-data/instance-type token=ok' "$tmp/imds.log"; then
     echo "ok   type from IMDSv2 (token PUT, then GET with the token)"
@@ -103,7 +86,7 @@ fi
 : >"$tmp/imds.log"
 "$PF_BIN" node --sysfs-root "$FX/plain" --dev-root "$FX/plain" \
     --imds-endpoint http://127.0.0.1:$OK_PORT --json >"$tmp/out.json" 2>/dev/null
-if [ ! -s "$tmp/imds.log" ] && [ "$(field "$tmp/out.json" node.instance_source)" = none ]; then
+if [ ! -s "$tmp/imds.log" ] && [ "$(pf_field "$tmp/out.json" node.instance_source)" = none ]; then
     echo "ok   non-AWS DMI vendor: IMDS not contacted"
 else
     echo "FAIL IMDS contacted on a non-AWS machine"; cat "$tmp/imds.log"; fails=$((fails + 1))
@@ -112,7 +95,7 @@ fi
 # --no-imds: nothing sent either
 "$PF_BIN" node --sysfs-root "$tmp/nodmi" --dev-root "$tmp/nodmi" --no-imds \
     --imds-endpoint http://127.0.0.1:$OK_PORT --json >"$tmp/out.json" 2>/dev/null
-if [ ! -s "$tmp/imds.log" ] && [ "$(field "$tmp/out.json" node.instance_source)" = none ]; then
+if [ ! -s "$tmp/imds.log" ] && [ "$(pf_field "$tmp/out.json" node.instance_source)" = none ]; then
     echo "ok   --no-imds: IMDS not contacted"
 else
     echo "FAIL --no-imds still contacted IMDS"; fails=$((fails + 1))
@@ -125,8 +108,8 @@ start=$(date +%s%N)
 "$PF_BIN" node --sysfs-root "$tmp/nodmi" --dev-root "$tmp/nodmi" \
     --imds-endpoint http://127.0.0.1:$HANG_PORT --json >"$tmp/out.json" 2>/dev/null
 ms=$(( ($(date +%s%N) - start) / 1000000 ))
-if [ $ms -lt 2500 ] && [ "$(field "$tmp/out.json" node.instance_source)" = none ] &&
-   grep -q "IMDS PUT http://127.0.0.1:$HANG_PORT/latest/api/token" <(field "$tmp/out.json" node.instance_note); then
+if [ $ms -lt 2500 ] && [ "$(pf_field "$tmp/out.json" node.instance_source)" = none ] &&
+   grep -q "IMDS PUT http://127.0.0.1:$HANG_PORT/latest/api/token" <(pf_field "$tmp/out.json" node.instance_note); then
     echo "ok   hanging IMDS given up after ${ms} ms"
 else
     echo "FAIL hanging IMDS: ${ms} ms"; cat "$tmp/out.json"; fails=$((fails + 1))

@@ -21,16 +21,10 @@
 #      plain build's run judges it), the unit test
 #      catalog/verdict_judges_a_ring_by_its_node_count covers the rule.
 set -u
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/lib_netns.sh"
-PFB_PREFIX=pfpr-
-PFB_BRIDGE=${PFB_PREFIX}br
-PFB_NET=10.254.64
-pfb_need_root
+. "$(dirname "$0")/lib_netns.sh"
+pfb_test pfpr- 10.254.64
 command -v tc >/dev/null || { echo "skip: tc (iproute2) is not installed"; exit 77; }
 N=8
-fail() { echo "FAIL $*"; for ((r = 0; r < N; r++)); do pfb_show $r; done; exit 1; }
-fresh() { rm -f "$PFB_TMP"/r*.log "$PFB_TMP"/r*.json "$PFB_TMP"/r*.out; }
 common=(--fabric-provider tcp --no-imds --log-level info --expect-efa 0
         --timeout 60 -b 512K -e 512K -n 3 -w 1)
 THIN="tbf rate 8mbit burst 32kb latency 400ms"
@@ -38,35 +32,22 @@ FLOOR=0.004
 
 # run_ring PORT "SLOW RANKS" ARGS...: 8 ranks, the slow ones behind tbf.
 run_ring() {
-    local port=$1 slow=$2 r out
+    local port=$1 slow=$2 r
     shift 2
     pfb_setup "$N" || fail "cannot build $N namespaces"
-    fresh
+    pfb_fresh
     for r in $slow; do
         # shellcheck disable=SC2086 # the qdisc words are meant to split
-        if ! out=$(ip netns exec "$(pfb_ns $r)" tc qdisc add dev "${PFB_PREFIX}p$r" \
-                root $THIN 2>&1); then
-            echo "skip: this kernel cannot slow a link with tbf: $out"
-            exit 77
-        fi
+        pfb_qdisc $r $THIN
     done
-    for ((r = 0; r < N; r++)); do
-        pfb_start $r run --bootstrap static --peers "$(pfb_peers "$N" "$port")" \
-            --rank $r "${common[@]}" "$@"
-    done
-    TOOK=0
-    for ((r = 0; r < N; r++)); do
-        pfb_wait $r
-        eval "RC_$r=$PFB_RC"
-        TOOK=$(python3 -c "print(max($TOOK, $PFB_SECS))")
-    done
+    pfb_ring_start "$N" "$port" "${common[@]}" "$@"
+    pfb_ring_wait "$N"
+    TOOK=$PFB_TOOK
 }
 took() {
     echo "slowest rank ${TOOK} s, pairwise phase $(pfb_json 0 'round(r["collective"]["straggler"]["pair_seconds"], 2)') s"
 }
-check() {   # check RANK NAME FIELD
-    pfb_json "$1" "[c['$3'] for c in r['checks'] if c['name'] == '$2'][0]"
-}
+check() { pfb_check "$@"; }   # check RANK NAME FIELD
 links() {
     pfb_json 0 '" ".join("%d-%d:%.3f%s%s" % (l["a"], l["b"], l["gbps"], "+wrong" if l["wrong"] else "", "(re-test)" if l["confirm"] else "") for l in r["collective"]["straggler"]["links"])'
 }

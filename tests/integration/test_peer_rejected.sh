@@ -93,11 +93,8 @@ echo "ok   matching secrets (echo vs printf) pass; a world-readable one draws a 
 # A 3-byte secret works but draws a warning.
 printf 'abc' >"$PFB_TMP/short"
 chmod 600 "$PFB_TMP/short"
-peers=$(pfb_peers 2 30134)
-for r in 0 1; do
-    pfb_start $r run --bootstrap static --peers "$peers" --rank $r \
-        --fabric-provider tcp --no-imds --timeout 30 -e 64K --secret-file "$PFB_TMP/short"
-done
+pfb_ring_start 2 30134 --fabric-provider tcp --no-imds --timeout 30 -e 64K \
+    --secret-file "$PFB_TMP/short"
 for r in 0 1; do
     pfb_wait $r
     [ "$PFB_RC" -eq 0 ] || fail "rank $r with a short secret exited $PFB_RC"

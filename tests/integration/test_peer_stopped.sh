@@ -8,48 +8,29 @@
 # is 10 s), not at their deadline. Then the same with rank 0 stopped: ranks
 # 1 and 2 must name rank 0.
 set -u
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/lib_netns.sh"
+. "$(dirname "$0")/lib_netns.sh"
 pfb_need_root
-fail() { echo "FAIL $*"; for r in 0 1 2; do pfb_show $r; done; exit 1; }
 
 pfb_setup 3 || fail "cannot build 3 namespaces"
 
 stop_one() {
-    local victim=$1 port=$2 peers pid n r
-    peers=$(pfb_peers 3 "$port")
-    for r in 0 1 2; do
-        pfb_start $r run --bootstrap static --peers "$peers" --rank $r \
-            --fabric-provider tcp --no-imds --timeout 120 -b 64K -e 1M -n 20 -w 5 \
-            --debug-slow-rank 0 --debug-slow-ms 100 --log-level info
-    done
-    for ((n = 0, i = 0; i < 150 && n < 3; i++)); do
-        n=$(grep -l "host engine: provider" "$PFB_TMP"/r[012].log 2>/dev/null | wc -l)
-        sleep 0.1
-    done
-    [ "$n" -eq 3 ] || fail "the sweep did not start on all 3 ranks within 15 s"
-    pid=$(pfb_agent_pid "$victim") || fail "rank $victim has no pid"
-    [ "$(cat /proc/$pid/comm)" = efa-preflight ] || fail "rank $victim's pid is not the agent"
+    local victim=$1 port=$2 r
+    pfb_ring_start 3 "$port" --fabric-provider tcp --no-imds --timeout 120 -b 64K \
+        -e 1M -n 20 -w 5 --debug-slow-rank 0 --debug-slow-ms 100 --log-level info
+    pfb_await_log 15 "host engine: provider" 0 1 2 ||
+        fail "the sweep did not start on all 3 ranks within 15 s"
     sleep 1
-    kill -STOP "$pid"
-    stopped=$(date +%s.%N)
+    pfb_signal "$victim" STOP
     for r in 0 1 2; do
         [ $r -eq "$victim" ] && continue
-        pfb_wait $r
-        secs=$(python3 -c "print(round($PFB_END - $stopped, 2))")
-        [ "$PFB_RC" -eq 3 ] || fail "rank $r exited $PFB_RC, want 3 (infrastructure: not judged)"
-        python3 -c "import sys; sys.exit(0 if $secs <= 15 else 1)" ||
-            fail "rank $r needed $secs s after the stop (timeout 120 s)"
-        [ "$(pfb_json $r 'r["collective"]["error"]["reason"]')" = PeerLost ] ||
-            fail "rank $r: collective.error.reason is not PeerLost"
-        [ "$(pfb_json $r 'r["verdict"]["reason"]')" = PeerLost ] ||
-            fail "rank $r: verdict.reason is not PeerLost"
-        msg=$(pfb_json $r 'r["collective"]["error"]["message"]')
-        grep -q "rank $victim (.*) stopped answering" <<<"$msg" ||
-            fail "rank $r does not name rank $victim: $msg"
-        echo "ok   rank $r: exit 3 PeerLost ${secs} s after the stop: $msg"
+        # exit 3: infrastructure, not judged; timeout 120 s
+        pfb_wait_after $r "$PFB_SIGNALLED" 3 15 "the stop"
+        pfb_error_is $r PeerLost
+        grep -q "rank $victim (.*) stopped answering" <<<"$PFB_MSG" ||
+            fail "rank $r does not name rank $victim: $PFB_MSG"
+        echo "ok   rank $r: exit 3 PeerLost $PFB_AFTER s after the stop: $PFB_MSG"
     done
-    kill -9 "$pid"
+    kill -9 "$PFB_VICTIM"
     pfb_wait "$victim"
 }
 

@@ -4,10 +4,8 @@
 # the deadline + 2 s, and both reports must name rank 2 and its address.
 # Then the mirror case: rank 0 never starts; rank 1 names rank 0's address.
 set -u
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/lib_netns.sh"
+. "$(dirname "$0")/lib_netns.sh"
 pfb_need_root
-fail() { echo "FAIL $*"; for r in 0 1 2; do pfb_show $r; done; exit 1; }
 
 timeout_s=6
 pfb_setup 3 || fail "cannot build 3 namespaces"
@@ -21,13 +19,10 @@ for r in 0 1; do
     [ "$PFB_RC" -eq 3 ] || fail "rank $r exited $PFB_RC, want 3"
     python3 -c "import sys; sys.exit(0 if $PFB_SECS <= $timeout_s + 2 else 1)" ||
         fail "rank $r took $PFB_SECS s, more than the $timeout_s s deadline + 2 s"
-    [ "$(pfb_json $r 'r["collective"]["error"]["reason"]')" = PeerTimeout ] ||
-        fail "rank $r: collective.error.reason is not PeerTimeout"
-    [ "$(pfb_json $r 'r["verdict"]["reason"]')" = PeerTimeout ] ||
-        fail "rank $r: verdict.reason is not PeerTimeout"
+    pfb_error_is $r PeerTimeout
     [ "$(pfb_json $r 'r["verdict"]["exit_code"]')" = 3 ] ||
         fail "rank $r: verdict.exit_code is not 3"
-    msg=$(pfb_json $r 'r["collective"]["error"]["message"]')
+    msg=$PFB_MSG
     grep -q "rank 2 ($(pfb_addr 2)) never joined the rendezvous" <<<"$msg" ||
         fail "rank $r does not name the missing rank: $msg"
     echo "ok   rank $r: exit 3 PeerTimeout after $PFB_SECS s: $msg"

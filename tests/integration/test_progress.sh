@@ -8,13 +8,7 @@
 # The lone rank 1 names rank 0 it cannot reach; --log-level error and
 # --progress-interval 0 silence them. Loopback only, on ports from the
 # kernel (lib_port.sh).
-set -u
-root=${PF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
-bin=${PF_BIN:-$root/${BUILD:-build}/efa-preflight}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL $*"; tail -n 20 "$tmp/err" 2>/dev/null; exit 1; }
-. "$root/tests/integration/lib_port.sh"
+. "$(dirname "$0")/lib_test.sh"
 p1=$(pf_free_port)
 peers=127.0.0.1:$p1,127.0.0.1:$p1
 common=(run --bootstrap static --rank 0 --fabric-provider tcp --no-imds)

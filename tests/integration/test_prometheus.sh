@@ -9,39 +9,18 @@
 # Pushgateway group rather than adding to it; a run on a fixture tree whose
 # NIC counters move carries the per-NIC deltas through both paths; every
 # dashboard query runs. Ports from the kernel (lib_port.sh).
-set -u
-root=${PF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
-bin=${PF_BIN:-$root/${BUILD:-build}/efa-preflight}
+. "$(dirname "$0")/lib_test.sh"
 for b in prometheus promtool prometheus-node-exporter prometheus-pushgateway; do
     command -v $b >/dev/null || {
         echo "skip: $b is not installed (apt-get install prometheus prometheus-node-exporter prometheus-pushgateway)"
         exit 77; }
 done
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-    for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
 fail() {
     echo "FAIL $*"
     for f in "$tmp"/*.log; do [ -f "$f" ] && { echo "--- $f"; tail -n 8 "$f"; }; done
     exit 1
 }
-. "$root/tests/integration/lib_port.sh"
 PROM=127.0.0.1:$(pf_free_port) PGW=127.0.0.1:$(pf_free_port) NE=127.0.0.1:$(pf_free_port)
-
-# wait_http URL SECONDS: until it answers 200.
-wait_http() {
-    local end=$(( $(date +%s) + $2 ))
-    while [ "$(date +%s)" -lt $end ]; do
-        curl -fsS -o /dev/null --max-time 2 "$1" 2>/dev/null && return 0
-        sleep 0.3
-    done
-    return 1
-}
 
 mkdir -p "$tmp/textfile" "$tmp/tsdb"
 prometheus-pushgateway --web.listen-address=$PGW >"$tmp/pushgateway.log" 2>&1 &
@@ -67,7 +46,7 @@ prometheus --config.file="$tmp/prometheus.yml" --storage.tsdb.path="$tmp/tsdb" \
     --web.listen-address=$PROM >"$tmp/prometheus.log" 2>&1 &
 pids+=($!)
 for u in "http://$PGW/-/ready" "http://$NE/metrics" "http://$PROM/-/ready"; do
-    wait_http "$u" 30 || fail "$u did not come up within 30 s"
+    pf_wait_http "$u" 30 || fail "$u did not come up within 30 s"
 done
 echo "ok   pushgateway, node-exporter and prometheus up on loopback"
 
@@ -92,8 +71,10 @@ echo "ok   promtool check metrics passes on the textfile ($(grep -c '^# TYPE' "$
 # compare REPORT: wait (bounded) until Prometheus has scraped this run from
 # both paths, then check every value against the report.
 compare() {
+PYTHONPATH="$root/tests/integration" \
 python3 - "$1" "$tmp/reasons.json" "$tmp/textfile/efa_preflight.prom" "$PROM" <<'PY'
-import calendar, json, re, sys, time, urllib.parse, urllib.request
+import calendar, json, re, sys, time
+import promql
 report, reasons, textfile, prom = sys.argv[1:]
 r = json.load(open(report))
 rows = r["collective"]["rows"]
@@ -102,11 +83,7 @@ status = label_of[r["verdict"]["reason"]] if r["verdict"]["reason"] else "pass"
 started = calendar.timegm(time.strptime(r["started_at"], "%Y-%m-%dT%H:%M:%SZ"))
 
 def query(q):
-    url = "http://%s/api/v1/query?%s" % (prom, urllib.parse.urlencode({"query": q}))
-    with urllib.request.urlopen(url, timeout=5) as f:
-        d = json.load(f)
-    assert d["status"] == "success", d
-    return d["data"]["result"]
+    return promql.query(prom, q)
 
 # Both paths must show this run (its timestamp is after the report's
 # start): the scrape job "node" for the textfile, and the pushed grouping
@@ -236,13 +213,7 @@ echo "ok   a second run (pass) replaced both: Prometheus shows its values"
 case $BUILD in /*) B=$BUILD ;; *) B=$root/$BUILD ;; esac
 FX=$B/fixtures/sysfs
 "$root/tests/fakes/make_sysfs.sh" "$FX" >"$tmp/fixtures.log" 2>&1 || fail "fixture build failed"
-cp -a "$FX/trn1.32xlarge" "$tmp/after"
-d=$tmp/after/sys/class/infiniband
-for dev in $(ls "$d"); do
-    f=$d/$dev/ports/1/hw_counters/tx_bytes
-    echo $(( $(cat "$f") + 50000000 )) >"$f"
-done
-echo 3 >"$d/rdmap18s27/ports/1/hw_counters/retrans_timeout_events"
+pf_counters_moved "$FX" "$tmp/after" || fail "the moved counters' copy"
 EFA_PREFLIGHT_NCCL=/nonexistent/libnccl.so.2 EFA_PREFLIGHT_CUDART=/nonexistent/libcudart.so \
 timeout -k 5 60 "$bin" local --ranks 2 --fabric-provider tcp --no-imds --port 0 \
     --sysfs-root "$FX/trn1.32xlarge" --dev-root "$FX/trn1.32xlarge" \
@@ -260,8 +231,10 @@ echo "ok   per-NIC counter deltas (8 NICs, rdmap18s27 retrans_timeout_events +3)
 
 # Every query of the chart's dashboard runs on this Prometheus; those of
 # the main panels return data.
+PYTHONPATH="$root/tests/integration" \
 python3 - "$root/charts/efa-preflight/dashboards/efa-preflight.json" "$PROM" <<'PY' || fail "dashboard queries on Prometheus"
-import json, re, sys, urllib.parse, urllib.request
+import json, re, sys
+import promql
 dash, prom = sys.argv[1:]
 d = json.load(open(dash))
 must = {"Nodes by status", "Top reasons", "busbw per node over time", "Floor margin per node",
@@ -273,10 +246,8 @@ for p in d["panels"]:
         q = re.sub(r"\$\{?node\}?", ".*", t["expr"])
         # Grafana's own range variable, as Grafana would set it
         q = re.sub(r"\$\{?__rate_interval\}?", "1m", q)
-        url = "http://%s/api/v1/query?%s" % (prom, urllib.parse.urlencode({"query": q}))
         try:
-            with urllib.request.urlopen(url, timeout=5) as f:
-                r = json.load(f)
+            r = promql.answer(prom, q)
         except Exception as e:
             print("FAIL panel %r: %s: %s" % (p["title"], q, e)); bad += 1; continue
         n += 1

@@ -14,11 +14,7 @@
 #  - a report that cannot be written at the end (its directory removed
 #    during the run) is a ReportFailed check: the table's summary says
 #    "(exit 3)" and the process exits 3.
-set -u
-root=${PF_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
-bin=${PF_BIN:-$root/build/efa-preflight}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/lib_test.sh"
 fail() { echo "FAIL: $*"; exit 1; }
 node=(node --no-imds --fabric-provider tcp)
 

@@ -12,12 +12,8 @@
 #      naming rank 11 within 30 s of the stop; resumed, rank 11 says it
 #      was the silent one.
 set -u
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/lib_netns.sh"
-PFB_PREFIX=pfsc-
-PFB_BRIDGE=${PFB_PREFIX}br
-PFB_NET=10.254.61
-pfb_need_root
+. "$(dirname "$0")/lib_netns.sh"
+pfb_test pfsc- 10.254.61
 # 24 sanitized agents on 2 cores take minutes and measure the sanitizer:
 # the same code runs under it in the 3-4 rank namespace tests.
 if ldd "$PF_BIN" 2>/dev/null | grep -q 'libasan\|libubsan'; then
@@ -30,8 +26,7 @@ SLOW=5
 BAD=17
 STOP=11
 TIMEOUT=150
-fail() { echo "FAIL $*"; for r in 0 $SLOW $BAD $STOP 23; do pfb_show $r; done; exit 1; }
-check() { pfb_json "$1" "[c['$2'] for c in r['checks'] if c['name'] == '$3'][0]"; }
+PFB_SHOW="0 $SLOW $BAD $STOP 23"
 common=(--fabric-provider tcp --no-imds --log-level info --min-busbw-gbps 0.008
         --timeout $TIMEOUT)
 
@@ -44,18 +39,10 @@ ip netns exec "$(pfb_ns $SLOW)" tc qdisc add dev "${PFB_PREFIX}p$SLOW" root \
     tbf rate 20mbit burst 32kb latency 400ms || fail "tbf in rank $SLOW"
 
 # 1. a slow and a corrupting node in one run
-peers=$(pfb_peers $N 36201)
 t0=$(date +%s.%N)
-for ((r = 0; r < N; r++)); do
-    pfb_start $r run --bootstrap static --peers "$peers" --rank $r "${common[@]}" \
-        -b 1M -e 1M -n 2 -w 1 --debug-corrupt-rank $BAD
-done
-last=0
-for ((r = 0; r < N; r++)); do
-    pfb_wait $r
-    eval "RC_$r=$PFB_RC"
-    last=$(python3 -c "print(max($last, $PFB_END - $t0))")
-done
+pfb_ring_start $N 36201 "${common[@]}" -b 1M -e 1M -n 2 -w 1 --debug-corrupt-rank $BAD
+pfb_ring_wait $N
+last=$(python3 -c "print($PFB_LAST - $t0)")
 [ "$RC_5" -eq 1 ] || fail "slow rank $SLOW exited $RC_5, want 1"
 [ "$(pfb_json $SLOW 'r["verdict"]["reason"]')" = StragglerNode ] ||
     fail "slow rank: verdict $(pfb_json $SLOW 'r["verdict"]["reason"]')"
@@ -68,7 +55,7 @@ for ((r = 0; r < N; r++)); do
     eval "rc=\$RC_$r"
     [ "$rc" -eq 4 ] || fail "healthy rank $r exited $rc, want 4: $(pfb_json $r 'r["verdict"]')"
     msg=$(pfb_json $r 'r["verdict"]["message"]')
-    grep -q "rank $SLOW\|rank $BAD" <<<"$msg$(check $r message busbw)$(check $r message data)" ||
+    grep -q "rank $SLOW\|rank $BAD" <<<"$msg$(pfb_check $r busbw message)$(pfb_check $r data message)" ||
         fail "healthy rank $r names neither: $msg"
 done
 python3 -c "import sys; sys.exit(0 if $last <= $TIMEOUT else 1)" ||
@@ -78,31 +65,17 @@ echo "ok   the other $((N - 2)) ranks exit 4 naming them; last verdict after" \
     "$(printf %.1f "$last") s; rank 0: ${cut:-the sweep ran every size}"
 
 # 2. a node stopped during the sweep
-peers=$(pfb_peers $N 36202)
-for ((r = 0; r < N; r++)); do
-    pfb_start $r run --bootstrap static --peers "$peers" --rank $r "${common[@]}" \
-        -b 64K -e 4M -n 20 -w 1
-done
-for ((i = 0; i < 600; i++)); do
-    grep -q "deadline plan" "$PFB_TMP/r$STOP.log" 2>/dev/null && break
-    sleep 0.1
-done
-grep -q "deadline plan" "$PFB_TMP/r$STOP.log" || fail "stop: rank $STOP never reached the sweep"
-victim=$(pfb_agent_pid $STOP) || fail "stop: rank $STOP has no pid"
-kill -STOP "$victim"
-stopped=$(date +%s.%N)
+pfb_ring_start $N 36202 "${common[@]}" -b 64K -e 4M -n 20 -w 1
+pfb_await_log 60 "deadline plan" $STOP || fail "stop: rank $STOP never reached the sweep"
+pfb_signal $STOP STOP
 for ((r = 0; r < N; r++)); do
     [ $r -eq $STOP ] && continue
-    pfb_wait $r
-    secs=$(python3 -c "print(round($PFB_END - $stopped, 1))")
-    [ "$PFB_RC" -eq 3 ] || fail "stop: rank $r exited $PFB_RC, want 3"
-    python3 -c "import sys; sys.exit(0 if $secs <= 30 else 1)" ||
-        fail "stop: rank $r needed $secs s after the stop"
+    pfb_wait_after $r "$PFB_SIGNALLED" 3 30 "the stop"
     grep -q "rank $STOP " <<<"$(pfb_json $r 'r["collective"]["error"]["message"]')" ||
         fail "stop: rank $r does not name rank $STOP: $(pfb_json $r 'r["collective"]["error"]["message"]')"
 done
-echo "ok   rank $STOP stopped: every survivor exit 3 naming it, the last $secs s after"
-kill -CONT "$victim"
+echo "ok   rank $STOP stopped: every survivor exit 3 naming it, the last $PFB_AFTER s after"
+kill -CONT "$PFB_VICTIM"
 pfb_wait $STOP
 msg=$(pfb_json $STOP 'r["collective"]["error"]["message"]')
 grep -q "rank $STOP (.*) was the silent one" <<<"$msg" ||

@@ -14,40 +14,21 @@
 #   3. 3 ranks, rank 2 slowed 400 ms per step and SIGKILLed during the
 #      re-test: ranks 0 and 1 report PeerLost naming rank 2 within 15 s.
 set -u
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/lib_netns.sh"
-# Our own names and subnet (lib_netns.sh reads these when called).
-PFB_PREFIX=pfsg-
-PFB_BRIDGE=${PFB_PREFIX}br
-PFB_NET=10.254.60
-pfb_need_root
-fail() { echo "FAIL $*"; for r in 0 1 2 3; do pfb_show $r; done; exit 1; }
+# Our own names and subnet.
+. "$(dirname "$0")/lib_netns.sh"
+pfb_test pfsg- 10.254.60
 
 FLOOR=0.03
 common=(--fabric-provider tcp --no-imds --log-level info --min-busbw-gbps $FLOOR)
 
-# No log or report of an earlier case may be read as this one's.
-fresh() { rm -f "$PFB_TMP"/r*.log "$PFB_TMP"/r*.json "$PFB_TMP"/r*.out; }
-
 # run_ring PORT N ARGS...: N ranks, all waited for (RC_<r> per rank).
 run_ring() {
-    local port=$1 n=$2 r
+    local port=$1 n=$2
     shift 2
-    pfb_setup "$n" || fail "cannot build $n namespaces"
-    fresh
-    for ((r = 0; r < n; r++)); do
-        pfb_start $r run --bootstrap static --peers "$(pfb_peers "$n" "$port")" \
-            --rank $r "${common[@]}" "$@"
-    done
-    for ((r = 0; r < n; r++)); do
-        pfb_wait $r
-        eval "RC_$r=$PFB_RC"
-    done
+    pfb_ring "$n" "$port" "${common[@]}" "$@"
 }
 
-busbw_check() {   # busbw_check RANK FIELD
-    pfb_json "$1" "[c['$2'] for c in r['checks'] if c['name'] == 'busbw'][0]"
-}
+busbw_check() { pfb_check "$1" busbw "$2"; }   # busbw_check RANK FIELD
 
 # 1. healthy ring
 run_ring 36001 4 --timeout 40 -b 1M -e 4M -n 2 -w 1
@@ -106,32 +87,19 @@ echo "ok   every report: slow_rank 2, 4 links ($links GB/s)"
 
 # 3. a rank lost during the re-test
 pfb_setup 3 || fail "cannot build 3 namespaces"
-fresh
-peers=$(pfb_peers 3 36003)
-for r in 0 1 2; do
-    pfb_start $r run --bootstrap static --peers "$peers" --rank $r "${common[@]}" \
-        --timeout 60 -b 64K -e 64K -n 1 -w 0 --debug-slow-rank 2 --debug-slow-ms 400
-done
-for ((i = 0; i < 300; i++)); do
-    grep -q "pairwise re-test of" "$PFB_TMP/r2.log" 2>/dev/null && break
-    sleep 0.1
-done
-grep -q "pairwise re-test of" "$PFB_TMP/r2.log" || fail "lost: the re-test did not start within 30 s"
+pfb_fresh
+pfb_ring_start 3 36003 "${common[@]}" \
+    --timeout 60 -b 64K -e 64K -n 1 -w 0 --debug-slow-rank 2 --debug-slow-ms 400
+pfb_await_log 30 "pairwise re-test of" 2 || fail "lost: the re-test did not start within 30 s"
 sleep 0.5
-victim=$(pfb_agent_pid 2) || fail "lost: rank 2 has no pid"
-[ "$(cat /proc/$victim/comm)" = efa-preflight ] || fail "lost: rank 2's pid is not the agent"
-kill -9 "$victim"
-killed=$(date +%s.%N)
+pfb_signal 2 9
 pfb_wait 2
 for r in 0 1; do
-    pfb_wait $r
-    secs=$(python3 -c "print(round($PFB_END - $killed, 2))")
-    [ "$PFB_RC" -eq 3 ] || fail "lost: rank $r exited $PFB_RC, want 3 (not judged)"
-    python3 -c "import sys; sys.exit(0 if $secs <= 15 else 1)" ||
-        fail "lost: rank $r needed $secs s after the kill"
+    # exit 3: not judged
+    pfb_wait_after $r "$PFB_SIGNALLED" 3 15 "the kill"
     [ "$(pfb_json $r 'r["verdict"]["reason"]')" = PeerLost ] ||
         fail "lost: rank $r verdict.reason is $(pfb_json $r 'r["verdict"]["reason"]')"
     msg=$(pfb_json $r 'r["collective"]["error"]["message"]')
     grep -q "rank 2" <<<"$msg" || fail "lost: rank $r does not name rank 2: $msg"
-    echo "ok   killed during the re-test: rank $r exit 3 PeerLost ${secs} s after: $msg"
+    echo "ok   killed during the re-test: rank $r exit 3 PeerLost $PFB_AFTER s after: $msg"
 done

@@ -29,6 +29,8 @@ import sys
 
 import yaml
 
+from manifest_util import fail, failures, load
+
 # Tolerations of the device plugins as their own manifests and charts ship
 # them (NVIDIA k8s-device-plugin chart; aws-efa-k8s-device-plugin).
 DEVICE_PLUGINS = {
@@ -44,18 +46,6 @@ DEVICE_PLUGINS = {
 PREFIX = "efa-preflight.io/"
 # The pre-flight DaemonSet's tolerations (k8s/20-daemonset.yaml).
 VERDICTS = ("pass", "warn", "fail", "error")
-
-failures = []
-
-
-def fail(msg):
-    failures.append(msg)
-    print("FAIL " + msg)
-
-
-def load(path):
-    with open(path) as f:
-        return [d for d in yaml.safe_load_all(f) if d]
 
 
 def tolerates(tols, taint):

@@ -44,6 +44,8 @@ import sys
 
 import yaml
 
+from manifest_util import fail, failures, load
+
 RELEASE = "efa-preflight"
 DEVICE_RESOURCES = ("nvidia.com/gpu", "vpc.amazonaws.com/efa")
 # Taints GPU/EFA node groups carry: eksctl and older guides use
@@ -80,18 +82,6 @@ BUDGET_RULES = [
      "resourceNames": [RELEASE + "-baseline"], "verbs": ["get", "update"]},
     {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]},
 ]
-
-failures = []
-
-
-def fail(msg):
-    failures.append(msg)
-    print("FAIL " + msg)
-
-
-def load(path):
-    with open(path) as f:
-        return [d for d in yaml.safe_load_all(f) if d]
 
 
 def key(o):

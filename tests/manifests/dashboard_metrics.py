@@ -27,16 +27,16 @@ KEYWORDS = {"by", "without", "on", "ignoring", "group_left", "group_right",
 GROUPING = r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^()]*\)"
 
 
-def queries(dash):
-    """(where, expr) for every PromQL query of the dashboard."""
-    out = []
+def walk(dash):
+    """(where, target) of every panel target, nested panels too, and
+    (where, query) of every query variable, as (targets, variables)."""
+    targets, variables = [], []
 
     def panels(ps, where):
         for p in ps:
             title = "%s, panel '%s'" % (where, p.get("title", p.get("id")))
             for t in p.get("targets", []):
-                if t.get("expr"):
-                    out.append(("%s target %s" % (title, t.get("refId")), t["expr"]))
+                targets.append(("%s target %s" % (title, t.get("refId")), t))
             panels(p.get("panels", []), title)
 
     panels(dash.get("panels", []), "dashboard")
@@ -44,34 +44,27 @@ def queries(dash):
         q = v.get("query")
         if isinstance(q, dict):
             q = q.get("query")
-        if v.get("type") == "query" and q:
-            out.append(("variable $%s" % v["name"], q))
-    return out
+        if v.get("type") == "query":
+            variables.append(("variable $%s" % v["name"], q))
+    return targets, variables
+
+
+def queries(dash):
+    """(where, expr) for every PromQL query of the dashboard."""
+    targets, variables = walk(dash)
+    return ([(where, t["expr"]) for where, t in targets if t.get("expr")] +
+            [(where, q) for where, q in variables if q])
 
 
 def instance_keys(dash):
     """(where, text) of every query, variable and legend that names the
     label instance."""
-    out = []
-
-    def panels(ps, where):
-        for p in ps:
-            title = "%s, panel '%s'" % (where, p.get("title", p.get("id")))
-            for t in p.get("targets", []):
-                for field in ("expr", "legendFormat"):
-                    if re.search(r"\binstance\b", t.get(field) or ""):
-                        out.append(("%s target %s %s" % (title, t.get("refId"), field),
-                                    t[field]))
-            panels(p.get("panels", []), title)
-
-    panels(dash.get("panels", []), "dashboard")
-    for v in dash.get("templating", {}).get("list", []):
-        q = v.get("query")
-        if isinstance(q, dict):
-            q = q.get("query")
-        if v.get("type") == "query" and re.search(r"\binstance\b", q or ""):
-            out.append(("variable $%s" % v["name"], q))
-    return out
+    targets, variables = walk(dash)
+    out = [("%s %s" % (where, field), t[field]) for where, t in targets
+           for field in ("expr", "legendFormat")
+           if re.search(r"\binstance\b", t.get(field) or "")]
+    return out + [(where, q) for where, q in variables
+                  if re.search(r"\binstance\b", q or "")]
 
 
 def metric_names(expr):

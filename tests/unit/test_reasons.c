@@ -124,39 +124,45 @@ static struct pf_run *run_with(const enum pf_reason *reasons, int n)
     return run;
 }
 
+/* The run of the n reasons r leads with want and exits exit_code. */
+static struct pf_run *led_by(enum pf_reason *r, int n, enum pf_reason want,
+                             int exit_code)
+{
+    struct pf_run *run = run_with(r, n);
+
+    cr_assert_eq(run->verdict.headline, want, "%s, want %s",
+                 pf_reason_name(run->verdict.headline), pf_reason_name(want));
+    cr_assert_eq(run->verdict.exit_code, exit_code);
+    return run;
+}
+
 Test(reasons, a_failure_proven_here_outranks_could_not_test)
 {
     enum pf_reason r[] = { PF_R_PeerTimeout, PF_R_MemlockTooLow, PF_R_SlowPeer };
-    struct pf_run *run = run_with(r, 3);
-    cr_assert_eq(run->verdict.headline, PF_R_MemlockTooLow);
-    cr_assert_eq(run->verdict.exit_code, 1);
-    free(run);
+
+    free(led_by(r, 3, PF_R_MemlockTooLow, 1));
 }
 
 Test(reasons, could_not_test_outranks_a_peer_at_fault)
 {
     enum pf_reason r[] = { PF_R_SlowPeer, PF_R_PublishFailed };
-    struct pf_run *run = run_with(r, 2);
-    cr_assert_eq(run->verdict.headline, PF_R_PublishFailed);
-    cr_assert_eq(run->verdict.exit_code, 3);
-    free(run);
+
+    free(led_by(r, 2, PF_R_PublishFailed, 3));
 }
 
 Test(reasons, usage_outranks_everything_and_writes_nothing)
 {
     enum pf_reason r[] = { PF_R_DataCorruption, PF_R_RendezvousPortInUse };
-    struct pf_run *run = run_with(r, 2);
-    cr_assert_eq(run->verdict.headline, PF_R_RendezvousPortInUse);
-    cr_assert_eq(run->verdict.exit_code, 2);
+    struct pf_run *run = led_by(r, 2, PF_R_RendezvousPortInUse, 2);
+
     cr_assert_null(pf_class_status_label(run->verdict.cls));
     free(run);
 }
 
 Test(reasons, a_pass_says_preflight_passed)
 {
-    struct pf_run *run = run_with(NULL, 0);
-    cr_assert_eq(run->verdict.headline, PF_R_PreflightPassed);
-    cr_assert_eq(run->verdict.exit_code, 0);
+    struct pf_run *run = led_by(NULL, 0, PF_R_PreflightPassed, 0);
+
     cr_assert_eq(run->verdict.overall, PF_PASS);
     free(run);
 }

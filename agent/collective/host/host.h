@@ -1,4 +1,4 @@
-/* Internals of the host engine (engine_host.c, host_ep.c): one libfabric
+/* Internals of the host engine (its files are listed below): one libfabric
  * RDM endpoint per NIC and rank (a "rail"), tagged sends to rank+1 and
  * receives from rank-1, and per rail a set of "columns" that walk the
  * ring steps chunk by chunk.
@@ -190,21 +190,72 @@ struct host {
     atomic_bool quit, stop;
 };
 
-/* host_ep.c: rails (fabric objects, buffers), address exchange, the first
- * exchange with the neighbours on every rail (which is where a blocked
- * fabric or NIC shows). */
-pf_err pf_host_ep_open(struct host *h, int64_t deadline, char *err);
-void pf_host_ep_close(struct host *h);
+/* The message tag: all_reduce number (23 bits), ring step (16), chunk
+ * (24); bit 63 marks the handshake. Several chunks of several steps can
+ * be in flight and each lands in its own buffer whatever order the
+ * provider delivers them in, and an early message of the next all_reduce
+ * never matches a receive of this one. */
+#define PF_HOST_TAG_SEQ_MASK 0x7fffffu
+#define PF_HOST_TAG_CHUNK_MASK 0xffffffu
+#define PF_HOST_TAG_HANDSHAKE (1ULL << 63)
+/* Pairwise re-test messages carry this step, which no ring step reaches
+ * (host_open keeps 2n-3, the last ring step, below it), so they never match
+ * a ring receive. */
+#define PF_HOST_PAIR_STEP 0xffff
+/* The most ranks whose ring steps fit the tag's 16-bit step field
+ * (2n-3 < PF_HOST_PAIR_STEP). */
+#define PF_HOST_TAG_RING_RANKS ((PF_HOST_PAIR_STEP + 2) / 2)
 
-/* engine_host.c: drive completions until every rail's handshake flags
- * are set, or the deadline; what names the wait in messages. */
-pf_err pf_host_wait_handshake(struct host *h, int64_t deadline,
-                              const char *what, char *err);
+static inline uint64_t pf_host_tag(uint32_t seq, int step, uint64_t chunk)
+{
+    return ((uint64_t)(seq & PF_HOST_TAG_SEQ_MASK) << 40) |
+           ((uint64_t)step << 24) | (chunk & PF_HOST_TAG_CHUNK_MASK);
+}
+
+/* The memory-registration descriptor of rail r covering ptr (NULL when
+ * none). Here, not in a .c file, because set-up (host_ep.c) and the
+ * columns (host_cols.c) both need it and neither may call the other. */
+static inline void *pf_host_desc(const struct host_rail *r,
+                                 const struct host *h, const void *ptr)
+{
+    const char *p = ptr;
+    size_t data = (size_t)(h->max_count ? h->max_count : 1) * sizeof(float);
+
+    if (p >= (const char *)h->sendbuf && p < (const char *)h->sendbuf + data)
+        return r->desc[0];
+    if (p >= (const char *)h->recvbuf && p < (const char *)h->recvbuf + data)
+        return r->desc[1];
+    return r->desc[2];
+}
+
+/* The engine's files, lowest first; each calls only those above it, so
+ * none calls back into another (tests/integration/test_layout.sh):
+ *   host_cols.c    a column: one chunk through the ring steps;
+ *   host_queue.c   the rails' completion queues: posting, reading,
+ *                  waiting, a rail's share of an all_reduce;
+ *   host_ep.c      set-up: rails, buffers, addresses, the handshake;
+ *   engine_host.c  the engine: all_reduce over the rail threads, the
+ *                  pairwise re-test, the ops table. */
+
+/* ---- host_cols.c ---- */
+/* Start c on the next chunk of its rail, if any is left. */
+void pf_host_col_next(struct host *h, struct host_col *c);
+/* Finish every step of c whose send and receive are both done (summing
+ * what a reduce step received), then start its next chunk. */
+void pf_host_col_advance(struct host *h, struct host_col *c);
+/* Post c's receive and send for its step where not posted yet (the
+ * provider may push back: retried on the next call). */
+pf_err pf_host_col_post(struct host *h, struct host_col *c, char *err);
+
+/* ---- host_queue.c ---- */
 /* Read at most one batch of completions per rail; PF_OK when none were
  * ready. */
 pf_err pf_host_progress(struct host *h, int64_t deadline, const char *what,
                         char *err);
-
+/* Drive completions until every rail's handshake flags are set, or the
+ * deadline; what names the wait in messages. */
+pf_err pf_host_wait_handshake(struct host *h, int64_t deadline,
+                              const char *what, char *err);
 /* Post a tagged receive (from anyone) or send (to `to`) on rail r through
  * its handshake slot, progressing the queues while the provider pushes
  * back (-FI_EAGAIN); the handshake and the pair exchange share it. */
@@ -212,10 +263,24 @@ pf_err pf_host_post(struct host *h, struct host_rail *r, bool recv,
                     void *buf, size_t bytes, void *desc, fi_addr_t to,
                     uint64_t tag, int64_t deadline, const char *what,
                     char *err);
+/* Rail r's share of the all_reduce in progress (main: the caller's
+ * thread, which also watches the bootstrap); PF_ERR_TIMEOUT unreported,
+ * for the caller to name every rail still busy. */
+pf_err pf_host_rail_run(struct host *h, struct host_rail *r, bool main,
+                        char *err);
+/* The caller's thread: ask the bootstrap about peers, every
+ * PF_HOST_BOOT_POLL_MS. */
+pf_err pf_host_boot_check(struct host *h, int64_t now, const char *what,
+                          char *err);
+/* The deadline passed during `what`: a message naming the neighbours (or
+ * the pair partner) and every NIC still waiting. */
+pf_err pf_host_deadline_passed(const struct host *h, const char *what,
+                               char *err);
 
-/* The memory-registration descriptor of rail r covering ptr (NULL when
- * none). */
-void *pf_host_desc(const struct host_rail *r, const struct host *h,
-                   const void *ptr);
+/* ---- host_ep.c: rails (fabric objects, buffers), address exchange, the
+ * first exchange with the neighbours on every rail (which is where a
+ * blocked fabric or NIC shows). ---- */
+pf_err pf_host_ep_open(struct host *h, int64_t deadline, char *err);
+void pf_host_ep_close(struct host *h);
 
 #endif

@@ -14,8 +14,6 @@
 #include "../../util/clock.h"
 #include "../../util/log.h"
 
-#define TAG_HANDSHAKE (1ULL << 63)
-
 struct rail_count {                   /* first exchange: what each rank has */
     int32_t nics, lanes;              /* rails = nics x lanes */
     int32_t addrlen;                  /* longest endpoint name */
@@ -477,7 +475,8 @@ static pf_err post_handshake(struct host *h, struct host_rail *r, bool recv,
     uint64_t *word = (uint64_t *)(void *)r->cols[0].stage + (recv ? 1 : 0);
 
     return pf_host_post(h, r, recv, word, sizeof(*word), r->desc[2], r->right,
-                        TAG_HANDSHAKE, deadline, "fabric handshake", err);
+                        PF_HOST_TAG_HANDSHAKE, deadline, "fabric handshake",
+                        err);
 }
 
 /* One 8-byte message to the right neighbour and one from the left on

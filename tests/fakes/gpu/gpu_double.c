@@ -100,6 +100,8 @@ struct stream {
                                     GPU's all_reduces so far */
     double lag_at[LAG_HISTORY];  /* lag once `completed` reached i, at
                                     i % LAG_HISTORY */
+    double done_at[LAG_HISTORY]; /* host time op i was seen complete, at
+                                    i % LAG_HISTORY */
     uint64_t queued, completed;  /* cross-process all_reduces */
 };
 
@@ -305,6 +307,19 @@ static void done_one(struct stream *s)
 {
     s->completed++;
     s->lag_at[s->completed % LAG_HISTORY] = s->lag;
+    s->done_at[s->completed % LAG_HISTORY] = now_s();
+}
+
+/* The host time s's op number `target` was seen complete (now when that
+ * is too long ago to remember): an event queried late still gets the
+ * time its work ended, as a GPU's event does, not the time it was read.
+ * Without it a process driving several GPUs timed the first GPU it read
+ * by when it got round to reading, not by its work. */
+static double done_when(const struct stream *s, uint64_t target)
+{
+    if (target == 0 || s->completed - target >= LAG_HISTORY)
+        return now_s();
+    return s->done_at[target % LAG_HISTORY];
 }
 
 /* s's lag once its op number `target` was done (the current one when that
@@ -664,7 +679,7 @@ int cudaEventQuery(struct event *e)
         return ERR_NOT_READY;
     }
     if (!e->timed) {                  /* first seen done: its time */
-        e->t = now_s() + lag_when(e->s, e->target);
+        e->t = done_when(e->s, e->target) + lag_when(e->s, e->target);
         e->timed = true;
     }
     return SUCCESS;

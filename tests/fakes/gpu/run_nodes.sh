@@ -18,7 +18,7 @@ root=$(cd "$(dirname "$0")/../../.." && pwd)
 build=${BUILD:-build}
 bin=${PF_BIN:-$root/$build/efa-preflight}
 double=$root/$build/double/libgpu-double.so
-timer=/usr/bin/time
+timer=${PF_TIME:-/usr/bin/time}   # GNU time: %x %e %M
 
 unshare -u true 2>/dev/null || { echo "unshare -u needs root"; exit 77; }
 [ -x "$timer" ] || { echo "$timer is not installed"; exit 77; }
@@ -29,7 +29,10 @@ peers=$(for ((i = 0; i < n; i++)); do printf ',127.0.0.1:%d' "$port"; done)
 peers=${peers#,}
 start=$(date +%s.%N)
 for ((i = 0; i < n; i++)); do
+    # NVML hidden: on a GPU host N agents would each open the real driver
+    # (and see the host's GPUs, not the double's)
     EFA_PREFLIGHT_CUDART=$double EFA_PREFLIGHT_NCCL=$double PF_DOUBLE_GPUS=$g \
+        EFA_PREFLIGHT_NVML=${EFA_PREFLIGHT_NVML:-/nonexistent} \
         unshare -u sh -c 'hostname "$1" && shift && exec "$@"' sh "node-$i" \
         "$timer" -f '%x %e %M' -o "$out/t$i" \
         timeout -k 5 120 "$bin" run --bootstrap static --peers "$peers" \

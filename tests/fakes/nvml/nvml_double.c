@@ -204,6 +204,16 @@ static void load_fixture(void)
         if ((d)->notsup[field]) return E_NOTSUP;                           \
     } while (0)
 
+/* A getter that answers one fixture value (as type T) unless the field is
+ * not supported. */
+#define READS(fn, T, field, key)                                           \
+    nvmlReturn_t fn(nvmlDevice_t d, T *out)                                \
+    {                                                                      \
+        DEV(d, field);                                                     \
+        *out = (T)d->v[key];                                               \
+        return OK;                                                         \
+    }
+
 nvmlReturn_t nvmlInit_v2(void)
 {
     load_fixture();
@@ -330,12 +340,7 @@ nvmlReturn_t nvmlDeviceGetRetiredPages_v2(nvmlDevice_t d, int cause,
     return OK;
 }
 
-nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t d, int *p)
-{
-    DEV(d, N_RET_PENDING);
-    *p = (int)d->v[K_RET_PENDING];
-    return OK;
-}
+READS(nvmlDeviceGetRetiredPagesPendingStatus, int, N_RET_PENDING, K_RET_PENDING)
 
 nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t d, unsigned *corr,
                                        unsigned *unc, unsigned *pending,
@@ -393,26 +398,9 @@ nvmlReturn_t nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t d, unsigned *g)
     return OK;
 }
 
-nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t d, unsigned *w)
-{
-    DEV(d, N_PCIE);
-    *w = (unsigned)d->v[K_PCIE_WIDTH];
-    return OK;
-}
-
-nvmlReturn_t nvmlDeviceGetMaxPcieLinkGeneration(nvmlDevice_t d, unsigned *g)
-{
-    DEV(d, N_PCIE_MAX);
-    *g = (unsigned)d->v[K_PCIE_MAX_GEN];
-    return OK;
-}
-
-nvmlReturn_t nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t d, unsigned *w)
-{
-    DEV(d, N_PCIE_MAX);
-    *w = (unsigned)d->v[K_PCIE_MAX_WIDTH];
-    return OK;
-}
+READS(nvmlDeviceGetCurrPcieLinkWidth, unsigned, N_PCIE, K_PCIE_WIDTH)
+READS(nvmlDeviceGetMaxPcieLinkGeneration, unsigned, N_PCIE_MAX, K_PCIE_MAX_GEN)
+READS(nvmlDeviceGetMaxPcieLinkWidth, unsigned, N_PCIE_MAX, K_PCIE_MAX_WIDTH)
 
 nvmlReturn_t nvmlDeviceGetPcieReplayCounter(nvmlDevice_t d, unsigned *v)
 {
@@ -431,12 +419,7 @@ nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t d,
     return OK;
 }
 
-nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t d, int *m)
-{
-    DEV(d, N_PERSIST);
-    *m = (int)d->v[K_PERSIST];
-    return OK;
-}
+READS(nvmlDeviceGetPersistenceMode, int, N_PERSIST, K_PERSIST)
 
 nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t d, unsigned *cur, unsigned *pend)
 {

@@ -1,8 +1,7 @@
 /* The fleet baseline as data (baseline/baseline.h): folding keeps the last
  * PF_BASE_K runs and the median, the summary stays small whatever the
- * fleet folds into it, a pair is held to max(catalog floor, fraction x
- * median) once the key has PF_BASE_MIN_RUNS runs, and a --baseline file is
- * parsed strictly. */
+ * fleet folds into it (what a pair is held to: tests/unit/judge/
+ * test_links.c), and a --baseline file is parsed strictly. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
@@ -110,59 +109,6 @@ Test(baseline, buckets_and_keys)
     cr_assert_str_eq(key, "p5.48xlarge.nccl.pair.n2.1073741824");
     pf_base_key("hpc7a.*", "host", "ring", 8, 4096, key, sizeof(key));
     cr_assert_str_eq(key, "hpc7a.-.host.ring.n8.4096");
-}
-
-/* A pair at 60 % of the baseline is held to 0.8 x the median and flagged;
- * one at 95 % is not; the catalog floor alone (50) would pass both. */
-Test(baseline, pair_at_60_percent_flagged_95_not)
-{
-    struct pf_baseline b = { 0 };
-    struct pf_base_held h;
-    double thr;
-
-    for (int i = 0; i < 5; i++)
-        fold(&b, 100);
-    thr = pf_base_pair_floor(&b, "p5.48xlarge", "nccl", GIB, 50, 0.8, &h);
-    cr_assert_float_eq(thr, 80, 1e-9);
-    cr_assert(h.applied);
-    cr_assert_eq(h.runs, 5);
-    cr_assert(strstr(h.note, "0.80 x the fleet's median pair link 100 GB/s"),
-              "%s", h.note);
-    cr_assert(60 < thr, "60 %% of the median is below the bar");
-    cr_assert(95 >= thr, "95 %% of the median passes");
-    cr_assert(60 >= 50, "the catalog floor alone passes it");
-    pf_base_free(&b);
-}
-
-/* No baseline, too few runs, another size or type, a catalog floor above
- * the fraction, or fraction 0: the catalog floor alone, and the note says
- * so. */
-Test(baseline, no_baseline_means_the_catalog_floor)
-{
-    struct pf_baseline b = { 0 };
-    struct pf_base_held h;
-
-    cr_assert_float_eq(pf_base_pair_floor(&b, "p5.48xlarge", "nccl", GIB, 250,
-                                          0.8, &h), 250, 1e-9);
-    cr_assert_not(h.applied);
-    cr_assert(strstr(h.note, "catalog floor alone"), "%s", h.note);
-    fold(&b, 400);
-    fold(&b, 400);
-    cr_assert_float_eq(pf_base_pair_floor(&b, "p5.48xlarge", "nccl", GIB, 250,
-                                          0.8, &h), 250, 1e-9);
-    cr_assert(strstr(h.note, "fewer than 3"), "%s", h.note);
-    fold(&b, 400);
-    cr_assert_float_eq(pf_base_pair_floor(&b, "p5.48xlarge", "nccl", GIB, 250,
-                                          0.8, &h), 320, 1e-9);
-    cr_assert_float_eq(pf_base_pair_floor(&b, "p5.48xlarge", "nccl", 2 * GIB,
-                                          250, 0.8, &h), 250, 1e-9);
-    cr_assert_float_eq(pf_base_pair_floor(&b, "p5e.48xlarge", "nccl", GIB,
-                                          250, 0.8, &h), 250, 1e-9);
-    cr_assert_float_eq(pf_base_pair_floor(&b, "p5.48xlarge", "nccl", GIB, 350,
-                                          0.8, &h), 350, 1e-9);
-    cr_assert_float_eq(pf_base_pair_floor(&b, "p5.48xlarge", "nccl", GIB, 250,
-                                          0, &h), 250, 1e-9);
-    pf_base_free(&b);
 }
 
 Test(baseline, json_round_trips)

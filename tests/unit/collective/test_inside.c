@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "collective/inside.h"
+#include "collective/blame.h"
 #include "collective/straggler.h"
 
 #define N 8
@@ -158,20 +159,4 @@ Test(inside, two_neighbours_of_four_with_a_good_link_between_the_others)
     cr_assert(strstr(note, "rank 1's links both carry wrong data (0-1 128 "
                            "wrong, 1-2 128 wrong); rank 2's links"), "%s",
               note);
-}
-
-Test(inside, the_relative_floor_holds_at_three_ranks)
-{
-    /* rank 2 slow: links 1-2 and 2-0 at 0.1, 0-1 at 1.0. The median link
-     * is a slow one; the median of each rank's better link is not. */
-    const double g[3] = { 1.0, 0.1, 0.1 };
-    /* 4 ranks, rank 2 slow, link 3-0 slowed by a busy host: still well
-     * above the threshold the median link gives */
-    const double four[4] = { 0.52, 0.01, 0.01, 0.15 };
-
-    cr_assert_float_eq(pf_links_relative_floor(3, g), 0.05, 1e-9);
-    cr_assert_float_eq(pf_inside_relative_floor(3, g), 0.5, 1e-9);
-    cr_assert_float_eq(pf_inside_relative_floor(4, four),
-                       pf_links_relative_floor(4, four), 1e-12);
-    cr_assert_lt(pf_inside_relative_floor(4, four), 0.15);
 }

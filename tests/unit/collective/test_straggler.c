@@ -12,8 +12,10 @@
 
 #include "coll_fixture.h"
 #include "collective/collective.h"
+#include "collective/blame.h"
 #include "collective/straggler.h"
 #include "fork_boot.h"
+#include "judge/links.h"
 #include "util/clock.h"
 #include "verdict/verdict.h"
 
@@ -247,11 +249,7 @@ static int retest_rank(struct pf_boot *b, void *arg)
     if (rc == PF_OK)
         rc = pf_straggler_retest(run, &e, b, deadline, err);
     t->ms[r] = pf_now_ms() - t0;
-    /* Leave together: the fork boot has no orderly goodbye. */
-    if (rc == PF_OK)
-        rc = pf_boot_barrier(b, deadline, err);
-    if (rc != PF_OK)
-        fprintf(stderr, "rank %d: %s\n", r, err);
+    rc = pf_test_rank_done(b, rc, deadline, err);
     if (!t->no_pair && e.impl)
         e.ops->close(&e);
     t->rc[r] = rc;
@@ -279,21 +277,42 @@ static struct retest *new_retest(void)
     return t;
 }
 
-Test(straggler, host_engine_pairwise_finds_the_slowed_rank, .timeout = 90)
+/* A re-test after a sweep at busbw ring against floor, rank slow (-1:
+ * none) sleeping 100 ms before each exchange. */
+static struct retest *retest_of(int slow, double floor, double ring)
 {
     struct retest *t = new_retest();
-    int codes[4];
 
-    t->slow_rank = 2;
-    t->slow_ms = 100;
-    /* the ring (0.01) misses the floor; healthy links reach it */
-    t->floor = 0.015;
-    t->ring = 0.01;
-    cr_assert_eq(pf_test_fork_ranks(4, retest_rank, t, 60, codes), 0);
-    for (int r = 0; r < 4; r++) {
+    t->slow_rank = slow;
+    t->slow_ms = slow >= 0 ? 100 : 0;
+    t->floor = floor;
+    t->ring = ring;
+    return t;
+}
+
+/* n ranks of t forked (secs at the most): each ends PF_OK, its re-test
+ * method `method` (NULL: any) and its slow rank `found` (-1: none). */
+static void retest_ran(struct retest *t, int n, int secs, const char *method,
+                       int found)
+{
+    int codes[8];
+
+    cr_assert_eq(pf_test_fork_ranks(n, retest_rank, t, secs, codes), 0);
+    for (int r = 0; r < n; r++) {
         cr_assert_eq(t->rc[r], PF_OK, "rank %d rc %d", r, t->rc[r]);
-        cr_assert_str_eq(t->method[r], "pairwise");
-        cr_assert_eq(t->slow_found[r], 2, "rank %d: %s", r, t->note[r]);
+        if (method)
+            cr_assert_str_eq(t->method[r], method, "rank %d", r);
+        cr_assert_eq(t->slow_found[r], found, "rank %d: %s", r, t->note[r]);
+    }
+}
+
+Test(straggler, host_engine_pairwise_finds_the_slowed_rank, .timeout = 90)
+{
+    /* the ring (0.01) misses the floor; healthy links reach it */
+    struct retest *t = retest_of(2, 0.015, 0.01);
+
+    retest_ran(t, 4, 60, "pairwise", 2);
+    for (int r = 0; r < 4; r++) {
         /* 4 ring links; then suspects 2 (both links slow) and 1 (one)
          * re-tested with rank 0, the one proven good, a round each */
         cr_assert_eq(t->nlinks[r], 6);
@@ -304,47 +323,28 @@ Test(straggler, host_engine_pairwise_finds_the_slowed_rank, .timeout = 90)
         cr_assert_gt(t->gbps[r][3], 0.021, "link 3-0 %.4f", t->gbps[r][3]);
     }
     /* above the floor on one node: nothing is re-tested */
-    t = new_retest();
-    t->floor = 0.4;
+    t = retest_of(-1, 0.4, 0.5);
     t->nnodes = 1;
-    cr_assert_eq(pf_test_fork_ranks(3, retest_rank, t, 60, codes), 0);
-    for (int r = 0; r < 3; r++) {
-        cr_assert_eq(t->rc[r], PF_OK);
-        cr_assert_str_eq(t->method[r], "");
-        cr_assert_eq(t->slow_found[r], -1);
+    retest_ran(t, 3, 60, "", -1);
+    for (int r = 0; r < 3; r++)
         cr_assert_eq(t->nlinks[r], 0);
-    }
 }
 
 Test(straggler, every_node_judged_by_its_links_on_3_nodes, .timeout = 90)
 {
-    struct retest *t = new_retest();
-    int codes[4];
-
     /* the ring meets its floor, rank 1's links do not: the pairwise test
      * runs anyway and names it */
-    t->floor = 0.015;
-    t->ring = 0.5;
-    t->slow_rank = 1;
-    t->slow_ms = 100;
-    cr_assert_eq(pf_test_fork_ranks(4, retest_rank, t, 60, codes), 0);
-    for (int r = 0; r < 4; r++) {
-        cr_assert_eq(t->rc[r], PF_OK, "rank %d rc %d", r, t->rc[r]);
-        cr_assert_str_eq(t->method[r], "pairwise");
-        cr_assert_eq(t->slow_found[r], 1, "rank %d: %s", r, t->note[r]);
-        /* 4 ring links, then ranks 0, 1, 2 re-tested with 3 (the one
-         * proven good), one per round */
+    struct retest *t = retest_of(1, 0.015, 0.5);
+
+    retest_ran(t, 4, 60, "pairwise", 1);
+    /* 4 ring links, then ranks 0, 1, 2 re-tested with 3 (the one proven
+     * good), one per round */
+    for (int r = 0; r < 4; r++)
         cr_assert_geq(t->nlinks[r], 5, "rank %d: %d links", r, t->nlinks[r]);
-    }
     /* healthy: every link good, nobody named */
-    t = new_retest();
-    t->floor = 0.015;
-    t->ring = 0.5;
-    cr_assert_eq(pf_test_fork_ranks(3, retest_rank, t, 60, codes), 0);
+    t = retest_of(-1, 0.015, 0.5);
+    retest_ran(t, 3, 60, "pairwise", -1);
     for (int r = 0; r < 3; r++) {
-        cr_assert_eq(t->rc[r], PF_OK);
-        cr_assert_str_eq(t->method[r], "pairwise");
-        cr_assert_eq(t->slow_found[r], -1);
         cr_assert_eq(t->nlinks[r], 3);
         cr_assert(strstr(t->note[r], "pairwise: every link good (3 links at "
                          "or above 0.015 GB/s"), "%s", t->note[r]);
@@ -353,61 +353,39 @@ Test(straggler, every_node_judged_by_its_links_on_3_nodes, .timeout = 90)
 
 Test(straggler, three_ranks_of_one_node_name_the_slow_one, .timeout = 90)
 {
-    struct retest *t = new_retest();
-    int codes[3];
-
     /* 3 local ranks, rank 2 slow, the ring below its floor: no rank has
      * two good links to confirm against, but link 0-1 is inside this node
      * and good, so it clears ranks 0 and 1 */
-    t->slow_rank = 2;
-    t->slow_ms = 100;
-    t->ring = 0.01;
-    t->floor = 0.015;
+    struct retest *t = retest_of(2, 0.015, 0.01);
+
     t->nnodes = 1;
-    cr_assert_eq(pf_test_fork_ranks(3, retest_rank, t, 60, codes), 0);
+    retest_ran(t, 3, 60, "pairwise", 2);
     for (int r = 0; r < 3; r++) {
-        cr_assert_eq(t->rc[r], PF_OK, "rank %d rc %d", r, t->rc[r]);
-        cr_assert_str_eq(t->method[r], "pairwise");
-        cr_assert_eq(t->slow_found[r], 2, "rank %d: %s", r, t->note[r]);
         cr_assert_eq(t->nlinks[r], 3, "no confirmation round");
         cr_assert(strstr(t->note[r], "pairwise inside this node: rank 2's "
                          "links are both slow (1-2 "), "%s", t->note[r]);
     }
     /* the same on 3 nodes: a link leaves the node, nobody proven good,
      * nobody blamed */
-    t = new_retest();
-    t->slow_rank = 2;
-    t->slow_ms = 100;
-    t->ring = 0.01;
-    t->floor = 0.015;
-    cr_assert_eq(pf_test_fork_ranks(3, retest_rank, t, 60, codes), 0);
-    for (int r = 0; r < 3; r++) {
-        cr_assert_eq(t->rc[r], PF_OK, "rank %d rc %d", r, t->rc[r]);
-        cr_assert_eq(t->slow_found[r], -1, "rank %d: %s", r, t->note[r]);
-    }
+    t = retest_of(2, 0.015, 0.01);
+    retest_ran(t, 3, 60, NULL, -1);
 }
 
 Test(straggler, no_pair_op_or_two_ranks_fall_back_to_timings, .timeout = 60)
 {
     struct retest *t = new_retest();
-    int codes[3];
 
     t->no_pair = true;
-    cr_assert_eq(pf_test_fork_ranks(3, retest_rank, t, 30, codes), 0);
-    for (int r = 0; r < 3; r++) {
-        cr_assert_eq(t->rc[r], PF_OK);
-        cr_assert_str_eq(t->method[r], "timings");
-        cr_assert_eq(t->slow_found[r], -1);
+    retest_ran(t, 3, 30, "timings", -1);
+    for (int r = 0; r < 3; r++)
         cr_assert_str_eq(t->note[r], "the nopair engine has no pairwise test; "
                          "timings compared instead: per-rank timings "
                          "0.0100..0.0100 s per all_reduce: no rank stands out "
                          "(in a ring every rank waits for the slowest)");
-    }
     t = new_retest();
-    cr_assert_eq(pf_test_fork_ranks(2, retest_rank, t, 30, codes), 0);
+    /* 2 ranks: timings compared, nobody named */
+    retest_ran(t, 2, 30, "timings", -1);
     for (int r = 0; r < 2; r++) {
-        cr_assert_eq(t->rc[r], PF_OK);
-        cr_assert_str_eq(t->method[r], "timings");
         cr_assert_eq(t->nlinks[r], 0);
         cr_assert(strstr(t->note[r], "2 ranks share one link: a pairwise "
                          "test cannot tell which end is slow"), "%s",
@@ -910,50 +888,42 @@ Test(straggler, degraded_node_held_to_the_baseline)
                                 note, sizeof(note)), 0, "%s", note);
 }
 
-/* A floor by size is judged at the largest size swept that has one, held
- * to the floor at that size (2 GiB, 8 GiB: 290 GB/s is below the 8 GiB
- * floor though above the 1 GiB one); a one-size floor keeps the best row
- * from its size on; a sweep below the smallest size judges nothing. */
-Test(straggler, judged_at_the_largest_size_with_a_floor)
+/* The 64-node netns run on the GPU machine's host (bench/results/scale.md):
+ * a healthy rank's link measured 0.014 GB/s against a 0.015 floor, and its
+ * re-test with a node proven good 0.015 (just under): it was failed as a
+ * straggler beside the real one at 0.007. Only a re-test clearly under the
+ * floor blames; one within the margin is said, not blamed. */
+Test(straggler, a_re_test_just_under_the_floor_blames_nobody)
 {
-    struct pf_coll c;
-    struct pf_floor_rule r;
-    uint64_t at;
-    double bw;
+    /* 8 ranks; rank 2's links slow (1-2, 2-3), rank 5's 5-6 just under */
+    double g[8] = { 1, 0.1, 0.1, 1, 1, 0.49, 1, 1 };
+    long w[8] = { 0 };
+    unsigned bad[8], culprit[8];
+    char note[400];
 
-    memset(&c, 0, sizeof(c));
-    memset(&r, 0, sizeof(r));
-    c.nrows = 3;
-    c.rows[0] = (struct pf_row){ .bytes = 256ull << 20, .oop_busbw = 220 };
-    c.rows[1] = (struct pf_row){ .bytes = 1ull << 30, .oop_busbw = 300,
-                                 .ip_busbw = 310 };
-    c.rows[2] = (struct pf_row){ .bytes = 8ull << 30, .oop_busbw = 290 };
-    r.gbps = 250;
-    r.from_bytes = 1ull << 30;
-    r.nsizes = 3;
-    r.sizes[0] = (struct pf_size_floor){ 256ull << 20, 200 };
-    r.sizes[1] = (struct pf_size_floor){ 1ull << 30, 250 };
-    r.sizes[2] = (struct pf_size_floor){ 8ull << 30, 300 };
-    bw = pf_coll_judged_busbw(&c, &r, &at);
-    cr_assert_eq(at, 8ull << 30);
-    cr_assert_float_eq(bw, 290, 1e-9);
-    cr_assert_lt(bw, pf_floor_rule_at(&r, at));
-    /* swept to 1 GiB only: held to the 1 GiB floor, met */
-    c.nrows = 2;
-    bw = pf_coll_judged_busbw(&c, &r, &at);
-    cr_assert_eq(at, 1ull << 30);
-    cr_assert_float_eq(bw, 310, 1e-9);
-    cr_assert_geq(bw, pf_floor_rule_at(&r, at));
-    /* one size: the best row from it on */
-    c.nrows = 3;
-    r.nsizes = 0;
-    bw = pf_coll_judged_busbw(&c, &r, &at);
-    cr_assert_eq(at, 1ull << 30);
-    cr_assert_float_eq(bw, 310, 1e-9);
-    /* below the smallest size: nothing judged */
-    r.nsizes = 3;
-    c.nrows = 1;
-    c.rows[0].bytes = 128ull << 20;
-    cr_assert_float_eq(pf_coll_judged_busbw(&c, &r, &at), -1, 1e-9);
-    cr_assert_eq(at, 0);
+    for (int i = 0; i < 8; i++)
+        bad[i] = pf_link_judge(g[i], w[i], 0.5);
+    struct pf_confirm conf[3] = {
+        { .suspect = 2, .good = 0, .bad = PF_LINK_SLOW, .gbps = 0.1 },
+        { .suspect = 5, .good = 7, .bad = PF_LINK_SLOW, .gbps = 0.47 },
+        { .suspect = 6, .good = 0, .bad = 0, .gbps = 0.9 },
+    };
+    cr_assert_eq(pf_pairs_blame(8, g, w, bad, conf, 3, 0.5, culprit, note,
+                                sizeof(note)), 1, "%s", note);
+    cr_assert_eq(culprit[2], PF_LINK_SLOW);
+    cr_assert_eq(culprit[5], 0, "%s", note);
+    cr_assert(strstr(note, "not blamed, within 10 % of the floor 0.500 GB/s "
+                           "on the re-test: rank 5"), "%s", note);
+    /* alone, the marginal one leaves nobody named, and says why */
+    conf[0].bad = 0;
+    conf[0].gbps = 0.9;
+    cr_assert_eq(pf_pairs_blame(8, g, w, bad, conf, 3, 0.5, culprit, note,
+                                sizeof(note)), 0, "%s", note);
+    cr_assert(strstr(note, "no clear failure") && strstr(note, "rank 5"),
+              "%s", note);
+    /* clearly under (0.44 < 0.9 x 0.5): blamed */
+    conf[1].gbps = 0.44;
+    cr_assert_eq(pf_pairs_blame(8, g, w, bad, conf, 3, 0.5, culprit, note,
+                                sizeof(note)), 1, "%s", note);
+    cr_assert_eq(culprit[5], PF_LINK_SLOW);
 }

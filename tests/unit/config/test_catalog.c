@@ -8,6 +8,9 @@
 #include "collective/sweep.h"
 #include "config/catalog.h"
 #include "config/config.h"
+#include "judge/curves.h"
+#include "judge/floor.h"
+#include "judge/judge.h"
 #include "verdict/verdict.h"
 
 static struct pf_catalog cat;
@@ -389,7 +392,7 @@ Test(catalog, print_shows_effective_floors)
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
 
-    pf_catalog_print(&cat, f);
+    pf_curves_print(&cat, f);
     fclose(f);
     cr_assert(strstr(buf, "# type                              2            8"
                      "           32          128          512         1024\n"),
@@ -410,7 +413,7 @@ Test(catalog, print_json_carries_effective_floors)
     FILE *f = open_memstream(&buf, &len);
     cJSON *doc, *it, *p5 = NULL;
 
-    cr_assert_eq(pf_catalog_print_json(&cat, f, err), PF_OK, "%s", err);
+    cr_assert_eq(pf_curves_print_json(&cat, f, err), PF_OK, "%s", err);
     fclose(f);
     doc = cJSON_Parse(buf);
     cr_assert_not_null(doc, "%s", buf);
@@ -568,7 +571,7 @@ Test(catalog, print_round_trips)
     FILE *f = open_memstream(&buf, &len);
     struct pf_catalog again = { 0 };
     char err[PF_ERRLEN];
-    pf_catalog_print(&cat, f);
+    pf_curves_print(&cat, f);
     fclose(f);
     cr_assert_eq(pf_catalog_parse(&again, "printed", buf, len, err), PF_OK, "%s", err);
     cr_assert_eq(again.n, cat.n);

@@ -1,7 +1,6 @@
 /* Bootstraps: the --peers list, static/local discovery and run ids, and the
  * local launcher's exit codes, crash and deadline handling. */
 #include <criterion/criterion.h>
-#include <libgen.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,6 +12,8 @@
 #include "discover/discover.h"
 #include "launch/launch.h"
 #include "util/clock.h"
+
+#include "unit_files.h"
 
 static struct pf_run *new_run(enum pf_bootstrap bootstrap)
 {
@@ -464,15 +465,9 @@ Test(local_launcher, the_host_limit_that_binds_is_named)
 /* build/unit_tests -> build/double/libgpu-double.so as CUDA and NCCL */
 static void use_gpu_double(const char *gpus)
 {
-    char exe[PF_PATH_MAX] = "", lib[PF_PATH_MAX + 32];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    char lib[PF_PATH_MAX + 32];
 
-    cr_assert(n > 0);
-    exe[n] = '\0';
-    snprintf(lib, sizeof(lib), "%s/double/libgpu-double.so", dirname(exe));
-    cr_assert_eq(access(lib, R_OK), 0, "test double missing: %s", lib);
-    setenv("EFA_PREFLIGHT_CUDART", lib, 1);
-    setenv("EFA_PREFLIGHT_NCCL", lib, 1);
+    pf_test_use_gpu_double(lib, sizeof(lib));
     setenv("PF_DOUBLE_GPUS", gpus, 1);
     unsetenv("CUDA_VISIBLE_DEVICES");
 }

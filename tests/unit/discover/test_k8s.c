@@ -97,45 +97,47 @@ Test(k8s_discover, completion_index_from_annotation)
     cJSON_Delete(j);
 }
 
+#define JOBSET_POD "{\"metadata\":{\"name\":\"p\",\"labels\":{"                \
+    "\"app.kubernetes.io/instance\":\"app\","                                  \
+    "\"batch.kubernetes.io/job-name\":\"js-w-0\","                             \
+    "\"" PF_K8S_JOBSET_NAME "\":\"js\","                                       \
+    "\"" PF_K8S_JOBSET_RJOB "\":\"w\"}}}"
+
 Test(k8s_discover, selector_order_and_override)
 {
+    /* pod, --peer-selector given, the selector it comes to */
+    static const struct {
+        const char *pod, *given, *want;
+    } cases[] = {
+        { JOBSET_POD, "", PF_K8S_JOBSET_NAME "=js," PF_K8S_JOBSET_RJOB "=w" },
+        { JOBSET_POD, "team=a", "team=a" },
+        { "{\"metadata\":{\"name\":\"p\",\"labels\":{"
+          "\"app.kubernetes.io/instance\":\"app\","
+          "\"training.kubeflow.org/job-name\":\"pt\"}}}",
+          NULL, "training.kubeflow.org/job-name=pt" },
+        /* A LeaderWorkerSet: this group only (leader and workers). */
+        { "{\"metadata\":{\"name\":\"vllm-1-1\",\"labels\":{"
+          "\"leaderworkerset.sigs.k8s.io/name\":\"vllm\","
+          "\"leaderworkerset.sigs.k8s.io/group-index\":\"1\","
+          "\"leaderworkerset.sigs.k8s.io/worker-index\":\"1\"}}}",
+          NULL, "leaderworkerset.sigs.k8s.io/name=vllm,"
+                "leaderworkerset.sigs.k8s.io/group-index=1" },
+        /* A Volcano Job's pods. */
+        { "{\"metadata\":{\"name\":\"nccl-worker-0\",\"labels\":{"
+          "\"volcano.sh/job-name\":\"nccl\",\"volcano.sh/queue-name\":\"default\","
+          "\"volcano.sh/task-spec\":\"worker\"}}}",
+          NULL, "volcano.sh/job-name=nccl" },
+    };
     char sel[256], err[PF_ERRLEN];
-    cJSON *j = cJSON_Parse(
-        "{\"metadata\":{\"name\":\"p\",\"labels\":{"
-        "\"app.kubernetes.io/instance\":\"app\","
-        "\"batch.kubernetes.io/job-name\":\"js-w-0\","
-        "\"" PF_K8S_JOBSET_NAME "\":\"js\","
-        "\"" PF_K8S_JOBSET_RJOB "\":\"w\"}}}");
+    cJSON *j;
 
-    cr_assert_eq(pf_k8s_selector(j, "", sel, sizeof(sel), err), PF_OK);
-    cr_assert_str_eq(sel, PF_K8S_JOBSET_NAME "=js," PF_K8S_JOBSET_RJOB "=w");
-    cr_assert_eq(pf_k8s_selector(j, "team=a", sel, sizeof(sel), err), PF_OK);
-    cr_assert_str_eq(sel, "team=a");
-    cJSON_Delete(j);
-
-    j = cJSON_Parse("{\"metadata\":{\"name\":\"p\",\"labels\":{"
-                    "\"app.kubernetes.io/instance\":\"app\","
-                    "\"training.kubeflow.org/job-name\":\"pt\"}}}");
-    cr_assert_eq(pf_k8s_selector(j, NULL, sel, sizeof(sel), err), PF_OK);
-    cr_assert_str_eq(sel, "training.kubeflow.org/job-name=pt");
-    cJSON_Delete(j);
-
-    /* A LeaderWorkerSet: this group only (leader and workers). */
-    j = cJSON_Parse("{\"metadata\":{\"name\":\"vllm-1-1\",\"labels\":{"
-                    "\"leaderworkerset.sigs.k8s.io/name\":\"vllm\","
-                    "\"leaderworkerset.sigs.k8s.io/group-index\":\"1\","
-                    "\"leaderworkerset.sigs.k8s.io/worker-index\":\"1\"}}}");
-    cr_assert_eq(pf_k8s_selector(j, NULL, sel, sizeof(sel), err), PF_OK);
-    cr_assert_str_eq(sel, "leaderworkerset.sigs.k8s.io/name=vllm,"
-                          "leaderworkerset.sigs.k8s.io/group-index=1");
-    cJSON_Delete(j);
-    /* A Volcano Job's pods. */
-    j = cJSON_Parse("{\"metadata\":{\"name\":\"nccl-worker-0\",\"labels\":{"
-                    "\"volcano.sh/job-name\":\"nccl\",\"volcano.sh/queue-name\":\"default\","
-                    "\"volcano.sh/task-spec\":\"worker\"}}}");
-    cr_assert_eq(pf_k8s_selector(j, NULL, sel, sizeof(sel), err), PF_OK);
-    cr_assert_str_eq(sel, "volcano.sh/job-name=nccl");
-    cJSON_Delete(j);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        j = cJSON_Parse(cases[i].pod);
+        cr_assert_eq(pf_k8s_selector(j, cases[i].given, sel, sizeof(sel), err),
+                     PF_OK, "case %zu: %s", i, err);
+        cr_assert_str_eq(sel, cases[i].want, "case %zu", i);
+        cJSON_Delete(j);
+    }
 
     j = cJSON_Parse("{\"metadata\":{\"name\":\"lonely\",\"labels\":{}}}");
     cr_assert_eq(pf_k8s_selector(j, NULL, sel, sizeof(sel), err),

@@ -13,6 +13,8 @@
 #include "config/catalog.h"
 #include "monitor/gpu.h"
 
+#include "unit_files.h"
+
 static char fixture_path[PATH_MAX + 64];
 
 /* The double reads its fixture once, at nvmlInit (the first step). */
@@ -24,40 +26,45 @@ static void drop_fixture(void)
 
 static void use_double(const char *fixture)
 {
-    char exe[PATH_MAX], lib[PATH_MAX + 64], fx[PATH_MAX + 64];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    FILE *f;
+    char lib[PATH_MAX], rel[64];
 
-    cr_assert(n > 0);
-    exe[n] = '\0';
-    *strrchr(exe, '/') = '\0';
-    snprintf(lib, sizeof(lib), "%s/double/libnvml-double.so", exe);
-    snprintf(fx, sizeof(fx), "%s/monitor_gpu_fixture.%d", exe, (int)getpid());
-    f = fopen(fx, "w");
-    cr_assert_not_null(f);
-    fputs(fixture, f);
-    fclose(f);
+    pf_test_build_path(lib, sizeof(lib), "double/libnvml-double.so");
+    snprintf(rel, sizeof(rel), "monitor_gpu_fixture.%d", (int)getpid());
+    pf_test_build_path(fixture_path, sizeof(fixture_path), rel);
+    pf_test_write_file(fixture_path, fixture);
     setenv("EFA_PREFLIGHT_NVML", lib, 1);
-    setenv("PF_NVML_FIXTURE", fx, 1);
-    snprintf(fixture_path, sizeof(fixture_path), "%s", fx);
+    setenv("PF_NVML_FIXTURE", fixture_path, 1);
     atexit(drop_fixture);
 }
 
-static const struct pf_instance *p5e(struct pf_catalog *cat)
+static struct pf_catalog cat;
+
+/* The GPU watch of a p5e node on the double with fixture: raised after k
+ * bad intervals, cleared after m good ones. */
+static struct pf_mon_gpu *watch(const char *fixture, int k, int m_good)
 {
+    struct pf_mon_gpu *m = calloc(1, sizeof(*m));
     char err[PF_ERRLEN];
-    cr_assert_eq(pf_catalog_load(cat, "", err), PF_OK, "%s", err);
-    return pf_catalog_find(cat, "p5e.48xlarge");
+
+    cr_assert_not_null(m);
+    use_double(fixture);
+    cr_assert_eq(pf_catalog_load(&cat, "", err), PF_OK, "%s", err);
+    pf_mon_gpu_init(m, k, m_good, pf_catalog_find(&cat, "p5e.48xlarge"));
+    return m;
+}
+
+static void unwatch(struct pf_mon_gpu *m)
+{
+    pf_mon_gpu_free(m);
+    pf_catalog_free(&cat);
+    free(m);
 }
 
 Test(monitor_gpu, a_fault_is_raised_after_k_bad_intervals)
 {
-    struct pf_catalog cat = { 0 };
-    struct pf_mon_gpu *m = calloc(1, sizeof(*m));
+    struct pf_mon_gpu *m = watch("gpu.2.remap_pending 1\n", 3, 2);
     char msg[512];
 
-    use_double("gpu.2.remap_pending 1\n");
-    pf_mon_gpu_init(m, 3, 2, p5e(&cat));
     for (int i = 1; i <= 2; i++) {
         pf_mon_gpu_step(m);
         cr_assert_eq(m->nchanges, 0, "interval %d", i);
@@ -75,20 +82,16 @@ Test(monitor_gpu, a_fault_is_raised_after_k_bad_intervals)
     cr_assert(pf_mon_gpu_faulted(m));
     pf_mon_gpu_step(m);
     cr_assert_eq(m->nchanges, 0, "a standing fault is raised once");
-    pf_mon_gpu_free(m);
-    pf_catalog_free(&cat);
-    free(m);
+    unwatch(m);
 }
 
 Test(monitor_gpu, a_fault_clears_after_m_good_intervals)
 {
-    struct pf_catalog cat = { 0 };
-    struct pf_mon_gpu *m = calloc(1, sizeof(*m));
+    /* HW slowdown in the first read only */
+    struct pf_mon_gpu *m = watch("gpu.4.clocks 0x8\ngpu.4.clocks_after 0\n",
+                                 1, 2);
     char msg[512];
 
-    /* HW slowdown in the first read only */
-    use_double("gpu.4.clocks 0x8\ngpu.4.clocks_after 0\n");
-    pf_mon_gpu_init(m, 1, 2, p5e(&cat));
     pf_mon_gpu_step(m);
     cr_assert_eq(m->nchanges, 1);
     cr_assert_eq(m->changes[0].reason, PF_R_GPUThrottled);
@@ -100,20 +103,16 @@ Test(monitor_gpu, a_fault_clears_after_m_good_intervals)
     cr_assert_not(m->changes[0].raised);
     cr_assert_not(pf_mon_gpu_faulted(m));
     cr_assert_eq(pf_mon_gpu_condition(m, msg, sizeof(msg)), PF_R_GPUsHealthy);
-    pf_mon_gpu_free(m);
-    pf_catalog_free(&cat);
-    free(m);
+    unwatch(m);
 }
 
 Test(monitor_gpu, every_field_is_exported_unsupported_ones_left_out)
 {
-    struct pf_catalog cat = { 0 };
-    struct pf_mon_gpu *m = calloc(1, sizeof(*m));
+    struct pf_mon_gpu *m = watch("gpus 2\ngpu.1.ecc notsupported\n"
+                                 "gpu.0.xid 48\ngpu.0.nvlink_replay_step 2\n",
+                                 2, 2);
     struct pf_mon_buf b = { 0 };
 
-    use_double("gpus 2\ngpu.1.ecc notsupported\ngpu.0.xid 48\n"
-               "gpu.0.nvlink_replay_step 2\n");
-    pf_mon_gpu_init(m, 2, 2, p5e(&cat));
     pf_mon_gpu_step(m);
     pf_mon_gpu_step(m);
     pf_mon_gpu_expose(m, "node-a", &b);
@@ -131,9 +130,7 @@ Test(monitor_gpu, every_field_is_exported_unsupported_ones_left_out)
     cr_assert(strstr(b.p, "xid=\"48\",class=\"node\"} 1\n"), "%s", b.p);
     cr_assert(strstr(b.p, "# TYPE efa_preflight_gpu_pcie_replays_total counter"));
     pf_mon_buf_free(&b);
-    pf_mon_gpu_free(m);
-    pf_catalog_free(&cat);
-    free(m);
+    unwatch(m);
 }
 
 Test(monitor_gpu, no_nvml_on_a_cpu_node_writes_no_condition)

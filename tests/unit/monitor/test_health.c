@@ -11,6 +11,7 @@
 #include "monitor/monitor.h"
 #include "nic_fixture.h"
 #include "probe/probe.h"
+#include "unit_files.h"
 
 #define K 3
 #define M 5
@@ -94,14 +95,40 @@ static void rising(struct world *w, const char *nic, const char *counter,
     }
 }
 
-/* The state file of a port says `state`. */
-static void port_state(const char *path, const char *state)
+/* Device dev gone from sysfs (hidden beside it), or back (!gone). */
+static void hide(const struct world *w, const char *dev, bool gone)
 {
-    FILE *f = fopen(path, "w");
+    char shown[1024], hidden[1024];
 
-    cr_assert(f, "%s", path);
-    fputs(state, f);
-    fclose(f);
+    snprintf(shown, sizeof(shown), "%s/sys/class/infiniband/%s", w->root, dev);
+    snprintf(hidden, sizeof(hidden), "%s/sys/class/infiniband/.%s", w->root,
+             dev);
+    cr_assert_eq(gone ? rename(shown, hidden) : rename(hidden, shown), 0,
+                 "%s", dev);
+}
+
+/* A fault (what) standing since the last read: K-1 reads change nothing
+ * and the NICs stay healthy; the K-th read makes `changes` changes. */
+static void raised_on_kth(struct world *w, int changes, const char *what)
+{
+    char msg[PF_ERRLEN];
+
+    for (int i = 1; i < K; i++) {
+        cr_assert_eq(tick(w), 0, "%s on read %d of %d: no change yet", what,
+                     i, K);
+        cr_assert_eq(condition(w, msg, sizeof(msg)), PF_R_EFANICsHealthy);
+    }
+    cr_assert_eq(tick(w), changes, "%s on read %d", what, K);
+}
+
+/* The state file of rdmap16s27's port says `state`. */
+static void port_state(const struct world *w, const char *state)
+{
+    char path[1024];
+
+    snprintf(path, sizeof(path),
+             "%s/sys/class/infiniband/rdmap16s27/ports/1/state", w->root);
+    pf_test_write_file(path, state);
 }
 
 Test(health, p5_all_quiet_is_healthy_every_nic_read)
@@ -230,11 +257,7 @@ Test(health, a_removed_device_is_named_after_k_reads_and_a_count_fault_too)
     snprintf(cmd, sizeof(cmd), "rm -rf '%s/sys/class/infiniband/rdmap40s27'",
              w->root);
     cr_assert_eq(system(cmd), 0);
-    for (int i = 1; i < K; i++) {
-        cr_assert_eq(tick(w), 0, "gone on read %d of %d: no change yet", i, K);
-        cr_assert_eq(condition(w, msg, sizeof(msg)), PF_R_EFANICsHealthy);
-    }
-    cr_assert_eq(tick(w), 2); /* the NIC, and the node's count */
+    raised_on_kth(w, 2, "gone"); /* the NIC, and the node's count */
     cr_assert(w->h.changes[0].raised);
     cr_assert_eq(w->h.changes[0].reason, PF_R_EFANICDeviceGone);
     cr_assert_str_eq(w->h.changes[0].nic, "rdmap40s27");
@@ -253,12 +276,10 @@ Test(health, a_removed_device_is_named_after_k_reads_and_a_count_fault_too)
 Test(health, a_device_missing_for_one_read_changes_nothing)
 {
     struct world *w = world("p5.48xlarge", 32);
-    char from[1024], to[1024], msg[PF_ERRLEN];
+    char msg[PF_ERRLEN];
 
     quiet(w, 2);
-    snprintf(from, sizeof(from), "%s/sys/class/infiniband/rdmap40s27", w->root);
-    snprintf(to, sizeof(to), "%s/sys/class/infiniband/.rdmap40s27", w->root);
-    cr_assert_eq(rename(from, to), 0);
+    hide(w, "rdmap40s27", true);
     cr_assert_eq(tick(w), 0);
     bool noted = false;
     for (int i = 0; i < w->h.n; i++)
@@ -268,7 +289,7 @@ Test(health, a_device_missing_for_one_read_changes_nothing)
         }
     cr_assert(noted, "the bad read is noted as pending");
     cr_assert_eq(condition(w, msg, sizeof(msg)), PF_R_EFANICsHealthy);
-    cr_assert_eq(rename(to, from), 0);
+    hide(w, "rdmap40s27", false);
     quiet(w, 2 * K);
     cr_assert_eq(condition(w, msg, sizeof(msg)), PF_R_EFANICsHealthy);
     drop(w);
@@ -279,16 +300,14 @@ Test(health, devices_coming_up_late_after_boot_are_not_a_fault)
     /* p5en whose 16th device shows up only after K-1 reads (EFA coming up
      * late after boot): nothing raised. */
     struct world *w = world("p5en.48xlarge", 16);
-    char from[1024], to[1024], msg[PF_ERRLEN];
+    char msg[PF_ERRLEN];
 
-    snprintf(from, sizeof(from), "%s/sys/class/infiniband/rdmap31s27", w->root);
-    snprintf(to, sizeof(to), "%s/sys/class/infiniband/.rdmap31s27", w->root);
-    cr_assert_eq(rename(from, to), 0);
+    hide(w, "rdmap31s27", true);
     for (int i = 0; i < K - 1; i++) {
         cr_assert_eq(tick(w), 0);
         cr_assert_eq(w->prev.efa_count, 15);
     }
-    cr_assert_eq(rename(to, from), 0);
+    hide(w, "rdmap31s27", false);
     quiet(w, 2 * K);
     cr_assert_eq(w->prev.efa_count, 16);
     cr_assert_eq(condition(w, msg, sizeof(msg)), PF_R_EFANICsHealthy);
@@ -298,21 +317,16 @@ Test(health, devices_coming_up_late_after_boot_are_not_a_fault)
 Test(health, a_port_down_on_k_reads_is_a_fault_and_clears_after_m)
 {
     struct world *w = world("p5.48xlarge", 32);
-    char path[1024], msg[PF_ERRLEN];
+    char msg[PF_ERRLEN];
 
     tick(w);
-    snprintf(path, sizeof(path),
-             "%s/sys/class/infiniband/rdmap16s27/ports/1/state", w->root);
-    port_state(path, "1: DOWN\n");
-    for (int i = 1; i < K; i++)
-        cr_assert_eq(tick(w), 0, "down on read %d of %d: no change yet", i, K);
-    cr_assert_eq(condition(w, msg, sizeof(msg)), PF_R_EFANICsHealthy);
-    cr_assert_eq(tick(w), 1);
+    port_state(w, "1: DOWN\n");
+    raised_on_kth(w, 1, "down");
     cr_assert_eq(w->h.changes[0].reason, PF_R_EFANICLinkDown);
     cr_assert(strstr(w->h.changes[0].msg, "1: DOWN"), "%s",
               w->h.changes[0].msg);
     cr_assert_eq(condition(w, msg, sizeof(msg)), PF_R_EFANICLinkDown);
-    port_state(path, "4: ACTIVE\n");
+    port_state(w, "4: ACTIVE\n");
     quiet(w, M - 1);
     cr_assert_eq(tick(w), 1);
     cr_assert_eq(condition(w, msg, sizeof(msg)), PF_R_EFANICsHealthy);
@@ -324,16 +338,14 @@ Test(health, a_port_down_on_k_reads_is_a_fault_and_clears_after_m)
 Test(health, a_port_flapping_short_of_k_reads_is_never_a_fault)
 {
     struct world *w = world("p5.48xlarge", 32);
-    char path[1024], msg[PF_ERRLEN];
+    char msg[PF_ERRLEN];
 
     tick(w);
-    snprintf(path, sizeof(path),
-             "%s/sys/class/infiniband/rdmap16s27/ports/1/state", w->root);
     for (int round = 0; round < 3; round++) {
-        port_state(path, "1: DOWN\n");
+        port_state(w, "1: DOWN\n");
         for (int i = 1; i < K; i++)
             cr_assert_eq(tick(w), 0);
-        port_state(path, "4: ACTIVE\n");
+        port_state(w, "4: ACTIVE\n");
         cr_assert_eq(tick(w), 0);
     }
     cr_assert_eq(condition(w, msg, sizeof(msg)), PF_R_EFANICsHealthy);

@@ -11,11 +11,14 @@
 #include "probe/hw_counters.h"
 #include "probe/probe.h"
 
-static struct pf_run *probed(const char *root)
+/* A private copy of fixture (its root in root, dropped by the test),
+ * probed. */
+static struct pf_run *probed(const char *fixture, char *root, size_t len)
 {
     struct pf_run *run = calloc(1, sizeof(*run));
 
     cr_assert(run);
+    pf_test_fixture_copy(fixture, root, len);
     pf_test_cfg_root(&run->cfg, root);
     pf_probe_efa(&run->cfg, &run->node);
     return run;
@@ -26,8 +29,7 @@ Test(hw_counters, every_counter_of_every_p5_nic_is_read)
     char root[512];
     struct pf_run *run;
 
-    pf_test_fixture_copy("p5.48xlarge", root, sizeof(root));
-    run = probed(root);
+    run = probed("p5.48xlarge", root, sizeof(root));
     cr_assert_eq(run->node.efa_count, 32);
     for (int i = 0; i < 32; i++) {
         const struct pf_hwc_snap *s = &run->node.efa[i].hwc;
@@ -51,8 +53,7 @@ Test(hw_counters, old_driver_lacks_the_nitro_v4_counters_as_a_fact)
     struct pf_run *run;
     struct pf_hwc_snap all[PF_MAX_EFA];
 
-    pf_test_fixture_copy("p5-olddriver", root, sizeof(root));
-    run = probed(root);
+    run = probed("p5-olddriver", root, sizeof(root));
     cr_assert_eq(run->node.efa_count, 32);
     for (int i = 0; i < 32; i++)
         all[i] = run->node.efa[i].hwc;
@@ -71,8 +72,7 @@ Test(hw_counters, no_hw_counters_folder_reads_as_nothing_present)
     char root[512];
     struct pf_run *run;
 
-    pf_test_fixture_copy("p5-nocounters", root, sizeof(root));
-    run = probed(root);
+    run = probed("p5-nocounters", root, sizeof(root));
     cr_assert_eq(run->node.efa_count, 32);
     cr_assert_eq(run->node.efa[5].hwc.nports, 0);
     cr_assert_eq(run->node.efa[5].hwc.present, 0);
@@ -139,9 +139,8 @@ Test(hw_counters, a_window_holds_what_moved_between_the_reads)
     struct pf_nic_watch w;
     const struct pf_nic_window *win;
 
-    pf_test_fixture_copy("p5en.48xlarge", root, sizeof(root));
     pf_test_fixture_copy("p5en.48xlarge", after, sizeof(after));
-    run = probed(root);
+    run = probed("p5en.48xlarge", root, sizeof(root));
     cr_assert_eq(run->node.efa_count, 16);
     pf_nics_begin(run, &w);
     cr_assert(w.on);
@@ -183,8 +182,7 @@ Test(hw_counters, no_counters_leave_a_note_and_no_window)
     struct pf_run *run;
     struct pf_nic_watch w;
 
-    pf_test_fixture_copy("p5-nocounters", root, sizeof(root));
-    run = probed(root);
+    run = probed("p5-nocounters", root, sizeof(root));
     pf_nics_begin(run, &w);
     pf_nics_end(run, &w, "sweep", -1);
     cr_assert_not(run->coll.nics.read);

@@ -14,38 +14,22 @@
 #include "probe/probe.h"
 #include "util/clock.h"
 
-/* <dir of unit_tests>/<rel> */
-static void build_path(char *out, size_t len, const char *rel)
-{
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    char *slash;
-
-    cr_assert(n > 0, "readlink /proc/self/exe");
-    exe[n] = '\0';
-    slash = strrchr(exe, '/');
-    *slash = '\0';
-    snprintf(out, len, "%s/%s", exe, rel);
-}
+#include "unit_files.h"
 
 /* Root of one fixture tree, built on first use. */
 static const char *fixture(const char *name)
 {
     static char path[PATH_MAX];
-    char root[PATH_MAX], cmd[PATH_MAX + 64];
 
-    build_path(root, sizeof(root), "fixtures/sysfs");
-    snprintf(cmd, sizeof(cmd), "tests/fakes/make_sysfs.sh '%s'", root);
-    cr_assert_eq(system(cmd), 0, "%s failed (run from the repo root)", cmd);
-    snprintf(path, sizeof(path), "%s/%s", root, name);
+    pf_test_sysfs_fixture(path, sizeof(path), name);
     return path;
 }
 
 static const char *fake_fabric(void)
 {
     static char path[PATH_MAX];
-    build_path(path, sizeof(path), "test-helpers/libfabric-fake.so.1");
-    cr_assert_eq(access(path, R_OK), 0, "%s missing: make test-helpers", path);
+
+    pf_test_helper_path(path, sizeof(path), "libfabric-fake.so.1");
     return path;
 }
 
@@ -434,11 +418,8 @@ Test(probe, p5en_recount_finds_late_device)
 static const char *helper(const char *name)
 {
     static char path[PATH_MAX];
-    char rel[128];
 
-    snprintf(rel, sizeof(rel), "test-helpers/%s", name);
-    build_path(path, sizeof(path), rel);
-    cr_assert_eq(access(path, R_OK), 0, "%s missing: make test-helpers", path);
+    pf_test_helper_path(path, sizeof(path), name);
     return path;
 }
 

@@ -16,18 +16,13 @@
 #include "util/version.h"
 #include "verdict/verdict.h"
 
+#include "run_fixture.h"
+
 static struct pf_run *node_run(void)
 {
-    struct pf_run *run = calloc(1, sizeof(*run));
-    char err[PF_ERRLEN];
+    struct pf_run *run = pf_test_run_new("p5.48xlarge");
 
-    cr_assert_not_null(run);
-    cr_assert_eq(pf_catalog_load(&run->catalog, "", err), PF_OK, "%s", err);
-    pf_config_defaults(&run->cfg);
     run->cfg.command = PF_CMD_NODE;
-    snprintf(run->node.instance_type, sizeof(run->node.instance_type),
-             "p5.48xlarge");
-    run->instance = pf_catalog_find(&run->catalog, "p5.48xlarge");
     run->node.efa_count = 2;
     run->node.efa_module_loaded = true;
     snprintf(run->node.efa[0].name, sizeof(run->node.efa[0].name), "rdmap16s27");
@@ -92,12 +87,6 @@ static void samples_are(const char *text, const struct sample *s, size_t n)
                      s[i].line, text);
 }
 
-static void free_run(struct pf_run *run)
-{
-    pf_catalog_free(&run->catalog);
-    free(run);
-}
-
 Test(metrics, every_family_has_help_and_type_even_without_samples)
 {
     struct pf_run *run = node_run();
@@ -121,7 +110,7 @@ Test(metrics, every_family_has_help_and_type_even_without_samples)
                  1700000000.5);
     cr_assert_eq(text[strlen(text) - 1], '\n');
     free(text);
-    free_run(run);
+    pf_test_run_free(run);
 }
 
 Test(metrics, status_is_one_hot_and_verdict_labels_carry_reason_and_class)
@@ -154,7 +143,7 @@ Test(metrics, status_is_one_hot_and_verdict_labels_carry_reason_and_class)
                        "%s", text);
     samples_are(text, want, sizeof(want) / sizeof(want[0]));
     free(text);
-    free_run(run);
+    pf_test_run_free(run);
 }
 
 Test(metrics, busbw_in_bytes_per_second_per_size_with_the_floor)
@@ -189,7 +178,7 @@ Test(metrics, busbw_in_bytes_per_second_per_size_with_the_floor)
     text = pf_metrics_text(run, 1);
     samples_are(text, from_1k, sizeof(from_1k) / sizeof(from_1k[0]));
     free(text);
-    free_run(run);
+    pf_test_run_free(run);
 }
 
 Test(metrics, per_nic_counter_deltas_over_every_window)
@@ -234,7 +223,7 @@ Test(metrics, per_nic_counter_deltas_over_every_window)
     cr_assert_null(line_of(text, "efa_preflight_nic_error_events{device=\"rdmap16s27\""),
                    "a counter that did not rise (or was not read throughout) has no sample");
     free(text);
-    free_run(run);
+    pf_test_run_free(run);
 }
 
 Test(metrics, label_values_are_escaped)
@@ -252,7 +241,7 @@ Test(metrics, label_values_are_escaped)
     cr_assert_not_null(strstr(text, "instance_type=\"p\\\"5\\\\x\\ny\""),
                        "%s", text);
     free(text);
-    free_run(run);
+    pf_test_run_free(run);
 }
 
 Test(metrics, pushgateway_url_groups_by_job_and_instance)
@@ -350,5 +339,5 @@ Test(metrics, every_sample_carries_the_node_label)
     cr_assert_not_null(strstr(text, "\nefa_preflight_efa_devices{node=\"ip-10-0-0-7\\\"x\"} 2\n"),
                        "--node-name wins, escaped: %s", text);
     free(text);
-    free_run(run);
+    pf_test_run_free(run);
 }

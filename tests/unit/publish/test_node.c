@@ -156,6 +156,20 @@ static const cJSON *condition(const cJSON *patch, const char *type)
     return NULL;
 }
 
+/* run's EFAFabricReady condition says status for reason; run is freed. */
+static void fabric_condition_is(struct pf_run *run, const char *status,
+                                const char *reason)
+{
+    cJSON *p = pf_node_conditions_patch(run, NULL, "2026-11-22T01:02:03Z");
+
+    cr_assert_str_eq(pf_json_str(condition(p, "EFAFabricReady"), "status"),
+                     status);
+    cr_assert_str_eq(pf_json_str(condition(p, "EFAFabricReady"), "reason"),
+                     reason);
+    cJSON_Delete(p);
+    free(run);
+}
+
 Test(k8s_publish, conditions_keep_transition_time_while_status_holds)
 {
     struct pf_run *run = make_run_with(PF_FAIL, PF_R_StragglerNode, 1);
@@ -238,17 +252,10 @@ Test(k8s_publish, daemonset_alone_is_untested_and_no_group_stays_pending)
 Test(k8s_publish, singleton_fabric_is_unknown)
 {
     struct pf_run *run = make_run(PF_PASS, 0);
-    cJSON *p;
 
     run->cfg.mode = PF_MODE_DAEMONSET;
     run->peers.world = 1;
-    p = pf_node_conditions_patch(run, NULL, "2026-11-22T01:02:03Z");
-    cr_assert_str_eq(pf_json_str(condition(p, "EFAFabricReady"), "status"),
-                     "Unknown");
-    cr_assert_str_eq(pf_json_str(condition(p, "EFAFabricReady"), "reason"),
-                     "FabricUntested");
-    cJSON_Delete(p);
-    free(run);
+    fabric_condition_is(run, "Unknown", "FabricUntested");
 }
 
 Test(k8s_publish, taints_touch_only_ours)
@@ -390,28 +397,19 @@ Test(k8s_publish, fabric_condition_by_class)
 Test(k8s_publish, a_proven_fault_is_never_hidden_by_unknown)
 {
     struct pf_run *run = make_run_with(PF_FAIL, PF_R_PeerLost, 3);
-    cJSON *p;
 
     pf_verdict_add(&run->verdict, "nic_errors", PF_COND_FABRIC, PF_FAIL,
                    PF_R_EFANICErrors, "", "rdmap0 errors moved");
     pf_verdict_add(&run->verdict, "usage", PF_COND_FABRIC, PF_FAIL,
                    PF_R_RendezvousPortInUse, "", "port in use");
     pf_verdict_finish(run);
-    p = pf_node_conditions_patch(run, NULL, "2026-11-22T01:02:03Z");
-    cr_assert_str_eq(pf_json_str(condition(p, "EFAFabricReady"), "status"), "False");
-    cr_assert_str_eq(pf_json_str(condition(p, "EFAFabricReady"), "reason"), "EFANICErrors");
-    cJSON_Delete(p);
-    free(run);
+    fabric_condition_is(run, "False", "EFANICErrors");
 
     run = make_run_with(PF_FAIL, PF_R_PeerLost, 3);
     pf_verdict_add(&run->verdict, "hint", PF_COND_FABRIC, PF_WARN,
                    PF_R_BandwidthNotJudged, "", "not judged");
     pf_verdict_finish(run);
-    p = pf_node_conditions_patch(run, NULL, "2026-11-22T01:02:03Z");
-    cr_assert_str_eq(pf_json_str(condition(p, "EFAFabricReady"), "status"), "Unknown");
-    cr_assert_str_eq(pf_json_str(condition(p, "EFAFabricReady"), "reason"), "PeerLost");
-    cJSON_Delete(p);
-    free(run);
+    fabric_condition_is(run, "Unknown", "PeerLost");
 }
 
 Test(k8s_publish, event_name_stays_a_valid_object_name)

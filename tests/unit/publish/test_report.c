@@ -20,24 +20,21 @@
 #include "util/version.h"
 #include "verdict/verdict.h"
 
+#include "run_fixture.h"
+#include "unit_files.h"
+
 /* What the last pf_publish of a test came to (35 KB: off the stack). */
 static struct pf_publish_outcome published;
 
 /* A p5 node with one missing device, judged. */
 static struct pf_run *p5_run(void)
 {
-    struct pf_run *run = calloc(1, sizeof(*run));
-    char err[PF_ERRLEN];
+    struct pf_run *run = pf_test_run_new("p5.48xlarge");
 
-    cr_assert_not_null(run);
-    cr_assert_eq(pf_catalog_load(&run->catalog, "", err), PF_OK, "%s", err);
-    pf_config_defaults(&run->cfg);
     run->cfg.command = PF_CMD_NODE;
     snprintf(run->started_at, sizeof(run->started_at), "2026-11-22T01:02:03Z");
     snprintf(run->node.hostname, sizeof(run->node.hostname), "ip-10-0-0-7");
-    snprintf(run->node.instance_type, sizeof(run->node.instance_type), "p5.48xlarge");
     snprintf(run->node.instance_source, sizeof(run->node.instance_source), "dmi");
-    run->instance = pf_catalog_find(&run->catalog, "p5.48xlarge");
     run->node.efa_count = 31;
     run->node.efa_ports_active = 31;
     for (int i = 0; i < 31; i++) {
@@ -59,13 +56,7 @@ static struct pf_run *p5_run(void)
     run->node.gdr_supported = true;
     run->node.gpu_count = 8;
     run->node.cuda_loaded = true;
-    run->node.nccl_loaded = true;
-    run->node.nccl_version = 22809;
-    snprintf(run->node.net_plugin_name, sizeof(run->node.net_plugin_name),
-             "ofi");
-    snprintf(run->node.net_plugin_path, sizeof(run->node.net_plugin_path),
-             "/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so");
-    run->node.net_plugin_api = 10;
+    pf_test_nccl_image(&run->node, "ofi");
     pf_verdict_node(run);
     pf_verdict_finish(run);
     return run;
@@ -93,12 +84,6 @@ static void add_rows(struct pf_run *run)
     c->avg_busbw = 0.765;
     c->slow_rank = -1;
     pf_test_judged(run);
-}
-
-static void free_run(struct pf_run *run)
-{
-    pf_catalog_free(&run->catalog);
-    free(run);
 }
 
 static cJSON *report(const struct pf_run *run)
@@ -166,7 +151,7 @@ Test(report, json_has_schema_facts_checks_and_verdict)
     cr_assert_str_eq(at(doc, "verdict.conditions.EFADevicesReady")->valuestring, "fail");
     cr_assert(cJSON_IsNull(at(doc, "verdict.conditions.EFAFabricReady")));
     cJSON_Delete(doc);
-    free_run(run);
+    pf_test_run_free(run);
 }
 
 Test(report, json_collective_rows_and_fallback)
@@ -188,7 +173,7 @@ Test(report, json_collective_rows_and_fallback)
     cr_assert_float_eq(at(doc, "collective.avg_busbw_gbps")->valuedouble, 0.765, 1e-9);
     cr_assert(cJSON_IsNull(at(doc, "collective.error")));
     cJSON_Delete(doc);
-    free_run(run);
+    pf_test_run_free(run);
 }
 
 Test(report, json_never_carries_secret_or_token_paths)
@@ -202,7 +187,7 @@ Test(report, json_never_carries_secret_or_token_paths)
     cr_assert_null(strstr(text, "secret-hmac-key"));
     cr_assert_null(strstr(text, "token-xyz"));
     free(text);
-    free_run(run);
+    pf_test_run_free(run);
 }
 
 static char *table_text(const struct pf_run *run)
@@ -233,7 +218,7 @@ Test(report, table_lists_checks_remedies_and_summary)
                         "warnings, 1 failed, 1 skipped (exit 1)"), "%s", t);
     cr_assert_null(strstr(t, "Avg bus bandwidth"));
     free(t);
-    free_run(run);
+    pf_test_run_free(run);
 }
 
 Test(report, table_prints_nccl_tests_columns_and_footer)
@@ -258,7 +243,7 @@ Test(report, table_prints_nccl_tests_columns_and_footer)
     t = table_text(run);
     cr_assert(strstr(t, "# Out of bounds values : 3 FAILED\n"), "%s", t);
     free(t);
-    free_run(run);
+    pf_test_run_free(run);
 }
 
 Test(report, report_file_is_written_whole)
@@ -266,23 +251,14 @@ Test(report, report_file_is_written_whole)
     struct pf_run *run = p5_run();
     char dir[] = "/tmp/pf-report-XXXXXX", err[PF_ERRLEN] = "";
     char *text = NULL;
-    FILE *f;
     cJSON *doc;
-    long len;
 
     cr_assert_not_null(mkdtemp(dir));
     snprintf(run->cfg.report_file, sizeof(run->cfg.report_file), "%s/r.json", dir);
     run->cfg.json = true;      /* keep the table off the test's stdout */
     cr_assert(freopen("/dev/null", "w", stdout));
     cr_assert_eq(pf_publish(run, &published, err), PF_OK, "%s", err);
-    f = fopen(run->cfg.report_file, "r");
-    cr_assert_not_null(f);
-    fseek(f, 0, SEEK_END);
-    len = ftell(f);
-    rewind(f);
-    text = calloc(1, (size_t)len + 1);
-    cr_assert_eq(fread(text, 1, (size_t)len, f), (size_t)len);
-    fclose(f);
+    text = pf_test_read_file(run->cfg.report_file);
     doc = cJSON_Parse(text);
     cr_assert_not_null(doc);
     cr_assert_str_eq(at(doc, "verdict.reason")->valuestring, "EFADeviceCountMismatch");
@@ -290,7 +266,7 @@ Test(report, report_file_is_written_whole)
     free(text);
     unlink(run->cfg.report_file);
     cr_assert_eq(rmdir(dir), 0, "temp files left in %s", dir);
-    free_run(run);
+    pf_test_run_free(run);
 }
 
 /* The stdout JSON of pf_publish, parsed. */
@@ -299,8 +275,6 @@ static cJSON *publish_to_json(struct pf_run *run)
     char path[] = "/tmp/pf-stdout-XXXXXX", err[PF_ERRLEN] = "";
     char *text;
     cJSON *doc;
-    long len;
-    FILE *f;
     int fd = mkstemp(path);
 
     cr_assert(fd >= 0);
@@ -309,14 +283,7 @@ static cJSON *publish_to_json(struct pf_run *run)
     cr_assert(freopen(path, "w", stdout));
     cr_assert_eq(pf_publish(run, &published, err), PF_OK, "%s", err);
     fflush(stdout);
-    f = fopen(path, "r");
-    cr_assert_not_null(f);
-    fseek(f, 0, SEEK_END);
-    len = ftell(f);
-    rewind(f);
-    text = calloc(1, (size_t)len + 1);
-    cr_assert_eq(fread(text, 1, (size_t)len, f), (size_t)len);
-    fclose(f);
+    text = pf_test_read_file(path);
     unlink(path);
     doc = cJSON_Parse(text);
     cr_assert_not_null(doc, "stdout is not JSON: %s", text);
@@ -354,7 +321,7 @@ Test(report, report_failure_is_a_check_with_the_process_exit_code)
     cJSON_Delete(doc);
 
     /* A failed node keeps its own exit code, the report check beside it. */
-    free_run(run);
+    pf_test_run_free(run);
     run = p5_run();
     snprintf(run->cfg.report_file, sizeof(run->cfg.report_file),
              "/nonexistent-dir/r.json");
@@ -363,7 +330,7 @@ Test(report, report_failure_is_a_check_with_the_process_exit_code)
     cr_assert_eq(published.shown.exit_code, PF_EXIT_FAIL);
     cr_assert_eq(published.shown.n, run->verdict.n + 1);
     cJSON_Delete(doc);
-    free_run(run);
+    pf_test_run_free(run);
 }
 
 /* The temp file is created exclusively under an unpredictable name and
@@ -476,7 +443,7 @@ Test(report, forged_hostname_and_messages_stay_valid_json)
     cr_assert_not_null(doc);
     cJSON_Delete(doc);
     free(text);
-    free_run(run);
+    pf_test_run_free(run);
 }
 
 Test(report, local_ranks_other_than_zero_stay_quiet, .init = cr_redirect_stdout)
@@ -494,7 +461,7 @@ Test(report, local_ranks_other_than_zero_stay_quiet, .init = cr_redirect_stdout)
     cr_assert_eq(access(run->cfg.report_file, F_OK), -1);
     cr_assert_eq(rmdir(dir), 0);
     cr_assert_stdout_eq_str("");
-    free_run(run);
+    pf_test_run_free(run);
 }
 
 Test(report, json_flag_prints_the_report_on_stdout, .init = cr_redirect_stdout)
@@ -511,7 +478,7 @@ Test(report, json_flag_prints_the_report_on_stdout, .init = cr_redirect_stdout)
     cr_assert_stdout_eq_str(full);
     free(full);
     free(expect);
-    free_run(run);
+    pf_test_run_free(run);
 }
 
 /* The peers never came: no empty table under a "provider ?" header and no
@@ -537,5 +504,5 @@ Test(report, table_after_a_failed_rendezvous_has_no_empty_sweep)
     cr_assert_null(strstr(t, "Avg bus bandwidth"), "%s", t);
     cr_assert_null(strstr(t, "#wrong"), "%s", t);
     free(t);
-    free_run(run);
+    pf_test_run_free(run);
 }

@@ -49,6 +49,24 @@ static struct pf_run *run_on(const char *fx, char *root, size_t len,
     return run;
 }
 
+/* run's JSON report, parsed. */
+static cJSON *report_of(const struct pf_run *run)
+{
+    char *text = pf_report_json(run);
+    cJSON *r = cJSON_Parse(text);
+
+    cr_assert_not_null(r, "%s", text);
+    free(text);
+    return r;
+}
+
+/* The run and its fixture copy. */
+static void drop(struct pf_run *run, const char *root)
+{
+    pf_test_fixture_drop(root);
+    free(run);
+}
+
 static cJSON *at(cJSON *o, const char *path)
 {
     char buf[256], *save = NULL;
@@ -63,13 +81,10 @@ static cJSON *at(cJSON *o, const char *path)
 
 Test(nic_report, json_carries_per_nic_deltas_shares_and_errors)
 {
-    char root[512], *text;
+    char root[512];
     struct pf_run *run = run_on("trn1.32xlarge", root, sizeof(root), true);
-    cJSON *r;
+    cJSON *r = report_of(run);
 
-    text = pf_report_json(run);
-    r = cJSON_Parse(text);
-    cr_assert_not_null(r);
     cr_assert(cJSON_IsTrue(at(r, "collective.nics.counters_read")));
     cr_assert(cJSON_IsFalse(at(r, "collective.nics.spread")));
     cr_assert_eq(cJSON_GetArraySize(at(r, "collective.nics.devices")), 8);
@@ -93,19 +108,15 @@ Test(nic_report, json_carries_per_nic_deltas_shares_and_errors)
     cr_assert_float_eq(at(r, "node.uptime_s")->valuedouble, 273600.25, 1e-6);
     cr_assert_eq(cJSON_GetArraySize(at(r, "collective.nics.rails")), 0);
     cJSON_Delete(r);
-    free(text);
-    pf_test_fixture_drop(root);
-    free(run);
+    drop(run, root);
 }
 
 Test(nic_report, absent_counters_are_null_in_the_json)
 {
-    char root[512], *text;
+    char root[512];
     struct pf_run *run = run_on("p5-olddriver", root, sizeof(root), true);
-    cJSON *r;
+    cJSON *r = report_of(run);
 
-    text = pf_report_json(run);
-    r = cJSON_Parse(text);
     cr_assert(cJSON_IsNull(at(r, "node.efa.devices.0.hw_counters.retrans_pkts")));
     cr_assert(cJSON_IsNull(at(r, "collective.nics.windows.0.devices.0.counters."
                               "retrans_timeout_events")));
@@ -113,20 +124,15 @@ Test(nic_report, absent_counters_are_null_in_the_json)
                      "absent on this driver: retrans_bytes"));
     cr_assert_eq(run->verdict.exit_code, 1, "rx_drops moved: EFANICErrors");
     cJSON_Delete(r);
-    free(text);
-    pf_test_fixture_drop(root);
-    free(run);
+    drop(run, root);
 
     run = run_on("p5-nocounters", root, sizeof(root), false);
-    text = pf_report_json(run);
-    r = cJSON_Parse(text);
+    r = report_of(run);
     cr_assert(cJSON_IsNull(at(r, "node.efa.devices.0.hw_counters")));
     cr_assert(cJSON_IsFalse(at(r, "collective.nics.counters_read")));
     cr_assert_eq(cJSON_GetArraySize(at(r, "collective.nics.devices")), 0);
     cJSON_Delete(r);
-    free(text);
-    pf_test_fixture_drop(root);
-    free(run);
+    drop(run, root);
 }
 
 Test(nic_report, table_has_a_line_per_nic_with_share_and_moved_errors)
@@ -145,6 +151,5 @@ Test(nic_report, table_has_a_line_per_nic_with_share_and_moved_errors)
     cr_assert(strstr(buf, " rdmap23s27            8.0 MB   22.2%  -\n"), "%s",
               buf);
     free(buf);
-    pf_test_fixture_drop(root);
-    free(run);
+    drop(run, root);
 }

@@ -2,7 +2,6 @@
  * (device count, model, PCI bus id, memory, versions) and the errors for a
  * missing library. */
 #include <criterion/criterion.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,18 +10,13 @@
 #include "util/sizes.h"
 #include "util/gpulib.h"
 
+#include "unit_files.h"
+
 static char lib[PF_PATH_MAX + 32];
 
 static void find_double(void)
 {
-    char exe[PF_PATH_MAX] = "";
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    cr_assert(n > 0);
-    exe[n] = '\0';
-    snprintf(lib, sizeof(lib), "%s/double/libgpu-double.so", dirname(exe));
-    cr_assert_eq(access(lib, R_OK), 0, "test double missing: %s", lib);
-    setenv("EFA_PREFLIGHT_CUDART", lib, 1);
-    setenv("EFA_PREFLIGHT_NCCL", lib, 1);
+    pf_test_use_gpu_double(lib, sizeof(lib));
     unsetenv("CUDA_VISIBLE_DEVICES");
 }
 

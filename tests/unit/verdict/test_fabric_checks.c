@@ -11,6 +11,8 @@
 #include "collective/sweep.h"
 #include "verdict/verdict.h"
 
+#include "run_fixture.h"
+
 static struct pf_instance gpu_type = {
     .name = "p5.48xlarge", .accel_kind = "gpu", .nfloors = 2,
     .floors = { { .nodes = 1, .busbw_gbps = 400, .verified = true },
@@ -44,14 +46,6 @@ static struct pf_run *ran(const char *engine, const char *provider,
     return run;
 }
 
-static const struct pf_check *find(const struct pf_run *run, const char *name)
-{
-    for (int i = 0; i < run->verdict.n; i++)
-        if (!strcmp(run->verdict.checks[i].name, name))
-            return &run->verdict.checks[i];
-    return NULL;
-}
-
 /* The node judged (as pf_test_judged leaves it), then the fabric, then the
  * whole run. */
 static void judge(struct pf_run *run)
@@ -68,7 +62,7 @@ Test(fabric_checks, peer_timeout_is_infrastructure_exit_3)
     run->coll.fault.reason = PF_R_PeerTimeout;
     snprintf(run->coll.fault.msg, sizeof(run->coll.fault.msg), "rank 3 never came");
     judge(run);
-    const struct pf_check *c = find(run, "collective");
+    const struct pf_check *c = pf_test_check(run, "collective");
     cr_assert_not_null(c);
     cr_assert_eq(c->status, PF_FAIL);
     cr_assert_eq(c->reason, PF_R_PeerTimeout);
@@ -87,7 +81,7 @@ Test(fabric_checks, peer_lost_is_infrastructure_exit_3)
     run->coll.fault.err = PF_ERR_LOST;
     run->coll.fault.reason = PF_R_PeerLost;
     judge(run);
-    cr_assert_eq(find(run, "collective")->reason, PF_R_PeerLost);
+    cr_assert_eq(pf_test_check(run, "collective")->reason, PF_R_PeerLost);
     cr_assert_eq(run->verdict.exit_code, PF_EXIT_INFRA);
     cr_assert_eq(run->verdict.cls, PF_CLASS_INFRA);
     cr_assert_str_eq(pf_class_status_label(run->verdict.cls), "error");
@@ -103,14 +97,14 @@ Test(fabric_checks, wrong_elements_not_localised_blame_nobody)
     run->coll.rows[0].ip_wrong = 7;
     pf_sweep_summarize(&run->coll);
     judge(run);
-    const struct pf_check *c = find(run, "data");
+    const struct pf_check *c = pf_test_check(run, "data");
     cr_assert_not_null(c);
     cr_assert_eq(c->reason, PF_R_DataCorruptionNotLocalised);
     cr_assert(strstr(c->message, "7 wrong elements"), "%s", c->message);
     cr_assert(strstr(c->message, "no node singled out, none blamed"), "%s", c->message);
     /* speed is judged apart from the data (no floor here: a pass) */
-    cr_assert_not_null(find(run, "busbw"));
-    cr_assert_eq(find(run, "busbw")->status, PF_PASS);
+    cr_assert_not_null(pf_test_check(run, "busbw"));
+    cr_assert_eq(pf_test_check(run, "busbw")->status, PF_PASS);
     cr_assert_eq(run->verdict.exit_code, PF_EXIT_FAIL);
     cr_assert_eq(run->verdict.cls, PF_CLASS_GROUP);
     cr_assert_not(pf_class_may_taint(run->verdict.cls));
@@ -141,17 +135,16 @@ Test(fabric_checks, localised_corruption_names_rank_pod_and_node)
         run->coll.strag.culprits = &culprit;
         run->coll.strag.nculprits = 1;
         judge(run);
-        const struct pf_check *c = find(run, "data");
         if (self == 2) {
-            cr_assert_eq(c->reason, PF_R_DataCorruption);
-            cr_assert(strstr(c->message, "this node (rank 2, pod train-2, node-c, "
-                             "10.0.0.12) corrupts data"), "%s", c->message);
+            pf_test_check_says(run, "data", PF_R_DataCorruption,
+                               "this node (rank 2, pod train-2, node-c, "
+                               "10.0.0.12) corrupts data");
             cr_assert_eq(run->verdict.exit_code, PF_EXIT_FAIL);
             cr_assert(pf_class_may_taint(run->verdict.cls));
         } else {
-            cr_assert_eq(c->reason, PF_R_PeerDataCorruption);
-            cr_assert(strstr(c->message, "rank 2 (pod train-2, node-c, 10.0.0.12) "
-                             "corrupts data, not this node"), "%s", c->message);
+            pf_test_check_says(run, "data", PF_R_PeerDataCorruption,
+                               "rank 2 (pod train-2, node-c, 10.0.0.12) "
+                               "corrupts data, not this node");
             cr_assert_eq(run->verdict.exit_code, PF_EXIT_PEER);
             cr_assert_not(pf_class_may_taint(run->verdict.cls));
         }
@@ -164,12 +157,12 @@ Test(fabric_checks, fallback_provider_warns_and_has_no_catalog_floor)
     struct pf_run *run = ran("host", "tcp;ofi_rxm", 0.5, 2);
     run->instance = &cpu_type;                    /* floor 5 GB/s at 2 */
     judge(run);
-    cr_assert_eq(find(run, "fabric_provider")->reason, PF_R_ProviderFallback);
-    cr_assert_eq(find(run, "fabric_provider")->status, PF_WARN);
-    cr_assert_eq(find(run, "busbw")->status, PF_PASS);
-    cr_assert(strstr(find(run, "busbw")->message,
+    cr_assert_eq(pf_test_check(run, "fabric_provider")->reason, PF_R_ProviderFallback);
+    cr_assert_eq(pf_test_check(run, "fabric_provider")->status, PF_WARN);
+    cr_assert_eq(pf_test_check(run, "busbw")->status, PF_PASS);
+    cr_assert(strstr(pf_test_check(run, "busbw")->message,
                      "no floor: provider tcp;ofi_rxm is not EFA"),
-              "%s", find(run, "busbw")->message);
+              "%s", pf_test_check(run, "busbw")->message);
     cr_assert_eq(run->verdict.overall, PF_WARN);
     cr_assert_eq(run->verdict.exit_code, PF_EXIT_PASS);
     free(run);
@@ -180,7 +173,7 @@ Test(fabric_checks, catalog_floor_by_node_count)
     struct pf_run *run = ran("nccl", "efa", 250, 2);
     run->instance = &gpu_type;                    /* 300 at 2 nodes */
     judge(run);
-    const struct pf_check *c = find(run, "busbw");
+    const struct pf_check *c = pf_test_check(run, "busbw");
     cr_assert_eq(c->reason, PF_R_BandwidthBelowThreshold);
     cr_assert(strstr(c->message, "busbw 250.00 GB/s at 1000000000 B is "
                                  "below"), "%s", c->message);
@@ -197,8 +190,8 @@ Test(fabric_checks, catalog_floor_by_node_count)
     run = ran("nccl", "efa", 350, 2);
     run->instance = &gpu_type;
     judge(run);
-    cr_assert_eq(find(run, "busbw")->status, PF_PASS);
-    cr_assert(strstr(find(run, "busbw")->message, "floor 300.00 GB/s"));
+    cr_assert_eq(pf_test_check(run, "busbw")->status, PF_PASS);
+    cr_assert(strstr(pf_test_check(run, "busbw")->message, "floor 300.00 GB/s"));
     cr_assert_eq(run->verdict.exit_code, PF_EXIT_PASS);
     free(run);
 }
@@ -208,9 +201,9 @@ Test(fabric_checks, gpu_floor_does_not_judge_the_host_engine)
     struct pf_run *run = ran("host", "efa", 10, 2);
     run->instance = &gpu_type;
     judge(run);
-    cr_assert_eq(find(run, "busbw")->status, PF_PASS);
-    cr_assert(strstr(find(run, "busbw")->message, "measure the nccl engine"),
-              "%s", find(run, "busbw")->message);
+    cr_assert_eq(pf_test_check(run, "busbw")->status, PF_PASS);
+    cr_assert(strstr(pf_test_check(run, "busbw")->message, "measure the nccl engine"),
+              "%s", pf_test_check(run, "busbw")->message);
     free(run);
 }
 
@@ -219,11 +212,10 @@ Test(fabric_checks, min_busbw_overrides_everything)
     struct pf_run *run = ran("host", "tcp;ofi_rxm", 0.5, 1);
     run->cfg.min_busbw_gbps = 2;
     judge(run);
-    const struct pf_check *c = find(run, "busbw");
     /* one node: every rank is here, so is the fault (class fabric) */
-    cr_assert_eq(c->reason, PF_R_NodeBandwidthBelowThreshold);
-    cr_assert(strstr(c->message, "below the floor 2.00 GB/s from the largest "
-                                 "size (--min-busbw-gbps)"), "%s", c->message);
+    pf_test_check_says(run, "busbw", PF_R_NodeBandwidthBelowThreshold,
+                       "below the floor 2.00 GB/s from the largest size "
+                       "(--min-busbw-gbps)");
     cr_assert_eq(run->verdict.exit_code, PF_EXIT_FAIL);
     cr_assert(pf_class_may_taint(run->verdict.cls));
     free(run);
@@ -231,8 +223,8 @@ Test(fabric_checks, min_busbw_overrides_everything)
     run = ran("host", "tcp;ofi_rxm", 0.5, 2);     /* two nodes: nobody */
     run->cfg.min_busbw_gbps = 2;
     judge(run);
-    cr_assert_eq(find(run, "busbw")->reason, PF_R_BandwidthBelowThreshold,
-                 "%s", find(run, "busbw")->message);
+    cr_assert_eq(pf_test_check(run, "busbw")->reason, PF_R_BandwidthBelowThreshold,
+                 "%s", pf_test_check(run, "busbw")->message);
     cr_assert_not(pf_class_may_taint(run->verdict.cls));
     free(run);
 }
@@ -256,12 +248,12 @@ Test(fabric_checks, one_rank_has_no_bus_to_judge)
     cr_assert_float_eq(c->peak_busbw, 0.0, 1e-12);
     run->cfg.min_busbw_gbps = 2;
     judge(run);
-    const struct pf_check *b = find(run, "busbw");
+    const struct pf_check *b = pf_test_check(run, "busbw");
     cr_assert_eq(b->status, PF_SKIP);
     cr_assert_eq(b->reason, PF_R_NotApplicable);
     cr_assert(strstr(b->message, "one rank: the all_reduce moved nothing "
                                  "between ranks"), "%s", b->message);
-    cr_assert_null(find(run, "data"));      /* no wrong element, no row */
+    cr_assert_null(pf_test_check(run, "data"));      /* no wrong element, no row */
     cr_assert_eq(run->verdict.exit_code, PF_EXIT_PASS);
     free(run);
 }
@@ -291,7 +283,7 @@ Test(fabric_checks, floor_is_judged_only_from_its_message_size)
 {
     struct pf_run *run = swept(271, 335, 3);
     judge(run);
-    const struct pf_check *c = find(run, "busbw");
+    const struct pf_check *c = pf_test_check(run, "busbw");
     cr_assert_eq(c->status, PF_PASS, "%s", c->message);
     cr_assert(strstr(c->message, "busbw 335.00 GB/s at 1 GiB"), "%s", c->message);
     cr_assert(strstr(c->message, "floor 300.00 GB/s from 1 GiB"), "%s", c->message);
@@ -300,10 +292,8 @@ Test(fabric_checks, floor_is_judged_only_from_its_message_size)
 
     run = swept(271, 280, 3);                 /* really slow at 1 GiB */
     judge(run);
-    cr_assert_eq(find(run, "busbw")->reason, PF_R_BandwidthBelowThreshold,
-                 "%s", find(run, "busbw")->message);
-    cr_assert(strstr(find(run, "busbw")->message, "busbw 280.00 GB/s at 1 GiB"),
-              "%s", find(run, "busbw")->message);
+    pf_test_check_says(run, "busbw", PF_R_BandwidthBelowThreshold,
+                       "busbw 280.00 GB/s at 1 GiB");
     free(run);
     gpu_type.floors[1].from_bytes = 0;
 }
@@ -313,11 +303,10 @@ Test(fabric_checks, sweep_below_the_floor_size_is_not_judged)
 {
     struct pf_run *run = swept(100, 100, 1);  /* 64 MiB only, far below */
     judge(run);
-    const struct pf_check *c = find(run, "busbw");
+    const struct pf_check *c = pf_test_check_says(
+        run, "busbw", PF_R_BandwidthNotJudged,
+        "bandwidth not judged: largest size 64 MiB below the floor's size 1 GiB");
     cr_assert_eq(c->status, PF_WARN);
-    cr_assert_eq(c->reason, PF_R_BandwidthNotJudged);
-    cr_assert(strstr(c->message, "bandwidth not judged: largest size 64 MiB "
-                                 "below the floor's size 1 GiB"), "%s", c->message);
     cr_assert_eq(run->verdict.exit_code, PF_EXIT_PASS);
     cr_assert_eq(run->verdict.cls, PF_CLASS_WARN);
     free(run);
@@ -386,7 +375,7 @@ Test(fabric_checks, slow_and_corrupt_nodes_are_both_named)
     for (int above = 0; above < 2; above++)
         for (int self = 0; self < 8; self++) {
             struct pf_run *run = mixed(self, above ? 50 : 5);
-            const struct pf_check *d = find(run, "data"), *b = find(run, "busbw");
+            const struct pf_check *d = pf_test_check(run, "data"), *b = pf_test_check(run, "busbw");
             cr_assert_not_null(d);
             cr_assert_not_null(b, "rank %d: busbw judged despite wrong data", self);
             if (self == 2) {
@@ -425,13 +414,11 @@ Test(fabric_checks, ring_miss_with_a_culprit_is_not_a_group_failure)
     run->coll.strag.culprit_bad[0] = 0;   /* rank 2 not slow after all */
     run->verdict.n = 0;
     judge(run);
-    cr_assert_eq(find(run, "busbw")->reason, PF_R_SlowPeer, "%s",
-                 find(run, "busbw")->message);
-    cr_assert(strstr(find(run, "busbw")->message, "singled out by the "
-                     "pairwise test, not this node (rank 0)"), "%s",
-              find(run, "busbw")->message);
-    cr_assert(strstr(find(run, "busbw")->remedy, "fails with StragglerNode;"),
-              "%s", find(run, "busbw")->remedy);
+    pf_test_check_says(run, "busbw", PF_R_SlowPeer,
+                       "singled out by the pairwise test, not this node "
+                       "(rank 0)");
+    cr_assert(strstr(pf_test_check(run, "busbw")->remedy, "fails with StragglerNode;"),
+              "%s", pf_test_check(run, "busbw")->remedy);
     cr_assert_eq(run->verdict.exit_code, PF_EXIT_PEER);
     run->coll.strag.culprit_bad[0] = PF_LINK_SLOW;
     free(run);
@@ -454,18 +441,18 @@ Test(fabric_checks, ring_judged_at_its_node_count)
     snprintf(run->coll.strag.note, sizeof(run->coll.strag.note),
              "pairwise: every link good");
     judge(run);
-    cr_assert_eq(find(run, "busbw")->status, PF_PASS, "%s",
-                 find(run, "busbw")->message);
-    cr_assert(strstr(find(run, "busbw")->message, "floor 200.00 GB/s"), "%s",
-              find(run, "busbw")->message);
+    cr_assert_eq(pf_test_check(run, "busbw")->status, PF_PASS, "%s",
+                 pf_test_check(run, "busbw")->message);
+    cr_assert(strstr(pf_test_check(run, "busbw")->message, "floor 200.00 GB/s"), "%s",
+              pf_test_check(run, "busbw")->message);
     cr_assert_eq(run->verdict.exit_code, PF_EXIT_PASS);
     free(run);
     /* at 2 nodes the same ring misses: nobody singled out, group */
     run = ran("nccl", "efa", 250, 2);
     run->instance = &curve;
     judge(run);
-    cr_assert_eq(find(run, "busbw")->reason, PF_R_BandwidthBelowThreshold,
-                 "%s", find(run, "busbw")->message);
+    cr_assert_eq(pf_test_check(run, "busbw")->reason, PF_R_BandwidthBelowThreshold,
+                 "%s", pf_test_check(run, "busbw")->message);
     cr_assert_eq(run->verdict.cls, PF_CLASS_GROUP);
     free(run);
 }

@@ -11,6 +11,8 @@
 #include "collective/sweep.h"
 #include "verdict/verdict.h"
 
+#include "run_fixture.h"
+
 /* One node, n ranks; gpus: one process driving n GPUs (bus 0000:1X:00.0),
  * else n host processes with a NIC each; wrong: elements wrong. */
 static struct pf_run *one_node(int n, bool gpus, long wrong)
@@ -43,12 +45,35 @@ static struct pf_run *one_node(int n, bool gpus, long wrong)
     return run;
 }
 
-static const struct pf_check *find(const struct pf_run *run, const char *name)
+/* The GPU pairs inside the process (method NULL: none named) or the
+ * pairwise re-test between processes (retest) name rank, for kind. */
+static void culprit(struct pf_run *run, bool retest, const char *method,
+                    const char *kind, int rank)
 {
-    for (int i = 0; i < run->verdict.n; i++)
-        if (!strcmp(run->verdict.checks[i].name, name))
-            return &run->verdict.checks[i];
-    return NULL;
+    struct pf_inside *in = &run->coll.inside;
+    struct pf_straggler *s = &run->coll.strag;
+    int *list = calloc(1, sizeof(int));
+
+    cr_assert_not_null(list);
+    list[0] = rank;
+    if (retest) {
+        snprintf(s->method, sizeof(s->method), "%s", method);
+        snprintf(s->kind, sizeof(s->kind), "%s", kind);
+        s->nculprits = 1;
+        s->culprits = list;
+    } else {
+        snprintf(in->method, sizeof(in->method), "%s", method ? method : "");
+        snprintf(in->kind, sizeof(in->kind), "%s", kind);
+        in->nculprits = 1;
+        in->culprits = list;
+    }
+}
+
+/* The fabric judged as the run would. */
+static void judge(struct pf_run *run)
+{
+    pf_test_judged(run);
+    pf_verdict_fabric(run);
 }
 
 static void done(struct pf_run *run)
@@ -63,22 +88,15 @@ Test(inside_checks, a_corrupting_gpu_among_8_is_named_by_index_and_bus_id)
     struct pf_inside *in = &run->coll.inside;
     const struct pf_check *k;
 
-    snprintf(in->method, sizeof(in->method), "gpu-pairs");
-    snprintf(in->kind, sizeof(in->kind), "data");
+    culprit(run, false, "gpu-pairs", "data", 5);
     snprintf(in->note, sizeof(in->note), "pairwise: rank 5 has both links "
              "carry wrong data");
-    in->nculprits = 1;
-    in->culprits = calloc(1, sizeof(int));
-    in->culprits[0] = 5;
-    pf_test_judged(run);
-    pf_verdict_fabric(run);
+    judge(run);
     pf_verdict_finish(run);
-    k = find(run, "data");
-    cr_assert(k);
+    k = pf_test_check_says(run, "data", PF_R_DataCorruption,
+                           "this node corrupts data at rank 5 (GPU 5, "
+                           "bus 0000:1d:00.0)");
     cr_assert_eq(k->status, PF_FAIL);
-    cr_assert_eq(k->reason, PF_R_DataCorruption);
-    cr_assert(strstr(k->message, "this node corrupts data at rank 5 (GPU 5, "
-                                 "bus 0000:1d:00.0)"), "%s", k->message);
     cr_assert_eq(run->verdict.exit_code, 1);
     done(run);
 }
@@ -86,57 +104,35 @@ Test(inside_checks, a_corrupting_gpu_among_8_is_named_by_index_and_bus_id)
 Test(inside_checks, a_corrupting_process_is_named_with_its_nic)
 {
     struct pf_run *run = one_node(4, false, 40);
-    struct pf_straggler *s = &run->coll.strag;
-    const struct pf_check *k;
 
-    snprintf(s->method, sizeof(s->method), "pairwise");
-    snprintf(s->kind, sizeof(s->kind), "data");
-    s->nculprits = 1;
-    s->culprits = calloc(1, sizeof(int));
-    s->culprits[0] = 2;
-    pf_test_judged(run);
-    pf_verdict_fabric(run);
-    k = find(run, "data");
-    cr_assert(k);
-    cr_assert_eq(k->reason, PF_R_DataCorruption);
-    cr_assert(strstr(k->message, "at rank 2 (NIC rdmap18s0)"), "%s",
-              k->message);
+    culprit(run, true, "pairwise", "data", 2);
+    judge(run);
+    pf_test_check_says(run, "data", PF_R_DataCorruption,
+                       "at rank 2 (NIC rdmap18s0)");
     done(run);
 }
 
 Test(inside_checks, a_slow_gpu_below_the_floor_is_named)
 {
     struct pf_run *run = one_node(8, true, 0);
-    struct pf_inside *in = &run->coll.inside;
-    const struct pf_check *k;
 
     run->cfg.min_busbw_gbps = 1e6;    /* every ring is below it */
-    snprintf(in->kind, sizeof(in->kind), "slow");
-    in->nculprits = 1;
-    in->culprits = calloc(1, sizeof(int));
-    in->culprits[0] = 6;
-    pf_test_judged(run);
-    pf_verdict_fabric(run);
-    k = find(run, "busbw");
-    cr_assert(k);
-    cr_assert_eq(k->reason, PF_R_NodeBandwidthBelowThreshold);
-    cr_assert(strstr(k->message, "this node is slow at rank 6 (GPU 6, bus "
-                                 "0000:1e:00.0)"), "%s", k->message);
+    culprit(run, false, NULL, "slow", 6);
+    judge(run);
+    pf_test_check_says(run, "busbw", PF_R_NodeBandwidthBelowThreshold,
+                       "this node is slow at rank 6 (GPU 6, bus "
+                       "0000:1e:00.0)");
     done(run);
 }
 
 Test(inside_checks, nobody_singled_out_keeps_the_node_wide_words)
 {
     struct pf_run *run = one_node(8, true, 12);
-    const struct pf_check *k;
 
     snprintf(run->coll.inside.kind, sizeof(run->coll.inside.kind), "data");
-    pf_test_judged(run);
-    pf_verdict_fabric(run);
-    k = find(run, "data");
-    cr_assert(k);
-    cr_assert_eq(k->reason, PF_R_DataCorruption);
-    cr_assert(strstr(k->message, "every rank of the run"), "%s", k->message);
+    judge(run);
+    pf_test_check_says(run, "data", PF_R_DataCorruption,
+                       "every rank of the run");
     done(run);
 }
 
@@ -158,7 +154,6 @@ Test(inside_checks, each_culprit_process_is_named_for_its_own_kind)
     struct pf_run *run = one_node(4, false, 40);
     struct pf_straggler *s = &run->coll.strag;
     struct pf_inside *in = &run->coll.inside;
-    const struct pf_check *k;
     char words[256];
     int who[4];
 
@@ -183,13 +178,9 @@ Test(inside_checks, each_culprit_process_is_named_for_its_own_kind)
     cr_assert_eq(who[0], 1);
     cr_assert_eq(pf_inside_words(run, PF_LINK_SLOW, words, sizeof(words)), 1);
     cr_assert_str_eq(words, "rank 1 (NIC rdmap17s0)");
-    pf_test_judged(run);
-    pf_verdict_fabric(run);
-    k = find(run, "data");
-    cr_assert(k);
-    cr_assert_eq(k->reason, PF_R_DataCorruption);
-    cr_assert(strstr(k->message, "corrupts data at rank 3 (NIC rdmap19s0): "),
-              "%s", k->message);
+    judge(run);
+    pf_test_check_says(run, "data", PF_R_DataCorruption,
+                       "corrupts data at rank 3 (NIC rdmap19s0): ");
     done(run);
 }
 
@@ -202,9 +193,8 @@ Test(inside_checks, two_ranks_say_why_nobody_inside_is_named)
     snprintf(s->method, sizeof(s->method), "timings");
     snprintf(s->note, sizeof(s->note), "2 ranks share one link: a pairwise "
              "test cannot tell which end is at fault");
-    pf_test_judged(run);
-    pf_verdict_fabric(run);
-    k = find(run, "data");
+    judge(run);
+    k = pf_test_check(run, "data");
     cr_assert(k);
     cr_assert(strstr(k->message, "every rank of the run"), "%s", k->message);
     cr_assert(strstr(k->message, "cannot tell which end is at fault"), "%s",

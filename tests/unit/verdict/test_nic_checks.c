@@ -14,6 +14,8 @@
 #include "probe/probe.h"
 #include "verdict/verdict.h"
 
+#include "run_fixture.h"
+
 struct nic_case {
     char root[512];
     struct pf_run *run;
@@ -85,11 +87,10 @@ static void done(struct nic_case *k)
 
 static const struct pf_check *find(const struct pf_run *run, const char *name)
 {
-    for (int i = 0; i < run->verdict.n; i++)
-        if (!strcmp(run->verdict.checks[i].name, name))
-            return &run->verdict.checks[i];
-    cr_assert_fail("no check %s", name);
-    return NULL;
+    const struct pf_check *c = pf_test_check(run, name);
+
+    cr_assert_not_null(c, "no check %s", name);
+    return c;
 }
 
 /* nic_traffic is not judged, and says why. */
@@ -111,11 +112,10 @@ Test(nic_checks, one_idle_nic_of_32_is_named)
     traffic(&k, 200u << 20, 11);       /* rdmap27s27 moves nothing */
     judge(&k, "nccl");
     cr_assert(k.run->coll.nics.spread, "%s", k.run->coll.nics.spread_note);
-    t = find(k.run, "nic_traffic");
+    t = pf_test_check_says(k.run, "nic_traffic", PF_R_EFANICIdle,
+                           "1 of 32 NICs idle during the sweep: "
+                           "rdmap27s27 0 B (0.0%)");
     cr_assert_eq(t->status, PF_FAIL, "%s", t->message);
-    cr_assert_eq(t->reason, PF_R_EFANICIdle);
-    cr_assert(strstr(t->message, "1 of 32 NICs idle during the sweep: "
-                     "rdmap27s27 0 B (0.0%)"), "%s", t->message);
     cr_assert_eq(k.run->verdict.headline, PF_R_EFANICIdle);
     cr_assert_eq(k.run->verdict.exit_code, 1);
     cr_assert_eq(find(k.run, "nic_errors")->status, PF_PASS);
@@ -134,9 +134,8 @@ Test(nic_checks, a_nic_far_below_its_siblings_is_idle_one_above_is_not)
     pf_test_counter_add(k.root, "rdmap20s27", "tx_bytes", 0);
     pf_test_counter_add(k.root, "rdmap20s27", "rx_bytes", 0);
     judge(&k, "nccl");
-    t = find(k.run, "nic_traffic");
-    cr_assert_eq(t->reason, PF_R_EFANICIdle, "%s", t->message);
-    cr_assert(strstr(t->message, "1 of 16 NICs idle"), "%s", t->message);
+    t = pf_test_check_says(k.run, "nic_traffic", PF_R_EFANICIdle,
+                           "1 of 16 NICs idle");
     cr_assert(strstr(t->message, "rdmap19s27 10.5 MB"), "%s", t->message);
     cr_assert_null(strstr(t->message, "rdmap20s27"), "%s", t->message);
     done(&k);
@@ -202,13 +201,11 @@ Test(nic_checks, nic_with_retransmit_timeouts_is_named_with_the_counter)
     traffic(&k, 200u << 20, -1);
     pf_test_counter_add(k.root, "rdmap40s27", "retrans_timeout_events", 3);
     judge(&k, "nccl");
-    e = find(k.run, "nic_errors");
+    e = pf_test_check_says(k.run, "nic_errors", PF_R_EFANICErrors,
+                           "1 of 32 NICs counted errors during the run "
+                           "(more than nic_max_errors 0): rdmap40s27 "
+                           "retrans_timeout_events +3 (first in the sweep)");
     cr_assert_eq(e->status, PF_FAIL, "%s", e->message);
-    cr_assert_eq(e->reason, PF_R_EFANICErrors);
-    cr_assert(strstr(e->message, "1 of 32 NICs counted errors during the run "
-                     "(more than nic_max_errors 0): rdmap40s27 "
-                     "retrans_timeout_events +3 (first in the sweep)"),
-              "%s", e->message);
     cr_assert_eq(k.run->verdict.headline, PF_R_EFANICErrors);
     cr_assert_eq(k.run->verdict.exit_code, 1);
     done(&k);
@@ -226,7 +223,6 @@ Test(nic_checks, nic_with_retransmit_timeouts_is_named_with_the_counter)
 Test(nic_checks, errors_in_a_pairwise_phase_name_the_partner)
 {
     struct nic_case k;
-    const struct pf_check *e;
 
     start(&k, "p5en.48xlarge");
     traffic(&k, 100u << 20, -1);
@@ -238,11 +234,10 @@ Test(nic_checks, errors_in_a_pairwise_phase_name_the_partner)
     k.w.on = false;                    /* judge() must not add a window */
     judge(&k, "nccl");
     cr_assert_eq(k.run->coll.nics.nwin, 2);
-    e = find(k.run, "nic_errors");
-    cr_assert_eq(e->reason, PF_R_EFANICErrors, "%s", e->message);
-    cr_assert(strstr(e->message, "rdmap17s27 rdma_write_wr_err +2, "
-                     "unresponsive_remote_events +1 (first in the pairwise "
-                     "with rank 3)"), "%s", e->message);
+    pf_test_check_says(k.run, "nic_errors", PF_R_EFANICErrors,
+                       "rdmap17s27 rdma_write_wr_err +2, "
+                       "unresponsive_remote_events +1 (first in the pairwise "
+                       "with rank 3)");
     done(&k);
 }
 

@@ -17,44 +17,24 @@
 #include "probe/probe.h"
 #include "verdict/verdict.h"
 
-static void build_path(char *out, size_t len, const char *rel)
-{
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-
-    cr_assert(n > 0, "readlink /proc/self/exe");
-    exe[n] = '\0';
-    *strrchr(exe, '/') = '\0';
-    snprintf(out, len, "%s/%s", exe, rel);
-}
+#include "run_fixture.h"
+#include "unit_files.h"
 
 static void use_fixture(struct pf_config *cfg, const char *name)
 {
-    char root[PATH_MAX], cmd[PATH_MAX + 64];
+    char root[PATH_MAX];
 
-    build_path(root, sizeof(root), "fixtures/sysfs");
-    snprintf(cmd, sizeof(cmd), "tests/fakes/make_sysfs.sh '%s'", root);
-    cr_assert_eq(system(cmd), 0, "%s failed (run from the repo root)", cmd);
-    snprintf(cfg->sysfs_root, sizeof(cfg->sysfs_root), "%s/%s", root, name);
-    snprintf(cfg->dev_root, sizeof(cfg->dev_root), "%s/%s", root, name);
+    pf_test_sysfs_fixture(root, sizeof(root), name);
+    snprintf(cfg->sysfs_root, sizeof(cfg->sysfs_root), "%s", root);
+    snprintf(cfg->dev_root, sizeof(cfg->dev_root), "%s", root);
 }
 
 static struct pf_run *new_run(void)
 {
-    struct pf_run *run = calloc(1, sizeof(*run));
-    char err[PF_ERRLEN];
+    struct pf_run *run = pf_test_run_new(NULL);
 
-    cr_assert_not_null(run);
-    cr_assert_eq(pf_catalog_load(&run->catalog, "", err), PF_OK, "%s", err);
-    pf_config_defaults(&run->cfg);
     run->cfg.no_imds = true;
     return run;
-}
-
-static void free_run(struct pf_run *run)
-{
-    pf_catalog_free(&run->catalog);
-    free(run);
 }
 
 /* The limits and GPUs a healthy node of the run's type would show. */
@@ -66,16 +46,7 @@ static void healthy_host(struct pf_run *run)
         run->node.gpu_count = run->instance->accel_count;
         snprintf(run->node.gpus[0].model, sizeof(run->node.gpus[0].model),
                  "NVIDIA %s", run->instance->accel_model);
-        /* NCCL and aws-ofi-nccl as an EFA training image has them, whatever
-         * this machine's library path holds. */
-        run->node.nccl_loaded = true;
-        run->node.nccl_version = 22809;
-        snprintf(run->node.net_plugin_name, sizeof(run->node.net_plugin_name),
-                 "libnccl-net.so");
-        snprintf(run->node.net_plugin_path, sizeof(run->node.net_plugin_path),
-                 "/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so");
-        run->node.net_plugin_api = 10;
-        run->node.net_plugin_error[0] = '\0';
+        pf_test_nccl_image(&run->node, "libnccl-net.so");
     }
 }
 
@@ -86,7 +57,7 @@ static struct pf_run *probe_fixture(const char *fx, int domains)
     char path[PATH_MAX], err[PF_ERRLEN], num[16];
 
     use_fixture(&run->cfg, fx);
-    build_path(path, sizeof(path), "test-helpers/libfabric-fake.so.1");
+    pf_test_helper_path(path, sizeof(path), "libfabric-fake.so.1");
     snprintf(run->cfg.libfabric_path, sizeof(run->cfg.libfabric_path), "%s", path);
     snprintf(num, sizeof(num), "%d", domains);
     setenv("PF_FAKE_FI_EFA_DOMAINS", num, 1);
@@ -106,11 +77,10 @@ static void judge(struct pf_run *run)
 
 static const struct pf_check *check(const struct pf_run *run, const char *name)
 {
-    for (int i = 0; i < run->verdict.n; i++)
-        if (!strcmp(run->verdict.checks[i].name, name))
-            return &run->verdict.checks[i];
-    cr_assert_fail("no check named %s", name);
-    return NULL;
+    const struct pf_check *c = pf_test_check(run, name);
+
+    cr_assert_not_null(c, "no check named %s", name);
+    return c;
 }
 
 /* First failing reason, else first warning: what the summary leads with. */
@@ -163,139 +133,162 @@ Test(node_verdict, fixtures_give_their_status_and_headline)
         for (int i = 0; i < run->verdict.n; i++)
             cr_assert_str_eq(run->verdict.checks[i].condition,
                              "EFADevicesReady", "case %s", cases[c].name);
-        free_run(run);
+        pf_test_run_free(run);
     }
 }
 
-Test(node_verdict, p6_b200_passes_ignoring_ibp_devices)
-{
-    struct pf_run *run = probe_fixture("p6-b200.48xlarge", 8);
+/* ------------------------------------------------ one judge per case */
 
-    judge(run);
-    cr_assert_eq(run->verdict.overall, PF_PASS);
-    cr_assert_str_eq(check(run, "efa_devices")->message,
-                     "8 of 8 EFA devices; 2 non-EFA RDMA devices ignored");
-    free_run(run);
+#define ANY (-1)                      /* a status or exit code not held */
+
+/* What one check must show: its status (ANY), reason (PF_R_None: any),
+ * message exactly or words in it (NULL: any), a remedy. */
+struct check_want {
+    const char *name;
+    int status;
+    enum pf_reason reason;
+    const char *message, *words;
+    bool remedy;
+};
+
+/* A fixture probed with the fake libfabric answering domains, changed by
+ * change (NULL: as probed), judged once: its status (ANY), exit code
+ * (ANY), headline (NULL: any) and up to three of its checks. */
+struct node_case {
+    const char *fx;
+    int domains;
+    void (*change)(struct pf_run *run);
+    int overall, exit_code;
+    const char *headline;
+    struct check_want checks[3];
+};
+
+static void expect_31(struct pf_run *run) { run->cfg.expect_efa = 31; }
+static void expect_16(struct pf_run *run) { run->cfg.expect_efa = 16; }
+static void expect_none(struct pf_run *run) { run->cfg.expect_efa = 0; }
+static void no_hugepages(struct pf_run *run) { run->node.hugepages_free = 0; }
+static void no_gdr(struct pf_run *run) { run->node.gdr_supported = false; }
+
+static void named_m5(struct pf_run *run)
+{
+    snprintf(run->node.instance_type, sizeof(run->node.instance_type),
+             "m5.large");
 }
 
-Test(node_verdict, p5_with_31_devices_fails_count)
+static void type_unknown(struct pf_run *run)
 {
-    struct pf_run *run = probe_fixture("p5-31", 31);
-
-    judge(run);
-    cr_assert_eq(run->verdict.overall, PF_FAIL);
-    cr_assert_eq(run->verdict.exit_code, 1);
-    cr_assert_str_eq(headline(run), "EFADeviceCountMismatch");
-    cr_assert_str_eq(check(run, "efa_devices")->message,
-                     "found 31 of 32 EFA devices (PCI 1d0f:efa0-efa3) expected "
-                     "for p5.48xlarge");
-    cr_assert_neq(check(run, "efa_devices")->remedy[0], '\0');
-    free_run(run);
-}
-
-Test(node_verdict, p5_module_not_loaded_fails_module_first)
-{
-    struct pf_run *run = probe_fixture("p5-nomodule", 0);
-
-    judge(run);
-    cr_assert_eq(run->verdict.exit_code, 1);
-    cr_assert_str_eq(headline(run), "EFAModuleNotLoaded");
-    cr_assert_str_eq(check(run, "efa_module")->message,
-                     "efa kernel module not loaded (/sys/module/efa absent); "
-                     "32 EFA PCI functions present");
-    cr_assert_eq(check(run, "efa_devices")->status, PF_FAIL);
-    free_run(run);
-}
-
-Test(node_verdict, p5_port_down_fails)
-{
-    struct pf_run *run = probe_fixture("p5-portdown", 32);
-
-    judge(run);
-    cr_assert_str_eq(headline(run), "EFAPortDown");
-    cr_assert_str_eq(check(run, "efa_ports")->message,
-                     "1 of 32 EFA ports not ACTIVE: rdmap16s27 (1: DOWN)");
-    free_run(run);
-}
-
-Test(node_verdict, expect_efa_overrides_catalog)
-{
-    struct pf_run *run = probe_fixture("p5-31", 31);
-
-    run->cfg.expect_efa = 31;
-    judge(run);
-    cr_assert_eq(run->verdict.overall, PF_PASS);
-    cr_assert_eq(check(run, "efa_devices")->reason, PF_R_EFADeviceCountMatches);
-    free_run(run);
-}
-
-Test(node_verdict, more_devices_than_catalog_warns)
-{
-    struct pf_run *run = probe_fixture("p5.48xlarge", 32);
-
-    run->cfg.expect_efa = 16;
-    judge(run);
-    cr_assert_eq(check(run, "efa_devices")->status, PF_WARN);
-    cr_assert_eq(run->verdict.exit_code, 0);
-    free_run(run);
-}
-
-Test(node_verdict, plain_machine_is_not_an_efa_instance)
-{
-    struct pf_run *run = probe_fixture("plain", 0);
-
-    judge(run);
-    cr_assert_eq(run->verdict.exit_code, 1);
-    cr_assert_str_eq(headline(run), "NotAnEFAInstance");
-    cr_assert(strstr(check(run, "instance_type")->message,
-                     "instance type unknown"), "%s",
-              check(run, "instance_type")->message);
-    cr_assert_eq(check(run, "efa_devices")->status, PF_SKIP);
-    cr_assert_eq(check(run, "memlock")->status, PF_SKIP);
-    free_run(run);
-}
-
-Test(node_verdict, named_type_without_catalog_entry_or_efa_fails)
-{
-    struct pf_run *run = probe_fixture("plain", 0);
-
-    snprintf(run->node.instance_type, sizeof(run->node.instance_type), "m5.large");
-    judge(run);
-    cr_assert_str_eq(headline(run), "NotAnEFAInstance");
-    cr_assert_str_eq(check(run, "instance_type")->message,
-                     "'m5.large' (from none) has no catalog entry and no EFA "
-                     "device was found");
-    free_run(run);
-}
-
-Test(node_verdict, unknown_type_with_efa_warns_and_checks_what_is_found)
-{
-    struct pf_run *run = probe_fixture("p4d.24xlarge", 4);
-
-    snprintf(run->node.instance_type, sizeof(run->node.instance_type), "p9.huge");
+    snprintf(run->node.instance_type, sizeof(run->node.instance_type),
+             "p9.huge");
     run->instance = NULL;
-    judge(run);
-    cr_assert_eq(run->verdict.overall, PF_WARN);
-    cr_assert_eq(run->verdict.exit_code, 0);
-    cr_assert_str_eq(headline(run), "UnknownInstanceType");
-    cr_assert_eq(check(run, "efa_devices")->status, PF_PASS);
-    cr_assert_eq(check(run, "efa_provider")->status, PF_PASS);
-    cr_assert_eq(check(run, "gpu_count")->status, PF_SKIP);
-    free_run(run);
 }
 
-Test(node_verdict, expect_efa_zero_on_unknown_machine_expects_nothing)
+static void tcp_7_gpus(struct pf_run *run)
 {
-    struct pf_run *run = probe_fixture("plain", 0);
-
-    run->cfg.expect_efa = 0;
-    judge(run);
-    cr_assert_eq(run->verdict.overall, PF_PASS);
-    cr_assert_eq(check(run, "instance_type")->status, PF_SKIP);
-    cr_assert_eq(check(run, "efa_devices")->status, PF_SKIP);
-    cr_assert_str_eq(check(run, "efa_devices")->message, "no EFA device expected");
-    free_run(run);
+    snprintf(run->cfg.fabric_provider, sizeof(run->cfg.fabric_provider),
+             "tcp");
+    run->node.gpu_count = 7;
 }
+
+static void judged_as(const struct node_case *k)
+{
+    struct pf_run *run = probe_fixture(k->fx, k->domains);
+
+    if (k->change)
+        k->change(run);
+    judge(run);
+    if (k->overall != ANY)
+        cr_assert_eq(run->verdict.overall, k->overall, "%s: status %s",
+                     k->fx, pf_status_name(run->verdict.overall));
+    if (k->exit_code != ANY)
+        cr_assert_eq(run->verdict.exit_code, k->exit_code, "%s: exit %d",
+                     k->fx, run->verdict.exit_code);
+    if (k->headline)
+        cr_assert_str_eq(headline(run), k->headline, "%s", k->fx);
+    for (int i = 0; i < 3 && k->checks[i].name; i++) {
+        const struct check_want *w = &k->checks[i];
+        const struct pf_check *c = check(run, w->name);
+
+        if (w->status != ANY)
+            cr_assert_eq(c->status, w->status, "%s: %s %s (%s)", k->fx,
+                         w->name, pf_status_name(c->status), c->message);
+        if (w->reason != PF_R_None)
+            cr_assert_eq(c->reason, w->reason, "%s: %s %s", k->fx, w->name,
+                         pf_reason_name(c->reason));
+        if (w->message)
+            cr_assert_str_eq(c->message, w->message, "%s: %s", k->fx,
+                             w->name);
+        if (w->words)
+            cr_assert(strstr(c->message, w->words), "%s: %s: %s", k->fx,
+                      w->name, c->message);
+        if (w->remedy)
+            cr_assert_neq(c->remedy[0], '\0', "%s: %s", k->fx, w->name);
+    }
+    pf_test_run_free(run);
+}
+
+/* A test that is its case and nothing more. */
+#define NODE_CASE(test, ...)                                                   \
+    Test(node_verdict, test)                                                   \
+    {                                                                          \
+        static const struct node_case k = { __VA_ARGS__ };                     \
+        judged_as(&k);                                                         \
+    }
+
+NODE_CASE(p6_b200_passes_ignoring_ibp_devices,
+    "p6-b200.48xlarge", 8, NULL, PF_PASS, ANY, NULL,
+    { { "efa_devices", ANY, PF_R_None,
+        .message = "8 of 8 EFA devices; 2 non-EFA RDMA devices ignored" } })
+
+NODE_CASE(p5_with_31_devices_fails_count,
+    "p5-31", 31, NULL, PF_FAIL, 1, "EFADeviceCountMismatch",
+    { { "efa_devices", ANY, PF_R_None,
+        .message = "found 31 of 32 EFA devices (PCI 1d0f:efa0-efa3) "
+                   "expected for p5.48xlarge",
+        .remedy = true } })
+
+NODE_CASE(p5_module_not_loaded_fails_module_first,
+    "p5-nomodule", 0, NULL, ANY, 1, "EFAModuleNotLoaded",
+    { { "efa_module", ANY, PF_R_None,
+        .message = "efa kernel module not loaded (/sys/module/efa absent); "
+                   "32 EFA PCI functions present" },
+      { "efa_devices", PF_FAIL, PF_R_None, .message = NULL } })
+
+NODE_CASE(p5_port_down_fails,
+    "p5-portdown", 32, NULL, ANY, ANY, "EFAPortDown",
+    { { "efa_ports", ANY, PF_R_None,
+        .message = "1 of 32 EFA ports not ACTIVE: rdmap16s27 (1: DOWN)" } })
+
+NODE_CASE(expect_efa_overrides_catalog,
+    "p5-31", 31, expect_31, PF_PASS, ANY, NULL,
+    { { "efa_devices", ANY, PF_R_EFADeviceCountMatches, .message = NULL } })
+
+NODE_CASE(more_devices_than_catalog_warns,
+    "p5.48xlarge", 32, expect_16, ANY, 0, NULL,
+    { { "efa_devices", PF_WARN, PF_R_None, .message = NULL } })
+
+NODE_CASE(plain_machine_is_not_an_efa_instance,
+    "plain", 0, NULL, ANY, 1, "NotAnEFAInstance",
+    { { "instance_type", ANY, PF_R_None, .words = "instance type unknown" },
+      { "efa_devices", PF_SKIP, PF_R_None, .message = NULL },
+      { "memlock", PF_SKIP, PF_R_None, .message = NULL } })
+
+NODE_CASE(named_type_without_catalog_entry_or_efa_fails,
+    "plain", 0, named_m5, ANY, ANY, "NotAnEFAInstance",
+    { { "instance_type", ANY, PF_R_None,
+        .message = "'m5.large' (from none) has no catalog entry and no EFA "
+                   "device was found" } })
+
+NODE_CASE(unknown_type_with_efa_warns_and_checks_what_is_found,
+    "p4d.24xlarge", 4, type_unknown, PF_WARN, 0, "UnknownInstanceType",
+    { { "efa_devices", PF_PASS, PF_R_None, .message = NULL },
+      { "efa_provider", PF_PASS, PF_R_None, .message = NULL },
+      { "gpu_count", PF_SKIP, PF_R_None, .message = NULL } })
+
+NODE_CASE(expect_efa_zero_on_unknown_machine_expects_nothing,
+    "plain", 0, expect_none, PF_PASS, ANY, NULL,
+    { { "instance_type", PF_SKIP, PF_R_None, .message = NULL },
+      { "efa_devices", PF_SKIP, PF_R_None,
+        .message = "no EFA device expected" } })
 
 Test(node_verdict, tcp_provider_skips_every_efa_check)
 {
@@ -313,20 +306,12 @@ Test(node_verdict, tcp_provider_skips_every_efa_check)
         cr_assert(strstr(c->message, "provider tcp requested: EFA not required"),
                   "%s: %s", c->name, c->message);
     }
-    free_run(run);
+    pf_test_run_free(run);
 }
 
-Test(node_verdict, tcp_provider_still_checks_gpus_of_a_known_type)
-{
-    struct pf_run *run = probe_fixture("p5-31", 31);
-
-    snprintf(run->cfg.fabric_provider, sizeof(run->cfg.fabric_provider), "tcp");
-    run->node.gpu_count = 7;
-    judge(run);
-    cr_assert_eq(check(run, "efa_devices")->status, PF_SKIP);
-    cr_assert_str_eq(headline(run), "GPUCountMismatch");
-    free_run(run);
-}
+NODE_CASE(tcp_provider_still_checks_gpus_of_a_known_type,
+    "p5-31", 31, tcp_7_gpus, ANY, ANY, "GPUCountMismatch",
+    { { "efa_devices", PF_SKIP, PF_R_None, .message = NULL } })
 
 Test(node_verdict, memlock_limits)
 {
@@ -345,20 +330,12 @@ Test(node_verdict, memlock_limits)
     run->cfg.min_memlock_mib = 1;
     judge(run);
     cr_assert_eq(check(run, "memlock")->status, PF_FAIL);
-    free_run(run);
+    pf_test_run_free(run);
 }
 
-Test(node_verdict, no_free_hugepages_warns)
-{
-    struct pf_run *run = probe_fixture("p5.48xlarge", 32);
-
-    run->node.hugepages_free = 0;
-    judge(run);
-    cr_assert_eq(run->verdict.overall, PF_WARN);
-    cr_assert_eq(run->verdict.exit_code, 0);
-    cr_assert_str_eq(headline(run), "HugePagesUnavailable");
-    free_run(run);
-}
+NODE_CASE(no_free_hugepages_warns,
+    "p5.48xlarge", 32, no_hugepages, PF_WARN, 0, "HugePagesUnavailable",
+    { { NULL, ANY, PF_R_None, .message = NULL } })
 
 Test(node_verdict, old_libfabric_warns_on_gpu_types_only)
 {
@@ -375,7 +352,7 @@ Test(node_verdict, old_libfabric_warns_on_gpu_types_only)
     run->cfg.expect_efa = 32;
     judge(run);
     cr_assert_eq(check(run, "libfabric_version")->status, PF_SKIP);
-    free_run(run);
+    pf_test_run_free(run);
 }
 
 Test(node_verdict, net_plugin_found_missing_or_not_applicable)
@@ -427,7 +404,7 @@ Test(node_verdict, net_plugin_found_missing_or_not_applicable)
     judge(run);
     cr_assert_eq(check(run, "nccl_net_plugin")->status, PF_SKIP);
     cr_assert_eq(check(run, "nccl_net_plugin")->reason, PF_R_NotApplicable);
-    free_run(run);
+    pf_test_run_free(run);
 }
 
 Test(node_verdict, gpu_count_mismatch_names_cuda_error)
@@ -447,16 +424,9 @@ Test(node_verdict, gpu_count_mismatch_names_cuda_error)
     run->cfg.expect_gpus = 0;
     judge(run);
     cr_assert_eq(check(run, "gpu_count")->status, PF_PASS);
-    free_run(run);
+    pf_test_run_free(run);
 }
 
-Test(node_verdict, gdr_missing_on_gdr_type_warns)
-{
-    struct pf_run *run = probe_fixture("p5.48xlarge", 32);
-
-    run->node.gdr_supported = false;
-    judge(run);
-    cr_assert_str_eq(headline(run), "GDRUnsupported");
-    cr_assert_eq(run->verdict.exit_code, 0);
-    free_run(run);
-}
+NODE_CASE(gdr_missing_on_gdr_type_warns,
+    "p5.48xlarge", 32, no_gdr, ANY, 0, "GDRUnsupported",
+    { { NULL, ANY, PF_R_None, .message = NULL } })

@@ -64,13 +64,8 @@ static int one_rank(struct pf_boot *b, void *arg)
             rc = e.ops->check(&e, j->count, ip, &wrong, err);
         total += wrong;
     }
-    /* Leave together: the fork boot has no orderly goodbye, so a rank that
-     * exits early would look lost to the others. */
+    rc = pf_test_rank_done(b, rc, deadline, err);
     if (rc == PF_OK)
-        rc = pf_boot_barrier(b, deadline, err);
-    if (rc != PF_OK)
-        fprintf(stderr, "rank %d: %s\n", b->rank, err);
-    else
         e.ops->close(&e);
     j->wrong[b->rank] = total;
     j->rc[b->rank] = rc;
@@ -301,12 +296,9 @@ static int slow_rank_fn(struct pf_boot *b, void *arg)
     if (rc == PF_OK)
         rc = e.ops->run(&e, 4096, false, 2, &out->secs[b->rank], deadline,
                         err);
-    if (rc == PF_OK)
-        rc = pf_boot_barrier(b, deadline, err);
+    rc = pf_test_rank_done(b, rc, deadline, err);
     if (rc == PF_OK)
         e.ops->close(&e);
-    else
-        fprintf(stderr, "rank %d: %s\n", b->rank, err);
     out->rc[b->rank] = rc;
     free(run);
     return 0;

@@ -67,11 +67,8 @@ static int rails_rank(struct pf_boot *b, void *arg)
         if (rc == PF_OK)
             e.ops->rails(&e, j->pair_rails[b->rank], PF_MAX_EFA);
     }
+    rc = pf_test_rank_done(b, rc, deadline, err);
     if (rc == PF_OK)
-        rc = pf_boot_barrier(b, deadline, err);
-    if (rc != PF_OK)
-        fprintf(stderr, "rank %d: %s\n", b->rank, err);
-    else
         e.ops->close(&e);
     j->rc[b->rank] = rc;
     j->wrong[b->rank] = total;

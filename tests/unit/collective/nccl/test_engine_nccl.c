@@ -5,7 +5,6 @@
  * local to the test. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +14,8 @@
 #include "fork_boot.h"
 #include "util/clock.h"
 #include "util/fsutil.h"
+
+#include "unit_files.h"
 
 /* ------------------------------------------------------- a fake group */
 
@@ -101,14 +102,9 @@ static char trace_path[PF_PATH_MAX];
 /* build/unit_tests -> build/double/libgpu-double.so */
 static void use_double(void)
 {
-    char exe[PF_PATH_MAX] = "", lib[PF_PATH_MAX + 32];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    cr_assert(n > 0);
-    exe[n] = '\0';
-    snprintf(lib, sizeof(lib), "%s/double/libgpu-double.so", dirname(exe));
-    cr_assert_eq(access(lib, R_OK), 0, "test double missing: %s", lib);
-    setenv("EFA_PREFLIGHT_CUDART", lib, 1);
-    setenv("EFA_PREFLIGHT_NCCL", lib, 1);
+    char lib[PF_PATH_MAX + 32];
+
+    pf_test_use_gpu_double(lib, sizeof(lib));
     snprintf(trace_path, sizeof(trace_path), "/tmp/pf-double-trace.%d",
              (int)getpid());
     unlink(trace_path);
