@@ -7,6 +7,7 @@ tests/fakes/apiserver/lib.sh (pfk8s_check) and tests/kube_real/lib.sh
 (kr_check).
 
   node(n) labels(n) cond(n, type) events(n) taints(n)
+  node_rows(count)  (i, "node-i", labels) for the first count nodes
   refused()  the agents' requests the server answered with 400 or more,
              as (method or verb, path, code): the fake's request log (those
              with a bearer token), or the real server's audit log (service
@@ -43,6 +44,11 @@ def events(n):
 
 def taints(n):
     return node(n).get('spec', {}).get('taints', [])
+
+
+def node_rows(count):
+    """(i, "node-i", its labels) for node-0 .. node-(count-1)."""
+    return [(i, "node-%d" % i, labels("node-%d" % i)) for i in range(count)]
 
 
 def audit():

@@ -70,9 +70,7 @@ wait_exit() {
 still_pending() {   # still_pending TAG WARNING_REGEX
     pfk8s_state "$T/state.json"
     pfk8s_check "$T/state.json" '
-for i in range(4):
-    n = "node-%d" % i
-    l = labels(n)
+for i, n, l in node_rows(4):
     assert l["efa-preflight.io/status"] == "pending", (n, l)
     for k in ("fabric", "busbw-gbps", "validated-at", "valid-until", "valid-until-epoch"):
         assert "efa-preflight.io/" + k not in l, (n, k, l)

@@ -118,9 +118,7 @@ grep -q "train-workers-2-0-p2 (Pending, no podIP)" "$T/out/fail-0.json" ||
 echo "gang with a pod that never gets an IP: ranks 0-1 exit 3 PeerTimeout after $(kr_elapsed "$start")s; rank 0 names train-workers-2-0-p2 (Pending, no podIP)"
 kr_state "$T/fail.json"
 kr_check "$T/fail.json" '
-for i in range(2):
-    n = "node-%d" % i
-    l = labels(n)
+for i, n, l in node_rows(2):
     assert l["efa-preflight.io/status"] == "error", (n, l)
     assert l["efa-preflight.io/fabric"] == "untested", l
     assert "efa-preflight.io/busbw-gbps" not in l, l

@@ -56,9 +56,7 @@ echo "all three: exit 3, PeerTimeout; rank 0 names train-workers-3-0-* (never cr
 
 kube_state "$T/state.json"
 kube_check "$T/state.json" '
-for i in range(3):
-    n = "node-%d" % i
-    l = labels(n)
+for i, n, l in node_rows(3):
     assert l["efa-preflight.io/status"] == "error", (n, l)
     assert "efa-preflight.io/busbw-gbps" not in l, l
     assert l["efa-preflight.io/fabric"] == "untested", l
