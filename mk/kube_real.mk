@@ -1,14 +1,15 @@
-# The agent against a real kube-apiserver (tests/kube_real/lib.sh,
-# tests/integration/test_kreal_*.sh): etcd and kube-apiserver v1.20.2 started
+# The agent against a real kube-apiserver (tests/kube_real/lib.sh, the
+# "real" side of tests/integration/kube/scenarios, run as test_kreal_NAME):
+# etcd and kube-apiserver v1.20.2 started
 # per test on this host, the chart's RBAC applied, TokenRequest tokens.
 #   make kube-apiserver   build/kube/kube-apiserver, built from Debian 12's
 #                         `kubernetes` source package when missing (about
 #                         17 min on 2 busy cores; scripts/kube_real_build.sh)
-#   make kube-real        that, then the test_kreal_* tests
+#   make kube-real        that, then every scenario's real side (test_kreal_*)
 # The binary is cached in PF_KUBE_CACHE (default /var/cache/pf-kube) and
 # hard-linked here, so other clones on the machine reuse it; PF_KUBE_APISERVER
 # names a binary built elsewhere. Without build/kube/kube-apiserver (and
-# PF_KUBE_APISERVER) `make test` skips the test_kreal_* tests (exit 77).
+# PF_KUBE_APISERVER) `make test` skips the real sides (exit 77).
 # Needs: golang-1.19-go dpkg-dev (a deb-src line for bookworm) to build;
 # etcd-server python3-yaml iproute2 openssl to run.
 KUBE_APISERVER := build/kube/kube-apiserver

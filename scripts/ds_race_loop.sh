@@ -1,6 +1,6 @@
 #!/bin/bash
 # Run the DaemonSet staggered-pending test (tests/integration/
-# test_k8s_ds_stagger.sh, the race of issue 16) N times in a row (default
+# kube/ds_stagger.sh, the race of issue 16) N times in a row (default
 # 20), each run under the shared integration lock on its own so others are
 # not held up for long; stops at the first failure. Prints each run's time
 # (the test's own, and with the wait for the lock) and the totals.

@@ -22,9 +22,10 @@ for p in buildah podman; do
 done
 echo "ok   .ci/run and make deps install from scripts/packages.txt ($(wc -w <<<"$test_pkgs") packages, $(wc -w <<<"$all_pkgs") with the image test's)"
 
-tools=$( (grep -ohE 'command -v [a-z0-9_.-]+' tests/integration/*.sh tests/fakes/apiserver/lib.sh |
+tools=$( (grep -ohE 'command -v [a-z0-9_.-]+' tests/integration/*.sh tests/integration/kube/*.sh \
+              tests/fakes/apiserver/lib.sh |
           awk '$3 ~ /^[a-z]/ {print $3}'
-          grep -ohE 'for b in [a-z0-9 _.-]+; do' tests/integration/*.sh |
+          grep -ohE 'for b in [a-z0-9 _.-]+; do' tests/integration/*.sh tests/integration/kube/*.sh |
           sed 's/for b in //; s/; do//' | tr ' ' '\n') | sort -u)
 n=0
 for tool in $tools; do

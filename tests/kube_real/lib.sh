@@ -20,6 +20,7 @@
 # stays on this host (the bridge and 127.0.0.1).
 
 export KR_LIB=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$KR_LIB/../integration/kube/podnet.sh"
 KR_HOST_IP=10.254.42.1
 KR_RDV_PORT=33600
 KR_NS_MAX=0
@@ -30,15 +31,9 @@ kr_skip() { echo "$1"; exit 77; }
 kr_die() { echo "FAIL: $*"; exit 1; }
 
 kr_cleanup() {
-    local i
     [ -n "$KR_API_PID" ] && kill "$KR_API_PID" 2>/dev/null && wait "$KR_API_PID" 2>/dev/null
     [ -n "$KR_ETCD_PID" ] && kill "$KR_ETCD_PID" 2>/dev/null && wait "$KR_ETCD_PID" 2>/dev/null
-    for i in $(seq 1 "$KR_NS_MAX"); do
-        ip netns pids "pfkr-$i" 2>/dev/null | xargs -r kill 2>/dev/null
-        ip netns del "pfkr-$i" 2>/dev/null
-        ip link del "pfkr-v$i" 2>/dev/null
-    done
-    ip link del pfkr-br 2>/dev/null
+    podnet_down pfkr "$KR_NS_MAX"
     [ -n "${KR_TMP:-}" ] && [ -z "${KR_KEEP:-}" ] && rm -rf "$KR_TMP"
     return 0
 }
@@ -60,28 +55,15 @@ kr_init() {
     local n=${1:-0} i
     kr_find_binaries
     [ -x "$PF_BIN" ] || kr_die "no agent binary at $PF_BIN"
-    ip netns add pfkr-probe 2>/dev/null || kr_skip "cannot create network namespaces here (root needed)"
-    ip netns del pfkr-probe
+    podnet_can pfkr || kr_skip "cannot create network namespaces here (root needed)"
     # One real-API-server test at a time (the bridge and namespace names).
     exec 8>/tmp/pfkr.lock
     flock -w 240 8 || kr_skip "another kube_real test held /tmp/pfkr.lock for 240 s"
     KR_TMP=$(mktemp -d /tmp/pfkr.XXXXXX)
     trap kr_cleanup EXIT
     mkdir -p "$KR_TMP/out"
-    ip link del pfkr-br 2>/dev/null   # left by a killed run
-    ip link add pfkr-br type bridge || kr_die "bridge pfkr-br"
-    ip addr add "$KR_HOST_IP/24" dev pfkr-br
-    ip link set pfkr-br up
     KR_NS_MAX=$n
-    for i in $(seq 1 "$n"); do
-        ip netns del "pfkr-$i" 2>/dev/null
-        ip netns add "pfkr-$i"
-        ip link add "pfkr-v$i" type veth peer name eth0 netns "pfkr-$i"
-        ip link set "pfkr-v$i" master pfkr-br up
-        ip -n "pfkr-$i" addr add "10.254.42.$((10 + i))/24" dev eth0
-        ip -n "pfkr-$i" link set eth0 up
-        ip -n "pfkr-$i" link set lo up
-    done
+    podnet_up pfkr "$KR_HOST_IP" "$n" || kr_die "bridge pfkr-br"
     kr_certs
 }
 
@@ -303,8 +285,9 @@ for i in range(n):
 json.dump(objs, open(out, "w"))
 EOF
     kr_apply "$KR_TMP/jobset.json" >/dev/null
-    python3 - "$1" "$2" "$KR_TMP/pods.json" <<'EOF'
+    PYTHONPATH="$KR_LIB/../integration/kube" python3 - "$1" "$2" "$KR_TMP/pods.json" <<'EOF'
 import json, os, subprocess, sys
+from kube_objects import jobset_labels
 ns, n, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 lib = os.environ["KR_LIB"]
 objs = []
@@ -316,14 +299,7 @@ for i in range(n):
         "name": "train-workers-%d-0-p%d" % (i, i), "namespace": ns,
         "labels": {"batch.kubernetes.io/job-completion-index": "0",
                    "batch.kubernetes.io/job-name": "train-workers-%d" % i}
-        if os.environ.get("KR_PODS") == "jobs" else
-                  {"jobset.sigs.k8s.io/jobset-name": "train",
-                   "jobset.sigs.k8s.io/jobset-uid": "7d2c0b1e-5a4f-4c3e-9b8a-1f2e3d4c5b6a",
-                   "jobset.sigs.k8s.io/replicatedjob-name": "workers",
-                   "jobset.sigs.k8s.io/replicatedjob-replicas": str(n),
-                   "jobset.sigs.k8s.io/job-index": str(i),
-                   "batch.kubernetes.io/job-completion-index": "0",
-                   "batch.kubernetes.io/job-name": "train-workers-%d" % i},
+        if os.environ.get("KR_PODS") == "jobs" else jobset_labels(i, n),
         "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job",
                              "name": job["metadata"]["name"],
                              "uid": job["metadata"]["uid"], "controller": True}]},
@@ -339,39 +315,10 @@ EOF
 kr_state() { python3 "$KR_LIB/kr.py" state "$1" || kr_die "cannot read the cluster state"; }
 
 # kr_check STATE_FILE 'python'; helpers node(name), labels(name), cond(name,
-# type), events(name), taints(name), audit() (the agent's requests: audit
-# events of service accounts).
+# type), events(name), taints(name), refused(), audit() (the agent's
+# requests: audit events of service accounts; tests/integration/kube/check.py).
 kr_check() {
-    python3 - "$1" "$2" "$KR_TMP/out/audit.log" <<'EOF' || exit 1
-import json, re, sys
-s = json.load(open(sys.argv[1]))
-def node(n):
-    return next(x for x in s['nodes'] if x['metadata']['name'] == n)
-def labels(n):
-    return node(n)['metadata'].get('labels', {})
-def cond(n, t):
-    for c in node(n).get('status', {}).get('conditions', []):
-        if c['type'] == t:
-            return c
-    return None
-def events(n):
-    return [e for e in s['events'] if e['involvedObject'].get('kind') == 'Node'
-            and e['involvedObject']['name'] == n]
-def taints(n):
-    return node(n).get('spec', {}).get('taints', [])
-def audit():
-    out = []
-    for line in open(sys.argv[3]):
-        e = json.loads(line)
-        if e['user']['username'].startswith('system:serviceaccount:'):
-            out.append(e)
-    return out
-try:
-    exec(sys.argv[2])
-except AssertionError as e:
-    print("FAIL:", e)
-    sys.exit(1)
-EOF
+    python3 "$KR_LIB/../integration/kube/check.py" "$1" "$2" "$KR_TMP/out/audit.log" || exit 1
 }
 
 # Fail if a token, or its signature, appears in any file under the paths.

@@ -12,6 +12,7 @@
 
 PFK8S_LIB=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$PFK8S_LIB/../../integration/lib_port.sh"
+. "$PFK8S_LIB/../../integration/kube/podnet.sh"
 PFK8S_API_PORT=
 PFK8S_ADMIN_PORT=
 PFK8S_RDV_PORT=$(pf_free_port)
@@ -23,14 +24,8 @@ pfk8s_skip() { echo "$1"; exit 77; }
 pfk8s_die() { echo "FAIL: $*"; exit 1; }
 
 pfk8s_cleanup() {
-    local i
     [ -n "$PFK8S_SERVER_PID" ] && kill "$PFK8S_SERVER_PID" 2>/dev/null
-    for i in $(seq 1 "$PFK8S_NS_MAX"); do
-        ip netns pids "pfk8s-$i" 2>/dev/null | xargs -r kill 2>/dev/null
-        ip netns del "pfk8s-$i" 2>/dev/null
-        ip link del "pfk8s-v$i" 2>/dev/null
-    done
-    [ "$PFK8S_NS_MAX" -gt 0 ] && ip link del pfk8s-br 2>/dev/null
+    [ "$PFK8S_NS_MAX" -gt 0 ] && podnet_down pfk8s "$PFK8S_NS_MAX"
     [ -n "${PFK8S_TMP:-}" ] && [ -z "${PFK8S_KEEP:-}" ] && rm -rf "$PFK8S_TMP"
     return 0
 }
@@ -108,46 +103,16 @@ pfk8s_elapsed() {
 }
 
 # pfk8s_check STATE_FILE 'python code'; helpers: node(name), labels(name),
-# cond(name, type), events(name). Assertion failures exit 1 with the line.
+# cond(name, type), events(name), taints(name), refused()
+# (tests/integration/kube/check.py). Assertion failures exit 1 with the line.
 pfk8s_check() {
-    python3 - "$1" "$2" <<'EOF' || exit 1
-import json, re, sys
-s = json.load(open(sys.argv[1]))
-def node(n):
-    return next(x for x in s['nodes'] if x['metadata']['name'] == n)
-def labels(n):
-    return node(n)['metadata'].get('labels', {})
-def cond(n, t):
-    for c in node(n).get('status', {}).get('conditions', []):
-        if c['type'] == t:
-            return c
-    return None
-def events(n):
-    return [e for e in s['events'] if e['involvedObject']['name'] == n]
-try:
-    exec(sys.argv[2])
-except AssertionError as e:
-    print("FAIL:", e)
-    sys.exit(1)
-EOF
+    python3 "$PFK8S_LIB/../../integration/kube/check.py" "$1" "$2" || exit 1
 }
 
 pfk8s_netns_up() {
-    local n=$1 i
-    ip netns add pfk8s-probe 2>/dev/null || pfk8s_skip "cannot create network namespaces here"
-    ip netns del pfk8s-probe
-    PFK8S_NS_MAX=$n
-    ip link add pfk8s-br type bridge || pfk8s_die "bridge"
-    ip addr add "$PFK8S_HOST_IP/24" dev pfk8s-br
-    ip link set pfk8s-br up
-    for i in $(seq 1 "$n"); do
-        ip netns add "pfk8s-$i"
-        ip link add "pfk8s-v$i" type veth peer name eth0 netns "pfk8s-$i"
-        ip link set "pfk8s-v$i" master pfk8s-br up
-        ip -n "pfk8s-$i" addr add "10.254.40.$((10 + i))/24" dev eth0
-        ip -n "pfk8s-$i" link set eth0 up
-        ip -n "pfk8s-$i" link set lo up
-    done
+    podnet_can pfk8s || pfk8s_skip "cannot create network namespaces here"
+    PFK8S_NS_MAX=$1
+    podnet_up pfk8s "$PFK8S_HOST_IP" "$1" || pfk8s_die "bridge"
 }
 
 # After pfk8s_server on the bridge: every namespace reaches it over TLS.
@@ -161,13 +126,90 @@ pfk8s_netns_check() {
     done
 }
 
+# pfk8s_ds_objects FILE N STATUS PODS STARTED: N p5.48xlarge Nodes (their
+# status label STATUS, "-" for none) and, PODS "running" or "waiting:K",
+# their DaemonSet pods at 10.254.40.(11+i), Running since STARTED ("now" or
+# an RFC 3339 time; pod K Pending, its container still being created), or
+# none ("none"). FILE.nodes: the Nodes alone.
+pfk8s_ds_objects() {
+    python3 - "$@" <<'EOF'
+import json, sys, time
+out, n, status, pods, started = sys.argv[1:6]
+if started == "now":
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+waiting = int(pods.split(":")[1]) if pods.startswith("waiting:") else -1
+objs = []
+for i in range(int(n)):
+    labels = {"node.kubernetes.io/instance-type": "p5.48xlarge",
+              "topology.kubernetes.io/zone": "us-east-1a"}
+    if status != "-":
+        labels["efa-preflight.io/status"] = status
+    objs.append({"kind": "Node", "apiVersion": "v1", "metadata": {
+        "name": "node-%d" % i, "labels": labels},
+        "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                                   "lastTransitionTime": "2025-12-01T00:00:00Z"}]}})
+    if pods == "none":
+        continue
+    state = ({"waiting": {"reason": "ContainerCreating"}} if i == waiting
+             else {"running": {"startedAt": started}})
+    objs.append({"kind": "Pod", "apiVersion": "v1", "metadata": {
+        "name": "efa-preflight-ds-%d" % i, "namespace": "efa-preflight",
+        "labels": {"app.kubernetes.io/name": "efa-preflight",
+                   "app.kubernetes.io/instance": "efa-preflight"},
+        "ownerReferences": [{"kind": "DaemonSet", "name": "efa-preflight"}]},
+        "spec": {"nodeName": "node-%d" % i},
+        "status": {"phase": "Pending" if i == waiting else "Running",
+                   "podIP": "10.254.40.%d" % (11 + i),
+                   "containerStatuses": [{"name": "preflight", "restartCount": 0,
+                                          "ready": i != waiting, "state": state}]}})
+json.dump(objs, open(out, "w"), indent=1)
+json.dump([o for o in objs if o["kind"] == "Node"], open(out + ".nodes", "w"))
+EOF
+}
+
+# pfk8s_jobset_up N [lo]: N pod namespaces and a JobSet of N pods, pod i
+# at 10.254.40.(11+i) in namespace pfk8s-(i+1) (pfk8s_jobset_objects), the
+# server on the bridge, reached from every namespace; with "lo", every pod
+# at 127.0.0.1 and the server there, no namespaces.
+pfk8s_jobset_up() {
+    local i specs=
+    if [ "${2:-}" = lo ]; then
+        for i in $(seq 0 $(($1 - 1))); do specs="$specs $i:127.0.0.1"; done
+        pfk8s_jobset_objects "$PFK8S_TMP/objects.json" $specs
+        pfk8s_server 127.0.0.1 "$PFK8S_TMP/objects.json"
+        return
+    fi
+    pfk8s_netns_up "$1"
+    for i in $(seq 0 $(($1 - 1))); do specs="$specs $i:10.254.40.$((11 + i))"; done
+    pfk8s_jobset_objects "$PFK8S_TMP/objects.json" $specs
+    pfk8s_server "$PFK8S_HOST_IP" "$PFK8S_TMP/objects.json"
+    pfk8s_netns_check
+}
+
+# pfk8s_jobset_agent I TAG [args]: the agent of JobSet pod I (after
+# pfk8s_jobset_up N) in its namespace, a one-shot run with the test's
+# sizes and --taint-on-failure; its report and logs $PFK8S_TMP/out/TAG-I.*.
+pfk8s_jobset_agent() {
+    local i=$1 tag=$2
+    shift 2
+    ip netns exec "pfk8s-$((i + 1))" "$PF_BIN" run \
+        --api-server "https://$PFK8S_HOST_IP:$PFK8S_API_PORT" \
+        --token-file "$PFK8S_TMP/token" --ca-file "$PFK8S_TMP/certs/ca.crt" --no-imds \
+        --pod-name "train-workers-$i-0-p$i" --namespace ml \
+        --port "$PFK8S_RDV_PORT" --fabric-provider tcp --engine host \
+        -b 64K -e 256K -n 2 -w 1 --taint-on-failure \
+        --report "$PFK8S_TMP/out/$tag-$i.json" "$@" \
+        > "$PFK8S_TMP/out/$tag-$i.stdout" 2> "$PFK8S_TMP/out/$tag-$i.stderr"
+}
+
 # pfk8s_objects FILE PODS_SPEC... writes nodes, Jobs and JobSet pods.
 # Each spec is "index:ip" (ip "-" = Pending without an IP, "x" = no pod).
 pfk8s_jobset_objects() {
     local file=$1
     shift
-    python3 - "$file" "$@" <<'EOF'
+    PYTHONPATH="$PFK8S_LIB/../../integration/kube" python3 - "$file" "$@" <<'EOF'
 import json, sys
+from kube_objects import jobset_labels
 out, specs = sys.argv[1], sys.argv[2:]
 n = len(specs)
 objs = []
@@ -198,13 +240,7 @@ for spec in specs:
         continue
     pod = {"kind": "Pod", "apiVersion": "v1", "metadata": {
         "name": "train-workers-%d-0-p%d" % (i, i), "namespace": "ml",
-        "labels": {"jobset.sigs.k8s.io/jobset-name": "train",
-                   "jobset.sigs.k8s.io/jobset-uid": "7d2c0b1e-5a4f-4c3e-9b8a-1f2e3d4c5b6a",
-                   "jobset.sigs.k8s.io/replicatedjob-name": "workers",
-                   "jobset.sigs.k8s.io/replicatedjob-replicas": str(n),
-                   "jobset.sigs.k8s.io/job-index": str(i),
-                   "batch.kubernetes.io/job-completion-index": "0",
-                   "batch.kubernetes.io/job-name": "train-workers-%d" % i},
+        "labels": jobset_labels(i, n),
         "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job",
                              "name": "train-workers-%d" % i, "uid": "job-uid-%d" % i,
                              "controller": True}]},

@@ -96,19 +96,48 @@ def label_value_error(k, v):
     return None
 
 
-def merge_patch(target, patch):
-    """RFC 7386."""
+def merge_patch(target, patch, merge_keys=None, path=()):
+    """RFC 7386. With merge_keys, a strategic merge patch: the lists at the
+    paths it names merged by their key (an item {"$patch": "delete"}
+    removes), its $setElementOrder and $retainKeys directives passed over."""
     if not isinstance(patch, dict):
         return copy.deepcopy(patch)
     if not isinstance(target, dict):
         target = {}
     out = dict(target)
     for k, v in patch.items():
+        if merge_keys is not None and (k.startswith('$setElementOrder')
+                                       or k == '$retainKeys'):
+            continue
+        key_path = path + (k,)
         if v is None:
             out.pop(k, None)
+        elif isinstance(v, list) and key_path in (merge_keys or {}):
+            out[k] = merge_list(out.get(k) or [], v, merge_keys[key_path],
+                                key_path)
         else:
-            out[k] = merge_patch(out.get(k), v)
+            out[k] = merge_patch(out.get(k), v, merge_keys, key_path)
     return out
+
+
+def merge_list(cur, items, mk, key_path):
+    """A strategic merge of a list whose items are keyed by mk."""
+    cur = [copy.deepcopy(x) for x in cur]
+    for item in items:
+        if not isinstance(item, dict) or mk not in item:
+            raise ValueError("%s: list item without merge key %r"
+                             % ('.'.join(key_path), mk))
+        idx = next((i for i, x in enumerate(cur) if x.get(mk) == item[mk]),
+                   None)
+        if item.get('$patch') == 'delete':
+            if idx is not None:
+                cur.pop(idx)
+            continue
+        if idx is None:
+            cur.append(copy.deepcopy(item))
+        else:
+            cur[idx] = merge_patch(cur[idx], item)
+    return cur
 
 
 # Lists merged by a key under strategic merge (as the Node types declare);
@@ -117,39 +146,8 @@ SMP_MERGE_KEYS = {("status", "conditions"): "type",
                   ("status", "addresses"): "type"}
 
 
-def strategic_patch(target, patch, path=()):
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    if not isinstance(target, dict):
-        target = {}
-    out = dict(target)
-    for k, v in patch.items():
-        if k.startswith('$setElementOrder') or k == '$retainKeys':
-            continue
-        key_path = path + (k,)
-        if v is None:
-            out.pop(k, None)
-        elif isinstance(v, list) and key_path in SMP_MERGE_KEYS:
-            mk = SMP_MERGE_KEYS[key_path]
-            cur = [copy.deepcopy(x) for x in (out.get(k) or [])]
-            for item in v:
-                if not isinstance(item, dict) or mk not in item:
-                    raise ValueError("%s: list item without merge key %r"
-                                     % ('.'.join(key_path), mk))
-                idx = next((i for i, x in enumerate(cur)
-                            if x.get(mk) == item[mk]), None)
-                if item.get('$patch') == 'delete':
-                    if idx is not None:
-                        cur.pop(idx)
-                    continue
-                if idx is None:
-                    cur.append(copy.deepcopy(item))
-                else:
-                    cur[idx] = merge_patch(cur[idx], item)
-            out[k] = cur
-        else:
-            out[k] = strategic_patch(out.get(k), v, key_path)
-    return out
+def strategic_patch(target, patch):
+    return merge_patch(target, patch, SMP_MERGE_KEYS)
 
 
 def parse_selector(sel):
@@ -337,6 +335,12 @@ class Handler(BaseHTTPRequestHandler):
     def fail(self, code, reason, message, extra=None):
         self.send_json(code, status_body(code, reason, message), extra)
 
+    def send_found(self, obj, what):
+        """obj, or 404 naming what was not found (e.g. 'pods "x"')."""
+        if not obj:
+            return self.fail(404, 'NotFound', '%s not found' % what)
+        return self.send_json(200, obj)
+
     def record(self, code, nbytes=0):
         """One line of the request log; a watch adds its events' bytes to
         the returned entry as it sends them."""
@@ -446,11 +450,8 @@ class Handler(BaseHTTPRequestHandler):
                 return self.list_pods(ns, q, fault)
             if res == 'pods' and len(parts) == 6 and method == 'GET':
                 with st.lock:
-                    pod = st.pods.get((ns, parts[5]))
-                if not pod:
-                    return self.fail(404, 'NotFound',
-                                     'pods "%s" not found' % parts[5])
-                return self.send_json(200, pod)
+                    pod = copy.deepcopy(st.pods.get((ns, parts[5])))
+                return self.send_found(pod, 'pods "%s"' % parts[5])
             if res == 'configmaps' and len(parts) in (5, 6):
                 return self.configmap_api(method, ns,
                                           parts[5] if len(parts) == 6 else None,
@@ -467,11 +468,8 @@ class Handler(BaseHTTPRequestHandler):
         if parts[:4] == ['apis', 'batch', 'v1', 'namespaces'] and len(parts) == 7 \
                 and parts[5] == 'jobs' and method == 'GET':
             with st.lock:
-                job = st.jobs.get((parts[4], parts[6]))
-            if not job:
-                return self.fail(404, 'NotFound',
-                                 'jobs.batch "%s" not found' % parts[6])
-            return self.send_json(200, job)
+                job = copy.deepcopy(st.jobs.get((parts[4], parts[6])))
+            return self.send_found(job, 'jobs.batch "%s"' % parts[6])
         if parts[:4] == ['apis', 'coordination.k8s.io', 'v1', 'namespaces'] \
                 and len(parts) in (6, 7) and parts[5] == 'leases':
             return self.lease_api(method, parts[4],
@@ -489,11 +487,8 @@ class Handler(BaseHTTPRequestHandler):
                     return self.fail(404, 'NotFound', 'no such subresource')
                 if method == 'GET':
                     with st.lock:
-                        node = st.nodes.get(name)
-                    if not node:
-                        return self.fail(404, 'NotFound',
-                                         'nodes "%s" not found' % name)
-                    return self.send_json(200, node)
+                        node = copy.deepcopy(st.nodes.get(name))
+                    return self.send_found(node, 'nodes "%s"' % name)
                 if method == 'PATCH':
                     return self.patch_node(name, sub, body)
         return self.fail(404, 'NotFound', 'the server could not find the '
@@ -536,15 +531,30 @@ class Handler(BaseHTTPRequestHandler):
             meta['continue'] = fault['continue_token']
         return items, meta
 
-    def list_pods(self, ns, q, fault=None):
-        """ns None lists every namespace. fieldSelector: only
-        spec.nodeName=NAME, which is what the monitor asks (400 otherwise,
-        as the real server does for fields pods do not index)."""
+    def send_list(self, table, kind, q, fault, keep=lambda key, obj: True):
+        """The objects of a store table that match the labelSelector and
+        keep(key, obj), sorted by name and paged, as a KIND."""
         st = self.server.store
         try:
             reqs = parse_selector(q.get('labelSelector', ''))
         except ValueError as e:
             return self.fail(400, 'BadRequest', str(e))
+        with st.lock:
+            items = sorted((copy.deepcopy(o) for key, o in getattr(st, table).items()
+                            if selector_matches(reqs, o) and keep(key, o)),
+                           key=lambda o: o['metadata']['name'])
+            rv = str(st.rv)
+        page = self.page(items, rv, q, fault)
+        if page is None:
+            return
+        items, meta = page
+        return self.send_json(200, {"kind": kind, "apiVersion": "v1",
+                                    "metadata": meta, "items": items})
+
+    def list_pods(self, ns, q, fault=None):
+        """ns None lists every namespace. fieldSelector: only
+        spec.nodeName=NAME, which is what the monitor asks (400 otherwise,
+        as the real server does for fields pods do not index)."""
         node = None
         fsel = q.get('fieldSelector', '')
         if fsel:
@@ -553,19 +563,9 @@ class Handler(BaseHTTPRequestHandler):
                 return self.fail(400, 'BadRequest', 'field label not supported: %s'
                                  % fsel)
             node = m.group(1)
-        with st.lock:
-            items = sorted((copy.deepcopy(p) for (pns, _), p in st.pods.items()
-                            if (ns is None or pns == ns) and selector_matches(reqs, p)
-                            and (node is None or
-                                 p.get('spec', {}).get('nodeName') == node)),
-                           key=lambda p: p['metadata']['name'])
-            rv = str(st.rv)
-        page = self.page(items, rv, q, fault)
-        if page is None:
-            return
-        items, meta = page
-        return self.send_json(200, {"kind": "PodList", "apiVersion": "v1",
-                                    "metadata": meta, "items": items})
+        return self.send_list('pods', 'PodList', q, fault, lambda key, p:
+                              (ns is None or key[0] == ns) and
+                              (node is None or p.get('spec', {}).get('nodeName') == node))
 
     def watch_pods(self, ns, q, fault):
         st = self.server.store
@@ -630,22 +630,7 @@ class Handler(BaseHTTPRequestHandler):
 
     # --------------------------------------------------------------- nodes
     def list_nodes(self, q, fault=None):
-        st = self.server.store
-        try:
-            reqs = parse_selector(q.get('labelSelector', ''))
-        except ValueError as e:
-            return self.fail(400, 'BadRequest', str(e))
-        with st.lock:
-            items = sorted((copy.deepcopy(n) for n in st.nodes.values()
-                            if selector_matches(reqs, n)),
-                           key=lambda n: n['metadata']['name'])
-            rv = str(st.rv)
-        page = self.page(items, rv, q, fault)
-        if page is None:
-            return
-        items, meta = page
-        return self.send_json(200, {"kind": "NodeList", "apiVersion": "v1",
-                                    "metadata": meta, "items": items})
+        return self.send_list('nodes', 'NodeList', q, fault)
 
     def patch_node(self, name, sub, body):
         st = self.server.store
@@ -717,7 +702,7 @@ class Handler(BaseHTTPRequestHandler):
             out = copy.deepcopy(st.nodes[name])
         return self.send_json(200, out)
 
-    # -------------------------------------------------------------- leases
+    # ------------------------------------------------ leases and configmaps
     def lease_errors(self, lease, ns, name):
         """ValidateLease: a DNS-subdomain name, leaseDurationSeconds > 0 and
         leaseTransitions >= 0 where set, MicroTime timestamps."""
@@ -749,128 +734,20 @@ class Handler(BaseHTTPRequestHandler):
                 errs.append('spec.%s: %r is not a MicroTime' % (k, spec[k]))
         return errs
 
-    def lease_api(self, method, ns, name, body):
-        st = self.server.store
-        what = 'leases.coordination.k8s.io "%s"' % name
-        if method == 'GET' and name:
-            with st.lock:
-                lease = copy.deepcopy(st.leases.get((ns, name)))
-            if not lease:
-                return self.fail(404, 'NotFound', '%s not found' % what)
-            return self.send_json(200, lease)
-        if method == 'DELETE' and name:
-            with st.lock:
-                lease = st.leases.pop((ns, name), None)
-                st.dump()
-            if not lease:
-                return self.fail(404, 'NotFound', '%s not found' % what)
-            return self.send_json(200, status_body(200, '', 'deleted') |
-                                  {"status": "Success"})
-        if method not in ('POST', 'PUT') or (method == 'POST') != (name is None):
-            return self.fail(405, 'MethodNotAllowed', 'the server does not '
-                             'allow this method on the requested resource')
-        try:
-            lease = json.loads(body or b'null')
-        except ValueError as e:
-            return self.fail(400, 'BadRequest', 'lease is not JSON: %s' % e)
-        if not isinstance(lease, dict) or lease.get('kind', 'Lease') != 'Lease':
-            return self.fail(400, 'BadRequest', 'the body is not a Lease')
-        md = lease.setdefault('metadata', {})
-        if method == 'PUT' and md.get('name', name) != name:
-            return self.fail(400, 'BadRequest', 'the name of the object (%s) '
-                             'does not match the name on the URL (%s)'
-                             % (md.get('name'), name))
-        name = md.get('name') or name
-        what = 'leases.coordination.k8s.io "%s"' % name
-        errs = self.lease_errors(lease, ns, name)
-        if errs:
-            return self.fail(422, 'Invalid', 'Lease.coordination.k8s.io "%s" '
-                             'is invalid: %s' % (name, '; '.join(errs)))
-        with st.lock:
-            old = st.leases.get((ns, name))
-            rv = md.get('resourceVersion')
-            if method == 'POST' and old:
-                return self.fail(409, 'AlreadyExists', '%s already exists' % what)
-            if method == 'POST' and rv:
-                return self.fail(400, 'BadRequest', 'resourceVersion should '
-                                 'not be set on objects to be created')
-            if old:
-                # The Lease strategy forbids unconditional updates.
-                if not rv:
-                    return self.fail(422, 'Invalid', 'Lease.coordination.k8s.io '
-                                     '"%s" is invalid: metadata.resourceVersion: '
-                                     'Invalid value: 0x0: must be specified for '
-                                     'an update' % name)
-                if rv != old['metadata']['resourceVersion']:
-                    return self.fail(409, 'Conflict', 'Operation cannot be '
-                                     'fulfilled on %s: the object has been '
-                                     'modified; please apply your changes to '
-                                     'the latest version and try again' % what)
-                md['uid'] = old['metadata']['uid']
-                md['creationTimestamp'] = old['metadata']['creationTimestamp']
-            else:
-                # A PUT to a missing Lease creates it, whatever
-                # resourceVersion it carries: Store.Update takes the create
-                # branch when the stored object's version is 0 and the
-                # strategy allows create on update (the Lease's does), and
-                # compares versions only on the update branch.
-                md.pop('uid', None)
-            md['name'], md['namespace'] = name, ns
-            lease.update({"kind": "Lease", "apiVersion": "coordination.k8s.io/v1"})
-            st.leases[(ns, name)] = st.stamp(lease)
-            st.dump()
-            out = copy.deepcopy(lease)
-        return self.send_json(200 if old else 201, out)
-
-    # ---------------------------------------------------------- configmaps
     CM_KEY = re.compile(r'^[-._a-zA-Z0-9]+$')
 
-    def configmap_api(self, method, ns, name, body):
-        """core/v1 ConfigMap with the generic store's semantics for a
-        strategy that allows unconditional updates but not create on update
-        (pkg/registry/core/configmap/strategy.go)."""
-        st = self.server.store
-        what = 'configmaps "%s"' % name
-        if method == 'GET' and name:
-            with st.lock:
-                cm = copy.deepcopy(st.configmaps.get((ns, name)))
-            if not cm:
-                return self.fail(404, 'NotFound', '%s not found' % what)
-            return self.send_json(200, cm)
-        if method == 'DELETE' and name:
-            with st.lock:
-                cm = st.configmaps.pop((ns, name), None)
-                st.dump()
-            if not cm:
-                return self.fail(404, 'NotFound', '%s not found' % what)
-            return self.send_json(200, status_body(200, '', 'deleted') |
-                                  {"status": "Success"})
-        if method not in ('POST', 'PUT') or (method == 'POST') != (name is None):
-            return self.fail(405, 'MethodNotAllowed', 'the server does not '
-                             'allow this method on the requested resource')
-        try:
-            cm = json.loads(body or b'null')
-        except ValueError as e:
-            return self.fail(400, 'BadRequest', 'configmap is not JSON: %s' % e)
-        if not isinstance(cm, dict) or cm.get('kind', 'ConfigMap') != 'ConfigMap':
-            return self.fail(400, 'BadRequest', 'the body is not a ConfigMap')
-        md = cm.setdefault('metadata', {})
-        if method == 'PUT' and md.get('name', name) != name:
-            return self.fail(400, 'BadRequest', 'the name of the object (%s) '
-                             'does not match the name on the URL (%s)'
-                             % (md.get('name'), name))
-        name = md.get('name') or name
-        what = 'configmaps "%s"' % name
+    def configmap_errors(self, cm, ns, name):
+        """ValidateConfigMap: a DNS-subdomain name, data keys of
+        alphanumerics, '-', '_' or '.', string values, 1 MiB in all."""
         errs = []
-        if md.get('namespace', ns) != ns:
+        if (cm['metadata'].get('namespace', ns)) != ns:
             errs.append('metadata.namespace: does not match the namespace of '
                         'the request')
         if not name or len(name) > 253 or not DNS_SUB.match(name):
             errs.append('metadata.name: Invalid value: %r' % name)
         data = cm.get('data') or {}
         if not isinstance(data, dict):
-            errs.append('data: must be an object')
-            data = {}
+            return errs + ['data: must be an object']
         size = 0
         for k, v in data.items():
             if not isinstance(k, str) or len(k) > 253 or not self.CM_KEY.match(k):
@@ -883,20 +760,90 @@ class Handler(BaseHTTPRequestHandler):
                 size += len(k) + len(v)
         if size > 1024 * 1024:
             errs.append('data: Too long: must have at most 1048576 bytes')
+        return errs
+
+    # The stored kinds with the generic store's GET, POST, PUT and DELETE:
+    # table name, kind, apiVersion, resource (for messages), validation,
+    # and the strategy's two choices:
+    #   create_on_update  a PUT to a missing object creates it, whatever
+    #                     resourceVersion it carries (Store.Update takes the
+    #                     create branch when the stored version is 0 and
+    #                     compares versions only on the update branch);
+    #                     else 404
+    #   conditional_only  an update must carry a resourceVersion (422),
+    #                     else one without any is unconditional
+    KINDS = {
+        'leases': ('Lease', 'coordination.k8s.io/v1', 'leases.coordination.k8s.io',
+                   'lease_errors', True, True),
+        'configmaps': ('ConfigMap', 'v1', 'configmaps',
+                       'configmap_errors', False, False),
+    }
+
+    def lease_api(self, method, ns, name, body):
+        return self.stored_api('leases', method, ns, name, body)
+
+    def configmap_api(self, method, ns, name, body):
+        """core/v1 ConfigMap: unconditional updates allowed, no create on
+        update (pkg/registry/core/configmap/strategy.go)."""
+        return self.stored_api('configmaps', method, ns, name, body)
+
+    def stored_api(self, table, method, ns, name, body):
+        st = self.server.store
+        kind, api_version, resource, check, create_on_update, \
+            conditional_only = self.KINDS[table]
+        objs = getattr(st, table)
+        what = '%s "%s"' % (resource, name)
+        if method == 'GET' and name:
+            with st.lock:
+                obj = copy.deepcopy(objs.get((ns, name)))
+            return self.send_found(obj, what)
+        if method == 'DELETE' and name:
+            with st.lock:
+                obj = objs.pop((ns, name), None)
+                st.dump()
+            if not obj:
+                return self.fail(404, 'NotFound', '%s not found' % what)
+            return self.send_json(200, status_body(200, '', 'deleted') |
+                                  {"status": "Success"})
+        if method not in ('POST', 'PUT') or (method == 'POST') != (name is None):
+            return self.fail(405, 'MethodNotAllowed', 'the server does not '
+                             'allow this method on the requested resource')
+        try:
+            obj = json.loads(body or b'null')
+        except ValueError as e:
+            return self.fail(400, 'BadRequest', '%s is not JSON: %s'
+                             % (kind.lower(), e))
+        if not isinstance(obj, dict) or obj.get('kind', kind) != kind:
+            return self.fail(400, 'BadRequest', 'the body is not a %s' % kind)
+        md = obj.setdefault('metadata', {})
+        if method == 'PUT' and md.get('name', name) != name:
+            return self.fail(400, 'BadRequest', 'the name of the object (%s) '
+                             'does not match the name on the URL (%s)'
+                             % (md.get('name'), name))
+        name = md.get('name') or name
+        what = '%s "%s"' % (resource, name)
+        errs = getattr(self, check)(obj, ns, name)
+        invalid = '%s%s "%s" is invalid: ' % (
+            kind, '.' + api_version.split('/')[0] if '/' in api_version else '',
+            name)
         if errs:
-            return self.fail(422, 'Invalid', 'ConfigMap "%s" is invalid: %s'
-                             % (name, '; '.join(errs)))
+            return self.fail(422, 'Invalid', invalid + '; '.join(errs))
         with st.lock:
-            old = st.configmaps.get((ns, name))
+            old = objs.get((ns, name))
             rv = md.get('resourceVersion')
             if method == 'POST' and old:
                 return self.fail(409, 'AlreadyExists', '%s already exists' % what)
             if method == 'POST' and rv:
                 return self.fail(400, 'BadRequest', 'resourceVersion should '
                                  'not be set on objects to be created')
-            if method == 'PUT' and not old:
+            if method == 'PUT' and not old and not create_on_update:
                 return self.fail(404, 'NotFound', '%s not found' % what)
             if old:
+                if not rv and conditional_only:
+                    return self.fail(422, 'Invalid', invalid +
+                                     'metadata.resourceVersion: Invalid '
+                                     'value: 0x0: must be specified for an '
+                                     'update')
                 if rv and rv != old['metadata']['resourceVersion']:
                     return self.fail(409, 'Conflict', 'Operation cannot be '
                                      'fulfilled on %s: the object has been '
@@ -907,10 +854,10 @@ class Handler(BaseHTTPRequestHandler):
             else:
                 md.pop('uid', None)
             md['name'], md['namespace'] = name, ns
-            cm.update({"kind": "ConfigMap", "apiVersion": "v1"})
-            st.configmaps[(ns, name)] = st.stamp(cm)
+            obj.update({"kind": kind, "apiVersion": api_version})
+            objs[(ns, name)] = st.stamp(obj)
             st.dump()
-            out = copy.deepcopy(cm)
+            out = copy.deepcopy(obj)
         return self.send_json(200 if old else 201, out)
 
     # -------------------------------------------------------------- events

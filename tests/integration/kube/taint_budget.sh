@@ -135,10 +135,13 @@ agent 0 slot --expect-gpus 8 --taint-on-failure --max-tainted 1
 [ $? -eq 1 ] || pfk8s_die "node-0 did not fail"
 agent 1 slot --expect-gpus 8 --taint-on-failure --max-tainted 1
 [ $? -eq 1 ] || pfk8s_die "node-1 did not fail"
-pfk8s_state "$T/s1.json"
-pfk8s_check "$T/s1.json" '
+slots='
 cm = next(c for c in s["configmaps"] if c["metadata"]["name"] == "efa-preflight-taint-budget")
-assert sorted(cm["data"]) == ["node-0"], cm["data"]
+slots = sorted(cm["data"])
+'
+pfk8s_state "$T/s1.json"
+pfk8s_check "$T/s1.json" "$slots"'
+assert slots == ["node-0"], cm["data"]
 ev = events("node-1")[-1]["message"]
 assert "not tainted: 1 of 20 nodes already carry efa-preflight.io/unhealthy" in ev and "max_tainted 1 allows 1" in ev, ev
 '
@@ -148,9 +151,8 @@ agent 0 slot --taint-on-failure --max-tainted 1
 agent 1 slot --expect-gpus 8 --taint-on-failure --max-tainted 1
 [ $? -eq 1 ] || pfk8s_die "node-1 did not fail"
 pfk8s_state "$T/s2.json"
-pfk8s_check "$T/s2.json" '
-cm = next(c for c in s["configmaps"] if c["metadata"]["name"] == "efa-preflight-taint-budget")
-assert sorted(cm["data"]) == ["node-1"], cm["data"]
+pfk8s_check "$T/s2.json" "$slots"'
+assert slots == ["node-1"], cm["data"]
 mine = lambda n: [t for t in node(n)["spec"]["taints"] if t["key"] == "efa-preflight.io/unhealthy"]
 assert not mine("node-0") and mine("node-1"), (node("node-0")["spec"], node("node-1")["spec"])
 print("a passing node gave its slot back; the next failing node took it")

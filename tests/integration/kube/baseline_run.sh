@@ -6,36 +6,21 @@
 # baseline ConfigMap: one write, pair and ring keys with runs 1. A second
 # run reads it back (its report names the ConfigMap) and folds again.
 set -u
-. "$PF_ROOT/tests/fakes/apiserver/lib.sh"
+. "$PF_ROOT/tests/integration/kube/lib.sh"
 pfk8s_init
 T=$PFK8S_TMP
 N=3
 
-pfk8s_netns_up $N
-specs=""
-for i in $(seq 0 $((N - 1))); do specs="$specs $i:10.254.40.$((11 + i))"; done
-pfk8s_jobset_objects "$T/objects.json" $specs
-pfk8s_server "$PFK8S_HOST_IP" "$T/objects.json"
-pfk8s_netns_check
+pfk8s_jobset_up $N
 
 run_all() {   # run_all TAG
     local i pids=""
     for i in $(seq 0 $((N - 1))); do
-        ip netns exec "pfk8s-$((i + 1))" env POD_NAME="train-workers-$i-0-p$i" \
-            POD_NAMESPACE=ml POD_IP="10.254.40.$((11 + i))" \
-            "$PF_BIN" run --api-server "https://$PFK8S_HOST_IP:$PFK8S_API_PORT" \
-            --token-file "$T/token" --ca-file "$T/certs/ca.crt" --no-imds \
-            --port "$PFK8S_RDV_PORT" --fabric-provider tcp --engine host \
-            --instance-type test.fake --debug-floor-any-provider \
-            -b 256K -e 256K -n 2 -w 1 --timeout 40 -v \
-            --report "$T/out/$1-$i.json" > "$T/out/$1-$i.stdout" 2> "$T/out/$1-$i.stderr" &
-        pids="$pids $!"
+        kube_jobset_agent "$i" "$1-$i" --instance-type test.fake --debug-floor-any-provider \
+            -b 256K -e 256K -n 2 -w 1 --timeout 40 -v
+        pids="$pids $KUBE_AGENT_PID"
     done
-    i=0
-    for p in $pids; do
-        wait "$p" || { tail -20 "$T/out/$1-$i.stderr"; pfk8s_die "$1: agent $i exited $?"; }
-        i=$((i + 1))
-    done
+    kube_wait_pids 0 "$T/out/$1" "$1: agent" $pids
 }
 
 check_cm() {   # check_cm TAG RUNS WRITES

@@ -11,7 +11,7 @@
 #     rank 1 from its own address: rank 0 binds rank 1 to its pod IP and
 #     refuses it, naming the pod; the real pods pass.
 set -u
-. "$PF_ROOT/tests/fakes/apiserver/lib.sh"
+. "$PF_ROOT/tests/integration/kube/lib.sh"
 STRANGER=$PF_ROOT/$BUILD/test-helpers/rdv_stranger
 [ -x "$STRANGER" ] || pfk8s_die "$STRANGER is missing: make test-helpers"
 pfk8s_init
@@ -27,14 +27,7 @@ chmod 600 "$T/secret"
 agent() {   # agent TAG INDEX ARGS...: one pod's agent, in the background
     local tag=$1 i=$2
     shift 2
-    ip netns exec "pfk8s-$((i + 1))" env POD_NAME="train-workers-$i-0-p$i" \
-        POD_NAMESPACE=ml POD_IP="10.254.40.$((11 + i))" \
-        "$PF_BIN" run --api-server "https://$PFK8S_HOST_IP:$PFK8S_API_PORT" \
-        --token-file "$T/token" --ca-file "$T/certs/ca.crt" --no-imds \
-        --port "$PFK8S_RDV_PORT" --fabric-provider tcp --engine host \
-        -b 64K -e 256K -n 2 -w 1 --timeout 40 --log-level debug "$@" \
-        --report "$T/out/$tag-$i.json" \
-        > "$T/out/$tag-$i.stdout" 2> "$T/out/$tag-$i.stderr" &
+    kube_jobset_agent "$i" "$tag-$i" -b 64K -e 256K -n 2 -w 1 --timeout 40 --log-level debug "$@"
 }
 
 # scenario TAG STRANGER_ARGS -- AGENT_ARGS
@@ -46,7 +39,7 @@ scenario() {
         if [ $side -eq 0 ]; then sargs+=("$a"); else aargs+=("$a"); fi
     done
     agent "$tag" 0 "${aargs[@]}"
-    p0=$!
+    p0=$KUBE_AGENT_PID
     for ((i = 0; i < 200; i++)); do
         run_id=$(sed -n 's/.*rank 0 listening on port [0-9]* for 2 ranks (run \([^,]*\),.*/\1/p' \
                  "$T/out/$tag-0.stderr")
@@ -60,7 +53,7 @@ scenario() {
     cat "$T/out/$tag-stranger.out" | sed 's/^/    stranger: /'
     [ $rc -eq 0 ] || pfk8s_die "$tag: the stranger got in"
     agent "$tag" 1 "${aargs[@]}"
-    p1=$!
+    p1=$KUBE_AGENT_PID
     for p in $p0 $p1; do
         wait "$p"
         rc=$?

@@ -57,7 +57,7 @@
 # fabric=tested, busbw, EFAFabricReady True; every request the gates made
 # was as training/trainer bound to its own Pod, none refused (audit log).
 set -u
-. "$PF_ROOT/tests/kube_real/lib.sh"
+. "$PF_ROOT/tests/integration/kube/lib.sh"
 kr_init 2
 T=$KR_TMP
 t_all=$(date +%s.%N)
@@ -184,15 +184,21 @@ create() {   # CASE: the Pod of that case created; the stored object in stored-C
     kr_call POST "/api/v1/namespaces/$ns/pods" --data "@$T/pod-$1.json" > "$T/stored-$1.json" ||
         kr_die "creating pod $1"
 }
+# gated_on_dry_run POD_FILE: a dry-run create of the Pod (sideEffects None:
+# the webhooks are called) comes back gated within 10 s.
+gated_on_dry_run() {
+    local t
+    for t in $(seq 1 100); do
+        kr_call POST "/api/v1/namespaces/training/pods?dryRun=All" --data "@$1" > "$T/dry.json" 2>/dev/null &&
+            grep -q '"efa-preflight.io/gate"' "$T/dry.json" && return 0
+        sleep 0.1
+    done
+    return 1
+}
 # The API server loads webhook configurations asynchronously: a dry-run
-# create (sideEffects None: the webhook is called) until the gate comes back.
-ok=
-for t in $(seq 1 100); do
-    kr_call POST "/api/v1/namespaces/training/pods?dryRun=All" --data "@$T/pod-efa.json" > "$T/dry.json" 2>/dev/null &&
-        grep -q '"efa-preflight.io/gate"' "$T/dry.json" && { ok=1; break; }
-    sleep 0.1
-done
-[ -n "$ok" ] || { tail -n 20 "$T/out/apiserver.log"; kr_die "the API server never called the webhook (10 s)"; }
+# create until the gate comes back.
+gated_on_dry_run "$T/pod-efa.json" ||
+    { tail -n 20 "$T/out/apiserver.log"; kr_die "the API server never called the webhook (10 s)"; }
 kr_ok PATCH /api/v1/namespaces/efa-preflight --ctype application/merge-patch+json \
     --data '{"metadata":{"labels":{"efa-preflight.io/inject":"enabled"}}}'
 own_label=$(kr_call GET /api/v1/namespaces/efa-preflight | python3 -c 'import json, sys
@@ -365,13 +371,8 @@ json.dump(a, open(sys.argv[4] + "/pod-efa-added.json", "w"))
 json.dump(b, open(sys.argv[4] + "/pod-efa-touched.json", "w"))
 EOF
 kr_apply "$T/zz-mwc.json" >/dev/null
-ok=
-for t in $(seq 1 100); do
-    kr_call POST "/api/v1/namespaces/training/pods?dryRun=All" --data "@$T/pod-efa-added.json" > "$T/dry.json" 2>/dev/null &&
-        grep -q '"efa-preflight.io/gate"' "$T/dry.json" && { ok=1; break; }
-    sleep 0.1
-done
-[ -n "$ok" ] || { cat "$T/dry.json"; kr_die "a Pod given EFA by zz-adds-efa was never gated (10 s)"; }
+gated_on_dry_run "$T/pod-efa-added.json" ||
+    { cat "$T/dry.json"; kr_die "a Pod given EFA by zz-adds-efa was never gated (10 s)"; }
 for o in injected no_efa already_gated; do before[$o]=$(metric $o); done
 : > "$T/out/zz.calls"
 create efa-added
@@ -505,14 +506,7 @@ for i in 0 1; do
         > "$T/out/gate-$i.stdout" 2> "$T/out/gate-$i.stderr" &
     pids="$pids $!"
 done
-i=0
-for p in $pids; do
-    wait "$p"
-    rc=$?
-    [ $rc -eq 0 ] || { tail -n 30 "$T/out/gate-$i.stderr"; cat "$T/out/gate-$i.stdout";
-                       kr_die "the gate of ${POD[$i]} exited $rc, want 0"; }
-    i=$((i + 1))
-done
+kube_wait_pids 0 "$T/out/gate" "the gate of pod" $pids
 echo "both injected gates exit 0 in $(kr_elapsed "$start")s"
 kr_state "$T/pass.json"
 kr_check "$T/pass.json" '

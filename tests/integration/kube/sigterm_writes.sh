@@ -4,7 +4,6 @@
 # (--expect-gpus 2: GPUCountMismatch). The agent gets SIGTERM at each step,
 # the fake API server holding the write of that step in flight (latency):
 #   mark      the validating labels write, before the run
-#   run       while discovery waits for a peer that never comes
 #   conds     the verdict's conditions write
 #   event     the Event
 #   taint     the taint write
@@ -16,9 +15,11 @@
 # leaves status=error and both conditions Unknown/Interrupted (exit 3); one
 # during the verdict lets it finish (status=fail, exit 1); every exit comes
 # within the grace (8 s) of the signal. Without a signal, the run marks the
-# Node validating before anything else and then writes the verdict.
+# Node validating before anything else and then writes the verdict. (A
+# SIGTERM while discovery waits for a peer, on both API servers:
+# kube/sigterm.sh.)
 set -u
-. "$PF_ROOT/tests/fakes/apiserver/lib.sh"
+. "$PF_ROOT/tests/integration/kube/lib.sh"
 pfk8s_init
 T=$PFK8S_TMP
 GRACE=8
@@ -97,21 +98,7 @@ EOF
 }
 
 # term_and_wait TAG: SIGTERM, wait for the exit; sets rc and secs.
-term_and_wait() {
-    local t0 i
-    t0=$(date +%s.%N)
-    kill -TERM "$apid"
-    for i in $(seq 1 200); do
-        kill -0 "$apid" 2>/dev/null || break
-        sleep 0.1
-    done
-    kill -0 "$apid" 2>/dev/null && { kill -KILL "$apid"; pfk8s_die "$1: still running 20 s after SIGTERM"; }
-    wait "$apid"
-    rc=$?
-    secs=$(pfk8s_elapsed "$t0")
-    awk -v s="$secs" -v g="$GRACE" 'BEGIN { exit !(s <= g + 1.5) }' ||
-        pfk8s_die "$1: exit $secs s after SIGTERM, grace is $GRACE s"
-}
+term_and_wait() { kube_term "$apid" "$1" "$GRACE"; }
 
 # settle: the writes held in flight land (their latency passes) before the
 # state is read.
@@ -147,25 +134,7 @@ assert w[0]["path"] == "/api/v1/nodes/node-0" and w[1]["path"] == "/api/v1/nodes
 grep -q "marked validating until the verdict" "$T/out/plain.stderr" || pfk8s_die "plain run: no mark logged"
 echo "no signal: labels validating, conditions Unknown/Validating, then the verdict (status=fail, exit 1)"
 
-# 2. SIGTERM while discovery waits for a peer that never comes.
-reset
-agent run --world-size 2
-arrived GET '/namespaces/ml/pods$' 2
-term_and_wait run
-[ $rc -eq 3 ] || { cat "$T/out/run.stderr"; pfk8s_die "run: exit $rc, want 3 (Interrupted)"; }
-settle
-pfk8s_check "$T/state.json" "$no_stale_pass"'
-assert labels("node-0")["efa-preflight.io/status"] == "error", labels("node-0")
-for t in ("EFADevicesReady", "EFAFabricReady"):
-    c = cond("node-0", t)
-    assert c["status"] == "Unknown" and c["reason"] == "Interrupted", c
-    assert "signal 15" in c["message"], c
-'
-grep -q "Terminated: the run stopped before its verdict (Interrupted)" "$T/out/run.stderr" ||
-    { cat "$T/out/run.stderr"; pfk8s_die "run: no Interrupted message"; }
-echo "SIGTERM during discovery: exit 3 in ${secs}s, status=error, conditions Unknown/Interrupted"
-
-# 3. SIGTERM while the mark's labels write is in flight (3 s).
+# 2. SIGTERM while the mark's labels write is in flight (3 s).
 reset
 pfk8s_admin POST /faults '[{"method": "PATCH", "path": "/api/v1/nodes/node-0$", "latency_ms": 3000, "count": 1}]'
 agent mark --world-size 2
@@ -178,7 +147,7 @@ assert labels("node-0")["efa-preflight.io/status"] in ("error", "validating"), l
 '
 echo "SIGTERM during the mark: exit 3 in ${secs}s, status=$(python3 -c "import json; print(json.load(open('$T/state.json'))['nodes'][0]['metadata']['labels']['efa-preflight.io/status'])")"
 
-# 4-7. SIGTERM while a verdict write is in flight (3 s): it finishes.
+# 3-6. SIGTERM while a verdict write is in flight (3 s): it finishes.
 #      skip: the mark's own PATCHes come first.
 for step in 'conds PATCH /api/v1/nodes/node-0/status$ 1' \
             'event POST /events$ 0' \
@@ -203,7 +172,7 @@ assert any(t["key"] == "efa-preflight.io/unhealthy" for t in node("node-0")["spe
     echo "SIGTERM during the verdict's $tag write: finished, status=fail, exit 1 in ${secs}s"
 done
 
-# 8. A verdict write stuck longer than the grace: exit at the grace, the
+# 7. A verdict write stuck longer than the grace: exit at the grace, the
 #    Node never says pass meanwhile.
 reset
 pfk8s_admin POST /faults '[{"method": "PATCH", "path": "/api/v1/nodes/node-0$", "latency_ms": 12000, "skip": 2, "count": 1}]'

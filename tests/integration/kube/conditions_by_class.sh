@@ -18,8 +18,7 @@ set -u
 pfk8s_init
 T=$PFK8S_TMP
 
-pfk8s_jobset_objects "$T/objects.json" 0:127.0.0.1 1:127.0.0.1
-pfk8s_server 127.0.0.1 "$T/objects.json"
+pfk8s_jobset_up 2 lo
 
 start_agent() {   # start_agent INDEX OUTNAME EXTRA-ARGS...: sets AGENT_PID
     local i=$1 out=$2

@@ -14,10 +14,7 @@ set -u
 pfk8s_init
 T=$PFK8S_TMP
 
-pfk8s_netns_up 2
-pfk8s_jobset_objects "$T/objects.json" 0:10.254.40.11 1:10.254.40.12
-pfk8s_server "$PFK8S_HOST_IP" "$T/objects.json"
-pfk8s_netns_check
+pfk8s_jobset_up 2
 
 # The stranger on rank 0's port (both stacks), alive longer than the run;
 # the agents start only once it listens (under load a fixed sleep was not
@@ -36,16 +33,8 @@ for _ in $(seq 1 100); do
 done
 [ -e "$T/holder.ready" ] || pfk8s_die "the port holder did not start listening"
 
-agent() {   # agent INDEX
-    local i=$1
-    ip netns exec "pfk8s-$((i + 1))" "$PF_BIN" run \
-        --api-server "https://$PFK8S_HOST_IP:$PFK8S_API_PORT" \
-        --token-file "$T/token" --ca-file "$T/certs/ca.crt" --no-imds \
-        --pod-name "train-workers-$i-0-p$i" --namespace ml \
-        --port "$PFK8S_RDV_PORT" --fabric-provider tcp --engine host \
-        -b 64K -e 256K -n 2 -w 1 --timeout 12 --taint-on-failure \
-        --report "$T/out/r$i.json" \
-        > "$T/out/r$i.stdout" 2> "$T/out/r$i.stderr"
+agent() {   # agent INDEX: logs and report $T/out/r-INDEX.*
+    pfk8s_jobset_agent "$1" r --timeout 12
 }
 start=$(date +%s.%N)
 agent 0 & a0=$!
@@ -55,19 +44,19 @@ t0=$(pfk8s_elapsed "$start")
 wait $a1; rc1=$?
 kill $holder 2>/dev/null
 
-[ $rc0 -eq 2 ] || { cat "$T/out/r0.stderr" "$T/out/r0.stdout"; pfk8s_die "rank 0 exited $rc0, want 2 (usage)"; }
-grep -q "cannot listen on .*:$PFK8S_RDV_PORT: Address already in use" "$T/out/r0.stdout" ||
-    { cat "$T/out/r0.stdout"; pfk8s_die "rank 0: the table does not name the port in use"; }
-grep -q "summary: USAGE RendezvousPortInUse .*(exit 2)" "$T/out/r0.stdout" ||
-    { cat "$T/out/r0.stdout"; pfk8s_die "rank 0: the summary does not say RendezvousPortInUse, exit 2"; }
-python3 - "$T/out/r0.json" <<'PY' || pfk8s_die "rank 0: report"
+[ $rc0 -eq 2 ] || { cat "$T/out/r-0.stderr" "$T/out/r-0.stdout"; pfk8s_die "rank 0 exited $rc0, want 2 (usage)"; }
+grep -q "cannot listen on .*:$PFK8S_RDV_PORT: Address already in use" "$T/out/r-0.stdout" ||
+    { cat "$T/out/r-0.stdout"; pfk8s_die "rank 0: the table does not name the port in use"; }
+grep -q "summary: USAGE RendezvousPortInUse .*(exit 2)" "$T/out/r-0.stdout" ||
+    { cat "$T/out/r-0.stdout"; pfk8s_die "rank 0: the summary does not say RendezvousPortInUse, exit 2"; }
+python3 - "$T/out/r-0.json" <<'PY' || pfk8s_die "rank 0: report"
 import json, sys
 v = json.load(open(sys.argv[1]))["verdict"]
 assert v["reason"] == "RendezvousPortInUse" and v["class"] == "usage" and v["exit_code"] == 2, v
 assert v["status"] == "usage" and v["conditions"]["EFAFabricReady"] == "unknown", v
 PY
-[ $rc1 -eq 3 ] || { cat "$T/out/r1.stderr"; pfk8s_die "rank 1 exited $rc1, want 3 (could not test)"; }
-python3 - "$T/out/r1.json" <<'PY' || pfk8s_die "rank 1: report"
+[ $rc1 -eq 3 ] || { cat "$T/out/r-1.stderr"; pfk8s_die "rank 1 exited $rc1, want 3 (could not test)"; }
+python3 - "$T/out/r-1.json" <<'PY' || pfk8s_die "rank 1: report"
 import json, sys
 v = json.load(open(sys.argv[1]))["verdict"]
 assert v["reason"] == "PeerTimeout" and v["status"] == "error", v

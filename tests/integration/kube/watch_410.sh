@@ -10,12 +10,8 @@
 # from the compacted version), then that the agent re-listed right after its
 # second watch, then gives pod 1 its IP and starts rank 1: both exit 0.
 set -u
-. "$PF_ROOT/tests/kube_real/lib.sh"
-kr_init 2
-T=$KR_TMP
-kr_start --watch-cache=false
-kr_namespace efa-preflight ml
-kr_rbac_from_chart --set mode=initcontainer --set 'jobNamespaces={ml}'
+. "$PF_ROOT/tests/integration/kube/lib.sh"
+KR_START_FLAGS="--watch-cache=false" kube_init 2 --set mode=initcontainer --set 'jobNamespaces={ml}'
 for i in 0 1; do kr_node "node-$i" '{"node.kubernetes.io/instance-type":"p5.48xlarge"}'; done
 kr_jobset_pods ml 2
 kr_pod_ip ml train-workers-0-0-p0 10.254.42.11

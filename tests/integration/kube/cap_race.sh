@@ -10,15 +10,11 @@
 # node is labelled status=fail. Between rounds the taints and the budget
 # ConfigMap are removed by the admin.
 set -u
-. "$PF_ROOT/tests/kube_real/lib.sh"
+. "$PF_ROOT/tests/integration/kube/lib.sh"
 "$PF_BIN" run --help 2>&1 | grep -q -- --taint-budget ||
     kr_skip "this agent has no --taint-budget: its cap is counted, not taken atomically, and is known to be exceeded when nodes fail together"
-kr_init 0
-T=$KR_TMP
 N=8 CAP=2 ROUNDS=${PF_KR_ROUNDS:-3}
-kr_start
-kr_namespace efa-preflight ml
-kr_rbac_from_chart --set mode=initcontainer --set 'jobNamespaces={ml}'
+kube_init 0 --set mode=initcontainer --set 'jobNamespaces={ml}'
 for i in $(seq 0 9); do
     kr_node "node-$i" '{"kubernetes.io/hostname":"node-'$i'"}' '[{"key":"nvidia.com/gpu","value":"present","effect":"NoSchedule"}]'
 done
@@ -40,13 +36,7 @@ for round in $(seq 1 "$ROUNDS"); do
             > "$T/out/r$round-$i.stdout" 2> "$T/out/r$round-$i.stderr" &
         pids="$pids $!"
     done
-    i=0
-    for p in $pids; do
-        wait "$p"
-        rc=$?
-        [ $rc -eq 1 ] || { tail -n 20 "$T/out/r$round-$i.stderr"; kr_die "round $round: agent $i exited $rc, want 1"; }
-        i=$((i + 1))
-    done
+    kube_wait_pids 1 "$T/out/r$round" "round $round: agent" $pids
     kr_state "$T/s$round.json"
     kr_check "$T/s$round.json" '
 tainted = [n["metadata"]["name"] for n in s["nodes"]

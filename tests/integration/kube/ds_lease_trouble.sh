@@ -13,36 +13,14 @@
 #      status=warn/pass with fabric=untested.
 #   C' the 500s stop and the agents start again: they pair, fabric=tested.
 set -u
-. "$PF_ROOT/tests/fakes/apiserver/lib.sh"
+. "$PF_ROOT/tests/integration/kube/lib.sh"
 pfk8s_init
 T=$PFK8S_TMP
 N=4
 LEASE=efa-preflight-p5.48xlarge-us-east-1a
 
 pfk8s_netns_up $N
-python3 - "$T/objects.json" <<'EOF'
-import json, sys
-objs = []
-for i in range(4):
-    objs.append({"kind": "Node", "apiVersion": "v1", "metadata": {
-        "name": "node-%d" % i, "labels": {
-            "efa-preflight.io/status": "pending",
-            "node.kubernetes.io/instance-type": "p5.48xlarge",
-            "topology.kubernetes.io/zone": "us-east-1a"}},
-        "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-                                   "lastTransitionTime": "2025-12-01T00:00:00Z"}]}})
-    objs.append({"kind": "Pod", "apiVersion": "v1", "metadata": {
-        "name": "efa-preflight-ds-%d" % i, "namespace": "efa-preflight",
-        "labels": {"app.kubernetes.io/name": "efa-preflight",
-                   "app.kubernetes.io/instance": "efa-preflight"},
-        "ownerReferences": [{"kind": "DaemonSet", "name": "efa-preflight"}]},
-        "spec": {"nodeName": "node-%d" % i},
-        "status": {"phase": "Running", "podIP": "10.254.40.%d" % (11 + i),
-                   "containerStatuses": [{"name": "preflight", "restartCount": 0, "ready": True,
-                                          "state": {"running": {"startedAt": "2025-12-01T00:00:00Z"}}}]}})
-json.dump(objs, open(sys.argv[1], "w"), indent=1)
-json.dump([o for o in objs if o["kind"] == "Node"], open(sys.argv[1] + ".nodes", "w"))
-EOF
+pfk8s_ds_objects "$T/objects.json" 4 pending running 2025-12-01T00:00:00Z
 pfk8s_server "$PFK8S_HOST_IP" "$T/objects.json"
 pfk8s_netns_check
 
@@ -50,15 +28,8 @@ declare -A pid
 start_all() {   # start_all TAG TIMEOUT
     local i
     for i in $(seq 0 $((N - 1))); do
-        ip netns exec "pfk8s-$((i + 1))" env POD_NAME="efa-preflight-ds-$i" \
-            POD_NAMESPACE=efa-preflight NODE_NAME="node-$i" \
-            "$PF_BIN" run --mode daemonset --group-size 2 --expect-gpus 0 \
-            --api-server "https://$PFK8S_HOST_IP:$PFK8S_API_PORT" \
-            --token-file "$T/token" --ca-file "$T/certs/ca.crt" --no-imds \
-            --port "$PFK8S_RDV_PORT" --fabric-provider tcp --engine host \
-            -b 64K -e 64K -n 1 -w 0 --timeout "$2" --report "$T/out/$1-$i.json" -v \
-            > "$T/out/$1-$i.stdout" 2> "$T/out/$1-$i.stderr" &
-        pid[$i]=$!
+        kube_ds_agent "$i" "efa-preflight-ds-$i" "$1-$i" -b 64K -e 64K -n 1 -w 0 --timeout "$2" -v
+        pid[$i]=$KUBE_AGENT_PID
     done
 }
 stop_all() {
@@ -71,17 +42,8 @@ reset() {   # every node pending again, no Lease
     pfk8s_admin DELETE "/objects/Lease/efa-preflight/$LEASE"
 }
 wait_left_pending() {   # wait_left_pending TAG: every node has a result
-    local t left
-    for t in $(seq 1 120); do
-        pfk8s_state "$T/state.json"
-        left=$(python3 -c "
-import json; s = json.load(open('$T/state.json'))
-print(sum(1 for n in s['nodes'] if n['metadata']['labels'].get('efa-preflight.io/status') == 'pending'))")
-        [ "$left" = 0 ] && return 0
-        sleep 0.5
-    done
-    tail -n 15 "$T"/out/"$1"-*.stderr
-    pfk8s_die "$1: $left node(s) still pending after 60 s"
+    echo "$1: waiting for every node's result"
+    kube_wait_verdicts pending 120 "$T"/out/"$1"-*.stderr
 }
 all_tested() {   # all_tested TAG
     pfk8s_check "$T/state.json" '
@@ -108,9 +70,7 @@ wait_exit() {
 still_pending() {   # still_pending TAG WARNING_REGEX
     pfk8s_state "$T/state.json"
     pfk8s_check "$T/state.json" '
-for i in range(4):
-    n = "node-%d" % i
-    l = labels(n)
+for i, n, l in node_rows(4):
     assert l["efa-preflight.io/status"] == "pending", (n, l)
     for k in ("fabric", "busbw-gbps", "validated-at", "valid-until", "valid-until-epoch"):
         assert "efa-preflight.io/" + k not in l, (n, k, l)

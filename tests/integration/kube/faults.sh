@@ -11,7 +11,7 @@
 # 403 (exit 3, nothing written); a read-only token discovers but cannot
 # write (exit 3, nothing written). No token appears in any log or report.
 set -u
-. "$PF_ROOT/tests/fakes/apiserver/lib.sh"
+. "$PF_ROOT/tests/integration/kube/lib.sh"
 pfk8s_init
 T=$PFK8S_TMP
 
@@ -35,16 +35,7 @@ pfk8s_server "$PFK8S_HOST_IP" "$T/objects.json" --faults "$T/faults.json" --page
 pfk8s_netns_check
 
 agent() {   # agent INDEX TAG [extra args]
-    local i=$1 tag=$2
-    shift 2
-    ip netns exec "pfk8s-$((i + 1))" "$PF_BIN" run \
-        --api-server "https://$PFK8S_HOST_IP:$PFK8S_API_PORT" \
-        --token-file "$T/token" --ca-file "$T/certs/ca.crt" --no-imds \
-        --pod-name "train-workers-$i-0-p$i" --namespace ml \
-        --port "$PFK8S_RDV_PORT" --fabric-provider tcp --engine host \
-        -b 64K -e 256K -n 2 -w 1 --timeout 40 --taint-on-failure \
-        --report "$T/out/$tag-$i.json" -vv "$@" \
-        > "$T/out/$tag-$i.stdout" 2> "$T/out/$tag-$i.stderr"
+    pfk8s_jobset_agent "$1" "$2" --timeout 40 -vv "${@:3}"
 }
 
 start=$(date +%s.%N)
@@ -145,9 +136,8 @@ printf '%s' "$PFK8S_TOKEN_RO" > "$T/token"
 agent 0 readonly --timeout 20 --peer-selector batch.kubernetes.io/job-name=train-workers-0 \
     --world-size 1
 rc=$?
-[ $rc -eq 3 ] || { cat "$T/out/readonly-0.stderr"; pfk8s_die "read-only token: exit $rc, want 3"; }
-grep -q "writing conditions on Node node-0 needs patch on nodes/status: PATCH /api/v1/nodes/node-0/status: HTTP 403" \
-    "$T/out/readonly-0.stderr" || { cat "$T/out/readonly-0.stderr"; pfk8s_die "read-only: no clear 403"; }
+kube_exited 3 readonly-0 "read-only token" \
+    "writing conditions on Node node-0 needs patch on nodes/status: PATCH /api/v1/nodes/node-0/status: HTTP 403"
 # The table and the report tell the process's exit code and why: the
 # refused write is a check of its own (Forbidden, infrastructure).
 grep -q "summary: ERROR Forbidden .*(exit 3)" "$T/out/readonly-0.stdout" ||
@@ -176,9 +166,8 @@ pfk8s_admin POST /faults '[{"method": "POST", "path": "/events$", "status": 403,
 agent 0 noevents --timeout 20 --peer-selector batch.kubernetes.io/job-name=train-workers-0 \
     --world-size 1
 rc=$?
-[ $rc -eq 0 ] || { cat "$T/out/noevents-0.stderr"; pfk8s_die "events forbidden: exit $rc, want 0"; }
-grep -q "event not written: needs create on events: POST /api/v1/namespaces/default/events: HTTP 403" \
-    "$T/out/noevents-0.stderr" || { cat "$T/out/noevents-0.stderr"; pfk8s_die "events forbidden: no clear warning"; }
+kube_exited 0 noevents-0 "events forbidden" \
+    "event not written: needs create on events: POST /api/v1/namespaces/default/events: HTTP 403"
 pfk8s_state "$T/state5.json"
 pfk8s_check "$T/state5.json" '
 before = json.load(open("'"$T/state4.json"'"))

@@ -11,52 +11,20 @@
 # must end fabric=tested in groups of 2, none status=error, and the Lease
 # must have moved to another holder (leaseTransitions counted).
 set -u
-. "$PF_ROOT/tests/fakes/apiserver/lib.sh"
+. "$PF_ROOT/tests/integration/kube/lib.sh"
 pfk8s_init
 T=$PFK8S_TMP
 N=4
 
 pfk8s_netns_up $N
-python3 - "$T/objects.json" <<'EOF'
-import json, sys, time
-now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-objs = []
-for i in range(4):
-    objs.append({"kind": "Node", "apiVersion": "v1", "metadata": {
-        "name": "node-%d" % i, "labels": {
-            "efa-preflight.io/status": "pending",
-            "node.kubernetes.io/instance-type": "p5.48xlarge",
-            "topology.kubernetes.io/zone": "us-east-1a"}},
-        "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-                                   "lastTransitionTime": "2025-12-01T00:00:00Z"}]}})
-    state = ({"waiting": {"reason": "ContainerCreating"}} if i == 3
-             else {"running": {"startedAt": now}})
-    objs.append({"kind": "Pod", "apiVersion": "v1", "metadata": {
-        "name": "efa-preflight-ds-%d" % i, "namespace": "efa-preflight",
-        "labels": {"app.kubernetes.io/name": "efa-preflight",
-                   "app.kubernetes.io/instance": "efa-preflight"},
-        "ownerReferences": [{"kind": "DaemonSet", "name": "efa-preflight"}]},
-        "spec": {"nodeName": "node-%d" % i},
-        "status": {"phase": "Pending" if i == 3 else "Running",
-                   "podIP": "10.254.40.%d" % (11 + i),
-                   "containerStatuses": [{"name": "preflight", "restartCount": 0,
-                                          "ready": i != 3, "state": state}]}})
-json.dump(objs, open(sys.argv[1], "w"), indent=1)
-EOF
+pfk8s_ds_objects "$T/objects.json" 4 pending waiting:3 now
 pfk8s_server "$PFK8S_HOST_IP" "$T/objects.json"
 pfk8s_netns_check
 
 declare -A pid
 agent() {   # agent I POD
-    ip netns exec "pfk8s-$(($1 + 1))" env POD_NAME="$2" \
-        POD_NAMESPACE=efa-preflight NODE_NAME="node-$1" \
-        "$PF_BIN" run --mode daemonset --group-size 2 --expect-gpus 0 \
-        --api-server "https://$PFK8S_HOST_IP:$PFK8S_API_PORT" \
-        --token-file "$T/token" --ca-file "$T/certs/ca.crt" --no-imds \
-        --port "$PFK8S_RDV_PORT" --fabric-provider tcp --engine host \
-        -b 64K -e 256K -n 2 -w 1 --timeout 40 --report "$T/out/$2.json" -vv \
-        > "$T/out/$2.stdout" 2> "$T/out/$2.stderr" &
-    pid[$2]=$!
+    kube_ds_agent "$1" "$2" "$2" -b 64K -e 256K -n 2 -w 1 --timeout 40 -vv
+    pid[$2]=$KUBE_AGENT_PID
 }
 
 lease() {   # lease FIELD: the Lease's spec field, "" when none
@@ -129,15 +97,7 @@ pfk8s_admin POST /objects "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":
  \"containerStatuses\":[{\"name\":\"preflight\",\"ready\":true,\"restartCount\":0,\"state\":{\"running\":{\"startedAt\":\"$now\"}}}]}}"
 agent 3 efa-preflight-ds-3
 
-for t in $(seq 1 120); do
-    pfk8s_state "$T/state.json"
-    left=$(python3 -c "
-import json; s = json.load(open('$T/state.json'))
-print(sum(1 for n in s['nodes'] if n['metadata']['labels'].get('efa-preflight.io/status') == 'pending'))")
-    [ "$left" = 0 ] && break
-    sleep 0.5
-done
-[ "$left" = 0 ] || { tail -n 20 "$T"/out/*.stderr; pfk8s_die "$left node(s) still pending after 60 s"; }
+kube_wait_verdicts pending 120 "$T"/out/*.stderr
 pfk8s_check "$T/state.json" '
 for i in range(4):
     n = "node-%d" % i

@@ -13,12 +13,8 @@
 # status=error, fabric=untested, EFAFabricReady False/PeerTimeout. Only the
 # verbs the chart grants are used (audit log: no 403).
 set -u
-. "$PF_ROOT/tests/kube_real/lib.sh"
-kr_init 3
-T=$KR_TMP
-kr_start
-kr_namespace efa-preflight ml
-kr_rbac_from_chart --set mode=initcontainer --set 'jobNamespaces={ml}'
+. "$PF_ROOT/tests/integration/kube/lib.sh"
+kube_init 3 --set mode=initcontainer --set 'jobNamespaces={ml}'
 for i in 0 1 2; do
     kr_node "node-$i" '{"kubernetes.io/hostname":"node-'$i'","node.kubernetes.io/instance-type":"test.fake","topology.kubernetes.io/zone":"us-east-1a"}' \
         '[{"key":"nvidia.com/gpu","value":"present","effect":"NoSchedule"}]'
@@ -31,16 +27,9 @@ for i in 0 1 2; do
 done
 kr_state "$T/before.json"
 
-agent() {   # agent INDEX TAG TIMEOUT: in pod pfkr-(INDEX+1), in the background
-    local i=$1
-    ip netns exec "pfkr-$((i + 1))" env POD_NAME="train-workers-$i-0-p$i" \
-        POD_NAMESPACE=ml POD_IP="10.254.42.$((11 + i))" \
-        "$PF_BIN" run --api-server "$KR_API" \
-        --token-file "$T/token-$i" --ca-file "$KR_CA" --no-imds \
-        --port "$KR_RDV_PORT" --fabric-provider tcp --engine host \
-        -b 64K -e 1M -n 3 -w 1 --timeout "$3" --taint-on-failure \
-        --report "$T/out/$2-$i.json" -vv \
-        > "$T/out/$2-$i.stdout" 2> "$T/out/$2-$i.stderr"
+agent() {   # agent INDEX TAG TIMEOUT: in pod pfkr-(INDEX+1), its pid added to pids
+    kube_jobset_agent "$1" "$2-$1" -b 64K -e 1M -n 3 -w 1 --timeout "$3" --taint-on-failure -vv
+    pids="$pids $KUBE_AGENT_PID"
 }
 
 # Wait (bounded) until every agent has asked the server something (a bound
@@ -64,20 +53,13 @@ EOF
 
 start=$(date +%s.%N)
 pids=""
-for i in 0 1 2; do agent $i pass 60 & pids="$pids $!"; done
+for i in 0 1 2; do agent $i pass 60; done
 # Rank 0 lists the group and waits for pod 2's IP, as the kubelet would
 # report it; it comes once every agent is up.
 all_seen
 kr_wait_watchers pods 1
 kr_pod_ip ml train-workers-2-0-p2 10.254.42.13
-i=0
-for p in $pids; do
-    wait "$p"
-    rc=$?
-    [ $rc -eq 0 ] || { tail -n 30 "$T/out/pass-$i.stderr"; cat "$T/out/pass-$i.stdout";
-                       kr_die "pass: agent $i exited $rc, want 0"; }
-    i=$((i + 1))
-done
+kube_wait_pids 0 "$T/out/pass" "pass: agent" $pids
 echo "gang of 3: every agent exit 0 in $(kr_elapsed "$start")s (pod 2's IP delivered by the watch)"
 kr_state "$T/pass.json"
 kr_check "$T/pass.json" '
@@ -126,23 +108,17 @@ kr_call POST /api/v1/namespaces/ml/pods --data '{"apiVersion":"v1","kind":"Pod",
     kr_die "recreating pod 2"
 start=$(date +%s.%N)
 pids=""
-for i in 0 1; do agent $i fail 8 & pids="$pids $!"; done
-i=0
-for p in $pids; do
-    wait "$p"
-    rc=$?
-    [ $rc -eq 3 ] || { tail -n 30 "$T/out/fail-$i.stderr"; kr_die "fail: agent $i exited $rc, want 3"; }
+for i in 0 1; do agent $i fail 8; done
+kube_wait_pids 3 "$T/out/fail" "fail: agent" $pids
+for i in 0 1; do
     grep -q PeerTimeout "$T/out/fail-$i.json" || kr_die "fail: agent $i: no PeerTimeout in its report"
-    i=$((i + 1))
 done
 grep -q "train-workers-2-0-p2 (Pending, no podIP)" "$T/out/fail-0.json" ||
     { cat "$T/out/fail-0.json"; kr_die "rank 0 does not name the pod without an IP"; }
 echo "gang with a pod that never gets an IP: ranks 0-1 exit 3 PeerTimeout after $(kr_elapsed "$start")s; rank 0 names train-workers-2-0-p2 (Pending, no podIP)"
 kr_state "$T/fail.json"
 kr_check "$T/fail.json" '
-for i in range(2):
-    n = "node-%d" % i
-    l = labels(n)
+for i, n, l in node_rows(2):
     assert l["efa-preflight.io/status"] == "error", (n, l)
     assert l["efa-preflight.io/fabric"] == "untested", l
     assert "efa-preflight.io/busbw-gbps" not in l, l

@@ -16,28 +16,13 @@
 # API server; scripts/ds_race_loop.sh runs it 20 times in a row, each under
 # the lock on its own.
 set -u
-. "$PF_ROOT/tests/fakes/apiserver/lib.sh"
+. "$PF_ROOT/tests/integration/kube/lib.sh"
 pfk8s_init
 T=$PFK8S_TMP
 N=5
 RUNS=${PF_STAGGER_RUNS:-1}
 
 pfk8s_netns_up $N
-
-nodes_json() {   # every node, none pending yet
-    python3 - "$1" <<'EOF'
-import json, sys
-objs = []
-for i in range(5):
-    objs.append({"kind": "Node", "apiVersion": "v1", "metadata": {
-        "name": "node-%d" % i, "labels": {
-            "node.kubernetes.io/instance-type": "p5.48xlarge",
-            "topology.kubernetes.io/zone": "us-east-1a"}},
-        "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-                                   "lastTransitionTime": "2025-12-01T00:00:00Z"}]}})
-json.dump(objs, open(sys.argv[1], "w"), indent=1)
-EOF
-}
 
 # pending I: the node turns pending, the DaemonSet controller creates its
 # pod (running, as the kubelet reports it), and the agent starts.
@@ -58,16 +43,9 @@ pending() {
   \"status\":{\"phase\":\"Running\",\"podIP\":\"10.254.40.$((11 + i))\",
    \"containerStatuses\":[{\"name\":\"preflight\",\"ready\":true,\"restartCount\":0,
      \"state\":{\"running\":{\"startedAt\":\"$now\"}}}]}}]"
-    ip netns exec "pfk8s-$((i + 1))" env POD_NAME="efa-preflight-ds-$i" \
-        POD_NAMESPACE=efa-preflight NODE_NAME="node-$i" \
-        "$PF_BIN" run --mode daemonset --group-size 2 --expect-gpus 0 \
-        --api-server "https://$PFK8S_HOST_IP:$PFK8S_API_PORT" \
-        --token-file "$T/token" --ca-file "$T/certs/ca.crt" --no-imds \
-        --port "$PFK8S_RDV_PORT" --fabric-provider tcp --engine host \
-        -b 64K -e 8M -n 8 -w 2 --timeout 40 --report "$T/out/r$run-$i.json" -vv \
-        --progress-interval 2 \
-        > "$T/out/r$run-$i.stdout" 2> "$T/out/r$run-$i.stderr" &
-    pids="$pids $!"
+    kube_ds_agent "$i" "efa-preflight-ds-$i" "r$run-$i" -b 64K -e 8M -n 8 -w 2 --timeout 40 -vv \
+        --progress-interval 2
+    pids="$pids $KUBE_AGENT_PID"
 }
 
 grouped() {   # grouped I: the agent has its group (bounded wait, 30 s)
@@ -91,7 +69,7 @@ sys.exit(0 if n['metadata']['labels'].get('efa-preflight.io/status') == 'pending
 start_all=$(date +%s.%N)
 for run in $(seq 1 "$RUNS"); do
     t_run=$(date +%s.%N)
-    nodes_json "$T/objects.json"
+    pfk8s_ds_objects "$T/objects.json" 5 - none now   # every node, none pending yet
     [ -n "$PFK8S_SERVER_PID" ] && { kill "$PFK8S_SERVER_PID"; wait "$PFK8S_SERVER_PID" 2>/dev/null; }
     pfk8s_server "$PFK8S_HOST_IP" "$T/objects.json"
     pids=""
@@ -107,15 +85,8 @@ for run in $(seq 1 "$RUNS"); do
     still_pending 2 || pfk8s_die "run $run: node-2 finished before node-4 came"
     pending 4
 
-    for t in $(seq 1 120); do
-        pfk8s_state "$T/state.json"
-        left=$(python3 -c "
-import json; s = json.load(open('$T/state.json'))
-print(sum(1 for n in s['nodes'] if n['metadata']['labels'].get('efa-preflight.io/status') == 'pending'))")
-        [ "$left" = 0 ] && break
-        sleep 0.5
-    done
-    [ "$left" = 0 ] || { tail -n 20 "$T"/out/r$run-*.stderr; pfk8s_die "run $run: $left node(s) still pending after 60 s"; }
+    echo "run $run: waiting for every node's result"
+    kube_wait_verdicts pending 120 "$T"/out/r$run-*.stderr
 
     pfk8s_check "$T/state.json" '
 for i in range(5):

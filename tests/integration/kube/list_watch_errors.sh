@@ -31,15 +31,22 @@ count() {   # count STATE 'python condition on r (one request)'
     python3 -c "import json; print(sum(1 for r in json.load(open('$1'))['requests'] if $2))"
 }
 
+# peer_timeout TAG WHAT: the agent runs into its deadline (exit 3,
+# PeerTimeout in its report); sets elapsed.
+peer_timeout() {
+    local start rc
+    start=$(date +%s.%N)
+    agent "$1"
+    rc=$?
+    elapsed=$(pfk8s_elapsed "$start")
+    [ $rc -eq 3 ] || { tail "$T/out/$1.stderr"; pfk8s_die "$2: exit $rc, want 3"; }
+    grep -q "PeerTimeout: 1 of 2 peer pods" "$T/out/$1.json" ||
+        { cat "$T/out/$1.json"; pfk8s_die "$2: no PeerTimeout in the report"; }
+}
+
 # 1. ERROR events on every watch.
 pfk8s_admin POST /faults '[{"method": "GET", "path": "/namespaces/ml/pods$", "query": "watch=1", "watch_error": 500, "count": 100000}]'
-start=$(date +%s.%N)
-agent errev
-rc=$?
-elapsed=$(pfk8s_elapsed "$start")
-[ $rc -eq 3 ] || { tail "$T/out/errev.stderr"; pfk8s_die "ERROR events: exit $rc, want 3"; }
-grep -q "PeerTimeout: 1 of 2 peer pods" "$T/out/errev.json" ||
-    { cat "$T/out/errev.json"; pfk8s_die "ERROR events: no PeerTimeout in the report"; }
+peer_timeout errev "ERROR events"
 pfk8s_state "$T/s1.json"
 watches=$(count "$T/s1.json" "'watch=1' in r['path']")
 lists=$(count "$T/s1.json" "'limit=500' in r['path'] and 'watch=1' not in r['path']")
@@ -74,13 +81,7 @@ awk -v e="$elapsed" -v d="$DEADLINE" 'BEGIN { exit !(e < d - 1) }' ||
 # 3. Every watch ends at once with nothing in it.
 pfk8s_admin POST /faults '[{"method": "GET", "path": "/namespaces/ml/pods$", "query": "watch=1", "watch_close": true, "count": 100000}]'
 pfk8s_state "$T/s3a.json"
-start=$(date +%s.%N)
-agent closed
-rc=$?
-elapsed=$(pfk8s_elapsed "$start")
-[ $rc -eq 3 ] || { tail "$T/out/closed.stderr"; pfk8s_die "empty watches: exit $rc, want 3"; }
-grep -q "PeerTimeout: 1 of 2 peer pods" "$T/out/closed.json" ||
-    { cat "$T/out/closed.json"; pfk8s_die "empty watches: no PeerTimeout in the report"; }
+peer_timeout closed "empty watches"
 pfk8s_state "$T/s3.json"
 watches=$(( $(count "$T/s3.json" "'watch=1' in r['path']") - $(count "$T/s3a.json" "'watch=1' in r['path']") ))
 echo "every watch closed at once, empty: exit 3 after ${elapsed}s, $watches watches"

@@ -14,13 +14,18 @@ T=$PFK8S_TMP
 pfk8s_jobset_objects "$T/objects.json" 0:127.0.0.1 1:x
 pfk8s_server 127.0.0.1 "$T/objects.json"
 
-"$PF_BIN" run --api-server "https://127.0.0.1:$PFK8S_API_PORT" \
-    --token-file "$T/token" --ca-file "$T/certs/ca.crt" \
-    --pod-name train-workers-0-0-p0 --namespace ml --port "$PFK8S_RDV_PORT" \
-    --fabric-provider tcp --engine host --timeout 9 --no-imds \
-    --progress-interval 2 --no-publish >"$T/out/a.stdout" 2>"$T/out/a.stderr"
-rc=$?
-[ $rc -eq 3 ] || { cat "$T/out/a.stderr"; pfk8s_die "agent exit $rc, want 3"; }
+waiter() {   # waiter TAG POD TIMEOUT: the agent of POD waits in vain (exit 3)
+    local rc
+    "$PF_BIN" run --api-server "https://127.0.0.1:$PFK8S_API_PORT" \
+        --token-file "$T/token" --ca-file "$T/certs/ca.crt" \
+        --pod-name "$2" --namespace ml --port "$PFK8S_RDV_PORT" \
+        --fabric-provider tcp --engine host --timeout "$3" --no-imds \
+        --progress-interval 2 --no-publish >"$T/out/$1.stdout" 2>"$T/out/$1.stderr"
+    rc=$?
+    [ $rc -eq 3 ] || { cat "$T/out/$1.stderr"; pfk8s_die "$1: agent exit $rc, want 3"; }
+}
+
+waiter a train-workers-0-0-p0 9
 n=$(grep -c 'progress: waiting for pods: 1 of 2 peer pods have a podIP, missing train-workers-1-0-\* (rank 1, not created); [0-9]* s left' "$T/out/a.stderr")
 [ "$n" -ge 3 ] || { cat "$T/out/a.stderr"; pfk8s_die "$n progress lines naming the missing pod in 9 s, want >= 3"; }
 grep -q $'\r' "$T/out/a.stderr" && pfk8s_die "a carriage return on a stderr that is no terminal"
@@ -31,13 +36,7 @@ grep -m1 'progress:' "$T/out/a.stderr" | sed 's/^/     /'
 kill "$PFK8S_SERVER_PID" 2>/dev/null; wait "$PFK8S_SERVER_PID" 2>/dev/null
 pfk8s_jobset_objects "$T/objects2.json" 0:x 1:127.0.0.1
 pfk8s_server 127.0.0.1 "$T/objects2.json"
-"$PF_BIN" run --api-server "https://127.0.0.1:$PFK8S_API_PORT" \
-    --token-file "$T/token" --ca-file "$T/certs/ca.crt" \
-    --pod-name train-workers-1-0-p1 --namespace ml --port "$PFK8S_RDV_PORT" \
-    --fabric-provider tcp --engine host --timeout 7 --no-imds \
-    --progress-interval 2 --no-publish >"$T/out/b.stdout" 2>"$T/out/b.stderr"
-rc=$?
-[ $rc -eq 3 ] || { cat "$T/out/b.stderr"; pfk8s_die "follower exit $rc, want 3"; }
+waiter b train-workers-1-0-p1 7   # the follower
 n=$(grep -c 'progress: waiting for rank 0: its pod has no podIP yet, missing train-workers-0-0-' "$T/out/b.stderr")
 [ "$n" -ge 2 ] || { cat "$T/out/b.stderr"; pfk8s_die "$n follower progress lines naming rank 0's pod, want >= 2"; }
 grep -q 'peer pods have a podIP' "$T/out/b.stderr" && pfk8s_die "a follower counted the group's pods"

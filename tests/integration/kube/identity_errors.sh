@@ -9,12 +9,11 @@
 #  2. a --token-file that does not exist;
 #  3. a --peer-selector the API server refuses (400): not APIUnavailable.
 set -u
-. "$PF_ROOT/tests/fakes/apiserver/lib.sh"
+. "$PF_ROOT/tests/integration/kube/lib.sh"
 pfk8s_init
 T=$PFK8S_TMP
 
-pfk8s_jobset_objects "$T/objects.json" 0:127.0.0.1 1:127.0.0.1
-pfk8s_server 127.0.0.1 "$T/objects.json"
+pfk8s_jobset_up 2 lo
 pfk8s_state "$T/before.json"
 
 agent() {   # agent TAG POD TOKEN_FILE [extra args]
@@ -59,24 +58,20 @@ assert w == [("PATCH", "/api/v1/nodes/node-0"), ("PATCH", "/api/v1/nodes/node-0/
 
 agent nopod train-workers-0-0-nosuch "$T/token"
 rc=$?
-[ $rc -eq 2 ] || { cat "$T/out/nopod.stderr"; pfk8s_die "unknown own pod: exit $rc, want 2"; }
-grep -q "reading own pod: GET /api/v1/namespaces/ml/pods/train-workers-0-0-nosuch: HTTP 404" \
-    "$T/out/nopod.stderr" || { cat "$T/out/nopod.stderr"; pfk8s_die "unknown own pod: no clear 404"; }
+kube_exited 2 nopod "unknown own pod" \
+    "reading own pod: GET /api/v1/namespaces/ml/pods/train-workers-0-0-nosuch: HTTP 404"
 nothing_written "unknown own pod"
 echo "unknown own pod: exit 2, 'reading own pod: GET ...: HTTP 404', Node untouched"
 
 agent notoken train-workers-0-0-p0 "$T/no-such-token"
 rc=$?
-[ $rc -eq 2 ] || { cat "$T/out/notoken.stderr"; pfk8s_die "missing token file: exit $rc, want 2"; }
-grep -q "cannot read token file $T/no-such-token" "$T/out/notoken.stderr" ||
-    { cat "$T/out/notoken.stderr"; pfk8s_die "missing token file: no clear message"; }
+kube_exited 2 notoken "missing token file" "cannot read token file $T/no-such-token"
 nothing_written "missing token file"
 echo "missing token file: exit 2, 'cannot read token file ...', Node untouched"
 agent badsel train-workers-0-0-p0 "$T/token" --peer-selector 'Bad/app=x'
 rc=$?
-[ $rc -eq 2 ] || { cat "$T/out/badsel.stderr"; pfk8s_die "refused selector: exit $rc, want 2"; }
-grep -q "the API server refused the pod list (check --peer-selector): GET /api/v1/namespaces/ml/pods?labelSelector=Bad%2Fapp%3Dx: HTTP 400" \
-    "$T/out/badsel.stderr" || { cat "$T/out/badsel.stderr"; pfk8s_die "refused selector: no clear message"; }
+kube_exited 2 badsel "refused selector" \
+    "the API server refused the pod list (check --peer-selector): GET /api/v1/namespaces/ml/pods?labelSelector=Bad%2Fapp%3Dx: HTTP 400"
 put_back "refused selector"
 echo "refused peer selector: exit 2, 'the API server refused the pod list (check --peer-selector) ... HTTP 400', Node put back as found (mark, then undo)"
 echo "PASS"

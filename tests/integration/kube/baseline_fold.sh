@@ -7,13 +7,9 @@
 # race, Conflict on a stale resourceVersion); then `baseline` reads it back
 # with the same account.
 set -u
-. "$PF_ROOT/tests/kube_real/lib.sh"
-kr_init 0
-T=$KR_TMP
+. "$PF_ROOT/tests/integration/kube/lib.sh"
 N=8
-kr_start
-kr_namespace efa-preflight ml
-kr_rbac_from_chart --set mode=initcontainer --set 'jobNamespaces={ml}'
+kube_init 0 --set mode=initcontainer --set 'jobNamespaces={ml}'
 kr_token ml efa-preflight-job > "$T/token"
 python3 - "$T" "$N" <<'PY'
 import json, sys
