@@ -2,30 +2,23 @@
 # Kubernetes mode where the pod cannot read DMI (product_name absent): the
 # instance type comes from the Node's node.kubernetes.io/instance-type
 # label (HyperPod's ml. prefix stripped), before IMDS; where DMI names a
-# type, DMI wins. A one-pod JobSet against the fake API server.
+# type, DMI wins. A one-pod JobSet; real side: the chart's RBAC
+# (initcontainer), a token bound to the pod.
 set -u
-. "$PF_ROOT/tests/fakes/apiserver/lib.sh"
-pfk8s_init
-T=$PFK8S_TMP
-
-pfk8s_jobset_objects "$T/objects.json" 0:127.0.0.1
-python3 - "$T/objects.json" <<'EOF2'
-import json, sys
-objs = json.load(open(sys.argv[1]))
-for o in objs:
-    if o["kind"] == "Node":
-        o["metadata"]["labels"]["node.kubernetes.io/instance-type"] = "ml.p5en.48xlarge"
-json.dump(objs, open(sys.argv[1], "w"))
-EOF2
-pfk8s_server 127.0.0.1 "$T/objects.json"
+. "$PF_ROOT/tests/integration/kube/lib.sh"
+kube_init 0 --set mode=initcontainer --set 'jobNamespaces={ml}'
+kube_jobset 0:127.0.0.1
+kube_call PATCH /api/v1/nodes/node-0 --ctype application/merge-patch+json \
+    --data '{"metadata":{"labels":{"node.kubernetes.io/instance-type":"ml.p5en.48xlarge"}}}' >/dev/null ||
+    kube_die "cannot label node-0 ml.p5en.48xlarge"
 mkdir -p "$T/nodmi" "$T/dmi/sys/devices/virtual/dmi/id"
 echo p4d.24xlarge >"$T/dmi/sys/devices/virtual/dmi/id/product_name"
 
 agent() {   # agent TAG SYSFS_ROOT
-    "$PF_BIN" run --api-server "https://127.0.0.1:$PFK8S_API_PORT" \
-        --token-file "$T/token" --ca-file "$T/certs/ca.crt" \
+    "$PF_BIN" run --api-server "$KUBE_API" \
+        --token-file "$T/token-0" --ca-file "$KUBE_CA" \
         --pod-name train-workers-0-0-p0 --namespace ml --node-name node-0 \
-        --port "$PFK8S_RDV_PORT" --fabric-provider tcp --engine host \
+        --port "$KUBE_RDV_PORT" --fabric-provider tcp --engine host \
         --sysfs-root "$2" --dev-root "$2" --timeout 20 -e 64K --no-imds \
         --report "$T/out/$1.json" >"$T/out/$1.stdout" 2>"$T/out/$1.stderr"
 }
@@ -35,17 +28,19 @@ source_of() {
 
 agent nodmi "$T/nodmi"
 rc=$?
-[ $rc -le 1 ] || { tail -n 20 "$T/out/nodmi.stderr"; pfk8s_die "run without DMI exited $rc"; }
+[ $rc -le 1 ] || { tail -n 20 "$T/out/nodmi.stderr"; kube_die "run without DMI exited $rc"; }
 got=$(source_of "$T/out/nodmi.json")
 [ "$got" = "p5en.48xlarge label" ] ||
-    { tail -n 20 "$T/out/nodmi.stderr"; pfk8s_die "without DMI the type is '$got', want 'p5en.48xlarge label'"; }
+    { tail -n 20 "$T/out/nodmi.stderr"; kube_die "without DMI the type is '$got', want 'p5en.48xlarge label'"; }
 grep -q "p5en.48xlarge (from label)" "$T/out/nodmi.stdout" ||
-    pfk8s_die "the table does not say the type came from the label: $(grep instance_type "$T/out/nodmi.stdout")"
+    kube_die "the table does not say the type came from the label: $(grep instance_type "$T/out/nodmi.stdout")"
 echo "ok   no DMI: p5en.48xlarge from the Node's label (ml. stripped), IMDS not needed"
 
 agent dmi "$T/dmi"
 rc=$?
-[ $rc -le 1 ] || { tail -n 20 "$T/out/dmi.stderr"; pfk8s_die "run with DMI exited $rc"; }
+[ $rc -le 1 ] || { tail -n 20 "$T/out/dmi.stderr"; kube_die "run with DMI exited $rc"; }
 got=$(source_of "$T/out/dmi.json")
-[ "$got" = "p4d.24xlarge dmi" ] || pfk8s_die "with DMI the type is '$got', want 'p4d.24xlarge dmi'"
+[ "$got" = "p4d.24xlarge dmi" ] || kube_die "with DMI the type is '$got', want 'p4d.24xlarge dmi'"
 echo "ok   DMI product_name present: it wins over the label"
+kube_no_token_in "$T/out"
+echo "PASS"
