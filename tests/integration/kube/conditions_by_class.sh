@@ -1,6 +1,7 @@
 #!/bin/bash
-# Conditions by class, one status word everywhere (k8s bootstrap, fake API
-# server, host engine over tcp on loopback, --taint-on-failure on).
+# Conditions by class, one status word everywhere (k8s bootstrap, host
+# engine over tcp on loopback, --taint-on-failure on; real side: the
+# chart's RBAC (initcontainer), tokens bound to the pods).
 #  1. A group failure: 2 JobSet pods whose ring misses a floor nobody can
 #     reach (--min-busbw-gbps 100000); no node is singled out. Both exit 1,
 #     BandwidthBelowThreshold, class group: each Node gets status=error and
@@ -14,20 +15,18 @@
 #     history say "error" too.
 # (A usage error, RendezvousPortInUse, is test_k8s_port_in_use.)
 set -u
-. "$PF_ROOT/tests/fakes/apiserver/lib.sh"
-pfk8s_init
-T=$PFK8S_TMP
-
-pfk8s_jobset_up 2 lo
+. "$PF_ROOT/tests/integration/kube/lib.sh"
+kube_init 0 --set mode=initcontainer --set 'jobNamespaces={ml}'
+kube_jobset 0:127.0.0.1 1:127.0.0.1
 
 start_agent() {   # start_agent INDEX OUTNAME EXTRA-ARGS...: sets AGENT_PID
     local i=$1 out=$2
     shift 2
     mkdir -p "$T/hist-$out"
-    "$PF_BIN" run --api-server "https://127.0.0.1:$PFK8S_API_PORT" \
-        --token-file "$T/token" --ca-file "$T/certs/ca.crt" --no-imds \
+    "$PF_BIN" run --api-server "$KUBE_API" \
+        --token-file "$T/token-$i" --ca-file "$KUBE_CA" --no-imds \
         --pod-name "train-workers-$i-0-p$i" --namespace ml \
-        --port "$PFK8S_RDV_PORT" --fabric-provider tcp --engine host \
+        --port "$KUBE_RDV_PORT" --fabric-provider tcp --engine host \
         --taint-on-failure --report "$T/out/$out.json" \
         --metrics-textfile "$T/out/$out.prom" --history-dir "$T/hist-$out" \
         --log-level info "$@" \
@@ -48,15 +47,15 @@ assert v["conditions"]["EFAFabricReady"] == sys.argv[3], ("report condition", v)
 assert v["conditions"]["EFADevicesReady"] != "fail", ("devices", v)
 assert v["reason"] == sys.argv[4], ("report reason", v)
 PY
-        { cat "$T/out/$out.json"; pfk8s_die "$out: the report does not say $word / $cond / $reason"; }
+        { cat "$T/out/$out.json"; kube_die "$out: the report does not say $word / $cond / $reason"; }
     grep -qE "^efa_preflight_status\{(node=\"[^\"]*\",)?status=\"$word\"\} 1$" "$T/out/$out.prom" ||
-        { grep efa_preflight_status "$T/out/$out.prom"; pfk8s_die "$out: the metric does not say $word"; }
+        { grep efa_preflight_status "$T/out/$out.prom"; kube_die "$out: the metric does not say $word"; }
     [ "$(grep -c '^efa_preflight_status{.*} 1$' "$T/out/$out.prom")" = 1 ] ||
-        pfk8s_die "$out: the status metric is not one-hot"
+        kube_die "$out: the status metric is not one-hot"
     got=$("$PF_BIN" history --history-dir "$T/hist-$out" --json |
           python3 -c 'import json,sys; a=json.load(sys.stdin); print(len(a), a[0]["status"])') ||
-        pfk8s_die "$out: history --json failed"
-    [ "$got" = "1 $word" ] || pfk8s_die "$out: history says '$got', want '1 $word'"
+        kube_die "$out: history --json failed"
+    [ "$got" = "1 $word" ] || kube_die "$out: history says '$got', want '1 $word'"
 }
 
 # ---------------------------------------------------------------- 1. group
@@ -66,16 +65,16 @@ wait $p0; rc0=$?
 wait $p1; rc1=$?
 for r in "0 $rc0" "1 $rc1"; do
     set -- $r
-    [ "$2" = 1 ] || { cat "$T/out/g$1.stderr" "$T/out/g$1.stdout"; pfk8s_die "group: rank $1 exit $2, want 1"; }
-    python3 - "$T/out/g$1.json" <<'PY' || { cat "$T/out/g$1.json"; pfk8s_die "group: rank $1 is not a group failure"; }
+    [ "$2" = 1 ] || { cat "$T/out/g$1.stderr" "$T/out/g$1.stdout"; kube_die "group: rank $1 exit $2, want 1"; }
+    python3 - "$T/out/g$1.json" <<'PY' || { cat "$T/out/g$1.json"; kube_die "group: rank $1 is not a group failure"; }
 import json, sys
 v = json.load(open(sys.argv[1]))["verdict"]
 assert v["class"] == "group" and v["reason"] == "BandwidthBelowThreshold", v
 PY
     words_agree "g$1" error unknown BandwidthBelowThreshold
 done
-pfk8s_state "$T/state.json"
-pfk8s_check "$T/state.json" '
+kube_state "$T/state.json"
+kube_check "$T/state.json" '
 for n in ("node-0", "node-1"):
     l = labels(n)
     assert l["efa-preflight.io/status"] == "error", (n, l)
@@ -97,19 +96,19 @@ for ((i = 0; i < 200; i++)); do
     [ "$n" -eq 2 ] && break
     sleep 0.1
 done
-[ "$n" -eq 2 ] || { cat "$T/out/l0.stderr" "$T/out/l1.stderr"; pfk8s_die "the sweep did not start on both ranks within 20 s"; }
-[ "$(cat /proc/$p1/comm)" = efa-preflight ] || pfk8s_die "rank 1's pid is not the agent"
+[ "$n" -eq 2 ] || { cat "$T/out/l0.stderr" "$T/out/l1.stderr"; kube_die "the sweep did not start on both ranks within 20 s"; }
+[ "$(cat /proc/$p1/comm)" = efa-preflight ] || kube_die "rank 1's pid is not the agent"
 sleep 1
 kill -9 "$p1"
 killed=$(date +%s.%N)
 wait $p1
 wait $p0; rc0=$?
-secs=$(pfk8s_elapsed "$killed")
-[ "$rc0" = 3 ] || { cat "$T/out/l0.stderr" "$T/out/l0.stdout"; pfk8s_die "survivor: exit $rc0, want 3"; }
-awk -v e="$secs" 'BEGIN { exit !(e <= 20) }' || pfk8s_die "survivor needed ${secs}s after the kill"
+secs=$(kube_elapsed "$killed")
+[ "$rc0" = 3 ] || { cat "$T/out/l0.stderr" "$T/out/l0.stdout"; kube_die "survivor: exit $rc0, want 3"; }
+awk -v e="$secs" 'BEGIN { exit !(e <= 20) }' || kube_die "survivor needed ${secs}s after the kill"
 words_agree l0 error unknown PeerLost
-pfk8s_state "$T/state.json"
-pfk8s_check "$T/state.json" '
+kube_state "$T/state.json"
+kube_check "$T/state.json" '
 l = labels("node-0")
 assert l["efa-preflight.io/status"] == "error", l
 c = cond("node-0", "EFAFabricReady")
@@ -121,6 +120,6 @@ assert len(ev) == 1 and ev[0]["message"].startswith("error: "), ev
 print("PeerLost survivor: node-0 status=error, EFAFabricReady=Unknown/PeerLost, Event \"error: ...\", no taint")
 '
 echo "ok   PeerLost survivor: exit 3 ${secs}s after the kill, report/metric/history say error, EFAFabricReady Unknown"
-pfk8s_reports_valid "$T"/out/*.json
-pfk8s_no_token_in "$T/out"
+kube_reports_valid "$T"/out/*.json
+kube_no_token_in "$T/out"
 echo "PASS"

@@ -349,3 +349,17 @@ print(json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {
     "status": {"phase": "Pending"}}))' "$1" "$2")
     if kube_fake; then kube_post_objects "$pod"; else kr_ok POST /api/v1/namespaces/ml/pods --data "$pod"; fi
 }
+
+# kube_reports_valid REPORT...: the reports against
+# docs/reference/report.schema.json (a note where no python3 has jsonschema).
+kube_reports_valid() {
+    local py out rc
+    for py in python3 /usr/bin/python3; do
+        out=$("$py" "$PF_ROOT/tests/integration/check_report_schema.py" "$@" 2>&1); rc=$?
+        [ $rc -eq 77 ] && continue
+        [ $rc -eq 0 ] || { echo "$out"; kube_die "reports the schema refuses"; }
+        echo "ok   $# reports valid against docs/reference/report.schema.json"
+        return 0
+    done
+    echo "note: reports not checked against the schema: $out"
+}
