@@ -12,6 +12,9 @@ tests/fakes/apiserver/lib.sh (pfk8s_check) and tests/kube_real/lib.sh
              as (method or verb, path, code): the fake's request log (those
              with a bearer token), or the real server's audit log (service
              accounts' requests)
+  writes()   the agents' writes, as (METHOD, path without its query), in
+             the order the server answered them: the fake's request log
+             (those with a bearer token) or the real server's audit log
   audit()    the audit log's service-account events (real server only)
 """
 import json
@@ -68,6 +71,19 @@ def refused():
     # The fake's: those with a token (the test's own probe goes without).
     return [(r['method'], r['path'], r['status']) for r in s['requests']
             if r['status'] >= 400 and r.get('who', '-') != '-']
+
+
+VERB_METHOD = {'create': 'POST', 'update': 'PUT', 'patch': 'PATCH',
+               'delete': 'DELETE', 'deletecollection': 'DELETE'}
+
+
+def writes():
+    if AUDIT:
+        return [(VERB_METHOD[x['verb']], x['requestURI'].split('?')[0])
+                for x in audit() if x['stage'] == 'ResponseComplete'
+                and x['verb'] in VERB_METHOD]
+    return [(r['method'], r['path'].split('?')[0]) for r in s['requests']
+            if r['method'] not in ('GET', 'HEAD') and r.get('who', '-') != '-']
 
 
 try:

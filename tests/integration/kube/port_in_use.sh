@@ -9,21 +9,20 @@
 # on it), and no Node is labelled failed or tainted although
 # --taint-on-failure is on. Rank 0's report says verdict.status "usage"
 # and its EFAFabricReady "unknown"; rank 1's says "error", as its label.
+# Real side: the chart's RBAC (initcontainer), tokens bound to the pods.
 set -u
-. "$PF_ROOT/tests/fakes/apiserver/lib.sh"
-pfk8s_init
-T=$PFK8S_TMP
-
-pfk8s_jobset_up 2
+. "$PF_ROOT/tests/integration/kube/lib.sh"
+kube_init 2 --set mode=initcontainer --set 'jobNamespaces={ml}'
+kube_jobset 0:"$(kube_pod_ip 1)" 1:"$(kube_pod_ip 2)"
 
 # The stranger on rank 0's port (both stacks), alive longer than the run;
 # the agents start only once it listens (under load a fixed sleep was not
 # always enough).
-ip netns exec pfk8s-1 python3 -c '
+ip netns exec "$(kube_netns 1)" python3 -c '
 import socket, sys, time
 s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
 s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-s.bind(("::", '"$PFK8S_RDV_PORT"')); s.listen(1)
+s.bind(("::", '"$KUBE_RDV_PORT"')); s.listen(1)
 open(sys.argv[1], "w").close(); time.sleep(40)' "$T/holder.ready" &
 holder=$!
 for _ in $(seq 1 100); do
@@ -31,46 +30,46 @@ for _ in $(seq 1 100); do
     kill -0 $holder 2>/dev/null || break
     sleep 0.1
 done
-[ -e "$T/holder.ready" ] || pfk8s_die "the port holder did not start listening"
+[ -e "$T/holder.ready" ] || kube_die "the port holder did not start listening"
 
-agent() {   # agent INDEX: logs and report $T/out/r-INDEX.*
-    pfk8s_jobset_agent "$1" r --timeout 12
+agent() {   # agent INDEX: in the background (KUBE_AGENT_PID); logs and report $T/out/r-INDEX.*
+    kube_jobset_agent "$1" "r-$1" -b 64K -e 256K -n 2 -w 1 --taint-on-failure --timeout 12
 }
 start=$(date +%s.%N)
-agent 0 & a0=$!
-agent 1 & a1=$!
+agent 0; a0=$KUBE_AGENT_PID
+agent 1; a1=$KUBE_AGENT_PID
 wait $a0; rc0=$?
-t0=$(pfk8s_elapsed "$start")
+t0=$(kube_elapsed "$start")
 wait $a1; rc1=$?
 kill $holder 2>/dev/null
 
-[ $rc0 -eq 2 ] || { cat "$T/out/r-0.stderr" "$T/out/r-0.stdout"; pfk8s_die "rank 0 exited $rc0, want 2 (usage)"; }
-grep -q "cannot listen on .*:$PFK8S_RDV_PORT: Address already in use" "$T/out/r-0.stdout" ||
-    { cat "$T/out/r-0.stdout"; pfk8s_die "rank 0: the table does not name the port in use"; }
+[ $rc0 -eq 2 ] || { cat "$T/out/r-0.stderr" "$T/out/r-0.stdout"; kube_die "rank 0 exited $rc0, want 2 (usage)"; }
+grep -q "cannot listen on .*:$KUBE_RDV_PORT: Address already in use" "$T/out/r-0.stdout" ||
+    { cat "$T/out/r-0.stdout"; kube_die "rank 0: the table does not name the port in use"; }
 grep -q "summary: USAGE RendezvousPortInUse .*(exit 2)" "$T/out/r-0.stdout" ||
-    { cat "$T/out/r-0.stdout"; pfk8s_die "rank 0: the summary does not say RendezvousPortInUse, exit 2"; }
-python3 - "$T/out/r-0.json" <<'PY' || pfk8s_die "rank 0: report"
+    { cat "$T/out/r-0.stdout"; kube_die "rank 0: the summary does not say RendezvousPortInUse, exit 2"; }
+python3 - "$T/out/r-0.json" <<'PY' || kube_die "rank 0: report"
 import json, sys
 v = json.load(open(sys.argv[1]))["verdict"]
 assert v["reason"] == "RendezvousPortInUse" and v["class"] == "usage" and v["exit_code"] == 2, v
 assert v["status"] == "usage" and v["conditions"]["EFAFabricReady"] == "unknown", v
 PY
-[ $rc1 -eq 3 ] || { cat "$T/out/r-1.stderr"; pfk8s_die "rank 1 exited $rc1, want 3 (could not test)"; }
-python3 - "$T/out/r-1.json" <<'PY' || pfk8s_die "rank 1: report"
+[ $rc1 -eq 3 ] || { cat "$T/out/r-1.stderr"; kube_die "rank 1 exited $rc1, want 3 (could not test)"; }
+python3 - "$T/out/r-1.json" <<'PY' || kube_die "rank 1: report"
 import json, sys
 v = json.load(open(sys.argv[1]))["verdict"]
 assert v["reason"] == "PeerTimeout" and v["status"] == "error", v
 assert v["conditions"]["EFAFabricReady"] == "unknown", v
 PY
 
-pfk8s_state "$T/state.json"
-pfk8s_check "$T/state.json" '
+kube_state "$T/state.json"
+kube_check "$T/state.json" '
 n0 = labels("node-0")
 assert not any(k.startswith("efa-preflight.io/") for k in n0), ("rank 0 wrote labels", n0)
 assert cond("node-0", "EFAFabricReady") is None, "rank 0 wrote a condition"
 assert not events("node-0"), "rank 0 wrote an Event"
 # Only the mark before the run and its undo: node-0 is as it was.
-writes0 = [(r["method"], r["path"]) for r in s["requests"] if r["method"] != "GET" and "node-0" in r["path"]]
+writes0 = [w for w in writes() if "node-0" in w[1]]
 assert writes0 == [("PATCH", "/api/v1/nodes/node-0"), ("PATCH", "/api/v1/nodes/node-0/status"),
                    ("PATCH", "/api/v1/nodes/node-0/status"), ("PATCH", "/api/v1/nodes/node-0")], writes0
 l1 = labels("node-1")
