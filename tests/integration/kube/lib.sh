@@ -363,3 +363,13 @@ kube_reports_valid() {
     done
     echo "note: reports not checked against the schema: $out"
 }
+
+# kube_delete_pod NS NAME: the pod gone at once (grace 0), as the cluster's
+# admin (the fake's store: its admin port).
+kube_delete_pod() {
+    if kube_fake; then
+        pfk8s_admin DELETE "/objects/Pod/$1/$2"
+    else
+        kr_ok DELETE "/api/v1/namespaces/$1/pods/$2?gracePeriodSeconds=0"
+    fi
+}
