@@ -15,6 +15,9 @@ tests/fakes/apiserver/lib.sh (pfk8s_check) and tests/kube_real/lib.sh
   writes()   the agents' writes, as (METHOD, path without its query), in
              the order the server answered them: the fake's request log
              (those with a bearer token) or the real server's audit log
+  gets(path) the times (epoch seconds) the agents' GETs of path (no
+             query) came in: the fake's arrivals or the audit log's
+             requestReceivedTimestamp
   audit()    the audit log's service-account events (real server only)
 """
 import json
@@ -84,6 +87,18 @@ def writes():
                 and x['verb'] in VERB_METHOD]
     return [(r['method'], r['path'].split('?')[0]) for r in s['requests']
             if r['method'] not in ('GET', 'HEAD') and r.get('who', '-') != '-']
+
+
+def gets(path):
+    if AUDIT:
+        import datetime
+        return [datetime.datetime.strptime(x['requestReceivedTimestamp'].rstrip('Z').ljust(26, '0')[:26],
+                                           '%Y-%m-%dT%H:%M:%S.%f')
+                .replace(tzinfo=datetime.timezone.utc).timestamp()
+                for x in audit() if x['stage'] == 'ResponseComplete'
+                and x['verb'] == 'get' and x['requestURI'].split('?')[0] == path]
+    return [a['t'] for a in s['arrivals']
+            if a['method'] == 'GET' and a['path'].split('?')[0] == path]
 
 
 try:
