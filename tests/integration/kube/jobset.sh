@@ -1,19 +1,18 @@
 #!/bin/bash
 # k8s initContainer mode end to end: 4 agents, each in its own network
-# namespace "pod" (pfk8s-1..4, 10.254.40.11-14), JobSet-labelled pods in the
-# fake API server (HTTPS on the bridge address) with matching podIPs, world
-# size from the owner Jobs. Every agent must exit 0 and every Node must end
-# with our labels, both conditions and one Event, while the kubelet's
-# conditions, other labels and taints stay exactly as they were. A second
-# run with the same outcome keeps lastTransitionTime (heartbeat moves on).
+# namespace "pod", JobSet-labelled pods with matching podIPs (the API server
+# on the bridge address), world size from the owner Jobs. Every agent must
+# exit 0 and every Node must end with our labels, both conditions and one
+# Event, while the kubelet's conditions, other labels and taints stay
+# exactly as they were. A second run with the same outcome keeps
+# lastTransitionTime (heartbeat moves on). Real side: the chart's RBAC
+# (initcontainer), tokens bound to the pods.
 set -u
 . "$PF_ROOT/tests/integration/kube/lib.sh"
-pfk8s_init
-T=$PFK8S_TMP
 N=4
-
-pfk8s_jobset_up $N
-pfk8s_state "$T/before.json"
+kube_init $N --set mode=initcontainer --set 'jobNamespaces={ml}'
+kube_jobset $(for i in $(seq 0 $((N - 1))); do echo "$i:$(kube_pod_ip $((i + 1)))"; done)
+kube_state "$T/before.json"
 
 run_all() {   # run_all TAG: one agent per namespace, identity from env
     local i pids=""
@@ -29,10 +28,10 @@ run_all first
 echo "first run: 4 agents exit 0 in $(( $(date +%s) - start ))s"
 for i in 0 1 2 3; do
     grep -q '"world": *4' "$T/out/first-$i.json" || grep -q "4 ranks" "$T/out/first-$i.stdout" ||
-        pfk8s_die "agent $i did not run with 4 ranks"
+        kube_die "agent $i did not run with 4 ranks"
 done
-pfk8s_state "$T/first.json"
-pfk8s_check "$T/first.json" '
+kube_state "$T/first.json"
+kube_check "$T/first.json" '
 before = json.load(open("'"$T/before.json"'"))
 old = {n["metadata"]["name"]: n for n in before["nodes"]}
 stamp = re.compile(r"^\d{8}T\d{6}Z$")
@@ -78,8 +77,8 @@ echo "every node: 6 efa-preflight.io labels (status=warn: tcp is not EFA), both 
 
 sleep 1.2   # timestamps have one-second resolution
 run_all second
-pfk8s_state "$T/second.json"
-pfk8s_check "$T/second.json" '
+kube_state "$T/second.json"
+kube_check "$T/second.json" '
 first = json.load(open("'"$T/first.json"'"))
 def c1(n, t):
     x = next(x for x in first["nodes"] if x["metadata"]["name"] == n)
@@ -95,6 +94,6 @@ for i in range(4):
     assert len([c for c in node(n)["status"]["conditions"] if c["type"] == "EFAFabricReady"]) == 1
 '
 echo "second run: lastTransitionTime kept on both conditions, heartbeat advanced, 2 events per node"
-pfk8s_no_token_in "$T/out"
+kube_no_token_in "$T/out"
 echo "no token in $(ls "$T/out" | wc -l) log/report files"
 echo "PASS"
