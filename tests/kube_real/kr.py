@@ -10,7 +10,7 @@
     kr.py token NS SA [--pod NAME] [--seconds N]
                                a TokenRequest for SA; bound to the pod when
                                --pod is given, as the kubelet binds them
-    kr.py state FILE           nodes, pods, leases, events (all namespaces)
+    kr.py state FILE           nodes, pods, leases, events, configmaps (all namespaces)
     kr.py ready SECONDS        wait for /readyz; exit 1 when it never came
 
 The server and credentials come from the environment: KR_API (https://...),
@@ -140,6 +140,8 @@ def cmd_state(out):
     s = {"nodes": list_all("/api/v1/nodes"),
          "pods": list_all("/api/v1/pods"),
          "events": list_all("/api/v1/events"),
+         "configmaps": [x for x in list_all("/api/v1/configmaps")
+                        if x["metadata"]["namespace"] not in ("kube-system", "kube-public")],
          "leases": [x for x in list_all("/apis/coordination.k8s.io/v1/leases")
                     if x["metadata"]["namespace"] not in ("kube-system", "kube-node-lease")]}
     json.dump(s, open(out, "w"), indent=1)

@@ -12,9 +12,10 @@ tests/fakes/apiserver/lib.sh (pfk8s_check) and tests/kube_real/lib.sh
              as (method or verb, path, code): the fake's request log (those
              with a bearer token), or the real server's audit log (service
              accounts' requests)
-  writes()   the agents' writes, as (METHOD, path without its query), in
-             the order the server answered them: the fake's request log
-             (those with a bearer token) or the real server's audit log
+  writes(ok=False)  the agents' writes, as (METHOD, path without its
+             query), in the order the server answered them (ok: only those
+             answered 2xx): the fake's request log (those with a bearer
+             token) or the real server's audit log
   gets(path) the times (epoch seconds) the agents' GETs of path (no
              query) came in: the fake's arrivals or the audit log's
              requestReceivedTimestamp
@@ -80,13 +81,15 @@ VERB_METHOD = {'create': 'POST', 'update': 'PUT', 'patch': 'PATCH',
                'delete': 'DELETE', 'deletecollection': 'DELETE'}
 
 
-def writes():
+def writes(ok=False):
     if AUDIT:
         return [(VERB_METHOD[x['verb']], x['requestURI'].split('?')[0])
                 for x in audit() if x['stage'] == 'ResponseComplete'
-                and x['verb'] in VERB_METHOD]
+                and x['verb'] in VERB_METHOD
+                and not (ok and x['responseStatus']['code'] >= 300)]
     return [(r['method'], r['path'].split('?')[0]) for r in s['requests']
-            if r['method'] not in ('GET', 'HEAD') and r.get('who', '-') != '-']
+            if r['method'] not in ('GET', 'HEAD') and r.get('who', '-') != '-'
+            and not (ok and r['status'] >= 300)]
 
 
 def gets(path):
