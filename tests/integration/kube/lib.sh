@@ -8,8 +8,9 @@
 #
 #   kube_init N [helm args]  N "pod" network namespaces; the API server
 #                         started (on the bridge when N > 0, else 127.0.0.1)
-#                         with the namespaces efa-preflight and ml; real:
-#                         the chart's RBAC rendered with the helm args
+#                         with the namespaces efa-preflight, ml and
+#                         KUBE_NAMESPACES; real: the chart's RBAC rendered
+#                         with the helm args
 #   kube_node NAME LABELS [TAINTS] [CONDITIONS]   a Node as its kubelet
 #                         leaves it (Ready), CONDITIONS (JSON list) besides
 #   kube_daemonset NS NAME / kube_job NS NAME   the owner; prints its uid
@@ -63,7 +64,7 @@ kube_init() {
         kr_init "$n"
         T=$KR_TMP
         kr_start ${KR_START_FLAGS:-}
-        kr_namespace efa-preflight ml
+        kr_namespace efa-preflight ml ${KUBE_NAMESPACES:-}
         kr_rbac_from_chart "$@"
         KUBE_API=$KR_API
         KUBE_CA=$KR_CA
