@@ -12,37 +12,50 @@
 #            error
 # No node may end status=error or carry PeerTimeout; fabric=tested exactly
 # where two nodes ran together; node-4 prints progress lines while it
-# waits. PF_STAGGER_RUNS (default 1) repeats the whole scenario on a fresh
-# API server; scripts/ds_race_loop.sh runs it 20 times in a row, each under
-# the lock on its own.
+# waits. PF_STAGGER_RUNS (default 1) repeats the whole scenario, each run
+# on nodes, pods and a Lease made afresh; scripts/ds_race_loop.sh runs it
+# 20 times in a row, each under the lock on its own. Real side: the
+# chart's RBAC (daemonset), a DaemonSet owning the pods, tokens bound to
+# them; the verdicts waited for longer.
 set -u
 . "$PF_ROOT/tests/integration/kube/lib.sh"
-pfk8s_init
-T=$PFK8S_TMP
 N=5
 RUNS=${PF_STAGGER_RUNS:-1}
+if kube_fake; then WAIT=120; else WAIT=180; fi
+kube_init $N --set mode=daemonset
+ds_uid=$(kube_daemonset efa-preflight efa-preflight)
+NODE_LABELS='{"node.kubernetes.io/instance-type":"p5.48xlarge","topology.kubernetes.io/zone":"us-east-1a"}'
 
-pfk8s_netns_up $N
+# fresh: every node, none pending yet; no agent pod, no Lease (the last
+# run's gone).
+fresh() {
+    local i
+    for i in $(seq 0 $((N - 1))); do
+        if kube_fake; then
+            pfk8s_http DELETE "/objects/Pod/efa-preflight/efa-preflight-ds-$i" >/dev/null
+        elif [ "$run" -gt 1 ]; then
+            kr_ok DELETE "/api/v1/namespaces/efa-preflight/pods/efa-preflight-ds-$i?gracePeriodSeconds=0"
+            kr_ok DELETE "/api/v1/nodes/node-$i"
+        fi
+        kube_node "node-$i" "$NODE_LABELS"
+    done
+    if kube_fake; then
+        pfk8s_http DELETE /objects/Lease/efa-preflight/efa-preflight-p5.48xlarge-us-east-1a >/dev/null
+    elif [ "$run" -gt 1 ]; then
+        kr_ok DELETE /apis/coordination.k8s.io/v1/namespaces/efa-preflight/leases/efa-preflight-p5.48xlarge-us-east-1a
+    fi
+}
 
 # pending I: the node turns pending, the DaemonSet controller creates its
 # pod (running, as the kubelet reports it), and the agent starts.
 pending() {
-    local i=$1 now
-    now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-    pfk8s_admin POST /objects "[
- {\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"node-$i\",\"labels\":{
-   \"efa-preflight.io/status\":\"pending\",\"node.kubernetes.io/instance-type\":\"p5.48xlarge\",
-   \"topology.kubernetes.io/zone\":\"us-east-1a\"}},
-  \"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\",\"reason\":\"KubeletReady\",
-   \"lastTransitionTime\":\"2025-12-01T00:00:00Z\"}]}},
- {\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"efa-preflight-ds-$i\",
-   \"namespace\":\"efa-preflight\",\"labels\":{\"app.kubernetes.io/name\":\"efa-preflight\",
-   \"app.kubernetes.io/instance\":\"efa-preflight\"},
-   \"ownerReferences\":[{\"kind\":\"DaemonSet\",\"name\":\"efa-preflight\"}]},
-  \"spec\":{\"nodeName\":\"node-$i\"},
-  \"status\":{\"phase\":\"Running\",\"podIP\":\"10.254.40.$((11 + i))\",
-   \"containerStatuses\":[{\"name\":\"preflight\",\"ready\":true,\"restartCount\":0,
-     \"state\":{\"running\":{\"startedAt\":\"$now\"}}}]}}]"
+    local i=$1
+    kube_call PATCH "/api/v1/nodes/node-$i" --ctype application/merge-patch+json \
+        --data '{"metadata":{"labels":{"efa-preflight.io/status":"pending"}}}' >/dev/null ||
+        kube_die "node-$i: cannot label it pending"
+    kube_pod '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"efa-preflight-ds-'$i'","namespace":"efa-preflight","labels":{"app.kubernetes.io/name":"efa-preflight","app.kubernetes.io/instance":"efa-preflight"},"ownerReferences":[{"apiVersion":"apps/v1","kind":"DaemonSet","name":"efa-preflight","uid":"'$ds_uid'","controller":true}]},"spec":{"nodeName":"node-'$i'","serviceAccountName":"efa-preflight","automountServiceAccountToken":false,"containers":[{"name":"agent","image":"registry.invalid/efa-preflight"}]}}' \
+        "$(kube_pod_ip $((i + 1)))"
+    kube_token efa-preflight efa-preflight "efa-preflight-ds-$i" > "$T/token-$i"
     kube_ds_agent "$i" "efa-preflight-ds-$i" "r$run-$i" -b 64K -e 8M -n 8 -w 2 --timeout 40 -vv \
         --progress-interval 2
     pids="$pids $KUBE_AGENT_PID"
@@ -55,11 +68,11 @@ grouped() {   # grouped I: the agent has its group (bounded wait, 30 s)
         sleep 0.1
     done
     tail -n 30 "$T/out/r$run-$1.stderr"
-    pfk8s_die "run $run: agent $1 got no group within 30 s"
+    kube_die "run $run: agent $1 got no group within 30 s"
 }
 
 still_pending() {   # still_pending I: node-I has no result label yet
-    pfk8s_state "$T/now.json"
+    kube_state "$T/now.json"
     python3 -c "
 import json, sys; s = json.load(open('$T/now.json'))
 n = next(x for x in s['nodes'] if x['metadata']['name'] == 'node-$1')
@@ -69,26 +82,33 @@ sys.exit(0 if n['metadata']['labels'].get('efa-preflight.io/status') == 'pending
 start_all=$(date +%s.%N)
 for run in $(seq 1 "$RUNS"); do
     t_run=$(date +%s.%N)
-    pfk8s_ds_objects "$T/objects.json" 5 - none now   # every node, none pending yet
-    [ -n "$PFK8S_SERVER_PID" ] && { kill "$PFK8S_SERVER_PID"; wait "$PFK8S_SERVER_PID" 2>/dev/null; }
-    pfk8s_server "$PFK8S_HOST_IP" "$T/objects.json"
+    fresh
     pids=""
     pending 0
     pending 1
     grouped 0
     # The race: node-2 turns pending while node-0 and node-1 validate.
-    still_pending 0 || pfk8s_die "run $run: node-0 finished before node-2 came; the race was not reached"
+    still_pending 0 || kube_die "run $run: node-0 finished before node-2 came; the race was not reached"
     pending 2
     sleep 1
     pending 3
     grouped 2
-    still_pending 2 || pfk8s_die "run $run: node-2 finished before node-4 came"
+    still_pending 2 || kube_die "run $run: node-2 finished before node-4 came"
     pending 4
 
     echo "run $run: waiting for every node's result"
-    kube_wait_verdicts pending 120 "$T"/out/r$run-*.stderr
+    kube_wait_verdicts pending "$WAIT" "$T"/out/r$run-*.stderr
+    # The Lease is released by agents that race the last verdict: wait for
+    # the release (15 s).
+    for t in $(seq 1 30); do
+        python3 -c "
+import json, sys; s = json.load(open('$T/state.json'))
+sys.exit(0 if len(s['leases']) == 1 and s['leases'][0]['spec'].get('holderIdentity', '') == '' else 1)" && break
+        sleep 0.5
+        kube_state "$T/state.json"
+    done
 
-    pfk8s_check "$T/state.json" '
+    kube_check "$T/state.json" '
 for i in range(5):
     n = "node-%d" % i
     l = labels(n)
@@ -104,29 +124,30 @@ for i in range(5):
         assert l["efa-preflight.io/fabric"] == "untested", (n, l)
         assert f["status"] == "Unknown" and f["reason"] == "FabricUntested", f
 lease = s["leases"][0]
-assert lease["spec"]["holderIdentity"] == "", lease
+assert len(s["leases"]) == 1, s["leases"]
+assert lease["spec"].get("holderIdentity", "") == "", lease
 assert lease["spec"]["leaseTransitions"] >= 2, lease
 ' || exit 1
     group_of() { grep -o "daemonset: group of [0-9]*, rank [0-9]*, rank 0 on node-[0-9]" \
                  "$T/out/r$run-$1.stderr" | sed 's/, rank [0-9]*, / /'; }
     for i in 0 1; do
         [ "$(group_of $i)" = "daemonset: group of 2 rank 0 on node-0" ] ||
-            pfk8s_die "run $run: node-$i: '$(group_of $i)', want the first pair"
+            kube_die "run $run: node-$i: '$(group_of $i)', want the first pair"
     done
     for i in 2 3; do
         [ "$(group_of $i)" = "daemonset: group of 2 rank 0 on node-2" ] ||
-            pfk8s_die "run $run: node-$i: '$(group_of $i)', want the second pair"
+            kube_die "run $run: node-$i: '$(group_of $i)', want the second pair"
     done
     [ "$(group_of 4)" = "daemonset: group of 1 rank 0 on node-4" ] ||
-        pfk8s_die "run $run: node-4: '$(group_of 4)', want alone"
+        kube_die "run $run: node-4: '$(group_of 4)', want alone"
     # node-4 coordinated alone for seconds (until no pending node was left
     # to wait for): it said so meanwhile.
     n=$(grep -c 'progress: waiting for a group: coordinating: 1 agent(s) registered, [0-9]* more node(s) expected' "$T/out/r$run-4.stderr")
-    [ "$n" -ge 1 ] || { tail -n 20 "$T/out/r$run-4.stderr"; pfk8s_die "run $run: node-4 printed no progress line while it waited alone"; }
+    [ "$n" -ge 1 ] || { tail -n 20 "$T/out/r$run-4.stderr"; kube_die "run $run: node-4 printed no progress line while it waited alone"; }
     for p in $pids; do kill -TERM "$p" 2>/dev/null; done
     for p in $pids; do wait "$p"; done
-    echo "run $run: {0,1} then {2,3} (turned pending while {0,1} validated), then 4 alone (untested, $n progress line(s) while it waited); no error, no PeerTimeout; $(pfk8s_elapsed "$t_run")s"
+    echo "run $run: {0,1} then {2,3} (turned pending while {0,1} validated), then 4 alone (untested, $n progress line(s) while it waited); no error, no PeerTimeout; $(kube_elapsed "$t_run")s"
 done
-echo "$RUNS run(s) in a row in $(pfk8s_elapsed "$start_all")s"
-pfk8s_no_token_in "$T/out"
+echo "$RUNS run(s) in a row in $(kube_elapsed "$start_all")s"
+kube_no_token_in "$T/out"
 echo "PASS"
