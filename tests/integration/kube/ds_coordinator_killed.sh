@@ -9,17 +9,46 @@
 # rule, on their own clock). Then the DaemonSet controller's part is
 # played: the pod is deleted and a new one starts on the same node. Then node-3's agent starts. All four nodes
 # must end fabric=tested in groups of 2, none status=error, and the Lease
-# must have moved to another holder (leaseTransitions counted).
+# must have moved to another holder (leaseTransitions counted). Real
+# side: the chart's RBAC (daemonset), a DaemonSet owning the pods, tokens
+# bound to them.
 set -u
 . "$PF_ROOT/tests/integration/kube/lib.sh"
-pfk8s_init
-T=$PFK8S_TMP
 N=4
+if kube_fake; then WAIT=120; else WAIT=180; fi
+kube_init $N --set mode=daemonset
+ds_uid=$(kube_daemonset efa-preflight efa-preflight)
 
-pfk8s_netns_up $N
-pfk8s_ds_objects "$T/objects.json" 4 pending waiting:3 now
-pfk8s_server "$PFK8S_HOST_IP" "$T/objects.json"
-pfk8s_netns_check
+# ds_pod I NAME running|waiting: the DaemonSet's pod NAME on node-I, its
+# container running (ready) or still being created (Pending); a token
+# bound to it in $T/token-I. "running" on a pod that exists: its status.
+ds_pod() {
+    local i=$1 name=$2 state=$3 status
+    status=$(python3 -c '
+import json, sys, time
+ip, waiting = sys.argv[1], sys.argv[2] == "waiting"
+now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+st = {"waiting": {"reason": "ContainerCreating"}} if waiting else {"running": {"startedAt": now}}
+print(json.dumps({"phase": "Pending" if waiting else "Running", "podIP": ip, "podIPs": [{"ip": ip}],
+                  "containerStatuses": [{"name": "agent", "image": "registry.invalid/efa-preflight", "imageID": "",
+                                         "restartCount": 0, "ready": not waiting, "state": st}]}))' \
+        "$(kube_pod_ip $((i + 1)))" "$state")
+    local pod='{"apiVersion":"v1","kind":"Pod","metadata":{"name":"'$name'","namespace":"efa-preflight","labels":{"app.kubernetes.io/name":"efa-preflight","app.kubernetes.io/instance":"efa-preflight"},"ownerReferences":[{"apiVersion":"apps/v1","kind":"DaemonSet","name":"efa-preflight","uid":"'$ds_uid'","controller":true}]},"spec":{"nodeName":"node-'$i'","serviceAccountName":"efa-preflight","automountServiceAccountToken":false,"containers":[{"name":"agent","image":"registry.invalid/efa-preflight"}]}'
+    if kube_fake; then
+        kube_post_objects "$pod,\"status\":$status}"
+    else
+        [ "$(kr_call GET "/api/v1/namespaces/efa-preflight/pods/$name" --status)" = 200 ] ||
+            kr_ok POST /api/v1/namespaces/efa-preflight/pods --data "$pod}"
+        kr_ok PATCH "/api/v1/namespaces/efa-preflight/pods/$name/status" \
+            --ctype application/merge-patch+json --data "{\"status\":$status}"
+    fi
+    kube_token efa-preflight efa-preflight "$name" > "$T/token-$i"
+}
+
+for i in $(seq 0 $((N - 1))); do
+    kube_node "node-$i" '{"efa-preflight.io/status":"pending","node.kubernetes.io/instance-type":"p5.48xlarge","topology.kubernetes.io/zone":"us-east-1a"}'
+    ds_pod "$i" "efa-preflight-ds-$i" "$([ "$i" = 3 ] && echo waiting || echo running)"
+done
 
 declare -A pid
 agent() {   # agent I POD
@@ -28,7 +57,7 @@ agent() {   # agent I POD
 }
 
 lease() {   # lease FIELD: the Lease's spec field, "" when none
-    pfk8s_state "$T/lease.json"
+    kube_state "$T/lease.json"
     python3 -c "
 import json; s = json.load(open('$T/lease.json'))
 print(s['leases'][0]['spec'].get('$1', '') if s['leases'] else '')"
@@ -47,7 +76,7 @@ for t in $(seq 1 100); do
     sleep 0.1
 done
 grep -q "registered, 3 waiting" "$T/out/$cpod.stderr" ||
-    { tail -n 20 "$T"/out/*.stderr; pfk8s_die "no coordinator with 3 agents waiting after 10 s"; }
+    { tail -n 20 "$T"/out/*.stderr; kube_die "no coordinator with 3 agents waiting after 10 s"; }
 renewed=$(lease renewTime)
 duration=$(lease leaseDurationSeconds)
 ci=${cpod##*-}
@@ -62,11 +91,11 @@ for t in $(seq 1 200); do
     [ -n "$h" ] && [ "$h" != "$holder" ] && break
     sleep 0.1
 done
-[ -n "$h" ] && [ "$h" != "$holder" ] || { tail -n 20 "$T"/out/*.stderr; pfk8s_die "nobody took the Lease within 20 s of the kill"; }
-took=$(pfk8s_elapsed "$t_kill")
+[ -n "$h" ] && [ "$h" != "$holder" ] || { tail -n 20 "$T"/out/*.stderr; kube_die "nobody took the Lease within 20 s of the kill"; }
+took=$(kube_elapsed "$t_kill")
 acquired=$(lease acquireTime)
 transitions=$(lease leaseTransitions)
-python3 - "$renewed" "$acquired" "$duration" <<'EOF' || pfk8s_die "the Lease was taken before it expired"
+python3 - "$renewed" "$acquired" "$duration" <<'EOF' || kube_die "the Lease was taken before it expired"
 import datetime, sys
 f = lambda s: datetime.datetime.strptime(s.rstrip("Z"), "%Y-%m-%dT%H:%M:%S.%f")
 gap = (f(sys.argv[2]) - f(sys.argv[1])).total_seconds()
@@ -74,31 +103,22 @@ print("new holder acquired %.2f s after the last renewal seen before the kill" %
 sys.exit(0 if gap >= int(sys.argv[3]) - 0.5 else 1)
 EOF
 echo "new coordinator ${h%_*} holds the Lease ${took}s after the kill (transitions $transitions)"
-[ "$transitions" -ge 1 ] || pfk8s_die "leaseTransitions $transitions, want >= 1"
+[ "$transitions" -ge 1 ] || kube_die "leaseTransitions $transitions, want >= 1"
 
 # Only now does the DaemonSet controller replace the pod on node-$ci
 # (until then its pod object stood: the agents could not tell its holder
 # was dead and waited the record out; a holder whose pod is gone is taken
 # over at once: test_k8s_ds_lease_trouble).
-pfk8s_http DELETE "/objects/Pod/efa-preflight/$cpod" >/dev/null
-now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-pfk8s_admin POST /objects "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"$cpod-b\",
- \"namespace\":\"efa-preflight\",\"labels\":{\"app.kubernetes.io/name\":\"efa-preflight\",
- \"app.kubernetes.io/instance\":\"efa-preflight\"},\"ownerReferences\":[{\"kind\":\"DaemonSet\",\"name\":\"efa-preflight\"}]},
- \"spec\":{\"nodeName\":\"node-$ci\"},\"status\":{\"phase\":\"Running\",\"podIP\":\"10.254.40.$((11 + ci))\",
- \"containerStatuses\":[{\"name\":\"preflight\",\"ready\":true,\"restartCount\":0,\"state\":{\"running\":{\"startedAt\":\"$now\"}}}]}}"
+kube_delete_pod efa-preflight "$cpod"
+ds_pod "$ci" "$cpod-b" running
 agent "$ci" "$cpod-b"
 
 # node-3's agent is up now.
-pfk8s_admin POST /objects "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"efa-preflight-ds-3\",
- \"namespace\":\"efa-preflight\",\"labels\":{\"app.kubernetes.io/name\":\"efa-preflight\",
- \"app.kubernetes.io/instance\":\"efa-preflight\"},\"ownerReferences\":[{\"kind\":\"DaemonSet\",\"name\":\"efa-preflight\"}]},
- \"spec\":{\"nodeName\":\"node-3\"},\"status\":{\"phase\":\"Running\",\"podIP\":\"10.254.40.14\",
- \"containerStatuses\":[{\"name\":\"preflight\",\"ready\":true,\"restartCount\":0,\"state\":{\"running\":{\"startedAt\":\"$now\"}}}]}}"
+ds_pod 3 efa-preflight-ds-3 running
 agent 3 efa-preflight-ds-3
 
-kube_wait_verdicts pending 120 "$T"/out/*.stderr
-pfk8s_check "$T/state.json" '
+kube_wait_verdicts pending "$WAIT" "$T"/out/*.stderr
+kube_check "$T/state.json" '
 for i in range(4):
     n = "node-%d" % i
     l = labels(n)
@@ -110,7 +130,7 @@ for i in range(4):
 for p in "${!pid[@]}"; do
     [ "$p" = "$cpod" ] && continue
     grep -q "daemonset: group of 2" "$T/out/$p.stderr" ||
-        { tail -n 20 "$T/out/$p.stderr"; pfk8s_die "$p did not validate in a group of 2"; }
+        { tail -n 20 "$T/out/$p.stderr"; kube_die "$p did not validate in a group of 2"; }
 done
 echo "all 4 nodes fabric=tested in groups of 2 (the replacement pod on node-$ci included); no error"
 for p in "${!pid[@]}"; do
@@ -119,5 +139,5 @@ done
 for p in "${!pid[@]}"; do
     [ "$p" = "$cpod" ] || wait "${pid[$p]}"
 done
-pfk8s_no_token_in "$T/out"
+kube_no_token_in "$T/out"
 echo "PASS"
